@@ -1,0 +1,39 @@
+# relia: two commands matter.  `make demo` runs the whole pipeline on a synthetic fleet;
+# `make test` runs every test.  Both create .venv and install the project first.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+export PREFECT_HOME ?= $(CURDIR)/.prefect
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export DO_NOT_TRACK := 1
+export GX_ANALYTICS_ENABLED := False
+export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
+export MPLBACKEND := Agg
+
+.PHONY: install demo test test-fast lint bench clean
+
+$(BIN)/relia: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check uv==0.13.9 || $(BIN)/pip install --quiet uv
+	$(BIN)/uv pip install --quiet -p $(BIN)/python -e '.[dev]'
+	touch $(BIN)/relia
+
+install: $(BIN)/relia
+
+demo: install
+	$(BIN)/relia demo
+
+test: install
+	$(BIN)/python -m pytest
+
+test-fast: install
+	$(BIN)/python -m pytest -m "not slow"
+
+lint: install
+	$(BIN)/ruff check .
+
+bench: install
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .prefect landing lake reports relia.duckdb relia.duckdb.wal
