@@ -1,0 +1,276 @@
+"""``relia``: the command line. Commands call the same pipeline functions as the flows.
+
+Heavy imports (GX, lifelines, Prefect) happen inside the command that needs them, so ``relia --help``
+is instant. Commands run directly, without Prefect's ephemeral-server start, unless ``--tracked`` is
+given or ``PREFECT_API_URL`` points at a server; then they run as tracked flow runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(
+    name="relia",
+    help="Reliability analytics for GPU clusters: ingest telemetry, fit MTBF, project goodput.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+DbOption = Annotated[
+    Path | None,
+    typer.Option("--db", help="DuckDB warehouse file (default: $RELIA_DB or relia.duckdb)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print results as JSON on stdout.")]
+TrackedOption = Annotated[
+    bool, typer.Option("--tracked", help="Run as a tracked Prefect flow run (pays a server start).")
+]
+
+
+def _prefect_defaults() -> None:
+    """Keep Prefect local and quiet: no analytics, a project-local home, a patient server start."""
+    os.environ.setdefault("PREFECT_HOME", str(Path.cwd() / ".prefect"))
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+
+
+def _tracked(flag: bool) -> bool:
+    return flag or bool(os.environ.get("PREFECT_API_URL"))
+
+
+def _print_json(payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
+
+
+def _table(title: str, rows: list[dict[str, Any]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    if not rows:
+        table.add_column("(none)")
+        return table
+    for column in rows[0]:
+        numeric = isinstance(rows[0][column], int | float)
+        table.add_column(column, justify="right" if numeric else "left")
+    for row in rows:
+        table.add_row(*[_fmt(v) for v in row.values()])
+    return table
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.3g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+@app.command()
+def synth(
+    out: Annotated[Path, typer.Option(help="Landing folder to write.")] = Path("landing"),
+    nodes: Annotated[int, typer.Option(min=1, help="Nodes in the fleet.")] = 256,
+    gpus_per_node: Annotated[int, typer.Option(min=1, max=16, help="GPUs per node.")] = 8,
+    days: Annotated[int, typer.Option(min=1, help="Length of the observation window.")] = 90,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    start: Annotated[str, typer.Option(help="Window start, ISO date (UTC).")] = "2026-06-01",
+    as_json: JsonOption = False,
+) -> None:
+    """Simulate a fleet with known lifetimes and write real-format telemetry plus ground truth."""
+    from pipelines.synth import SynthConfig, synthesize
+
+    started = time.perf_counter()
+    config = SynthConfig(
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        days=days,
+        seed=seed,
+        start=datetime.fromisoformat(start).replace(tzinfo=UTC),
+    )
+    truth = synthesize(out, config)
+    summary = {
+        "out": str(out),
+        "seconds": round(time.perf_counter() - started, 2),
+        "nodes": truth["n_nodes"],
+        "gpus": truth["n_gpus"],
+        "window_start": truth["window_start"],
+        "window_end": truth["window_end"],
+        "failures_in_window": sum(v["n_failed"] for v in truth["lives_by_class"].values()),
+        "interruptions": len(truth["interruptions"]),
+    }
+    if as_json:
+        _print_json(summary)
+    else:
+        console.print(_table("synthetic fleet", [summary]))
+
+
+def _run_ingest(
+    db: Path, paths: list[Path], source: str | None, *, quiet: bool = False
+) -> list[dict[str, Any]]:
+    from dataclasses import asdict
+
+    from rich.progress import Progress
+
+    from pipelines import ingest as ingest_mod
+    from pipelines.settings import Settings
+
+    settings = Settings.from_env(db_path=db)
+    files = ingest_mod.discover(paths, source=source)
+    with Progress(console=err, transient=True, disable=quiet) as progress:
+        bar = progress.add_task("ingesting", total=len(files))
+        counts = ingest_mod.ingest(
+            settings.db_path,
+            files,
+            lock_timeout_s=settings.lock_timeout_s,
+            on_file=lambda _c: progress.advance(bar),
+        )
+    return [asdict(c) for c in counts]
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Landing folder, source folders or files.")],
+    source: Annotated[
+        str | None, typer.Option(help="Source of the files when their folder does not say.")
+    ] = None,
+    db: DbOption = None,
+    tracked: TrackedOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Parse, validate and load telemetry files; print loaded / quarantined counts per file."""
+    from pipelines.settings import Settings
+
+    settings = Settings.from_env(db_path=db)
+    try:
+        if _tracked(tracked):
+            _prefect_defaults()
+            from pipelines.flows.ingest_telemetry import ingest_paths_flow
+
+            counts = ingest_paths_flow(paths=paths, source=source, db_path=settings.db_path)
+        else:
+            counts = _run_ingest(settings.db_path, paths, source, quiet=as_json)
+    except ValueError as error:
+        err.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from error
+    if as_json:
+        _print_json(counts)
+        return
+    rows = [
+        {
+            "file": Path(str(c["path"])).name,
+            "source": c["source"],
+            "read": c["n_read"],
+            "loaded": c["n_loaded"],
+            "quarantined": c["n_quarantined"],
+            "ignored": c["n_ignored"],
+            "status": "already loaded" if c["skipped"] else "loaded",
+        }
+        for c in counts
+    ]
+    console.print(_table(f"ingest into {settings.db_path}", rows))
+
+
+def _summary(db_path: Path) -> dict[str, list[dict[str, Any]]]:
+    from pipelines import warehouse
+
+    with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
+        fleet = con.execute(
+            "select component_class, units_at_risk, n_failures, "
+            "round(exposure_h, 1) as exposure_h, round(naive_mtbf_h, 0) as naive_mtbf_h, "
+            "n_interruptions from rpt_fleet_summary"
+        ).pl()
+        causes = con.execute(
+            "select cause_class, attribution, n_interruptions, "
+            "round(gpu_hours_interrupted, 1) as gpu_hours_interrupted, "
+            "median_restart_overhead_s from rpt_interruptions_by_cause"
+        ).pl()
+        quarantine = con.execute(
+            "select target_table, stage, reason, count(*) as n_rows from raw_quarantine "
+            "group by all order by n_rows desc"
+        ).pl()
+        files = con.execute(
+            "select source, count(*) as n_files, sum(n_read)::bigint as n_read, "
+            "sum(n_loaded)::bigint as n_loaded, sum(n_quarantined)::bigint as n_quarantined "
+            "from raw_ingest_files group by source order by source"
+        ).pl()
+    return {
+        "failures_by_class": fleet.to_dicts(),
+        "interruptions_by_cause": causes.to_dicts(),
+        "quarantine": quarantine.to_dicts(),
+        "files": files.to_dicts(),
+    }
+
+
+def _print_summary(db_path: Path, summary: dict[str, list[dict[str, Any]]]) -> None:
+    console.print(_table("units and failures by component class", summary["failures_by_class"]))
+    console.print(_table("job interruptions by cause", summary["interruptions_by_cause"]))
+    console.print(_table("files ingested", summary["files"]))
+    console.print(_table("quarantined rows", summary["quarantine"]))
+    console.print(f"warehouse: [bold]{db_path.resolve()}[/bold] (try: duckdb {db_path})")
+
+
+@app.command()
+def summary(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Print the fleet summary from the warehouse."""
+    from pipelines.settings import Settings
+
+    settings = Settings.from_env(db_path=db)
+    result = _summary(settings.db_path)
+    if as_json:
+        _print_json(result)
+    else:
+        _print_summary(settings.db_path, result)
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option(help="Landing folder for the synthetic fleet.")] = Path(
+        "landing"
+    ),
+    nodes: Annotated[int, typer.Option(min=1)] = 256,
+    gpus_per_node: Annotated[int, typer.Option(min=1, max=16)] = 8,
+    days: Annotated[int, typer.Option(min=1)] = 90,
+    seed: int = 0,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """End to end: synthesise a fleet, ingest it as an ``ingest-telemetry`` flow run, summarise."""
+    from pipelines.settings import Settings
+    from pipelines.synth import SynthConfig, synthesize
+
+    settings = Settings.from_env(db_path=db, landing_dir=out)
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    synthesize(settings.landing_dir, SynthConfig(nodes=nodes, gpus_per_node=gpus_per_node,
+                                                days=days, seed=seed))  # fmt: skip
+    timings["synth_s"] = time.perf_counter() - started
+    _prefect_defaults()
+    from pipelines.flows.ingest_telemetry import ingest_telemetry
+
+    started = time.perf_counter()
+    ingest_telemetry(landing_dir=settings.landing_dir, db_path=settings.db_path)
+    timings["ingest_flow_s"] = time.perf_counter() - started
+    result = _summary(settings.db_path)
+    if as_json:
+        _print_json({"timings": timings, **result})
+        return
+    _print_summary(settings.db_path, result)
+    console.print(
+        "timings: " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()), highlight=False
+    )
+
+
+if __name__ == "__main__":
+    app()

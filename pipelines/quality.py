@@ -1,0 +1,206 @@
+"""Great Expectations suites per raw table; failing rows go to quarantine with the reason.
+
+GX has no polars backend and its DuckDB SQL path is broken upstream, so validation runs on a pandas
+copy of the parsed frame at this one boundary (STYLE.md §5). The context is ephemeral, progress bars
+and analytics are off, and nothing leaves the machine. GX is imported lazily: it costs 3-7 s.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+FUTURE_TOLERANCE = timedelta(days=1)
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+
+SLURM_STATES = [
+    "BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",
+    "PENDING", "PREEMPTED", "RUNNING", "REQUEUED", "RESIZING", "REVOKED", "SUSPENDED", "TIMEOUT",
+]  # fmt: skip
+REPAIR_ACTIONS = ["replace", "planned_replace", "reseat", "no_fault_found"]
+PCI_BUS_REGEX = r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}$"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One expectation: its GX class name, keyword arguments and a short human label."""
+
+    kind: str
+    kwargs: dict[str, Any]
+    label: str
+
+
+def _time_range(column: str, now: datetime) -> Check:
+    return Check(
+        "ExpectColumnValuesToBeBetween",
+        {"column": column, "min_value": EARLIEST, "max_value": now + FUTURE_TOLERANCE},
+        f"{column} between 2000-01-01 and now + 1 day (not in the future)",
+    )
+
+
+def _not_before(later: str, earlier: str) -> Check:
+    return Check(
+        "ExpectColumnPairValuesAToBeGreaterThanB",
+        {
+            "column_A": later,
+            "column_B": earlier,
+            "or_equal": True,
+            "ignore_row_if": "either_value_is_missing",
+        },
+        f"{later} >= {earlier}",
+    )
+
+
+def _not_null(column: str) -> Check:
+    return Check("ExpectColumnValuesToNotBeNull", {"column": column}, f"{column} not null")
+
+
+def _in_set(column: str, values: list[Any]) -> Check:
+    return Check(
+        "ExpectColumnValuesToBeInSet",
+        {"column": column, "value_set": values},
+        f"{column} in the allowed set",
+    )
+
+
+def _between(column: str, low: float, high: float) -> Check:
+    return Check(
+        "ExpectColumnValuesToBeBetween",
+        {"column": column, "min_value": low, "max_value": high},
+        f"{column} between {low} and {high}",
+    )
+
+
+def suite_for(table: str, *, now: datetime, component_classes: list[str]) -> list[Check]:
+    """The expectations for one raw table (dbt-style not_null / accepted_values / ranges)."""
+    suites: dict[str, Callable[[], list[Check]]] = {
+        "raw_slurm_jobs": lambda: [
+            _not_null("job_id_raw"),
+            _not_null("submit_ts"),
+            _in_set("state", SLURM_STATES),
+            _time_range("submit_ts", now),
+            _time_range("start_ts", now),
+            _time_range("end_ts", now),
+            _not_before("end_ts", "start_ts"),
+            _not_before("start_ts", "submit_ts"),
+            _between("alloc_nodes", 0, 1_000_000),
+            _between("exit_code", 0, 255),
+        ],
+        "raw_xid_events": lambda: [
+            _not_null("host"),
+            _between("xid", 1, 1023),
+            _time_range("ts", now),
+            Check(
+                "ExpectColumnValuesToMatchRegex",
+                {"column": "pci_bus_id", "regex": PCI_BUS_REGEX},
+                "pci_bus_id looks like 0000:3b:00",
+            ),
+        ],
+        "raw_inventory": lambda: [
+            _not_null("host"),
+            _not_null("serial"),
+            _between("gpu_index", 0, 63),
+            _time_range("snapshot_ts", now),
+        ],
+        "raw_fleet": lambda: [
+            _not_null("node"),
+            _not_null("installed_ts"),
+            _time_range("installed_ts", now),
+            _not_before("removed_ts", "installed_ts"),
+        ],
+        "raw_repairs": lambda: [
+            _not_null("node"),
+            _not_null("opened_ts"),
+            _in_set("action", REPAIR_ACTIONS),
+            _in_set("component_class", component_classes),
+            _time_range("opened_ts", now),
+            _not_before("closed_ts", "opened_ts"),
+        ],
+    }
+    return suites[table]() if table in suites else []
+
+
+@dataclass(frozen=True)
+class Validated:
+    """Rows that passed, rows that failed (with ``reason``), and one summary line per check."""
+
+    good: pl.DataFrame
+    bad: pl.DataFrame
+    results: list[dict[str, Any]]
+
+
+@cache
+def _context() -> Any:
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+    import great_expectations as gx  # lazy: 3-7 s import)
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    asset = context.data_sources.add_pandas(name="relia").add_dataframe_asset(name="incoming")
+    return asset.add_batch_definition_whole_dataframe("whole")
+
+
+def validate(
+    rows: pl.DataFrame,
+    *,
+    table: str,
+    now: datetime | None = None,
+    component_classes: list[str] | None = None,
+) -> Validated:
+    """Run the table's suite over ``rows``; split them into good and bad (bad carry ``reason``).
+
+    Parameters
+    ----------
+    rows
+        Parsed rows of one file, with ``line_no``.
+    table
+        The raw table they are bound for; it selects the suite.
+    now
+        The ingest time, for "not in the future" checks (default: current UTC time).
+    component_classes
+        The allowed component classes (from ``dim_component_class``) for repair tickets.
+    """
+    checks = suite_for(
+        table, now=now or datetime.now(UTC), component_classes=component_classes or []
+    )
+    if rows.height == 0 or not checks:
+        return Validated(rows, rows.head(0).with_columns(reason=pl.lit("")), [])
+    import great_expectations.expectations as gxe
+
+    frame = rows.drop([c for c in rows.columns if rows.schema[c] == pl.List]).to_pandas()
+    batch = _context().get_batch(batch_parameters={"dataframe": frame})
+    suite_results = []
+    reasons: dict[int, list[str]] = {}
+    for check in checks:
+        expectation = getattr(gxe, check.kind)(**check.kwargs)
+        result = batch.validate(expectation, result_format={"result_format": "COMPLETE"})
+        if result.exception_info and result.exception_info.get("raised_exception"):
+            msg = f"expectation {check.label} could not run on {table}: {result.exception_info}"
+            raise RuntimeError(msg)
+        failed_idx = list(result.result.get("unexpected_index_list") or [])
+        for idx in failed_idx:
+            reasons.setdefault(int(idx), []).append(
+                f"{expectation.expectation_type}: {check.label}"
+            )
+        suite_results.append(
+            {
+                "table": table,
+                "expectation": check.label,
+                "success": bool(result.success),
+                "n_unexpected": len(failed_idx),
+            }
+        )
+    mask = pl.Series([i in reasons for i in range(rows.height)], dtype=pl.Boolean)
+    bad = rows.filter(mask).with_columns(
+        reason=pl.Series(["; ".join(reasons[i]) for i in sorted(reasons)], dtype=pl.String)
+    )
+    return Validated(rows.filter(~mask), bad, suite_results)

@@ -1,0 +1,119 @@
+-- Attempts that ended abnormally (FAILED, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL) inside the
+-- observation window, with a root cause. Candidates are failure incidents (Xid, is_failure) whose
+-- first line is on one of the attempt's nodes, and replace tickets opened on those nodes, within
+-- [end - attribution_before_s, end + attribution_after_s]. C = their component classes:
+--   |C| > 1                      -> ambiguous / ambiguous
+--   |C| = 1 with an Xid          -> that class / hardware-confirmed
+--   |C| = 1, ticket only         -> that class / scheduler-only
+--   |C| = 0 and NODE_FAIL        -> unknown / scheduler-only
+--   |C| = 0 and OUT_OF_MEMORY    -> application / application
+--   otherwise                    -> unknown / unattributed
+with attempts as (select * from int_job_attempts),
+
+params as (select * from stg_params),
+
+observation as (select * from stg_observation_window),
+
+incidents as (select * from int_incidents where is_failure),
+
+tickets as (select * from stg_repairs where action = 'replace'),
+
+interrupted as (
+    select attempts.*
+    from attempts
+    cross join observation
+    where
+        attempts.is_interruption
+        and attempts.end_ts >= observation.window_start
+        and attempts.end_ts < observation.window_end
+),
+
+attempt_nodes as (
+    select
+        interrupted.job_id_raw,
+        interrupted.attempt,
+        interrupted.end_ts - to_seconds(params.attribution_before_s) as from_ts,
+        interrupted.end_ts + to_seconds(params.attribution_after_s) as to_ts,
+        unnest(interrupted.nodes) as node
+    from interrupted
+    cross join params
+),
+
+candidates as (
+    select
+        attempt_nodes.job_id_raw,
+        attempt_nodes.attempt,
+        incidents.component_class,
+        'xid' as evidence,
+        incidents.incident_id,
+        attempt_nodes.node
+    from attempt_nodes
+    inner join incidents
+        on attempt_nodes.node = incidents.host
+        and incidents.first_ts between attempt_nodes.from_ts and attempt_nodes.to_ts
+    union all
+    select
+        attempt_nodes.job_id_raw,
+        attempt_nodes.attempt,
+        tickets.component_class,
+        'ticket' as evidence,
+        cast(null as varchar) as incident_id,
+        attempt_nodes.node
+    from attempt_nodes
+    inner join tickets
+        on attempt_nodes.node = tickets.node
+        and tickets.opened_ts between attempt_nodes.from_ts and attempt_nodes.to_ts
+),
+
+evidence as (
+    select
+        candidates.job_id_raw,
+        candidates.attempt,
+        count(distinct candidates.component_class) as n_classes,
+        min(candidates.component_class) as only_class,
+        bool_or(candidates.evidence = 'xid') as has_xid,
+        min(candidates.incident_id) as incident_id,
+        list(distinct candidates.node order by candidates.node) as suspect_nodes
+    from candidates
+    group by candidates.job_id_raw, candidates.attempt
+),
+
+final as (
+    select
+        interrupted.job_id_raw,
+        interrupted.attempt,
+        interrupted.job_id,
+        interrupted.job_name,
+        interrupted.user_name,
+        interrupted.nodes,
+        interrupted.n_nodes,
+        interrupted.n_gpus,
+        interrupted.start_ts,
+        interrupted.end_ts,
+        interrupted.state,
+        interrupted.exit_code,
+        case
+            when evidence.n_classes > 1 then 'ambiguous'
+            when evidence.n_classes = 1 then evidence.only_class
+            when interrupted.state = 'OUT_OF_MEMORY' then 'application'
+            else 'unknown'
+        end as cause_class,
+        case
+            when evidence.n_classes > 1 then 'ambiguous'
+            when evidence.n_classes = 1 and evidence.has_xid then 'hardware-confirmed'
+            when evidence.n_classes = 1 then 'scheduler-only'
+            when interrupted.state = 'NODE_FAIL' then 'scheduler-only'
+            when interrupted.state = 'OUT_OF_MEMORY' then 'application'
+            else 'unattributed'
+        end as attribution,
+        evidence.incident_id,
+        evidence.suspect_nodes,
+        interrupted.restart_overhead_s,
+        interrupted.gpu_hours
+    from interrupted
+    left join evidence
+        on interrupted.job_id_raw = evidence.job_id_raw
+        and interrupted.attempt = evidence.attempt
+)
+
+select * from final

@@ -1,0 +1,19 @@
+"""Session set-up: keep Prefect and Great Expectations local and silent, on a throw-away home."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+_HOME = Path(tempfile.mkdtemp(prefix="relia-prefect-"))
+os.environ["PREFECT_HOME"] = str(_HOME)
+os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+os.environ["DO_NOT_TRACK"] = "1"
+os.environ["GX_ANALYTICS_ENABLED"] = "False"
+os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "120"
+os.environ["MPLBACKEND"] = "Agg"
+os.environ.pop("PREFECT_API_URL", None)
+
+REPO = Path(__file__).resolve().parent.parent
+REAL_DATA = REPO.parent / "shared" / "real"

@@ -1,0 +1,178 @@
+"""The views on a small hand-built fleet whose every life, incident and interruption is known."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import duckdb
+import polars as pl
+import pytest
+
+from pipelines import warehouse
+
+W0 = datetime(2026, 6, 1, tzinfo=UTC)
+W1 = W0 + timedelta(days=30)
+DAY = timedelta(days=1)
+A_INSTALLED = W0 - 100 * DAY
+B_INSTALLED = W0 + 10 * DAY
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, object]]) -> None:
+    frame = pl.DataFrame(rows)
+    frame = frame.with_columns(source_file=pl.lit("hand.txt"), line_no=pl.int_range(1, frame.height + 1))
+    con.register("incoming", frame.to_arrow())
+    con.execute(f"insert into {table} by name select * from incoming")
+    con.unregister("incoming")
+
+
+def _job(job_id: str, nodes: list[str], start: datetime, end: datetime | None, state: str,
+         exit_code: int = 0) -> dict[str, object]:  # fmt: skip
+    return {
+        "job_id": job_id, "job_id_raw": job_id, "step": None, "job_name": "train",
+        "partition": "gpu", "account": "ml", "user_name": "ada", "alloc_nodes": len(nodes),
+        "n_gpus": 2 * len(nodes), "node_list": ",".join(nodes), "nodes": nodes,
+        "submit_ts": start - timedelta(minutes=5), "start_ts": start, "end_ts": end,
+        "state": state, "exit_code": exit_code, "exit_signal": 0, "restarts": 0,
+    }  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def con() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    warehouse.apply_schema(con)
+    _insert(con, "raw_fleet", [
+        {"node": "a", "rack": "r1", "cluster": "c", "batch": "old", "installed_ts": A_INSTALLED,
+         "removed_ts": None},
+        {"node": "b", "rack": "r1", "cluster": "c", "batch": "new", "installed_ts": B_INSTALLED,
+         "removed_ts": None},
+    ])  # fmt: skip
+    snapshots = []
+    for host, ts in [("a", W0), ("a", W1), ("b", B_INSTALLED), ("b", W1)]:
+        for index, bus in enumerate(["0000:18:00", "0000:2a:00"]):
+            snapshots.append({"host": host, "snapshot_ts": ts, "gpu_index": index,
+                              "pci_bus_id": bus, "serial": f"{host}{index}", "uuid": "GPU-x",
+                              "gpu_name": "H100"})  # fmt: skip
+    _insert(con, "raw_inventory", snapshots)
+
+    def ticket(tid, node, cls, slot, opened, closed, action):  # type: ignore[no-untyped-def]
+        return {"ticket_id": tid, "node": node, "component_class": cls, "slot": slot,
+                "serial_out": "o", "serial_in": "i", "opened_ts": opened, "closed_ts": closed,
+                "action": action, "description": ""}  # fmt: skip
+
+    _insert(con, "raw_repairs", [
+        ticket("T1", "a", "gpu_memory", "gpu0", W0 - 50 * DAY, W0 - 49 * DAY, "replace"),
+        ticket("T2", "a", "nvlink", "gpu0", W0 + 5 * DAY, W0 + 6 * DAY, "replace"),
+        ticket("T3", "a", "gpu", "gpu1", W0 + 3 * DAY, W0 + 3 * DAY + timedelta(hours=2),
+               "planned_replace"),
+        ticket("T4", "a", "power", "power", W0 + 20 * DAY, None, "replace"),
+        ticket("T5", "b", "host_memory", "host_memory", W0 + 15 * DAY, W0 + 16 * DAY, "replace"),
+        ticket("T6", "a", "gpu", "gpu1", W0 + 25 * DAY, W0 + 25 * DAY, "reseat"),
+    ])  # fmt: skip
+    failure = W0 + 5 * DAY
+    xid = [
+        # an nvlink burst on a/gpu0: three lines, gaps under 600 s -> one incident
+        {"host": "a", "ts": failure, "pci_bus_id": "0000:18:00", "xid": 74},
+        {"host": "a", "ts": failure + timedelta(seconds=300), "pci_bus_id": "0000:18:00", "xid": 74},
+        {"host": "a", "ts": failure + timedelta(seconds=900), "pci_bus_id": "0000:18:00", "xid": 74},
+        # 601 s after the previous line: a new incident
+        {"host": "a", "ts": failure + timedelta(seconds=1501), "pci_bus_id": "0000:18:00",
+         "xid": 74},
+        # warning only
+        {"host": "a", "ts": W0 + 10 * DAY, "pci_bus_id": "0000:2a:00", "xid": 63},
+        # a pcie fault on a 100 s after b's host_memory ticket: job 104 is ambiguous
+        {"host": "a", "ts": W0 + 15 * DAY + timedelta(seconds=100), "pci_bus_id": "0000:2a:00",
+         "xid": 79},
+    ]  # fmt: skip
+    for line in xid:
+        line.update({"pid": None, "process_name": None, "message": "m", "log_format": "syslog"})
+    _insert(con, "raw_xid_events", xid)
+    minute = timedelta(minutes=1)
+    _insert(con, "raw_slurm_jobs", [
+        _job("100", ["a"], W0 + 4 * DAY, failure + minute, "FAILED", 1),
+        _job("100", ["a"], failure + 60 * minute, failure + 120 * minute, "COMPLETED"),
+        _job("101", ["a"], W0 + 19 * DAY, W0 + 20 * DAY + timedelta(seconds=30), "NODE_FAIL"),
+        _job("102", ["a"], W0 + 1 * DAY, W0 + 2 * DAY, "OUT_OF_MEMORY", 0),
+        _job("103", ["a"], W0 + 2 * DAY, W0 + 2 * DAY + minute, "FAILED", 1),
+        _job("104", ["a", "b"], W0 + 14 * DAY, W0 + 15 * DAY + minute, "FAILED", 1),
+        _job("105", ["b"], W0 + 21 * DAY, W0 + 22 * DAY, "NODE_FAIL"),
+        _job("106", ["b"], W0 + 23 * DAY, None, "RUNNING"),
+        _job("107", ["a"], W0 + 24 * DAY, W0 + 24 * DAY + minute, "CANCELLED"),
+    ])  # fmt: skip
+    warehouse.create_views(con)
+    return con
+
+
+def test_observation_window_spans_the_snapshots(con: duckdb.DuckDBPyConnection) -> None:
+    assert con.execute("select * from stg_observation_window").fetchone() == (W0, W1)
+
+
+def test_incidents_split_on_the_gap_parameter(con: duckdb.DuckDBPyConnection) -> None:
+    incidents = con.execute(
+        "select host, slot, xid, n_lines, is_failure, component_class from int_incidents "
+        "order by first_ts"
+    ).fetchall()
+    assert incidents == [
+        ("a", "gpu0", 74, 3, True, "nvlink"),
+        ("a", "gpu0", 74, 1, True, "nvlink"),
+        ("a", "gpu1", 63, 1, False, "gpu_memory"),
+        ("a", "gpu1", 79, 1, True, "pcie"),
+    ]
+
+
+def test_lives_are_cut_by_tickets_and_clipped_to_the_window(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    lives = con.execute(
+        "select unit_id, entry_h, exit_h, failed from int_component_lives "
+        "where component_class = 'nvlink' and node = 'a' order by unit_id"
+    ).fetchall()
+    assert lives == [
+        # life 1 of a/gpu0 began after T1 closed (49 days before W0), failed at T2 (nvlink)
+        ("a/gpu0#1", 49 * 24.0, 54 * 24.0, True),
+        # life 2 began when T2 closed, censored at the window end
+        ("a/gpu0#2", 0.0, 24 * 24.0, False),
+        # a/gpu1's original life: installed 100 days before W0, ended by a planned replacement
+        ("a/gpu1#0", 100 * 24.0, 103 * 24.0, False),
+        ("a/gpu1#1", 0.0, 27 * 24.0 - 2.0, False),  # the reseat ticket ends no life
+    ]
+    power = con.execute(
+        "select unit_id, entry_h, exit_h, failed from int_component_lives "
+        "where component_class = 'power' order by unit_id"
+    ).fetchall()
+    # a's power unit failed on day 20 and is still in repair at W1: no open life after it
+    assert power == [("a/power#0", 100 * 24.0, 120 * 24.0, True), ("b/power#0", 0.0, 20 * 24.0, False)]
+
+
+def test_competing_risks_fail_only_the_ticket_class(con: duckdb.DuckDBPyConnection) -> None:
+    rows = dict(
+        con.execute(
+            "select component_class, failed from int_component_lives where unit_id = 'a/gpu0#1'"
+        ).fetchall()
+    )
+    assert {"gpu", "gpu_memory", "nvlink", "pcie"} <= rows.keys()
+    assert [cls for cls, failed in rows.items() if failed] == ["nvlink"]
+
+
+def test_interruptions_get_the_documented_cause(con: duckdb.DuckDBPyConnection) -> None:
+    rows = con.execute(
+        "select job_id_raw, attempt, cause_class, attribution, restart_overhead_s "
+        "from int_job_interruptions order by job_id_raw"
+    ).fetchall()
+    assert rows == [
+        ("100", 1, "nvlink", "hardware-confirmed", 59 * 60.0),
+        ("101", 1, "power", "scheduler-only", None),
+        ("102", 1, "application", "application", None),
+        ("103", 1, "unknown", "unattributed", None),
+        ("104", 1, "ambiguous", "ambiguous", None),
+        ("105", 1, "unknown", "scheduler-only", None),
+    ]
+
+
+def test_fleet_summary_counts_failures_per_class(con: duckdb.DuckDBPyConnection) -> None:
+    summary = dict(
+        con.execute(
+            "select component_class, n_failures from rpt_fleet_summary where n_failures > 0"
+        ).fetchall()
+    )
+    assert summary == {"nvlink": 1, "power": 1, "host_memory": 1}
