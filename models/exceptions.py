@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ConvergenceWarning", "FewFailuresWarning", "ReliaWarning"]
+__all__ = ["ApproximationWarning", "ConvergenceWarning", "FewFailuresWarning", "ReliaWarning"]
 
 
 class ReliaWarning(UserWarning):
@@ -15,3 +15,7 @@ class FewFailuresWarning(ReliaWarning):
 
 class ConvergenceWarning(ReliaWarning):
     """An optimiser stopped before converging; the estimate may be off."""
+
+
+class ApproximationWarning(ReliaWarning):
+    """A projection replaced a model it cannot represent exactly by a stated approximation."""

@@ -1,0 +1,1122 @@
+r"""Analytical goodput projection for a large training job on a failing fleet.
+
+A :class:`Scenario` describes the job (GPUs, failure domains, per-class failure rates,
+checkpoint and restart costs, spares, recovery strategy, fleet age). :func:`project` turns it
+into the answer an architect asks for: mean time to interrupt (MTTI), the checkpoint interval,
+the effective training time ratio, goodput, and the GPU-hours and energy lost by cause, with an
+interval when the rates carry one. :func:`sweep` evaluates a full factorial grid of what-ifs in
+one vectorised pass and :func:`knob_gains` ranks the knobs by what they buy at a target scale.
+
+Equations
+---------
+Young (1974), first-order optimum compute time between checkpoints of cost :math:`\delta` under
+Poisson interrupts with mean :math:`M`:
+
+.. math:: \tau_Y = \sqrt{2 \delta M}
+
+Daly (2006), higher-order optimum (perturbation solution of the complete cost function):
+
+.. math::
+    \tau_D = \sqrt{2\delta M}\left[1 + \tfrac13\sqrt{\tfrac{\delta}{2M}}
+              + \tfrac19 \tfrac{\delta}{2M}\right] - \delta  \quad (\delta < 2M),
+    \qquad \tau_D = M \quad (\delta \ge 2M)
+
+and expected wall time to finish :math:`T_s` of failure-free work with restart time :math:`R`:
+
+.. math:: T_w = M e^{R/M} \left(e^{(\tau+\delta)/M} - 1\right) \frac{T_s}{\tau}
+
+Kokolis et al. (2025), expected effective training time ratio of a job on :math:`N` nodes failing
+at :math:`r_f` per node-day, with restart overhead :math:`u_0`, checkpoint interval
+:math:`\Delta t_{cp}` and checkpoint write time :math:`w_{cp}`:
+
+.. math::
+    E[\mathrm{ETTR}] \approx
+    \frac{1 - N r_f \left(u_0 + \Delta t_{cp}/2\right)}{1 + w_{cp} / \Delta t_{cp}}
+
+References
+----------
+.. [1] J. W. Young, "A first order approximation to the optimum checkpoint interval",
+   Communications of the ACM 17(9), 530-531, 1974.
+.. [2] J. T. Daly, "A higher order estimate of the optimum checkpoint interval for restart
+   dumps", Future Generation Computer Systems 22(3), 303-312, 2006.
+.. [3] A. Kokolis et al., "Revisiting Reliability in Large-Scale Machine Learning Research
+   Clusters", HPCA 2025, arXiv:2410.21680.
+.. [4] A. Grattafiori et al., "The Llama 3 Herd of Models", arXiv:2407.21783, 2024, section 3.3
+   (419 unexpected interruptions in 54 days on 16,384 GPUs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import warnings
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+from scipy import special
+from sklearn.base import BaseEstimator
+
+from models.exceptions import ApproximationWarning, FewFailuresWarning
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "RSC1_NODE_FAILURES_PER_1000_NODE_DAYS",
+    "ClassRate",
+    "GoodputProjector",
+    "Scenario",
+    "daly_expected_wall_time_s",
+    "daly_interval_s",
+    "ettr_meta",
+    "knob_gains",
+    "project",
+    "rates_from_fits",
+    "sweep",
+    "young_interval_s",
+]
+
+#: RSC-1 failures per 1000 node-days (Kokolis et al. 2025); used when no rate is given.
+RSC1_NODE_FAILURES_PER_1000_NODE_DAYS = 6.50
+
+SECONDS_PER_HOUR = 3600.0
+SECONDS_PER_DAY = 86_400.0
+_Z975 = 1.959963984540054  # standard normal 97.5 % quantile
+_STRATEGIES = ("restart", "hot_spare", "elastic")
+_LEVELS = ("gpu", "node")
+_FLEET_AGES = ("steady_state", "new")
+_CATEGORICAL = ("strategy", "fleet_age", "rates")
+_RENEWAL_GRID = 400  # time steps for the renewal-function quadrature
+_MIN_INTERVAL_S = 1e-3  # floor on the checkpoint interval: the limit of checkpointing every step
+
+
+@dataclass(frozen=True)
+class ClassRate:
+    """Failure rate of one component class, as the MTBF of one unit.
+
+    Parameters
+    ----------
+    component_class
+        Name of the class (``gpu``, ``nic``, ``host_memory``...), for reporting only.
+    level
+        ``"gpu"`` when the MTBF is per GPU, ``"node"`` when it is per node.
+    mtbf_h
+        Mean time between failures of one unit, hours (the Weibull mean when ``weibull_shape`` is
+        not 1).
+    mtbf_lo_h, mtbf_hi_h
+        Bounds of the 95 % interval of ``mtbf_h``, hours. :func:`project` samples the MTBF from the
+        log-normal whose 2.5 and 97.5 % quantiles are these bounds; a class with either bound
+        missing is held at ``mtbf_h``.
+    weibull_shape
+        Weibull shape of one unit's lifetime; 1 is exponential, below 1 is infant mortality.
+    """
+
+    component_class: str
+    level: str
+    mtbf_h: float
+    mtbf_lo_h: float | None = None
+    mtbf_hi_h: float | None = None
+    weibull_shape: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.level not in _LEVELS:
+            msg = (
+                f"level must be 'gpu' or 'node', got {self.level!r}: "
+                "say whether mtbf_h is per GPU or per node."
+            )
+            raise ValueError(msg)
+        if not (math.isfinite(self.mtbf_h) and self.mtbf_h > 0):
+            msg = (
+                f"mtbf_h of {self.component_class!r} must be a positive number of hours, "
+                f"got {self.mtbf_h}."
+            )
+            raise ValueError(msg)
+        if not (math.isfinite(self.weibull_shape) and self.weibull_shape > 0):
+            msg = (
+                f"weibull_shape of {self.component_class!r} must be positive, "
+                f"got {self.weibull_shape}; use 1.0 for exponential."
+            )
+            raise ValueError(msg)
+        lo, hi = self.mtbf_lo_h, self.mtbf_hi_h
+        if lo is not None and hi is not None and not 0 < lo <= hi:
+            msg = f"{self.component_class!r}: need 0 < mtbf_lo_h <= mtbf_hi_h, got {lo} and {hi}."
+            raise ValueError(msg)
+
+    @property
+    def has_interval(self) -> bool:
+        """Whether both bounds are finite and positive, so the MTBF can be sampled."""
+        lo, hi = self.mtbf_lo_h, self.mtbf_hi_h
+        return lo is not None and hi is not None and math.isfinite(hi) and 0 < lo < hi
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A training job on a fleet: every knob of the projection, each with a default and a unit.
+
+    Parameters
+    ----------
+    n_gpus
+        GPUs the job trains on.
+    gpus_per_node
+        GPUs in one node (the unit of node-level rates).
+    failure_domain_gpus
+        GPUs that one fault takes out together: a node (8), or an NVLink rack (72). The job holds
+        ``ceil(n_gpus / failure_domain_gpus)`` whole domains and a fault anywhere in one counts.
+    rates
+        Per-class failure rates (:class:`ClassRate`); see :func:`rates_from_fits`.
+    node_failures_per_1000_node_days
+        Shortcut for one exponential node-level class at this rate. Give ``rates`` or this, not
+        both; with neither, Meta's RSC-1 rate of 6.50 is used and the projection says so.
+    checkpoint_s
+        Blocking time to write one checkpoint, seconds.
+    checkpoint_interval_s
+        Compute time between checkpoints, seconds; ``None`` uses Daly's optimum for the MTTI.
+    detect_s, reschedule_s, reload_s, warmup_s
+        Restart phases after a fault, seconds: detecting it, getting replacement hardware from
+        the scheduler, reloading the checkpoint, warming up to full speed.
+    hot_spares
+        Spare failure domains kept hot for the job (strategies ``hot_spare`` and ``elastic``).
+    repair_h
+        Hours to repair a failed domain and return it to the spare pool.
+    strategy
+        ``"restart"``: the whole job restarts on hardware from the scheduler (detect, reschedule,
+        reload, warm up). ``"hot_spare"``: a spare domain is swapped in (no reschedule); with no
+        spare left the job waits for a repair. ``"elastic"``: the data-parallel replica holding
+        the fault drops out, the rest stall ``detect_s`` and carry on at reduced throughput; the
+        replica rejoins when a spare (or its own repair) is in and it has reloaded and warmed up.
+    replica_gpus
+        GPUs in one data-parallel replica (``elastic`` only); one of ``replica_gpus`` and
+        ``failure_domain_gpus`` must divide the other.
+    job_days
+        Wall-clock days the job holds its GPUs.
+    gpu_power_w
+        Power drawn per GPU while allocated, watts (raise it to include the host and network share).
+    pue
+        Power usage effectiveness of the site (facility energy / IT energy), dimensionless.
+    fleet_age
+        Ages of the units when the job starts: ``"steady_state"`` (stationary renewal: the fleet
+        fails at n/MTBF whatever the shape), ``"new"`` (every unit at age 0), or a number of hours
+        (every unit that old). Only matters when a Weibull shape is not 1.
+    """
+
+    n_gpus: int = 16_384
+    gpus_per_node: int = 8
+    failure_domain_gpus: int = 8
+    rates: tuple[ClassRate, ...] = ()
+    node_failures_per_1000_node_days: float | None = None
+    checkpoint_s: float = 60.0
+    checkpoint_interval_s: float | None = None
+    detect_s: float = 120.0
+    reschedule_s: float = 300.0
+    reload_s: float = 180.0
+    warmup_s: float = 120.0
+    hot_spares: int = 0
+    repair_h: float = 24.0
+    strategy: str = "restart"
+    replica_gpus: int = 512
+    job_days: float = 30.0
+    gpu_power_w: float = 700.0
+    pue: float = 1.2
+    fleet_age: str | float = "steady_state"
+
+    def __post_init__(self) -> None:
+        _check_positive(self, "n_gpus", "gpus_per_node", "failure_domain_gpus", "replica_gpus")
+        _check_positive(self, "job_days", "repair_h", "gpu_power_w")
+        _check_non_negative(self, "checkpoint_s", "detect_s", "reschedule_s", "reload_s")
+        _check_non_negative(self, "warmup_s", "hot_spares")
+        if self.pue < 1:
+            msg = f"pue is facility over IT energy and cannot be below 1, got {self.pue}."
+            raise ValueError(msg)
+        if self.checkpoint_interval_s is not None and not self.checkpoint_interval_s > 0:
+            msg = "checkpoint_interval_s must be positive, or None for Daly's optimum."
+            raise ValueError(msg)
+        if (
+            self.failure_domain_gpus % self.gpus_per_node
+            and self.gpus_per_node % self.failure_domain_gpus
+        ):
+            msg = (
+                f"failure_domain_gpus={self.failure_domain_gpus} and "
+                f"gpus_per_node={self.gpus_per_node}: "
+                "one must divide the other (a domain is a whole number of nodes, or part of one)."
+            )
+            raise ValueError(msg)
+        if self.strategy not in _STRATEGIES:
+            msg = f"strategy must be one of {_STRATEGIES}, got {self.strategy!r}."
+            raise ValueError(msg)
+        if self.strategy == "elastic" and (
+            self.replica_gpus % self.failure_domain_gpus
+            and self.failure_domain_gpus % self.replica_gpus
+        ):
+            msg = (
+                f"replica_gpus={self.replica_gpus} and "
+                f"failure_domain_gpus={self.failure_domain_gpus}: "
+                "for the elastic strategy one must divide the other."
+            )
+            raise ValueError(msg)
+        if isinstance(self.fleet_age, str):
+            if self.fleet_age not in _FLEET_AGES:
+                msg = (
+                    "fleet_age must be 'steady_state', 'new' or an age in hours, "
+                    f"got {self.fleet_age!r}."
+                )
+                raise ValueError(msg)
+        elif not (math.isfinite(self.fleet_age) and self.fleet_age >= 0):
+            msg = f"fleet_age in hours must be a non-negative number, got {self.fleet_age}."
+            raise ValueError(msg)
+        if not isinstance(self.rates, tuple) or not all(
+            isinstance(r, ClassRate) for r in self.rates
+        ):
+            msg = "rates must be a tuple of ClassRate; build it with rates_from_fits(fit_results)."
+            raise TypeError(msg)
+        shortcut = self.node_failures_per_1000_node_days
+        if self.rates and shortcut is not None:
+            msg = (
+                "give rates or node_failures_per_1000_node_days, not both "
+                "(set the other to None / ())."
+            )
+            raise ValueError(msg)
+        if shortcut is not None and not (math.isfinite(shortcut) and shortcut > 0):
+            msg = f"node_failures_per_1000_node_days must be positive, got {shortcut}."
+            raise ValueError(msg)
+
+    @property
+    def rate_source(self) -> str:
+        """Where the failure rates come from, in words."""
+        if self.rates:
+            return "rates: " + ", ".join(r.component_class for r in self.rates)
+        if self.node_failures_per_1000_node_days is not None:
+            return f"{self.node_failures_per_1000_node_days:g} node failures per 1000 node-days"
+        return (
+            f"default: Meta RSC-1, {RSC1_NODE_FAILURES_PER_1000_NODE_DAYS:g} node failures per "
+            "1000 node-days (Kokolis et al. 2025)"
+        )
+
+    def class_rates(self) -> tuple[ClassRate, ...]:
+        """Return the per-class rates the projection uses, the node-rate shortcut expanded."""
+        if self.rates:
+            return self.rates
+        per_1000 = self.node_failures_per_1000_node_days
+        if per_1000 is None:
+            per_1000 = RSC1_NODE_FAILURES_PER_1000_NODE_DAYS
+        return (ClassRate("node", "node", mtbf_h=1000.0 * 24.0 / per_1000),)
+
+
+def _check_positive(s: Scenario, *names: str) -> None:
+    for name in names:
+        value = getattr(s, name)
+        if not (math.isfinite(value) and value > 0):
+            msg = f"{name} must be positive, got {value}."
+            raise ValueError(msg)
+
+
+def _check_non_negative(s: Scenario, *names: str) -> None:
+    for name in names:
+        value = getattr(s, name)
+        if not (math.isfinite(value) and value >= 0):
+            msg = f"{name} must be zero or positive, got {value}."
+            raise ValueError(msg)
+
+
+def _scalar_or_array(x: NDArray[np.float64]) -> Any:
+    return float(x) if np.ndim(x) == 0 else x
+
+
+# --------------------------------------------------------------------------- checkpoint equations
+
+
+def young_interval_s(checkpoint_s: ArrayLike, mtti_s: ArrayLike) -> Any:
+    r"""Young's first-order optimum compute time between checkpoints.
+
+    .. math:: \tau_Y = \sqrt{2 \delta M}
+
+    Parameters
+    ----------
+    checkpoint_s
+        Blocking checkpoint write time :math:`\delta`, seconds.
+    mtti_s
+        Mean time to interrupt of the job :math:`M`, seconds.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        :math:`\tau_Y`, seconds (an array when an argument is one).
+
+    References
+    ----------
+    J. W. Young, CACM 17(9), 1974.
+    """
+    d = np.asarray(checkpoint_s, dtype=float)
+    m = np.asarray(mtti_s, dtype=float)
+    return _scalar_or_array(np.sqrt(2.0 * d * m))
+
+
+def daly_interval_s(checkpoint_s: ArrayLike, mtti_s: ArrayLike) -> Any:
+    r"""Daly's higher-order optimum compute time between checkpoints.
+
+    .. math::
+        \tau_D = \sqrt{2\delta M}\left[1 + \tfrac13\sqrt{\tfrac{\delta}{2M}}
+                  + \tfrac19\tfrac{\delta}{2M}\right] - \delta \quad (\delta < 2M),
+        \qquad \tau_D = M \quad (\delta \ge 2M)
+
+    Parameters
+    ----------
+    checkpoint_s
+        Blocking checkpoint write time :math:`\delta`, seconds.
+    mtti_s
+        Mean time to interrupt :math:`M`, seconds.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        :math:`\tau_D`, seconds.
+
+    Examples
+    --------
+    Daly's own figures (:math:`\delta` = 5 min): M = 24 h gives 117 min, 6 h gives 57 min,
+    15 min gives 9.1 min.
+
+    >>> round(daly_interval_s(300, 24 * 3600) / 60)
+    117
+
+    References
+    ----------
+    J. T. Daly, FGCS 22(3), 303-312, 2006: the higher-order perturbation solution and its
+    :math:`\tau = M` branch.
+    """
+    d = np.asarray(checkpoint_s, dtype=float)
+    m = np.asarray(mtti_s, dtype=float)
+    x = d / (2.0 * m)
+    tau = np.sqrt(2.0 * d * m) * (1.0 + np.sqrt(x) / 3.0 + x / 9.0) - d
+    return _scalar_or_array(np.where(d < 2.0 * m, tau, m))
+
+
+def daly_expected_wall_time_s(
+    solve_s: ArrayLike,
+    checkpoint_s: ArrayLike,
+    mtti_s: ArrayLike,
+    *,
+    restart_s: ArrayLike = 0.0,
+    interval_s: ArrayLike | None = None,
+) -> Any:
+    r"""Daly's expected wall time to finish ``solve_s`` of failure-free work.
+
+    .. math:: T_w = M e^{R/M}\left(e^{(\tau+\delta)/M} - 1\right)\frac{T_s}{\tau}
+
+    Exact for Poisson interrupts when failures can also strike during checkpoints and restarts
+    (each segment of :math:`\tau + \delta` is redone after a fault, each restart of length
+    :math:`R` is retried after a fault).
+
+    Parameters
+    ----------
+    solve_s
+        Failure-free compute time :math:`T_s`, seconds.
+    checkpoint_s
+        Blocking checkpoint write time :math:`\delta`, seconds.
+    mtti_s
+        Mean time to interrupt :math:`M`, seconds.
+    restart_s
+        Restart time :math:`R`, seconds.
+    interval_s
+        Compute time between checkpoints :math:`\tau`, seconds; ``None`` uses
+        :func:`daly_interval_s`.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        :math:`T_w`, seconds (``inf`` when progress is impossible).
+
+    References
+    ----------
+    J. T. Daly, FGCS 22(3), 2006: expected wall time of the complete cost model.
+    """
+    ts = np.asarray(solve_s, dtype=float)
+    d = np.asarray(checkpoint_s, dtype=float)
+    m = np.asarray(mtti_s, dtype=float)
+    r = np.asarray(restart_s, dtype=float)
+    tau = np.asarray(daly_interval_s(d, m) if interval_s is None else interval_s, dtype=float)
+    with np.errstate(over="ignore"):
+        tw = m * np.exp(r / m) * np.expm1((tau + d) / m) * ts / tau
+    return _scalar_or_array(tw)
+
+
+def ettr_meta(
+    n_nodes: ArrayLike,
+    failures_per_node_day: ArrayLike,
+    *,
+    restart_s: ArrayLike,
+    checkpoint_interval_s: ArrayLike,
+    checkpoint_s: ArrayLike = 0.0,
+) -> Any:
+    r"""Meta's closed-form expected effective training time ratio.
+
+    .. math::
+        E[\mathrm{ETTR}] \approx
+        \frac{1 - N r_f\left(u_0 + \Delta t_{cp}/2\right)}{1 + w_{cp}/\Delta t_{cp}}
+
+    Each of the :math:`N r_f` interruptions per unit time costs the restart overhead
+    :math:`u_0` plus, on average, half a checkpoint interval of lost work; each interval of
+    :math:`\Delta t_{cp}` compute also pays a blocking write :math:`w_{cp}`. The paper's queue
+    time is not in this expression (the job is assumed to be re-admitted at once). A first-order
+    approximation: it is clipped to [0, 1] where :math:`N r_f (u_0 + \Delta t_{cp}/2) > 1`.
+
+    Parameters
+    ----------
+    n_nodes
+        Nodes the job runs on, :math:`N`.
+    failures_per_node_day
+        Failure rate :math:`r_f`, failures per node per day (RSC-1: 6.50e-3).
+    restart_s
+        Restart overhead :math:`u_0`, seconds.
+    checkpoint_interval_s
+        Compute time between checkpoints :math:`\Delta t_{cp}`, seconds.
+    checkpoint_s
+        Blocking checkpoint write time :math:`w_{cp}`, seconds.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Expected ETTR in [0, 1].
+
+    References
+    ----------
+    A. Kokolis et al., HPCA 2025, arXiv:2410.21680, section on the analytical E[ETTR]. With
+    RSC-1's rate, a 16,384-GPU job, :math:`u_0` = 5 min and non-blocking checkpoints gives 0.70
+    at a 60 min interval and 0.93 at 5 min, the paper's figures.
+    """
+    rate_s = (
+        np.asarray(n_nodes, dtype=float)
+        * np.asarray(failures_per_node_day, dtype=float)
+        / SECONDS_PER_DAY
+    )
+    u0 = np.asarray(restart_s, dtype=float)
+    dt = np.asarray(checkpoint_interval_s, dtype=float)
+    w = np.asarray(checkpoint_s, dtype=float)
+    ettr = (1.0 - rate_s * (u0 + dt / 2.0)) / (1.0 + w / dt)
+    return _scalar_or_array(np.clip(ettr, 0.0, 1.0))
+
+
+# --------------------------------------------------------------------------- failure rates
+
+
+def _weibull_scale_h(mtbf_h: ArrayLike, shape: float) -> NDArray[np.float64]:
+    r"""Weibull scale with mean ``mtbf_h``: :math:`\eta = \mathrm{MTBF}/\Gamma(1+1/k)`."""
+    return np.asarray(mtbf_h, dtype=float) / math.gamma(1.0 + 1.0 / shape)
+
+
+def _renewal_count(
+    shape: float, scale_h: NDArray[np.float64], horizon_h: NDArray[np.float64], age_h: float
+) -> NDArray[np.float64]:
+    r"""Count the expected failures of one unit position in [0, horizon], renewed at each.
+
+    The first life is the residual life of a unit aged ``age_h`` (0 = new); later lives are
+    fresh Weibull(``shape``, ``scale_h``). Solves the renewal equation
+    :math:`m(t) = F(t) + \int_0^t m(t-x)\,dF(x)` by trapezoidal Riemann-Stieltjes steps on a
+    grid of ``_RENEWAL_GRID`` points, then the delayed count
+    :math:`m_D(T) = G(T) + \int_0^T m(T-x)\,dG(x)`. Vectorised over the batch of
+    (scale, horizon) pairs.
+    """
+    n = _RENEWAL_GRID
+    frac = np.linspace(0.0, 1.0, n + 1)
+    t = horizon_h[:, None] * frac[None, :]
+    eta = scale_h[:, None]
+    cdf = -np.expm1(-((t / eta) ** shape))
+    if age_h > 0:
+        h_age = (age_h / eta) ** shape
+        first = -np.expm1(-(((age_h + t) / eta) ** shape - h_age))
+    else:
+        first = cdf
+    d_f = np.diff(cdf, axis=1)
+    m = np.zeros_like(cdf)
+    half_first = d_f[:, 0] / 2.0
+    for i in range(1, n + 1):
+        acc = cdf[:, i] + half_first * m[:, i - 1]
+        if i >= 2:
+            acc = (
+                acc + np.sum(d_f[:, 1:i] * (m[:, i - 2 :: -1] + m[:, i - 1 : 0 : -1]), axis=1) / 2.0
+            )
+        m[:, i] = acc / (1.0 - half_first)
+    d_g = np.diff(first, axis=1)
+    return first[:, n] + np.sum(d_g * (m[:, n - 1 :: -1] + m[:, n:0:-1]), axis=1) / 2.0
+
+
+def _unit_rate_per_h(
+    mtbf_h: NDArray[np.float64],
+    shape: float,
+    horizon_h: NDArray[np.float64],
+    fleet_age: str | float,
+) -> NDArray[np.float64]:
+    r"""Mean failure rate of one unit position over the job, per hour.
+
+    Steady state (a stationary renewal process) and exponential lifetimes give exactly
+    :math:`1/\mathrm{MTBF}`; otherwise the renewal function over the horizon, divided by it.
+    """
+    mtbf_h, horizon_h = np.broadcast_arrays(np.asarray(mtbf_h, float), np.asarray(horizon_h, float))
+    if fleet_age == "steady_state" or shape == 1.0:
+        return 1.0 / mtbf_h
+    age = 0.0 if fleet_age == "new" else float(fleet_age)
+    pairs = np.stack([mtbf_h.ravel(), horizon_h.ravel()], axis=1)
+    unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    counts = _renewal_count(shape, _weibull_scale_h(unique[:, 0], shape), unique[:, 1], age)
+    return (counts / unique[:, 1])[inverse.ravel()].reshape(mtbf_h.shape)
+
+
+def _fleet_age_assumption(fleet_age: str | float, rates: Sequence[ClassRate]) -> str:
+    if fleet_age == "steady_state":
+        text = (
+            "steady state: each unit's first failure drawn from the stationary "
+            "(forward-recurrence) distribution, so the fleet fails at n/MTBF whatever the "
+            "Weibull shape"
+        )
+    elif fleet_age == "new":
+        text = (
+            "new fleet: every unit at age 0 when the job starts, renewed at each failure; the "
+            "analytical rate is the renewal function over the job divided by its length"
+        )
+    else:
+        text = (
+            f"aged fleet: every unit {float(fleet_age):g} h old when the job starts, renewed at "
+            "each failure; the analytical rate is the delayed renewal function over the job "
+            "divided by its length"
+        )
+    if all(r.weibull_shape == 1.0 for r in rates):
+        text += "; all lifetimes are exponential, so fleet age does not change the answer"
+    return text
+
+
+# --------------------------------------------------------------------------- the analytical core
+
+
+def _param(s: Scenario, over: Mapping[str, ArrayLike], name: str) -> NDArray[np.float64]:
+    value = over.get(name, getattr(s, name))
+    if value is None:
+        return np.asarray(np.nan)
+    arr = np.asarray(value)
+    if arr.dtype == object:
+        arr = np.where(np.equal(arr, None), np.nan, arr)
+    return arr.astype(float)
+
+
+def _project_arrays(
+    s: Scenario,
+    over: Mapping[str, ArrayLike] | None = None,
+    mtbf_override: Sequence[NDArray[np.float64]] | None = None,
+) -> dict[str, NDArray[np.float64]]:
+    """Vectorised analytical projection; ``over`` maps numeric Scenario fields to arrays."""
+    over = {} if over is None else over
+    p = {
+        f.name: _param(s, over, f.name) for f in dataclasses.fields(s) if f.name not in _CATEGORICAL
+    }
+    rates = s.class_rates()
+    if mtbf_override is not None:
+        mtbfs = [np.asarray(m, float) for m in mtbf_override]
+    elif not s.rates and "node_failures_per_1000_node_days" in over:
+        per_1000 = np.where(
+            np.isnan(p["node_failures_per_1000_node_days"]),
+            RSC1_NODE_FAILURES_PER_1000_NODE_DAYS,
+            p["node_failures_per_1000_node_days"],
+        )
+        mtbfs = [24_000.0 / per_1000]
+    else:
+        mtbfs = [np.asarray(r.mtbf_h, float) for r in rates]
+
+    n_gpus = p["n_gpus"]
+    domain = p["failure_domain_gpus"]
+    n_domains = np.ceil(n_gpus / domain)
+    gpus_held = n_domains * domain
+    nodes_held = np.ceil(gpus_held / p["gpus_per_node"])
+    horizon_h = p["job_days"] * 24.0
+    horizon_s = horizon_h * SECONDS_PER_HOUR
+
+    rate_h = np.zeros(np.broadcast_shapes(n_gpus.shape, horizon_h.shape))
+    for r, mtbf in zip(rates, mtbfs, strict=True):
+        units = gpus_held if r.level == "gpu" else nodes_held
+        rate_h = rate_h + units * _unit_rate_per_h(mtbf, r.weibull_shape, horizon_h, s.fleet_age)
+    mtti_s = SECONDS_PER_HOUR / rate_h
+    lam = 1.0 / mtti_s
+
+    delta = p["checkpoint_s"]
+    young = np.asarray(young_interval_s(delta, mtti_s))
+    daly = np.asarray(daly_interval_s(delta, mtti_s))
+    tau = np.where(np.isnan(p["checkpoint_interval_s"]), daly, p["checkpoint_interval_s"])
+    tau = np.maximum(tau, _MIN_INTERVAL_S)  # a free checkpoint (delta = 0) gives Daly's tau = 0
+    seg = tau + delta
+    detect = p["detect_s"]
+    reload_warm = p["reload_s"] + p["warmup_s"]
+    restart_s = detect + p["reschedule_s"] + reload_warm
+    spares = p["hot_spares"]
+    # time from detection until the next spare could be free: repair minus detection
+    c = np.maximum(p["repair_h"] * SECONDS_PER_HOUR - detect, 0.0)
+    x = lam * c
+    # spare wait W = (c - Gamma_S)^+ (project's docstring): E[exp(-W/M)] = P(Poisson(x) <= S)
+    p_no_short = special.gammaincc(spares + 1.0, x)
+    # E[W] = c P(Gamma(S) <= c) - S M P(Gamma(S+1) <= c); P(Gamma(0) <= c) = 1
+    f_s = np.where(spares > 0, special.gammainc(np.maximum(spares, 1e-300), x), 1.0)
+    mean_wait = np.maximum(c * f_s - spares * mtti_s * special.gammainc(spares + 1.0, x), 0.0)
+
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        growth = np.expm1(seg / mtti_s)
+        if s.strategy == "elastic":
+            group = np.maximum(p["replica_gpus"], domain)
+            frac_group = np.minimum(group / n_gpus, 1.0)
+            down_s = detect + mean_wait + reload_warm
+            down = np.minimum(lam * down_s * frac_group, 1.0)
+            stall = np.minimum(lam * detect, 1.0)
+            goodput = (1.0 - down) * (1.0 - stall) * tau / seg
+            checkpoint = (1.0 - down) * (1.0 - stall) * delta / seg
+            wait = np.minimum(lam * mean_wait * frac_group, down)
+            restart = down - wait + (1.0 - down) * stall
+            rework = np.zeros_like(goodput)
+            mean_restart_s = down_s
+            daly_wall_s = horizon_s / goodput
+        else:
+            if s.strategy == "restart":
+                survive = np.exp(-restart_s / mtti_s)  # E[exp(-R/M)]
+                wait = np.zeros_like(survive)
+                mean_restart_s = restart_s + 0.0 * lam
+            else:
+                survive = np.exp(-(detect + reload_warm) / mtti_s) * p_no_short
+                wait = np.exp(-detect / mtti_s) * (1.0 - p_no_short)
+                mean_restart_s = detect + mean_wait + reload_warm
+            goodput = np.where(np.isfinite(growth), tau * survive / (mtti_s * growth), 0.0)
+            checkpoint = goodput * delta / tau
+            in_restart = 1.0 - survive
+            restart = in_restart - wait
+            rework = np.maximum(1.0 - goodput - checkpoint - in_restart, 0.0)
+            r_equiv = -mtti_s * np.log(survive)  # restart time with the same E[exp(-R/M)]
+            daly_wall_s = np.asarray(
+                daly_expected_wall_time_s(
+                    horizon_s, delta, mtti_s, restart_s=r_equiv, interval_s=tau
+                )
+            )
+    # Meta's equation models a whole-job restart: for elastic it is what that restart would give
+    u0 = restart_s if s.strategy == "elastic" else mean_restart_s
+    ettr = np.asarray(
+        ettr_meta(
+            nodes_held,
+            lam * SECONDS_PER_DAY / nodes_held,
+            restart_s=u0,
+            checkpoint_interval_s=tau,
+            checkpoint_s=delta,
+        )
+    )
+    gpu_h = n_gpus * horizon_h
+    lost_total = (1.0 - goodput) * gpu_h
+    return {
+        "mtti_h": mtti_s / SECONDS_PER_HOUR,
+        "expected_interruptions": lam * horizon_s,
+        "young_interval_min": young / 60.0,
+        "daly_interval_min": daly / 60.0,
+        "checkpoint_interval_min": tau / 60.0,
+        "mean_restart_min": mean_restart_s / 60.0,
+        "mean_spare_wait_min": (mean_wait if s.strategy != "restart" else 0.0 * mean_wait) / 60.0,
+        "ettr": ettr,
+        "goodput": goodput,
+        "daly_wall_time_h": daly_wall_s / SECONDS_PER_HOUR,
+        "useful_gpu_h": goodput * gpu_h,
+        "lost_gpu_h_checkpoint": checkpoint * gpu_h,
+        "lost_gpu_h_rework": rework * gpu_h,
+        "lost_gpu_h_restart": restart * gpu_h,
+        "lost_gpu_h_spares_wait": wait * gpu_h,
+        "lost_gpu_h_total": lost_total,
+        "energy_lost_mwh": lost_total * p["gpu_power_w"] * p["pue"] / 1e6,
+    }
+
+
+def project(
+    scenario: Scenario,
+    *,
+    n_samples: int = 0,
+    random_state: int | np.random.Generator | None = None,
+) -> dict[str, Any]:
+    r"""Project MTTI, checkpoint interval, ETTR, goodput and losses for a scenario.
+
+    Goodput is the fraction of the job's GPU-hours that advance training. For ``restart`` and
+    ``hot_spare`` it is the renewal-reward ratio of the Daly model, exact for Poisson interrupts:
+
+    .. math:: G = \frac{\tau\,E[e^{-R/M}]}{M\left(e^{(\tau+\delta)/M}-1\right)}
+
+    For ``hot_spare`` the wait for a spare is :math:`W=(c-\Gamma_S)^+`, with :math:`c` the repair
+    time less detection and :math:`\Gamma_S` the time since the S-th previous fault (spares return
+    in failure order), which gives :math:`E[e^{-W/M}] = P(\mathrm{Poisson}(c/M)\le S)`. For
+    ``elastic``, :math:`G = (1-\lambda D g/n)(1-\lambda d)\,\tau/(\tau+\delta)` with
+    :math:`D` the time a replica group of :math:`g` GPUs is out and :math:`d` the detection stall.
+
+    Parameters
+    ----------
+    scenario
+        The job and fleet.
+    n_samples
+        When positive and some rates carry an MTBF interval, sample every such class's MTBF this
+        many times from the log-normal matched to its 95 % interval and report 2.5/97.5 %
+        quantiles; the checkpoint interval stays the one chosen for the point estimate.
+    random_state
+        Seed or generator for the sampling.
+
+    Returns
+    -------
+    dict
+        ``mtti_h``, ``expected_interruptions``, ``young_interval_min``, ``daly_interval_min``,
+        ``checkpoint_interval_min`` (the one used), ``mean_restart_min``, ``mean_spare_wait_min``,
+        ``ettr`` (Meta's equation with the mean restart time; for ``elastic``, with a whole-job
+        restart), ``goodput``, ``daly_wall_time_h`` (wall time to finish
+        ``job_days`` of failure-free work), ``useful_gpu_h``, ``lost_gpu_h_checkpoint``,
+        ``lost_gpu_h_rework``, ``lost_gpu_h_restart``, ``lost_gpu_h_spares_wait``,
+        ``lost_gpu_h_total``, ``energy_lost_mwh``, ``strategy``, ``rate_source``,
+        ``fleet_age_assumption``, ``uncertainty``; with sampling also ``*_lo`` / ``*_hi`` for
+        ``mtti_h``, ``ettr``, ``goodput`` and ``expected_interruptions``.
+
+    Notes
+    -----
+    With Weibull shapes other than 1 and a fleet that is not in steady state, the analytical
+    model uses the mean rate over the job (renewal function / job length) in the equations above;
+    :func:`models.simulate.simulate_job` follows the time-varying rate.
+
+    Examples
+    --------
+    >>> out = project(Scenario(n_gpus=16_384, node_failures_per_1000_node_days=6.5))
+    >>> round(out["mtti_h"], 1)
+    1.8
+    """
+    core = _project_arrays(scenario)
+    out: dict[str, Any] = {k: float(v) for k, v in core.items()}
+    rates = scenario.class_rates()
+    out["strategy"] = scenario.strategy
+    out["rate_source"] = scenario.rate_source
+    out["fleet_age_assumption"] = _fleet_age_assumption(scenario.fleet_age, rates)
+    out["uncertainty"] = "none requested"
+    if n_samples > 0:
+        with_interval = [r for r in rates if r.has_interval]
+        if not with_interval:
+            out["uncertainty"] = "none: no rate carries an MTBF interval"
+            return out
+        rng = np.random.default_rng(random_state)
+        samples = []
+        for r in rates:
+            if r.has_interval:
+                lo, hi = math.log(r.mtbf_lo_h), math.log(r.mtbf_hi_h)  # type: ignore[arg-type]
+                samples.append(
+                    np.exp(rng.normal((lo + hi) / 2.0, (hi - lo) / (2.0 * _Z975), n_samples))
+                )
+            else:
+                samples.append(np.full(n_samples, r.mtbf_h))
+        tau_s = out["checkpoint_interval_min"] * 60.0
+        sampled = _project_arrays(scenario, {"checkpoint_interval_s": tau_s}, mtbf_override=samples)
+        for key in ("mtti_h", "ettr", "goodput", "expected_interruptions"):
+            lo_q, hi_q = np.quantile(np.broadcast_to(sampled[key], (n_samples,)), [0.025, 0.975])
+            out[f"{key}_lo"], out[f"{key}_hi"] = float(lo_q), float(hi_q)
+        names = ", ".join(r.component_class for r in with_interval)
+        out["uncertainty"] = (
+            f"{n_samples} samples of the MTBF of {names} from log-normals matched to their 95 % "
+            "intervals; 2.5/97.5 % quantiles"
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- fit results -> rates
+
+
+def rates_from_fits(fit_results: pl.DataFrame) -> tuple[ClassRate, ...]:
+    """Turn the chosen rows of a fit table into per-class rates.
+
+    Parameters
+    ----------
+    fit_results
+        One row per component class, with columns ``component_class``, ``unit_level``
+        (``gpu`` / ``node``), ``mtbf_h``, ``mtbf_lo_h``, ``mtbf_hi_h`` (hours; null, NaN or
+        inf where there is none), ``shape`` (Weibull shape) and ``family``. When the table
+        also has ``chosen`` (as ``fit_lives`` returns it), only the chosen rows are used.
+
+    Returns
+    -------
+    tuple of ClassRate
+        The Weibull shape is kept for ``family == "weibull"``; every other family is projected
+        as exponential with the same MTBF.
+
+    Raises
+    ------
+    ValueError
+        A column is missing, or a row has neither an MTBF nor a lower bound.
+
+    Warns
+    -----
+    ApproximationWarning
+        A family other than exponential or Weibull was replaced by an exponential.
+    FewFailuresWarning
+        A class with no point MTBF (no failures) was projected at its lower bound.
+    """
+    required = (
+        "component_class",
+        "unit_level",
+        "mtbf_h",
+        "mtbf_lo_h",
+        "mtbf_hi_h",
+        "shape",
+        "family",
+    )
+    missing = [c for c in required if c not in fit_results.columns]
+    if missing:
+        msg = f"fit_results lacks columns {missing}; pass the fit table with {list(required)}."
+        raise ValueError(msg)
+    if "chosen" in fit_results.columns:
+        fit_results = fit_results.filter(pl.col("chosen"))
+    out = []
+    approximated, bounded = [], []
+    for row in fit_results.select(required).iter_rows(named=True):
+        name = str(row["component_class"])
+        family = str(row["family"] or "exponential").lower()
+        shape = float(row["shape"]) if family == "weibull" and row["shape"] is not None else 1.0
+        if family not in ("weibull", "exponential"):
+            approximated.append(f"{name} ({family})")
+        lo = _finite_or_none(row["mtbf_lo_h"])
+        hi = _finite_or_none(row["mtbf_hi_h"])
+        mtbf = _finite_or_none(row["mtbf_h"])
+        if mtbf is None:
+            if lo is None:
+                msg = f"{name!r} has neither mtbf_h nor mtbf_lo_h; drop the row or give a bound."
+                raise ValueError(msg)
+            mtbf = lo
+            bounded.append(name)
+        out.append(ClassRate(name, str(row["unit_level"]), mtbf, lo, hi, shape))
+    if approximated:
+        warnings.warn(
+            f"projected as exponential with the fitted MTBF: {', '.join(approximated)}",
+            ApproximationWarning,
+            stacklevel=2,
+        )
+    if bounded:
+        warnings.warn(
+            "no point MTBF, projected at the lower bound (a pessimistic rate): "
+            + ", ".join(bounded),
+            FewFailuresWarning,
+            stacklevel=2,
+        )
+    return tuple(out)
+
+
+def _finite_or_none(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+# --------------------------------------------------------------------------- what-if grids
+
+
+def sweep(base: Scenario, grid: Mapping[str, Sequence[Any]]) -> pl.DataFrame:
+    """Project every combination of a grid of knob values (full factorial, vectorised).
+
+    Parameters
+    ----------
+    base
+        Scenario supplying every knob not in ``grid``.
+    grid
+        Scenario field name -> list of values. Numeric knobs are evaluated as arrays in one pass;
+        ``strategy``, ``fleet_age`` and ``rates`` loop over their (few) values.
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per combination: the grid's columns (``rates`` as its class names) then every
+        numeric output of :func:`project` (``mtti_h``, ``goodput``, ``ettr``, ``lost_gpu_h_*``...).
+
+    Examples
+    --------
+    >>> df = sweep(Scenario(), {"n_gpus": [8_192, 16_384], "checkpoint_s": [10.0, 60.0]})
+    >>> df.height
+    4
+    """
+    fields = {f.name for f in dataclasses.fields(Scenario)}
+    unknown = sorted(set(grid) - fields)
+    if unknown:
+        msg = f"unknown knobs {unknown}; grid keys must be Scenario fields: {sorted(fields)}."
+        raise ValueError(msg)
+    for key, values in grid.items():
+        if len(values) == 0:
+            msg = f"grid[{key!r}] is empty; give at least one value."
+            raise ValueError(msg)
+        for value in values:
+            replace(base, **{key: value})  # validates each value with the scenario's own checks
+    keys = list(grid)
+    categorical = [k for k in keys if k in _CATEGORICAL]
+    numeric = [k for k in keys if k not in _CATEGORICAL]
+    shape = tuple(len(grid[k]) for k in numeric)
+    index = np.indices(shape).reshape(len(numeric), -1) if numeric else np.zeros((0, 1), int)
+    columns: dict[str, Any] = {}
+    for row, key in enumerate(numeric):
+        values = list(grid[key])
+        columns[key] = [values[i] for i in index[row]]
+    arrays = {key: np.asarray(columns[key], dtype=object) for key in numeric}
+    n_points = index.shape[1]
+    frames = []
+    for combo in itertools.product(*(grid[k] for k in categorical)):
+        scenario = replace(base, **dict(zip(categorical, combo, strict=True)))
+        result = _project_arrays(scenario, arrays)
+        data: dict[str, Any] = {}
+        for key in keys:
+            if key in categorical:
+                value = combo[categorical.index(key)]
+                if key == "rates":
+                    value = ",".join(r.component_class for r in value) or "default"
+                data[key] = [value] * n_points
+            else:
+                data[key] = columns[key]
+        for key, value in result.items():
+            data[key] = np.broadcast_to(value, (n_points,)).copy()
+        frames.append(pl.DataFrame(data, strict=False))
+    return pl.concat(frames, how="vertical_relaxed")
+
+
+def knob_gains(
+    df: pl.DataFrame, target_n_gpus: int, *, base: Scenario | None = None
+) -> pl.DataFrame:
+    """Rank the knobs of a sweep by the goodput they buy at one scale.
+
+    Parameters
+    ----------
+    df
+        Output of :func:`sweep`.
+    target_n_gpus
+        The scale to rank at; must be one of the ``n_gpus`` values in ``df`` (when present).
+    base
+        When given, gains are one knob at a time from this scenario: the other knobs held at
+        their ``base`` values (which must be in the grid). Without it, gains are main effects:
+        the spread of each knob's goodput averaged over the other knobs.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``knob``, ``best_value``, ``reference_value``, ``goodput_best``, ``goodput_reference``,
+        ``gain`` (goodput points, best minus reference) and ``gain_useful_gpu_h``, sorted by
+        ``gain``, largest first.
+    """
+    fields = [f.name for f in dataclasses.fields(Scenario)]
+    at = df
+    if "n_gpus" in df.columns:
+        at = df.filter(pl.col("n_gpus") == target_n_gpus)
+        if at.height == 0:
+            available = sorted(df["n_gpus"].unique().to_list())
+            msg = f"no rows at n_gpus={target_n_gpus}; sweep includes {available}."
+            raise ValueError(msg)
+    knobs = [c for c in df.columns if c in fields and c != "n_gpus" and at[c].n_unique() > 1]
+    rows = []
+    for knob in knobs:
+        if base is None:
+            levels = at.group_by(knob, maintain_order=True).agg(
+                pl.col("goodput").mean(), pl.col("useful_gpu_h").mean()
+            )
+            best = levels.sort("goodput", descending=True).row(0, named=True)
+            ref = levels.sort("goodput").row(0, named=True)
+        else:
+            sub = at
+            for other in knobs:
+                if other != knob:
+                    sub = sub.filter(_equals(other, _base_value(base, other)))
+            ref_rows = sub.filter(_equals(knob, _base_value(base, knob)))
+            if ref_rows.height == 0:
+                msg = (
+                    f"the base scenario's {knob}={getattr(base, knob)!r} is not in the grid; "
+                    "add it."
+                )
+                raise ValueError(msg)
+            best = sub.sort("goodput", descending=True).row(0, named=True)
+            ref = ref_rows.row(0, named=True)
+        rows.append(
+            {
+                "knob": knob,
+                "best_value": str(best[knob]),
+                "reference_value": str(ref[knob]),
+                "goodput_best": best["goodput"],
+                "goodput_reference": ref["goodput"],
+                "gain": best["goodput"] - ref["goodput"],
+                "gain_useful_gpu_h": best["useful_gpu_h"] - ref["useful_gpu_h"],
+            }
+        )
+    schema = {
+        "knob": pl.String,
+        "best_value": pl.String,
+        "reference_value": pl.String,
+        "goodput_best": pl.Float64,
+        "goodput_reference": pl.Float64,
+        "gain": pl.Float64,
+        "gain_useful_gpu_h": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema).sort("gain", descending=True)
+
+
+def _base_value(base: Scenario, knob: str) -> Any:
+    value = getattr(base, knob)
+    if knob == "rates":
+        return ",".join(r.component_class for r in value) or "default"
+    return value
+
+
+def _equals(column: str, value: Any) -> pl.Expr:
+    return pl.col(column).is_null() if value is None else pl.col(column) == value
+
+
+# --------------------------------------------------------------------------- estimator wrapper
+
+
+class GoodputProjector(BaseEstimator):
+    """Projection (and optionally simulation) of a scenario whose rates come from a fit table.
+
+    Parameters
+    ----------
+    scenario
+        The job and fleet; ``None`` is ``Scenario()``.
+    n_samples
+        MTBF samples for the projection's interval (see :func:`project`).
+    n_trials
+        Monte Carlo trials of :func:`models.simulate.simulate_job`; 0 skips the simulation.
+    random_state
+        Seed or generator for both.
+
+    Attributes
+    ----------
+    scenario_
+        The scenario projected, with ``rates`` from the fit table when one was given.
+    projection_
+        Output of :func:`project`.
+    simulation_
+        Output of :func:`models.simulate.simulate_job`, or ``None``.
+
+    Examples
+    --------
+    >>> GoodputProjector(Scenario(n_gpus=1024)).fit().projection_["mtti_h"] > 10
+    True
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario | None = None,
+        n_samples: int = 0,
+        n_trials: int = 0,
+        random_state: int | np.random.Generator | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.n_samples = n_samples
+        self.n_trials = n_trials
+        self.random_state = random_state
+
+    def fit(self, fit_results: pl.DataFrame | None = None) -> GoodputProjector:
+        """Project the scenario, with ``rates`` taken from ``fit_results`` when given."""
+        scenario = Scenario() if self.scenario is None else self.scenario
+        if fit_results is not None:
+            scenario = replace(
+                scenario, rates=rates_from_fits(fit_results), node_failures_per_1000_node_days=None
+            )
+        rng = np.random.default_rng(self.random_state)
+        self.scenario_ = scenario
+        self.projection_ = project(scenario, n_samples=self.n_samples, random_state=rng)
+        self.simulation_ = None
+        if self.n_trials > 0:
+            from models.simulate import simulate_job  # simulate imports this module
+
+            self.simulation_ = simulate_job(scenario, n_trials=self.n_trials, random_state=rng)
+        return self

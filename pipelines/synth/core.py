@@ -1,0 +1,203 @@
+"""``synthesize``: simulate the fleet, write the landing files and the ground truth."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pipelines.synth import fleet as fleet_mod
+from pipelines.synth import formats, kernel, truth, workload
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from pipelines.synth.config import SynthConfig
+
+logger = logging.getLogger(__name__)
+
+SOURCES = ("slurm", "kernel", "nvidia_smi", "fleet", "repairs")
+_PATTERNS = {
+    "slurm": "sacct_*.txt",
+    "kernel": "*.log",
+    "nvidia_smi": "*.csv",
+    "fleet": "fleet.csv",
+    "repairs": "tickets.csv",
+}
+TRUTH_FILE = "ground_truth.json"
+
+
+def synthesize(out: Path, config: SynthConfig) -> dict[str, Any]:
+    """Simulate a fleet with known lifetimes and write its telemetry in the real formats.
+
+    Writes ``out/slurm/sacct_<YYYYMMDD>.txt``, ``out/kernel/<host>.log``,
+    ``out/nvidia_smi/<host>__<YYYYmmddTHHMMSSZ>.csv``, ``out/fleet/fleet.csv``,
+    ``out/repairs/tickets.csv`` (layout of ``docs/data_contract.md`` §1) and
+    ``out/ground_truth.json`` (§6), then returns the ground truth as a dict.
+
+    Parameters
+    ----------
+    out
+        Landing root. A folder written by an earlier run (it holds ``ground_truth.json``) has its
+        generated files replaced; other non-empty source folders are refused.
+    config
+        The fleet, workload and seed; the same config gives byte-identical files.
+
+    Returns
+    -------
+    dict
+        The ground truth: ``seed``, ``params``, ``window_start``, ``window_end``, ``classes``,
+        ``lives_by_class`` (``n_lives``, ``n_failed``, ``exposure_s``), ``failures``,
+        ``interruptions``, ``interruptions_by_cause``, ``expected_quarantine``, ``n_nodes``,
+        ``n_gpus``, ``n_jobs``, ``n_attempts``, plus ``failures_by_class`` (in the window) and
+        ``expected_rows`` (well-formed rows per raw table).
+
+    Raises
+    ------
+    FileExistsError
+        When a source folder under ``out`` holds files that an earlier run did not write.
+    """
+    _prepare(out)
+    data = simulate(config)
+    truth_dict = data["truth"]
+    _write_text(out / "fleet" / "fleet.csv", data["fleet_csv"])
+    _write_text(out / "repairs" / "tickets.csv", data["tickets_csv"])
+    for name, text in data["sacct"].items():
+        _write_text(out / "slurm" / name, text)
+    fleet = data["fleet"]
+    for node, times in enumerate(data["snapshots"]):
+        for ts in times:
+            stamp = formats.slurm_time(ts).replace("-", "").replace(":", "")
+            path = out / "nvidia_smi" / f"{fleet.names[node]}__{stamp}Z.csv"
+            text = formats.smi_snapshot(fleet, node, ts, data["serials"], data["uuids"])
+            _write_text(path, text)
+    w1 = config.window_end_s
+    logs = kernel.kernel_logs(config, data["rng_noise"], fleet, data["xids"], data["hostile"])
+    n_kernel_lines = 0
+    for node, content in logs:
+        path = out / "kernel" / f"{fleet.names[node]}.log"
+        path.write_bytes(content)
+        os.utime(path, (w1, w1))  # traditional syslog takes its year from the mtime
+        n_kernel_lines += content.count(b"\n")
+    truth_dict["n_lines"]["kernel"] = n_kernel_lines
+    _write_text(out / TRUTH_FILE, json.dumps(truth_dict, indent=1) + "\n")
+    logger.info("synthetic fleet written to %s", out)
+    return truth_dict
+
+
+def simulate(config: SynthConfig) -> dict[str, Any]:
+    """Run every simulation step in memory, without writing anything.
+
+    Builds the text of every landing file except the kernel logs (``synthesize`` streams those,
+    one host at a time, to keep memory flat on large fleets).
+
+    Returns
+    -------
+    dict
+        ``truth`` (the ground truth; ``n_lines["kernel"]`` is None until the logs are written),
+        the file texts ``fleet_csv``, ``tickets_csv`` and ``sacct`` (name -> text), and the
+        simulated objects ``fleet``, ``jobs``, ``attempts``, ``xids`` (every well-formed Xid
+        line, with printed and true times), ``hostile``, ``snapshots``, ``serials``, ``uuids``.
+    """
+    streams = np.random.default_rng(config.seed).spawn(13)
+    fleet = fleet_mod.build_fleet(config, streams[0])
+    fleet_mod.simulate_lifetimes(config, streams[1], fleet)
+    fleet_mod.remove_nodes(config, streams[2], fleet)
+    carriers, _ = fleet_mod.plan_carriers(config, streams[3], fleet)
+    minor = fleet_mod.minor_tickets(config, streams[4], fleet)
+    serials, uuids = fleet_mod.unit_serials(fleet, streams[5])
+    jobs = workload.make_jobs(config, streams[6], fleet, carriers)
+    attempts = workload.schedule_jobs(config, streams[7], fleet, jobs, carriers)
+    xids = kernel.plan_xids(config, streams[8], fleet, attempts)
+    hostile = kernel.plan_hostile(config, streams[9], fleet, xids)
+    sacct, n_sacct_rows = formats.sacct_files(config, streams[12], fleet, jobs, attempts)
+    tickets, n_tickets = formats.tickets_csv(config, streams[11], fleet, minor, serials)
+    snapshots = formats.snapshot_times(config, fleet)
+    lives = truth.lives_by_class(config, fleet)
+    interruptions = truth.interruptions(config, fleet, xids, jobs, attempts)
+    bad = 1 if config.hostile else 0
+    truth_dict: dict[str, Any] = {
+        "seed": config.seed,
+        "params": config.to_params(),
+        "window_start": truth.iso(config.window_start_s),
+        "window_end": truth.iso(config.window_end_s),
+        "classes": {
+            name: {
+                "level": spec.level,
+                "weibull_shape": spec.shape,
+                "weibull_scale_h": spec.scale_h,
+                "mtbf_h": spec.mtbf_h,
+                "repair_median_h": spec.repair_median_h,
+            }
+            for name, spec in config.classes.items()
+        },
+        "lives_by_class": lives,
+        "failures_by_class": {name: v["n_failed"] for name, v in lives.items()},
+        "failures": truth.failures(config, fleet),
+        "interruptions": interruptions,
+        "interruptions_by_cause": truth.by_cause(interruptions),
+        "expected_quarantine": {
+            "raw_slurm_jobs": 4 * bad,
+            "raw_xid_events": len(hostile),
+            "raw_inventory": 0,
+            "raw_fleet": 0,
+            "raw_repairs": bad,
+        },
+        "expected_rows": {
+            "raw_slurm_jobs": n_sacct_rows,
+            "raw_xid_events": int(xids.ts.size),
+            "raw_inventory": sum(len(t) for t in snapshots) * fleet.gpus_per_node,
+            "raw_fleet": fleet.n_nodes,
+            "raw_repairs": n_tickets,
+        },
+        "n_lines": {
+            "slurm": sum(text.count("\n") for text in sacct.values()),
+            "kernel": None,  # counted when the logs are written
+            "nvidia_smi": sum(len(t) for t in snapshots) * (fleet.gpus_per_node + 1),
+            "fleet": fleet.n_nodes + 1,
+            "repairs": tickets.count("\n"),
+        },
+        "n_nodes": fleet.n_nodes,
+        "n_gpus": fleet.n_gpu_units,
+        "n_jobs": len({a.job for a in attempts}),
+        "n_attempts": len(attempts),
+    }
+    return {
+        "truth": truth_dict,
+        "fleet": fleet,
+        "fleet_csv": formats.fleet_csv(fleet),
+        "tickets_csv": tickets,
+        "sacct": sacct,
+        "snapshots": snapshots,
+        "serials": serials,
+        "uuids": uuids,
+        "xids": xids,
+        "hostile": hostile,
+        "rng_noise": streams[10],
+        "attempts": attempts,
+        "jobs": jobs,
+    }
+
+
+def _prepare(out: Path) -> None:
+    """Create the source folders; clear files of an earlier run, refuse foreign ones."""
+    ours = (out / TRUTH_FILE).exists()
+    for source in SOURCES:
+        folder = out / source
+        folder.mkdir(parents=True, exist_ok=True)
+        present = sorted(p for p in folder.iterdir() if p.is_file())
+        if present and not ours:
+            msg = (
+                f"{folder} already holds {len(present)} file(s) that synthesize did not write; "
+                "pass an empty or new folder as out, or remove those files first."
+            )
+            raise FileExistsError(msg)
+        for path in folder.glob(_PATTERNS[source]):
+            path.unlink()
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.write_bytes(text.encode())

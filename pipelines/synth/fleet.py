@@ -1,0 +1,463 @@
+"""The hardware side of the synthetic fleet: nodes, unit lifetimes with renewals, and tickets.
+
+Every unit (a GPU slot or a node-level component) is simulated in calendar time from its node's
+installation: competing Weibull latent lifetimes (one per GPU-level class for a GPU slot) and an
+exponential planned replacement race; the first to fire ends the life, a ticket is opened at that
+instant and closed after a lognormal repair, and a fresh unit starts its life at the close.
+All times are whole epoch seconds (``int64``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pipelines.synth.config import GPU_CLASSES, NODE_CLASSES
+
+if TYPE_CHECKING:
+    from pipelines.synth.config import SynthConfig
+
+DAY_S = 86_400
+HOUR_S = 3_600
+#: Longest time limit of any job; nodes are drained a little longer before planned work.
+MAX_LIMIT_S = 96 * HOUR_S
+DRAIN_LEAD_S = MAX_LIMIT_S + 900
+PLANNED_REPAIR_MEDIAN_H = 4.0
+MIN_REPAIR_S = HOUR_S
+REPLACE, PLANNED, RESEAT, NO_FAULT = 0, 1, 2, 3
+ACTIONS = ("replace", "planned_replace", "reseat", "no_fault_found")
+STYLES = ("dmesg_t", "journal_iso", "syslog", "rfc3339", "dmesg_iso")
+#: PCI bus of each GPU slot: DGX H100 layout first, then more buses for larger nodes.
+PCI_BUSES = (
+    "18", "2a", "3a", "5d", "9a", "ab", "ba", "db",
+    "0c", "1d", "4b", "6e", "8a", "9c", "c1", "e4",
+)  # fmt: skip
+
+
+@dataclass
+class Fleet:
+    """Nodes, units and the replace / planned-replace events of every unit.
+
+    ``removed`` is ``-1`` for nodes in service at the window end. Units ``0 .. n_gpu_units - 1``
+    are GPU slots (``node * gpus_per_node + slot``); the rest are node-level units
+    (``n_gpu_units + node * n_node_classes + k``). Event arrays are sorted by unit, then time;
+    ``ev_class`` indexes ``class_names``; ``ev_close >= W1`` means still open at the window end.
+    """
+
+    names: list[str]
+    rack: list[str]
+    cluster: list[str]
+    batch: list[str]
+    installed: np.ndarray
+    removed: np.ndarray
+    skew_s: np.ndarray
+    style: list[str]
+    class_names: list[str]
+    gpu_class_idx: np.ndarray
+    node_class_idx: np.ndarray
+    gpus_per_node: int
+    unit_node: np.ndarray
+    unit_slot: list[str]
+    ev_unit: np.ndarray
+    ev_class: np.ndarray
+    ev_action: np.ndarray
+    ev_open: np.ndarray
+    ev_close: np.ndarray
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of nodes."""
+        return len(self.names)
+
+    @property
+    def n_gpu_units(self) -> int:
+        """Number of GPU slots."""
+        return self.n_nodes * self.gpus_per_node
+
+    def node_end(self, w1: int) -> np.ndarray:
+        """End of each node's service: its removal, else ``w1``."""
+        return np.where(self.removed >= 0, self.removed, w1)
+
+
+@dataclass(frozen=True)
+class Carrier:
+    """A multi-node attempt started on reserved nodes and hit by two failures of two classes."""
+
+    start_s: int
+    hit_s: int
+    nodes: tuple[int, ...]
+
+
+def build_fleet(config: SynthConfig, rng: np.random.Generator) -> Fleet:
+    """Lay out nodes in install batches, with per-host log style and clock skew.
+
+    Batch ``b1`` (about 60 % of nodes) is installed about 400 days before the window, ``b2``
+    about 120 days before, and the small batch ``b3`` (about 4 %) during the window.
+    """
+    n = config.nodes
+    w0 = config.window_start_s
+    n3 = max(1, round(0.04 * n)) if n >= 4 else 0
+    n1 = max(1, round(0.6 * n)) if n >= 2 else n
+    n2 = n - n1 - n3
+    sizes = (n1, n2, n3)
+    batch_starts = (w0 - 400 * DAY_S, w0 - 120 * DAY_S, w0 + int(0.4 * config.days) * DAY_S)
+    installed = np.empty(n, dtype=np.int64)
+    batch: list[str] = []
+    pos = 0
+    for k, (size, first) in enumerate(zip(sizes, batch_starts, strict=True)):
+        spread = 3 * DAY_S if k < 2 else 12 * HOUR_S
+        installed[pos : pos + size] = first + np.sort(rng.integers(0, spread, size=size))
+        batch += [f"b{k + 1}"] * size
+        pos += size
+    names = [f"gpu{i + 1:04d}" for i in range(n)]
+    rack = [f"r{i // 4 + 1:03d}" for i in range(n)]
+    cluster = ["alpha"] * n
+    styles = list(STYLES) if config.days <= 360 else [s for s in STYLES if s != "syslog"]
+    style_idx = rng.integers(0, len(styles), size=n)
+    style = [styles[i] for i in style_idx]
+    if all(s == "syslog" for s in style):
+        style[0] = "dmesg_iso"
+    skewed = rng.random(n) < config.skewed_host_fraction
+    skew = np.where(skewed, rng.integers(-config.max_skew_s, config.max_skew_s + 1, size=n), 0)
+    class_names = list(config.classes)
+    gpu_idx = np.array([i for i, c in enumerate(class_names) if c in GPU_CLASSES], dtype=np.int64)
+    node_idx = np.array([i for i, c in enumerate(class_names) if c in NODE_CLASSES], dtype=np.int64)
+    g = config.gpus_per_node
+    unit_node = np.concatenate(
+        [np.repeat(np.arange(n), g), np.repeat(np.arange(n), node_idx.size)]
+    ).astype(np.int64)
+    unit_slot = [f"gpu{s}" for s in range(g)] * n + [class_names[c] for c in node_idx] * n
+    empty = np.empty(0, dtype=np.int64)
+    return Fleet(
+        names=names,
+        rack=rack,
+        cluster=cluster,
+        batch=batch,
+        installed=installed,
+        removed=np.full(n, -1, dtype=np.int64),
+        skew_s=skew.astype(np.int64),
+        style=style,
+        class_names=class_names,
+        gpu_class_idx=gpu_idx,
+        node_class_idx=node_idx,
+        gpus_per_node=g,
+        unit_node=unit_node,
+        unit_slot=unit_slot,
+        ev_unit=empty,
+        ev_class=empty,
+        ev_action=empty,
+        ev_open=empty,
+        ev_close=empty,
+    )
+
+
+def _planned_class(fleet: Fleet, unit: np.ndarray) -> np.ndarray:
+    """Class written on a planned replacement: ``gpu`` for a GPU slot, else the unit's class."""
+    names = fleet.class_names
+    gpu_cls = names.index("gpu") if "gpu" in names else int(fleet.gpu_class_idx[0])
+    k = fleet.node_class_idx.size
+    node_cls = fleet.node_class_idx[(unit - fleet.n_gpu_units) % max(k, 1)] if k else unit * 0
+    return np.where(unit < fleet.n_gpu_units, gpu_cls, node_cls)
+
+
+def _renewals(
+    config: SynthConfig,
+    rng: np.random.Generator,
+    fleet: Fleet,
+    units: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    risks: np.ndarray,
+) -> tuple[np.ndarray, ...]:
+    """Simulate renewal chains of ``units`` (all with the same competing ``risks``).
+
+    Returns ``(unit, class, action, open, close)`` arrays of the events before each unit's end.
+    """
+    specs = [config.classes[fleet.class_names[int(c)]] for c in risks]
+    shapes = np.array([s.shape for s in specs])
+    scales = np.array([s.scale_h for s in specs])
+    medians = np.array([s.repair_median_h for s in specs])
+    rate_h = config.planned_replace_per_unit_year / (365.0 * 24.0)
+    planned_cls = _planned_class(fleet, units)
+    t = starts.astype(np.int64).copy()
+    active = np.flatnonzero(t < ends)
+    out: list[tuple[np.ndarray, ...]] = []
+    while active.size:
+        m = active.size
+        draws = rng.weibull(shapes, size=(m, shapes.size)) * scales
+        first = np.argmin(draws, axis=1)
+        life_h = draws[np.arange(m), first]
+        planned_h = rng.exponential(1.0 / rate_h, size=m) if rate_h > 0 else np.full(m, np.inf)
+        is_planned = planned_h < life_h
+        life_h = np.minimum(np.where(is_planned, planned_h, life_h), 1e9)
+        life_s = np.maximum(1, np.floor(life_h * HOUR_S)).astype(np.int64)
+        median_h = np.where(is_planned, PLANNED_REPAIR_MEDIAN_H, medians[first])
+        repair_h = median_h * np.exp(config.repair_sigma * rng.standard_normal(m))
+        repair_s = np.maximum(MIN_REPAIR_S, np.floor(repair_h * HOUR_S)).astype(np.int64)
+        opened = t[active] + life_s
+        hit = opened < ends[active]
+        idx = active[hit]
+        closed = opened[hit] + repair_s[hit]
+        cls = np.where(is_planned, planned_cls[active], risks[first])[hit]
+        action = np.where(is_planned[hit], PLANNED, REPLACE)
+        out.append((units[idx], cls, action, opened[hit], closed))
+        t[idx] = closed
+        active = idx[closed < ends[idx]]
+    if not out:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, empty, empty, empty
+    return tuple(np.concatenate([o[i] for o in out]).astype(np.int64) for i in range(5))
+
+
+def simulate_lifetimes(config: SynthConfig, rng: np.random.Generator, fleet: Fleet) -> None:
+    """Fill the fleet's event arrays: every unit from installation to the window end."""
+    w1 = config.window_end_s
+    n_units = fleet.unit_node.size
+    units = np.arange(n_units, dtype=np.int64)
+    starts = fleet.installed[fleet.unit_node]
+    ends = np.full(n_units, w1, dtype=np.int64)
+    parts = []
+    gpu_units = units[: fleet.n_gpu_units]
+    parts.append(
+        _renewals(
+            config, rng, fleet, gpu_units, starts[gpu_units], ends[gpu_units], fleet.gpu_class_idx
+        )
+    )
+    k = fleet.node_class_idx.size
+    for j, cls in enumerate(fleet.node_class_idx):
+        sel = units[fleet.n_gpu_units + j :: k] if k else units[:0]
+        parts.append(_renewals(config, rng, fleet, sel, starts[sel], ends[sel], np.array([cls])))
+    _set_events(fleet, *(np.concatenate([p[i] for p in parts]) for i in range(5)))
+
+
+def _set_events(
+    fleet: Fleet,
+    unit: np.ndarray,
+    cls: np.ndarray,
+    action: np.ndarray,
+    opened: np.ndarray,
+    closed: np.ndarray,
+) -> None:
+    order = np.lexsort((opened, unit))
+    fleet.ev_unit = unit[order]
+    fleet.ev_class = cls[order]
+    fleet.ev_action = action[order]
+    fleet.ev_open = opened[order]
+    fleet.ev_close = closed[order]
+
+
+def remove_nodes(config: SynthConfig, rng: np.random.Generator, fleet: Fleet) -> None:
+    """Decommission a few early nodes during the window, never while one of their units is out.
+
+    Events at or after the removal are dropped; the removal moves past any repair still open at
+    it (and is abandoned if that reaches the window end).
+    """
+    n = fleet.n_nodes
+    w0, w1 = config.window_start_s, config.window_end_s
+    n_remove = max(1, round(config.removed_fraction * n)) if n >= 8 else 0
+    early = np.flatnonzero(fleet.installed < w0)
+    if n_remove == 0 or early.size < 2:
+        return
+    chosen = np.sort(rng.choice(early, size=min(n_remove, early.size // 2), replace=False))
+    when = w0 + rng.integers(
+        int(0.2 * config.days * DAY_S), int(0.9 * config.days * DAY_S) + 1, size=chosen.size
+    )
+    keep = np.ones(fleet.ev_unit.size, dtype=bool)
+    ev_node = fleet.unit_node[fleet.ev_unit]
+    for node, removal in zip(chosen.tolist(), when.tolist(), strict=True):
+        mine = np.flatnonzero(ev_node == node)
+        r = removal
+        while r < w1:
+            before = mine[fleet.ev_open[mine] < r]
+            latest = int(fleet.ev_close[before].max()) if before.size else 0
+            if latest <= r:
+                break
+            r = latest + HOUR_S
+        if r >= w1:
+            continue
+        keep[mine[fleet.ev_open[mine] >= r]] = False
+        fleet.removed[node] = r
+    _set_events(
+        fleet,
+        fleet.ev_unit[keep],
+        fleet.ev_class[keep],
+        fleet.ev_action[keep],
+        fleet.ev_open[keep],
+        fleet.ev_close[keep],
+    )
+
+
+def plan_carriers(
+    config: SynthConfig, rng: np.random.Generator, fleet: Fleet
+) -> tuple[list[Carrier], list[tuple[int, int, int]]]:
+    """Choose the deliberately ambiguous attempts and force their two failures.
+
+    Each carrier is 2-8 nodes free of any ticket from the drain before its start until half an
+    hour after the hit; at ``hit_s`` one unit of class A fails on one node and, 0-240 s later,
+    a unit of another class B on another node. Forced units restart their renewal chain.
+
+    Returns the carriers and the forced failures ``(unit, class, time)``.
+    """
+    w0, w1 = config.window_start_s, config.window_end_s
+    n_classes = len(fleet.class_names)
+    if config.n_ambiguous == 0 or fleet.n_nodes < 2 or n_classes < 2:
+        return [], []
+    span = (w1 - 3 * HOUR_S) - (w0 + 3 * HOUR_S)
+    reserved: list[tuple[int, int, int]] = []  # node, from, to
+    carriers: list[Carrier] = []
+    forced: list[tuple[int, int, int]] = []
+    for i in range(config.n_ambiguous):
+        ev_node = fleet.unit_node[fleet.ev_unit]
+        busy_from = np.where(
+            fleet.ev_action == PLANNED, fleet.ev_open - DRAIN_LEAD_S, fleet.ev_open
+        )
+        lo = w0 + 3 * HOUR_S + span * i // config.n_ambiguous
+        hi = w0 + 3 * HOUR_S + span * (i + 1) // config.n_ambiguous
+        hit = int(rng.integers(lo, max(lo + 1, hi)))
+        start = max(w0 + 600, hit - int(rng.integers(HOUR_S, 6 * HOUR_S)))
+        guard_from, guard_to = start - DRAIN_LEAD_S, hit + 2 * HOUR_S
+        ok = (fleet.installed <= min(guard_from, w0)) & (fleet.removed < 0)
+        clash = (busy_from < guard_to) & (fleet.ev_close > guard_from)
+        ok[np.unique(ev_node[clash])] = False
+        for node, r_from, r_to in reserved:
+            if r_from < guard_to and r_to > guard_from:
+                ok[node] = False
+        free = np.flatnonzero(ok)
+        want = int(rng.integers(2, 9))
+        if free.size < 2:
+            continue
+        nodes = np.sort(rng.choice(free, size=min(want, free.size), replace=False))
+        pair = rng.choice(nodes, size=2, replace=False)
+        cls_a, cls_b = rng.choice(n_classes, size=2, replace=False)
+        delta = int(rng.integers(0, 241))
+        for node, cls, when in ((pair[0], cls_a, hit), (pair[1], cls_b, hit + delta)):
+            unit = _unit_of(fleet, int(node), int(cls), rng)
+            forced.append((unit, int(cls), int(when)))
+            _force_failure(config, rng, fleet, unit, int(cls), int(when))
+        reserved += [(int(node), guard_from, guard_to) for node in nodes]
+        carriers.append(Carrier(start_s=start, hit_s=hit, nodes=tuple(int(x) for x in nodes)))
+    return carriers, forced
+
+
+def _unit_of(fleet: Fleet, node: int, cls: int, rng: np.random.Generator) -> int:
+    """The unit of class ``cls`` on ``node`` (a random GPU slot for a GPU-level class)."""
+    if cls in fleet.gpu_class_idx:
+        return node * fleet.gpus_per_node + int(rng.integers(0, fleet.gpus_per_node))
+    k = int(np.flatnonzero(fleet.node_class_idx == cls)[0])
+    return fleet.n_gpu_units + node * fleet.node_class_idx.size + k
+
+
+def _force_failure(
+    config: SynthConfig, rng: np.random.Generator, fleet: Fleet, unit: int, cls: int, when: int
+) -> None:
+    """Fail ``unit`` with class ``cls`` at ``when`` and simulate its new chain from the repair."""
+    keep = ~((fleet.ev_unit == unit) & (fleet.ev_open >= when))
+    spec = config.classes[fleet.class_names[cls]]
+    repair_h = spec.repair_median_h * np.exp(config.repair_sigma * rng.standard_normal())
+    close = when + max(MIN_REPAIR_S, int(repair_h * HOUR_S))
+    risks = fleet.gpu_class_idx if unit < fleet.n_gpu_units else np.array([cls])
+    u = np.array([unit], dtype=np.int64)
+    new = _renewals(
+        config, rng, fleet, u, np.array([close]), np.array([config.window_end_s]), risks
+    )
+    parts = [
+        (fleet.ev_unit[keep], u, new[0]),
+        (fleet.ev_class[keep], np.array([cls]), new[1]),
+        (fleet.ev_action[keep], np.array([REPLACE]), new[2]),
+        (fleet.ev_open[keep], np.array([when]), new[3]),
+        (fleet.ev_close[keep], np.array([close]), new[4]),
+    ]
+    _set_events(fleet, *(np.concatenate(p).astype(np.int64) for p in parts))
+
+
+@dataclass
+class MinorTickets:
+    """``reseat`` / ``no_fault_found`` tickets: they end no life."""
+
+    unit: np.ndarray
+    cls: np.ndarray
+    action: np.ndarray
+    opened: np.ndarray
+    closed: np.ndarray
+
+
+def minor_tickets(config: SynthConfig, rng: np.random.Generator, fleet: Fleet) -> MinorTickets:
+    """Place reseat and no-fault-found tickets on random units while their node is in service."""
+    w1 = config.window_end_s
+    ends = fleet.node_end(w1)
+    years = (ends - fleet.installed) / (365.0 * DAY_S)
+    counts = rng.poisson(config.minor_tickets_per_node_year * years)
+    node = np.repeat(np.arange(fleet.n_nodes), counts)
+    opened = fleet.installed[node] + (
+        rng.random(node.size) * (ends[node] - fleet.installed[node])
+    ).astype(np.int64)
+    per_node = fleet.gpus_per_node + fleet.node_class_idx.size
+    pick = rng.integers(0, per_node, size=node.size)
+    is_gpu = pick < fleet.gpus_per_node
+    unit = np.where(
+        is_gpu,
+        node * fleet.gpus_per_node + pick,
+        fleet.n_gpu_units + node * fleet.node_class_idx.size + (pick - fleet.gpus_per_node),
+    )
+    gpu_cls = fleet.gpu_class_idx[rng.integers(0, fleet.gpu_class_idx.size, size=node.size)]
+    k = max(fleet.node_class_idx.size, 1)
+    node_cls = (
+        fleet.node_class_idx[np.clip(pick - fleet.gpus_per_node, 0, k - 1)]
+        if fleet.node_class_idx.size
+        else gpu_cls
+    )
+    cls = np.where(is_gpu, gpu_cls, node_cls)
+    action = np.where(rng.random(node.size) < 0.5, RESEAT, NO_FAULT)
+    closed = opened + rng.integers(1800, 4 * HOUR_S, size=node.size)
+    # drop those that fall while the unit itself is out for a replacement
+    ok = np.ones(node.size, dtype=bool)
+    for i in np.flatnonzero(np.isin(unit, fleet.ev_unit)):
+        sel = fleet.ev_unit == unit[i]
+        if np.any((fleet.ev_open[sel] <= closed[i]) & (fleet.ev_close[sel] >= opened[i])):
+            ok[i] = False
+    return MinorTickets(unit[ok], cls[ok], action[ok], opened[ok], closed[ok])
+
+
+def unit_serials(fleet: Fleet, rng: np.random.Generator) -> tuple[list[list[str]], list[list[str]]]:
+    """Serial (and GPU UUID) of every life of every unit.
+
+    Returns, per unit, the serials of its successive lives and their UUIDs (empty strings for
+    node-level units). Serials are distinct across the fleet.
+    """
+    n_units = fleet.unit_node.size
+    n_lives = 1 + np.bincount(fleet.ev_unit, minlength=n_units)
+    total = int(n_lives.sum())
+    first = np.concatenate([[0], np.cumsum(n_lives)[:-1]])
+    scrambled = _unique_draws(rng, total, 10**9)
+    words = rng.integers(0, 2**32, size=(total, 4), dtype=np.uint64)
+    prefixes = {"nic": "MT", "power": "PS", "host_memory": "HM"}
+    serials: list[list[str]] = []
+    uuids: list[list[str]] = []
+    for u in range(n_units):
+        lives = range(int(first[u]), int(first[u] + n_lives[u]))
+        if u < fleet.n_gpu_units:
+            serials.append([str(1_650_000_000_000 + int(scrambled[i])) for i in lives])
+            uuids.append([_uuid(words[i]) for i in lives])
+        else:
+            prefix = prefixes.get(fleet.unit_slot[u], "SN")
+            serials.append([f"{prefix}{int(scrambled[i]):010d}" for i in lives])
+            uuids.append([""] * len(lives))
+    return serials, uuids
+
+
+def _unique_draws(rng: np.random.Generator, n: int, high: int) -> np.ndarray:
+    """``n`` distinct integers in ``[0, high)``, in draw order."""
+    out = np.empty(0, dtype=np.int64)
+    while out.size < n:
+        more = rng.integers(0, high, size=n - out.size + 16)
+        both = np.concatenate([out, more])
+        _, first = np.unique(both, return_index=True)
+        out = both[np.sort(first)][:n]
+    return out
+
+
+def _uuid(w: np.ndarray) -> str:
+    a, b, c, d = (int(x) for x in w)
+    return f"GPU-{a:08x}-{b >> 16:04x}-{b & 0xFFFF:04x}-{c >> 16:04x}-{c & 0xFFFF:04x}{d:08x}"

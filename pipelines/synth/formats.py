@@ -1,0 +1,399 @@
+"""Text of the landing files: sacct, repair tickets, fleet CSV and nvidia-smi snapshots."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import TYPE_CHECKING
+
+import hostlist
+import numpy as np
+
+from pipelines.synth.fleet import ACTIONS, DAY_S, PCI_BUSES, PLANNED, REPLACE, RESEAT
+from pipelines.synth.truth import iso
+from pipelines.synth.workload import ACCOUNTS, USERS
+
+if TYPE_CHECKING:
+    from pipelines.synth.config import SynthConfig
+    from pipelines.synth.fleet import Fleet, MinorTickets
+    from pipelines.synth.workload import Attempt, Jobs
+
+SACCT_HEADER = (
+    "JobID|JobIDRaw|JobName|Partition|Account|User|AllocNodes|AllocTRES|NodeList|Submit|Start|"
+    "End|Elapsed|State|ExitCode|Restarts"
+)
+SMI_HEADER = "timestamp, index, pci.bus_id, serial, uuid, name"
+GPU_NAME = "NVIDIA H100 80GB HBM3"
+TICKET_HEADER = (
+    "ticket_id",
+    "node",
+    "component_class",
+    "slot",
+    "serial_out",
+    "serial_in",
+    "opened",
+    "closed",
+    "action",
+    "description",
+)
+_DESCRIPTIONS = {
+    "gpu": "Xid 62 internal micro-controller halt; GPU replaced",
+    "gpu_memory": "uncorrectable ECC (Xid 48/95), GPU replaced under RMA",
+    "nvlink": "NVLink fatal error (Xid 74); GPU replaced",
+    "pcie": "GPU fell off the bus (Xid 79), reseat failed, GPU replaced",
+    "nic": "HCA link down; NIC replaced",
+    "power": "PSU failure, node lost power; PSU replaced",
+    "host_memory": "DIMM uncorrectable error (EDAC UE); DIMM replaced",
+}
+_MINOR = {
+    "planned_replace": "proactive replacement during maintenance window",
+    "reseat": "reseated after link training errors, no part change",
+    "no_fault_found": "diagnostics passed; no fault found, returned to service",
+}
+
+
+def slurm_time(ts: int) -> str:
+    """Epoch seconds as sacct prints them (``2026-06-01T00:00:00``)."""
+    return str(np.datetime64(int(ts), "s"))
+
+
+def elapsed(seconds: int) -> str:
+    """``[D-]HH:MM:SS``."""
+    days, rest = divmod(max(int(seconds), 0), DAY_S)
+    hh, rest = divmod(rest, 3600)
+    mm, ss = divmod(rest, 60)
+    clock = f"{hh:02d}:{mm:02d}:{ss:02d}"
+    return f"{days}-{clock}" if days else clock
+
+
+def _tres(n: int, g: int, *, billing: bool = True) -> str:
+    head = f"billing={64 * n}," if billing else ""
+    return f"{head}cpu={64 * n},gres/gpu={g * n},mem={1000 * n}G,node={n}"
+
+
+_STEP_STATES = {
+    "COMPLETED": (("COMPLETED", "0:0"), ("COMPLETED", "0:0"), ("COMPLETED", "0:0")),
+    "FAILED": (("FAILED", "1:0"), ("COMPLETED", "0:0"), ("FAILED", "1:0")),
+    "NODE_FAIL": (("CANCELLED", "0:15"), ("CANCELLED", "0:15"), ("CANCELLED", "0:15")),
+    "OUT_OF_MEMORY": (("OUT_OF_MEMORY", "0:125"), ("COMPLETED", "0:0"),
+                      ("OUT_OF_MEMORY", "0:125")),
+    "CANCELLED": (("CANCELLED", "0:15"), ("COMPLETED", "0:0"), ("CANCELLED", "0:15")),
+    "TIMEOUT": (("CANCELLED", "0:15"), ("COMPLETED", "0:0"), ("CANCELLED", "0:15")),
+    "RUNNING": (("RUNNING", "0:0"), ("RUNNING", "0:0"), ("RUNNING", "0:0")),
+}  # fmt: skip
+
+
+def attempt_lines(config: SynthConfig, fleet: Fleet, jobs: Jobs, attempt: Attempt) -> list[str]:
+    """The allocation row of one attempt and its ``.batch``, ``.extern`` and ``.0`` steps."""
+    w1 = config.window_end_s
+    g = fleet.gpus_per_node
+    j = attempt.job
+    raw, label = str(jobs.raw_id[j]), jobs.label[j]
+    names = [fleet.names[n] for n in attempt.nodes]
+    node_list = names[0] if len(names) == 1 else hostlist.collect_hostlist(names)
+    n = len(names)
+    running = attempt.end_s >= w1
+    end = "Unknown" if running else slurm_time(attempt.end_s)
+    stop = w1 if running else attempt.end_s
+    state = "RUNNING" if running else attempt.state
+    exit_code = "0:0" if running else attempt.exit_code
+    user = USERS[jobs.user[j]]
+    account = ACCOUNTS[jobs.user[j] % len(ACCOUNTS)]
+    restarts = str(attempt.number - 1)
+    start = attempt.start_s
+    lines = [
+        "|".join(
+            (
+                label,
+                raw,
+                jobs.name[j],
+                jobs.partition[j],
+                account,
+                user,
+                str(n),
+                _tres(n, g),
+                node_list,
+                slurm_time(attempt.submit_s),
+                slurm_time(start),
+                end,
+                elapsed(stop - start),
+                state,
+                exit_code,
+                restarts,
+            )
+        )
+    ]
+    steps = _STEP_STATES[state.split(" ")[0]]
+    srun_start = min(start + 3, stop)
+    for (step, step_name, step_nodes, tres, t0), (st, ec) in zip(
+        (
+            ("batch", "batch", names[0], _tres(1, g, billing=False), start),
+            ("extern", "extern", node_list, _tres(n, g), start),
+            ("0", "python", node_list, _tres(n, g, billing=False), srun_start),
+        ),
+        steps,
+        strict=True,
+    ):
+        alloc = "1" if step == "batch" else str(n)
+        lines.append(
+            "|".join(
+                (
+                    f"{label}.{step}",
+                    f"{raw}.{step}",
+                    step_name,
+                    "",
+                    account,
+                    "",
+                    alloc,
+                    tres,
+                    step_nodes,
+                    slurm_time(t0),
+                    slurm_time(t0),
+                    end,
+                    elapsed(stop - t0),
+                    st,
+                    ec,
+                    restarts,
+                )
+            )
+        )
+    return lines
+
+
+def sacct_files(
+    config: SynthConfig,
+    rng: np.random.Generator,
+    fleet: Fleet,
+    jobs: Jobs,
+    attempts: list[Attempt],
+) -> tuple[dict[str, str], int]:
+    """Text of every ``sacct_<YYYYMMDD>.txt`` and the number of well-formed rows written."""
+    w0, w1 = config.window_start_s, config.window_end_s
+    days = [slurm_time(w0 + d * DAY_S)[:10].replace("-", "") for d in range(config.days)]
+    blocks: dict[str, list[list[str]]] = {day: [] for day in days}
+    n_rows = 0
+    for attempt in sorted(attempts, key=lambda a: (min(a.end_s, w1), a.start_s, a.job)):
+        day = days[min((min(attempt.end_s, w1 - 1) - w0) // DAY_S, len(days) - 1)]
+        lines = attempt_lines(config, fleet, jobs, attempt)
+        blocks[day].append(lines)
+        n_rows += len(lines)
+    if config.hostile:
+        first_bad = max(jobs.raw_id, default=1000) + 1000
+        for line in _hostile_sacct(config, rng, fleet, first_bad):
+            day = days[int(rng.integers(0, len(days)))]
+            pos = int(rng.integers(0, len(blocks[day]) + 1))
+            blocks[day].insert(pos, [line])
+    files = {}
+    for day in days:
+        body = [SACCT_HEADER] + [line for block in blocks[day] for line in block]
+        files[f"sacct_{day}.txt"] = "\n".join(body) + "\n"
+    return files, n_rows
+
+
+def _hostile_sacct(
+    config: SynthConfig, rng: np.random.Generator, fleet: Fleet, first_id: int
+) -> list[str]:
+    """Four malformed allocation rows (fresh job ids, none of them part of the truth)."""
+    w0 = config.window_start_s
+    g = fleet.gpus_per_node
+    out = []
+    for k, problem in enumerate(("fields", "end_before_start", "state", "year_2099")):
+        t = w0 + int(rng.integers(0, config.days * DAY_S - 7200))
+        node = fleet.names[int(rng.integers(0, fleet.n_nodes))]
+        start, end, state = t + 60, t + 3660, "COMPLETED"
+        if problem == "end_before_start":
+            end = start - 3600
+        elif problem == "state":
+            state = "EXPLODED"
+        elif problem == "year_2099":
+            start += int(np.datetime64("2099-01-01T00:00:00", "s").astype(np.int64)) - w0
+            end = start + 3600
+        fields = [
+            str(first_id + k),
+            str(first_id + k),
+            "bench_mlperf",
+            "batch",
+            "infra",
+            "bob",
+            "1",
+            _tres(1, g),
+            node,
+            slurm_time(t),
+            slurm_time(start),
+            slurm_time(end),
+            elapsed(max(end - start, 0)),
+            state,
+            "0:0",
+            "0",
+        ]
+        if problem == "fields":
+            fields = fields[:-1]
+        out.append("|".join(fields))
+    return out
+
+
+def tickets_csv(
+    config: SynthConfig,
+    rng: np.random.Generator,
+    fleet: Fleet,
+    minor: MinorTickets,
+    serials: list[list[str]],
+) -> tuple[str, int]:
+    """``tickets.csv`` text (full history, sorted by opening) and its count of valid rows."""
+    w1 = config.window_end_s
+    rows: list[tuple[int, str, str, list[str]]] = []
+    unit = fleet.ev_unit
+    first_of_unit = np.searchsorted(unit, unit, side="left")
+    for i in range(unit.size):
+        u = int(unit[i])
+        k = i - int(first_of_unit[i])
+        action = int(fleet.ev_action[i])
+        cls = fleet.class_names[int(fleet.ev_class[i])]
+        closed = int(fleet.ev_close[i])
+        done = closed < w1
+        text = _DESCRIPTIONS[cls] if action == REPLACE else _MINOR[ACTIONS[action]]
+        rows.append(
+            _ticket(
+                fleet,
+                u,
+                cls,
+                serials[u][k],
+                serials[u][k + 1] if done else "",
+                int(fleet.ev_open[i]),
+                closed if done else None,
+                action,
+                text,
+            )
+        )
+    # reseat / no fault found: the serial in place stays
+    closes_of = {u: fleet.ev_close[unit == u] for u in np.unique(minor.unit).tolist()}
+    for u, c, action, opened, closed in zip(
+        minor.unit.tolist(),
+        minor.cls.tolist(),
+        minor.action.tolist(),
+        minor.opened.tolist(),
+        minor.closed.tolist(),
+        strict=True,
+    ):
+        life = int(np.sum(closes_of[u] <= opened))
+        serial = serials[u][life]
+        rows.append(
+            _ticket(
+                fleet,
+                u,
+                fleet.class_names[c],
+                serial,
+                serial,
+                opened,
+                closed if closed < w1 else None,
+                action,
+                _MINOR[ACTIONS[action]],
+            )
+        )
+    n_valid = len(rows)
+    if config.hostile:
+        node = int(rng.integers(0, fleet.n_nodes))
+        u = node * fleet.gpus_per_node
+        opened = config.window_start_s + int(rng.integers(3600, config.days * DAY_S - 3600))
+        serial = serials[u][0]
+        rows.append(
+            _ticket(
+                fleet,
+                u,
+                "gpu",
+                serial,
+                serial,
+                opened,
+                opened - 7200,
+                RESEAT,
+                "reseated GPU; ticket closed in the wrong time zone",
+            )
+        )
+    rows.sort(key=lambda r: (r[0], r[1], r[2]))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(TICKET_HEADER)
+    for k, (_, _, _, row) in enumerate(rows):
+        writer.writerow([f"RT{100_001 + k:07d}", *row])
+    return buffer.getvalue(), n_valid
+
+
+def _ticket(
+    fleet: Fleet,
+    unit: int,
+    cls: str,
+    serial_out: str,
+    serial_in: str,
+    opened: int,
+    closed: int | None,
+    action: int,
+    text: str,
+) -> tuple[int, str, str, list[str]]:
+    node = fleet.names[int(fleet.unit_node[unit])]
+    slot = fleet.unit_slot[unit]
+    return (
+        opened,
+        node,
+        slot,
+        [
+            node,
+            cls,
+            slot,
+            serial_out,
+            serial_in,
+            iso(opened),
+            "" if closed is None else iso(closed),
+            ACTIONS[action],
+            text,
+        ],
+    )
+
+
+def fleet_csv(fleet: Fleet) -> str:
+    """``fleet.csv`` text."""
+    lines = ["node,rack,cluster,batch,installed,removed"]
+    for n in range(fleet.n_nodes):
+        removed = iso(int(fleet.removed[n])) if fleet.removed[n] >= 0 else ""
+        lines.append(
+            f"{fleet.names[n]},{fleet.rack[n]},{fleet.cluster[n]},{fleet.batch[n]},"
+            f"{iso(int(fleet.installed[n]))},{removed}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def snapshot_times(config: SynthConfig, fleet: Fleet) -> list[list[int]]:
+    """Per node: at ``W0`` (or install), at every GPU swap closed in the window, at ``W1`` or
+    the removal."""
+    w0, w1 = config.window_start_s, config.window_end_s
+    end = fleet.node_end(w1)
+    swap = (
+        np.isin(fleet.ev_action, (REPLACE, PLANNED))
+        & (fleet.ev_unit < fleet.n_gpu_units)
+        & (fleet.ev_close >= w0)
+        & (fleet.ev_close < w1)
+    )
+    swap_node = fleet.unit_node[fleet.ev_unit[swap]]
+    swap_t = fleet.ev_close[swap]
+    out = []
+    for n in range(fleet.n_nodes):
+        mids = swap_t[(swap_node == n) & (swap_t < end[n])].tolist()
+        times = {max(int(fleet.installed[n]), w0), int(end[n]), *mids}
+        out.append(sorted(times))
+    return out
+
+
+def smi_snapshot(
+    fleet: Fleet, node: int, ts: int, serials: list[list[str]], uuids: list[list[str]]
+) -> str:
+    """One ``nvidia-smi --query-gpu=... --format=csv`` output of ``node`` at ``ts``."""
+    g = fleet.gpus_per_node
+    stamp = slurm_time(ts).replace("-", "/").replace("T", " ") + ".000"
+    lines = [SMI_HEADER]
+    for slot in range(g):
+        u = node * g + slot
+        a, b = np.searchsorted(fleet.ev_unit, [u, u + 1])
+        closes = fleet.ev_close[a:b]
+        life = int(np.sum(closes <= ts))
+        bus = f"00000000:{PCI_BUSES[slot].upper()}:00.0"
+        lines.append(f"{stamp}, {slot}, {bus}, {serials[u][life]}, {uuids[u][life]}, {GPU_NAME}")
+    return "\n".join(lines) + "\n"
