@@ -1,8 +1,9 @@
 """``relia``: the command line. Commands call the same pipeline functions as the flows.
 
-Heavy imports (GX, lifelines, Prefect) happen inside the command that needs them, so ``relia --help``
-is instant. Commands run directly, without Prefect's ephemeral-server start, unless ``--tracked`` is
-given or ``PREFECT_API_URL`` points at a server; then they run as tracked flow runs.
+Heavy imports (GX, lifelines, Prefect) happen inside the command that needs them, so
+``relia --help`` is instant. Commands run directly, without Prefect's ephemeral-server start,
+unless ``--tracked`` is given or ``PREFECT_API_URL`` points at a server; then they run as tracked
+flow runs.
 """
 
 from __future__ import annotations
@@ -117,7 +118,12 @@ def synth(
 
 
 def _run_ingest(
-    db: Path, paths: list[Path], source: str | None, *, quiet: bool = False
+    db: Path,
+    paths: list[Path],
+    source: str | None,
+    *,
+    mapping: Path | None = None,
+    quiet: bool = False,
 ) -> list[dict[str, Any]]:
     from dataclasses import asdict
 
@@ -128,12 +134,18 @@ def _run_ingest(
 
     settings = Settings.from_env(db_path=db)
     files = ingest_mod.discover(paths, source=source)
+    options: dict[str, dict[str, Any]] = {}
+    if mapping is not None:
+        from pipelines.sources.fault_log import load_mapping
+
+        options["fault_log"] = {"mapping": load_mapping(mapping)}
     with Progress(console=err, transient=True, disable=quiet) as progress:
         bar = progress.add_task("ingesting", total=len(files))
         counts = ingest_mod.ingest(
             settings.db_path,
             files,
             lock_timeout_s=settings.lock_timeout_s,
+            parser_options=options,
             on_file=lambda _c: progress.advance(bar),
         )
     return [asdict(c) for c in counts]
@@ -144,6 +156,10 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Landing folder, source folders or files.")],
     source: Annotated[
         str | None, typer.Option(help="Source of the files when their folder does not say.")
+    ] = None,
+    mapping: Annotated[
+        Path | None,
+        typer.Option(help="Column mapping (YAML) for --source fault_log (data_samples/mappings)."),
     ] = None,
     db: DbOption = None,
     tracked: TrackedOption = False,
@@ -158,9 +174,11 @@ def ingest(
             _prefect_defaults()
             from pipelines.flows.ingest_telemetry import ingest_paths_flow
 
-            counts = ingest_paths_flow(paths=paths, source=source, db_path=settings.db_path)
+            counts = ingest_paths_flow(
+                paths=paths, source=source, mapping=mapping, db_path=settings.db_path
+            )
         else:
-            counts = _run_ingest(settings.db_path, paths, source, quiet=as_json)
+            counts = _run_ingest(settings.db_path, paths, source, mapping=mapping, quiet=as_json)
     except ValueError as error:
         err.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from error
@@ -186,25 +204,29 @@ def _summary(db_path: Path) -> dict[str, list[dict[str, Any]]]:
     from pipelines import warehouse
 
     with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
-        fleet = con.execute(
+        fleet = warehouse.query(
+            con,
             "select component_class, units_at_risk, n_failures, "
             "round(exposure_h, 1) as exposure_h, round(naive_mtbf_h, 0) as naive_mtbf_h, "
-            "n_interruptions from rpt_fleet_summary"
-        ).pl()
-        causes = con.execute(
+            "n_interruptions from rpt_fleet_summary",
+        )
+        causes = warehouse.query(
+            con,
             "select cause_class, attribution, n_interruptions, "
             "round(gpu_hours_interrupted, 1) as gpu_hours_interrupted, "
-            "median_restart_overhead_s from rpt_interruptions_by_cause"
-        ).pl()
-        quarantine = con.execute(
+            "median_restart_overhead_s from rpt_interruptions_by_cause",
+        )
+        quarantine = warehouse.query(
+            con,
             "select target_table, stage, reason, count(*) as n_rows from raw_quarantine "
-            "group by all order by n_rows desc"
-        ).pl()
-        files = con.execute(
+            "group by all order by n_rows desc",
+        )
+        files = warehouse.query(
+            con,
             "select source, count(*) as n_files, sum(n_read)::bigint as n_read, "
             "sum(n_loaded)::bigint as n_loaded, sum(n_quarantined)::bigint as n_quarantined "
-            "from raw_ingest_files group by source order by source"
-        ).pl()
+            "from raw_ingest_files group by source order by source",
+        )
     return {
         "failures_by_class": fleet.to_dicts(),
         "interruptions_by_cause": causes.to_dicts(),

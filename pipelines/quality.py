@@ -161,7 +161,7 @@ def validate(
     Parameters
     ----------
     rows
-        Parsed rows of one file, with ``line_no``.
+        Parsed rows (of one file or several), with ``line_no``; any extra columns ride along.
     table
         The raw table they are bound for; it selects the suite.
     now
@@ -174,23 +174,25 @@ def validate(
     )
     if rows.height == 0 or not checks:
         return Validated(rows, rows.head(0).with_columns(reason=pl.lit("")), [])
+    import great_expectations as gx
     import great_expectations.expectations as gxe
 
     frame = rows.drop([c for c in rows.columns if rows.schema[c] == pl.List]).to_pandas()
     batch = _context().get_batch(batch_parameters={"dataframe": frame})
+    suite = gx.ExpectationSuite(name=f"{table}_suite")
+    for number, check in enumerate(checks):
+        suite.add_expectation(getattr(gxe, check.kind)(**check.kwargs, meta={"check": number}))
+    outcome = batch.validate(suite, result_format={"result_format": "COMPLETE"})
     suite_results = []
     reasons: dict[int, list[str]] = {}
-    for check in checks:
-        expectation = getattr(gxe, check.kind)(**check.kwargs)
-        result = batch.validate(expectation, result_format={"result_format": "COMPLETE"})
+    for result in outcome.results:
+        check = checks[int(result.expectation_config.meta["check"])]
         if result.exception_info and result.exception_info.get("raised_exception"):
             msg = f"expectation {check.label} could not run on {table}: {result.exception_info}"
             raise RuntimeError(msg)
         failed_idx = list(result.result.get("unexpected_index_list") or [])
         for idx in failed_idx:
-            reasons.setdefault(int(idx), []).append(
-                f"{expectation.expectation_type}: {check.label}"
-            )
+            reasons.setdefault(int(idx), []).append(f"{check.kind}: {check.label}")
         suite_results.append(
             {
                 "table": table,

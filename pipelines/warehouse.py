@@ -1,6 +1,6 @@
 """The DuckDB warehouse: connect, apply the schema, load seeds, create views, load parsed files.
 
-This is the only module that knows where ``sql/`` is. Views are created from ``sql/<layer>/<stem>.sql``
+This is the only module that knows where ``sql/`` is. Views come from ``sql/<layer>/<stem>.sql``
 in layer order (staging, intermediate, marts), each a bare ``select`` wrapped as
 ``create or replace view <stem> as ...``. Loads are one transaction per file, keyed by the file's
 SHA-256, so re-ingesting the same bytes changes nothing and a crash leaves no half-loaded file.
@@ -99,11 +99,29 @@ def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def view_files() -> list[Path]:
-    """The view definitions in creation order: layer by layer, then by file name."""
-    files: list[Path] = []
+    """The view definitions in creation order.
+
+    Layer by layer (staging, intermediate, marts); inside a layer a view comes after the views it
+    names (DuckDB binds a view's references when it is created), otherwise by file name.
+    """
+    ordered: list[Path] = []
     for layer in VIEW_LAYERS:
-        files.extend(sorted((SQL_DIR / layer).glob("*.sql")))
-    return files
+        pending = sorted((SQL_DIR / layer).glob("*.sql"))
+        stems = {p.stem for p in pending}
+        needs = {
+            p.stem: {s for s in stems - {p.stem} if re.search(rf"\b{s}\b", p.read_text())}
+            for p in pending
+        }
+        done: set[str] = set()
+        while pending:
+            ready = [p for p in pending if needs[p.stem] <= done]
+            if not ready:
+                msg = f"views in sql/{layer} refer to each other in a cycle: {sorted(stems - done)}"
+                raise ValueError(msg)
+            ordered.extend(ready)
+            done.update(p.stem for p in ready)
+            pending = [p for p in pending if p.stem not in done]
+    return ordered
 
 
 def create_views(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -198,18 +216,20 @@ def load_file(
             con.register("incoming_rejects", quarantine.to_arrow())
             con.execute("insert into raw_quarantine by name select * from incoming_rejects")
             con.unregister("incoming_rejects")
-        for result in quality_results or []:
-            con.execute(
-                "insert into raw_quality_results values ($sha, $table, $exp, $ok, $n, $now)",
+        if quality_results:
+            checks = pl.DataFrame(
                 {
-                    "sha": sha256,
-                    "table": table,
-                    "exp": result["expectation"],
-                    "ok": result["success"],
-                    "n": result["n_unexpected"],
-                    "now": now,
-                },
+                    "file_sha256": [sha256] * len(quality_results),
+                    "target_table": [table] * len(quality_results),
+                    "expectation": [r["expectation"] for r in quality_results],
+                    "success": [bool(r["success"]) for r in quality_results],
+                    "n_unexpected": [int(r["n_unexpected"]) for r in quality_results],  # type: ignore[call-overload]
+                    "validated_at": [now] * len(quality_results),
+                }
             )
+            con.register("incoming_checks", checks.to_arrow())
+            con.execute("insert into raw_quality_results by name select * from incoming_checks")
+            con.unregister("incoming_checks")
         counts = LoadCounts(
             path=path,
             source=source,
@@ -242,9 +262,11 @@ def load_file(
     return counts
 
 
-def query(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object] | None = None):
-    """Run a query and return a polars frame."""
-    return con.execute(sql, params or {}).pl()
+def query(
+    con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object] | None = None
+) -> pl.DataFrame:
+    """Run a query with bound ``$name`` parameters and return a polars frame."""
+    return con.sql(sql, params=params or None).pl()
 
 
 def set_param(con: duckdb.DuckDBPyConnection, name: str, value: float) -> None:

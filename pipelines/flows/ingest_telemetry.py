@@ -9,6 +9,7 @@ from prefect import State, flow, get_run_logger, task
 
 from pipelines import ingest, warehouse
 from pipelines.settings import Settings
+from pipelines.sources import fault_log
 
 
 @task
@@ -25,10 +26,17 @@ def _warehouse_busy(_task: object, _task_run: object, state: State) -> bool:
 
 @task(retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=_warehouse_busy)
 def load_files(
-    db_path: Path, files: list[ingest.LandingFile], lock_timeout_s: float
+    db_path: Path,
+    files: list[ingest.LandingFile],
+    lock_timeout_s: float,
+    mapping: Path | None = None,
 ) -> list[dict[str, object]]:
     """Parse, validate and load; retried when another process holds the warehouse lock."""
-    return [asdict(c) for c in ingest.ingest(db_path, files, lock_timeout_s=lock_timeout_s)]
+    options = {}
+    if mapping is not None:
+        options["fault_log"] = {"mapping": fault_log.load_mapping(mapping)}
+    counts = ingest.ingest(db_path, files, lock_timeout_s=lock_timeout_s, parser_options=options)
+    return [asdict(c) for c in counts]
 
 
 @flow(name="ingest-telemetry")
@@ -52,12 +60,15 @@ def ingest_telemetry(
 
 @flow(name="ingest-files")
 def ingest_paths_flow(
-    paths: list[Path], source: str | None = None, db_path: Path | None = None
+    paths: list[Path],
+    source: str | None = None,
+    mapping: Path | None = None,
+    db_path: Path | None = None,
 ) -> list[dict[str, object]]:
     """Ingest the given files or folders (``relia ingest --tracked``)."""
     settings = Settings.from_env(db_path=db_path)
     files = ingest.discover(paths, source=source)
-    return load_files(settings.db_path, files, settings.lock_timeout_s)
+    return load_files(settings.db_path, files, settings.lock_timeout_s, mapping)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,27 @@
+"""Landing-file parsers, one module per source, and the registry the ingest looks them up in.
+
+Each module exposes ``SCHEMA`` (the raw table's columns as polars dtypes) and
+``parse(data, *, source_file, **options) -> Parsed`` (``docs/data_contract.md`` §2). The
+registry maps a landing folder (the source) to the raw table it feeds and its parser module.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pipelines.sources import fault_log, fleet, inventory, repairs, sacct, xid
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+PARSERS: dict[str, tuple[str, ModuleType]] = {
+    "slurm": ("raw_slurm_jobs", sacct),
+    "kernel": ("raw_xid_events", xid),
+    "nvidia_smi": ("raw_inventory", inventory),
+    "fleet": ("raw_fleet", fleet),
+    "repairs": ("raw_repairs", repairs),
+    "fault_log": ("raw_fault_events", fault_log),  # needs mapping=load_mapping(path)
+}
+"""Source folder name → (raw table name, parser module)."""
+
+__all__ = ["PARSERS"]

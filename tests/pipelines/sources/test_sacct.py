@@ -1,0 +1,404 @@
+"""sacct --parsable2 exports: inline raw text, expected frames, and hostile inputs as rejects."""
+
+from __future__ import annotations
+
+import textwrap
+from datetime import UTC, datetime
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from pipelines.sources import sacct
+from pipelines.sources.common import REJECT_SCHEMA, Parsed
+from pipelines.sources.sacct import SCHEMA, parse
+
+HEADER = (
+    "JobID|JobIDRaw|JobName|Partition|Account|User|AllocNodes|AllocTRES|NodeList|Submit|Start|End|"
+    "Elapsed|State|ExitCode|Restarts"
+)
+NOW = datetime(2026, 9, 1, tzinfo=UTC)
+SOURCE = "/landing/slurm/sacct_20260601.txt"
+
+
+def _raw(text: str) -> bytes:
+    return textwrap.dedent(text).lstrip("\n").encode()
+
+
+def _parse(text: str | bytes) -> Parsed:
+    data = _raw(text) if isinstance(text, str) else text
+    return parse(data, source_file=SOURCE, now=NOW)
+
+
+def _ts(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def _assert_accounted(result: Parsed, *, n_in_scope: int, n_ignored: int) -> None:
+    """Every in-scope line is a row or a reject; the others are only counted."""
+    assert result.rows.height + result.rejects.height == n_in_scope
+    assert result.n_ignored == n_ignored
+    assert result.rows.schema == pl.Schema(SCHEMA)
+    assert result.rejects.schema == pl.Schema(REJECT_SCHEMA)
+
+
+def _reasons(result: Parsed) -> dict[int, str]:
+    return dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True))
+
+
+def test_sacct_allocation_and_steps_become_typed_rows() -> None:
+    result = _parse(
+        f"""
+        {HEADER}
+        1042|1042|train|gpu|ml|ana|2|billing=128,cpu=128,gres/gpu=16,mem=1000G,node=2|gpu[0001-0002]|2026-06-01T00:00:00|2026-06-01T00:01:00|2026-06-02T01:01:00|1-01:00:00|NODE_FAIL|0:0|1
+        1042.batch|1042.batch|batch||ml||1|cpu=64,gres/gpu=8,mem=500G,node=1|gpu0001|2026-06-01T00:01:00|2026-06-01T00:01:00|2026-06-02T01:01:00|1-01:00:00|CANCELLED|0:15|
+        1042.extern|1042.extern|extern||ml||2|billing=128,cpu=128,gres/gpu=16,mem=1000G,node=2|gpu[0001-0002]|2026-06-01T00:01:00|2026-06-01T00:01:00|2026-06-02T01:01:00|1-01:00:00|COMPLETED|0:0|
+        1042.0|1042.0|python||ml||2|cpu=128,gres/gpu=16,mem=1000G,node=2|gpu[0001-0002]|2026-06-01T00:01:05|2026-06-01T00:01:05|2026-06-02T01:01:00|1-00:59:55|FAILED|1:0|
+        """
+    )
+    start, end = _ts("2026-06-01T00:01:00"), _ts("2026-06-02T01:01:00")
+    both = ["gpu0001", "gpu0002"]
+    tres = "billing=128,cpu=128,gres/gpu=16,mem=1000G,node=2"
+    expected = pl.DataFrame(
+        [
+            (SOURCE, 2, "1042", "1042", None, "train", "gpu", "ml", "ana", 2, tres, 16,
+             "gpu[0001-0002]", both, _ts("2026-06-01T00:00:00"), start, end, 90000, "NODE_FAIL",
+             None, 0, 0, 1),
+            (SOURCE, 3, "1042.batch", "1042", "batch", "batch", None, "ml", None, 1,
+             "cpu=64,gres/gpu=8,mem=500G,node=1", 8, "gpu0001", ["gpu0001"], start, start, end,
+             90000, "CANCELLED", None, 0, 15, None),
+            (SOURCE, 4, "1042.extern", "1042", "extern", "extern", None, "ml", None, 2, tres, 16,
+             "gpu[0001-0002]", both, start, start, end, 90000, "COMPLETED", None, 0, 0, None),
+            (SOURCE, 5, "1042.0", "1042", "0", "python", None, "ml", None, 2,
+             "cpu=128,gres/gpu=16,mem=1000G,node=2", 16, "gpu[0001-0002]", both,
+             _ts("2026-06-01T00:01:05"), _ts("2026-06-01T00:01:05"), end, 89995, "FAILED", None,
+             1, 0, None),
+        ],
+        schema=SCHEMA,
+        orient="row",
+    )  # fmt: skip
+    assert_frame_equal(result.rows, expected)
+    _assert_accounted(result, n_in_scope=4, n_ignored=1)
+
+
+def test_sacct_job_arrays_and_heterogeneous_jobs_keep_their_ids() -> None:
+    result = _parse(
+        f"""
+        {HEADER}
+        500_3|503|sweep|gpu|ml|bo|1|gres/gpu=8|gpu0003|2026-06-01T00:00:00|2026-06-01T00:00:10|2026-06-01T00:10:10|00:10:00|COMPLETED|0:0|0
+        500_3.batch|503.batch|batch||ml||1|gres/gpu=8|gpu0003|2026-06-01T00:00:10|2026-06-01T00:00:10|2026-06-01T00:10:10|00:10:00|COMPLETED|0:0|
+        500_[4-9%2]|500|sweep|gpu|ml|bo|0||None assigned|2026-06-01T00:00:00|Unknown|Unknown|00:00:00|PENDING|0:0|0
+        700+0|700|het|gpu|ml|bo|1|gres/gpu=8|gpu0004|2026-06-01T00:00:00|2026-06-01T00:00:05|Unknown|00:05:00|RUNNING|0:0|0
+        700+1|701|het|cpu|ml|bo|1|cpu=4|cpu0001|2026-06-01T00:00:00|2026-06-01T00:00:05|Unknown|00:05:00|RUNNING|0:0|0
+        700+0.0|700.0|python||ml||1|gres/gpu=8|gpu0004|2026-06-01T00:00:06|2026-06-01T00:00:06|Unknown|00:04:59|RUNNING|0:0|
+        """  # noqa: E501
+    )
+    got = result.rows.select("job_id", "job_id_raw", "step", "n_gpus", "nodes", "end_ts")
+    expected = pl.DataFrame(
+        {
+            "job_id": ["500_3", "500_3.batch", "500_[4-9%2]", "700+0", "700+1", "700+0.0"],
+            "job_id_raw": ["503", "503", "500", "700", "701", "700"],
+            "step": [None, "batch", None, None, None, "0"],
+            "n_gpus": [8, 8, 0, 8, 0, 8],
+            "nodes": [["gpu0003"], ["gpu0003"], [], ["gpu0004"], ["cpu0001"], ["gpu0004"]],
+            "end_ts": [_ts("2026-06-01T00:10:10"), _ts("2026-06-01T00:10:10"), None, None, None,
+                       None],
+        },
+        schema={c: SCHEMA[c] for c in got.columns},
+    )  # fmt: skip
+    assert_frame_equal(got, expected)
+    _assert_accounted(result, n_in_scope=6, n_ignored=1)
+
+
+@pytest.mark.parametrize(
+    ("state_text", "state", "uid"),
+    [
+        ("COMPLETED", "COMPLETED", None),
+        ("FAILED", "FAILED", None),
+        ("CANCELLED by 123", "CANCELLED", 123),
+        ("CANCELLED by 0", "CANCELLED", 0),
+        ("NODE_FAIL", "NODE_FAIL", None),
+        ("OUT_OF_MEMORY", "OUT_OF_MEMORY", None),
+        ("TIMEOUT", "TIMEOUT", None),
+        ("PREEMPTED", "PREEMPTED", None),
+        ("REQUEUED", "REQUEUED", None),
+        ("RUNNING", "RUNNING", None),
+        ("PENDING", "PENDING", None),
+        ("BOOT_FAIL", "BOOT_FAIL", None),
+        ("DEADLINE", "DEADLINE", None),
+        ("REVOKED", "REVOKED", None),
+        ("SUSPENDED", "SUSPENDED", None),
+    ],
+)
+def test_sacct_state_keeps_base_word_and_cancelling_uid(
+    state_text: str, state: str, uid: int | None
+) -> None:
+    result = _parse(
+        f"""
+        {HEADER}
+        9|9|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|{state_text}|0:0|0
+        """
+    )
+    assert result.rows.select("state", "state_by_uid").row(0) == (state, uid)
+    _assert_accounted(result, n_in_scope=1, n_ignored=1)
+
+
+def test_sacct_unknown_state_words_are_rejected() -> None:
+    result = _parse(
+        f"""
+        {HEADER}
+        9|9|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|EXPLODED|0:0|0
+        10|10|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|completed|0:0|0
+        11|11|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|CANCELLED by alice|0:0|0
+        """  # noqa: E501
+    )
+    assert _reasons(result) == {
+        2: "unknown State 'EXPLODED'",
+        3: "unknown State 'completed'",
+        4: "malformed uid in State 'CANCELLED by alice'",
+    }
+    _assert_accounted(result, n_in_scope=3, n_ignored=1)
+
+
+def test_sacct_unknown_and_none_times_are_null() -> None:
+    result = _parse(
+        f"""
+        {HEADER}
+        9|9|j|gpu|ml|ana|0||None assigned|2026-06-01T00:00:00|Unknown|Unknown|00:00:00|PENDING|0:0|0
+        10|10|j|gpu|ml|ana|0||None assigned|2026-06-01T00:00:00|None|Unknown|00:00:00|CANCELLED by 7|0:0|0
+        """  # noqa: E501
+    )
+    expected = pl.DataFrame(
+        {"start_ts": [None, None], "end_ts": [None, None], "nodes": [[], []]},
+        schema={c: SCHEMA[c] for c in ("start_ts", "end_ts", "nodes")},
+    )
+    assert_frame_equal(result.rows.select("start_ts", "end_ts", "nodes"), expected)
+    _assert_accounted(result, n_in_scope=2, n_ignored=1)
+
+
+def test_sacct_gpus_come_from_plain_or_typed_gres() -> None:
+    result = _parse(
+        f"""
+        {HEADER}
+        1|1|j|gpu|ml|ana|1|billing=8,cpu=8,gres/gpu:h100=8,gres/gpu=8,node=1|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0
+        2|2|j|gpu|ml|ana|1|cpu=8,gres/gpu:a100=4|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0
+        3|3|j|cpu|ml|ana|1|cpu=8,mem=16G|cpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0
+        4|4|j|cpu|ml|ana|1|cpu=8,gres/gpu=lots|cpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0
+        """
+    )
+    assert result.rows["n_gpus"].to_list() == [8, 4, 0]
+    assert _reasons(result) == {5: "malformed AllocTRES 'cpu=8,gres/gpu=lots'"}
+    _assert_accounted(result, n_in_scope=4, n_ignored=1)
+
+
+def test_sacct_hostlists_expand_with_several_brackets_and_zero_padding() -> None:
+    result = _parse(
+        f"""
+        {HEADER}
+        1|1|j|gpu|ml|ana|4|gres/gpu=32|gpu[008-010],login[1,3]|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0
+        2|2|j|gpu|ml|ana|4|gres/gpu=32|rack[1-2]-gpu[01-02]|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0
+        3|3|j|gpu|ml|ana|2|gres/gpu=16|gpu[9-10]|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0
+        """
+    )
+    assert result.rows["nodes"].to_list() == [
+        ["gpu008", "gpu009", "gpu010", "login1", "login3"],
+        ["rack1-gpu01", "rack1-gpu02", "rack2-gpu01", "rack2-gpu02"],
+        ["gpu9", "gpu10"],
+    ]
+    assert result.rows["node_list"].to_list() == [
+        "gpu[008-010],login[1,3]",
+        "rack[1-2]-gpu[01-02]",
+        "gpu[9-10]",
+    ]
+    _assert_accounted(result, n_in_scope=3, n_ignored=1)
+
+
+def test_sacct_malformed_hostlists_are_rejected() -> None:
+    result = _parse(
+        f"""
+        {HEADER}
+        1|1|j|gpu|ml|ana|4|gres/gpu=32|gpu[008-|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0
+        2|2|j|gpu|ml|ana|4|gres/gpu=32|gpu[a-c]|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0
+        """
+    )
+    assert _reasons(result) == {
+        2: "malformed NodeList 'gpu[008-'",
+        3: "malformed NodeList 'gpu[a-c]'",
+    }
+    _assert_accounted(result, n_in_scope=2, n_ignored=1)
+
+
+def test_sacct_malformed_fields_are_rejected_with_the_field_named() -> None:
+    result = _parse(
+        f"""
+        {HEADER}
+        1|1|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-31T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0
+        2|2|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|yesterday|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0
+        3|3|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|1h|COMPLETED|0:0|0
+        4|4|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0|0
+        5|5|j|gpu|ml|ana|one|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0
+        6|6|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|-1
+        7x|7|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0
+        8|8.|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0
+        """
+    )
+    assert _reasons(result) == {
+        2: "malformed Submit time '2026-06-31T00:00:00'",
+        3: "malformed Start time 'yesterday'",
+        4: "malformed Elapsed '1h'",
+        5: "malformed ExitCode '0'",
+        6: "malformed AllocNodes 'one'",
+        7: "malformed Restarts '-1'",
+        8: "malformed JobID '7x'",
+        9: "malformed JobIDRaw '8.'",
+    }
+    _assert_accounted(result, n_in_scope=8, n_ignored=1)
+
+
+def test_sacct_end_before_start_is_left_to_validation() -> None:
+    result = _parse(
+        f"""
+        {HEADER}
+        1|1|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T02:00:00|2026-06-01T02:00:00|2026-06-01T01:00:00|00:00:00|FAILED|1:0|0
+        """
+    )
+    assert result.rows.select("start_ts", "end_ts").row(0) == (
+        _ts("2026-06-01T02:00:00"),
+        _ts("2026-06-01T01:00:00"),
+    )
+    _assert_accounted(result, n_in_scope=1, n_ignored=1)
+
+
+def test_sacct_future_timestamps_are_rejected() -> None:
+    result = _parse(
+        f"""
+        {HEADER}
+        1|1|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-09-01T12:00:00|2026-09-01T12:00:00|Unknown|00:00:00|RUNNING|0:0|0
+        2|2|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-09-03T00:00:00|Unknown|Unknown|00:00:00|PENDING|0:0|0
+        """
+    )
+    assert result.rows["job_id"].to_list() == ["1"]  # within a day of now
+    assert _reasons(result) == {3: "Submit time in the future: 2026-09-03T00:00:00"}
+    _assert_accounted(result, n_in_scope=2, n_ignored=1)
+
+
+def test_sacct_wrong_number_of_fields_is_rejected() -> None:
+    result = _parse(
+        f"""
+        {HEADER}
+        1|1|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:0
+        2|2|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0|
+        """
+    )
+    assert _reasons(result) == {
+        2: "expected 16 fields separated by '|', found 12",
+        3: "expected 16 fields separated by '|', found 17",
+    }
+    assert result.rejects["raw"][0].endswith("2026-06-01T01:0")
+    _assert_accounted(result, n_in_scope=2, n_ignored=1)
+
+
+def test_sacct_comma_separated_export_rejects_every_line() -> None:
+    header = HEADER.replace("|", ",")
+    result = _parse(
+        f"""
+        {header}
+        1,1,j,gpu,ml,ana,1,gres/gpu=8,gpu0001,2026-06-01T00:00:00,2026-06-01T00:00:00,2026-06-01T01:00:00,01:00:00,COMPLETED,0:0,0
+        """
+    )
+    assert result.rows.height == 0
+    assert result.rejects["line_no"].to_list() == [1, 2]
+    assert (
+        result.rejects["reason"]
+        .str.starts_with("sacct --parsable2 header is missing columns JobID, JobIDRaw,")
+        .all()
+    )
+    _assert_accounted(result, n_in_scope=2, n_ignored=0)
+
+
+def test_sacct_missing_header_rejects_every_line() -> None:
+    result = _parse(
+        """
+        1|1|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0
+        2|2|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0
+        """
+    )
+    assert result.rejects["line_no"].to_list() == [1, 2]
+    assert "missing columns JobID, JobIDRaw, JobName" in result.rejects["reason"][0]
+    _assert_accounted(result, n_in_scope=2, n_ignored=0)
+
+
+def test_sacct_header_with_other_order_and_extra_columns_is_read_by_name() -> None:
+    result = _parse(
+        """
+        State|JobIDRaw|JobID|Cluster|JobName|Partition|Account|User|AllocNodes|AllocTRES|NodeList|Submit|Start|End|Elapsed|ExitCode|Restarts
+        TIMEOUT|5|5|c1|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|0:1|0
+        """
+    )
+    assert result.rows.select("job_id", "state", "exit_signal").row(0) == ("5", "TIMEOUT", 1)
+    _assert_accounted(result, n_in_scope=1, n_ignored=1)
+
+
+def test_sacct_non_utf8_line_is_rejected() -> None:
+    good = "1|1|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0"  # noqa: E501
+    data = f"{HEADER}\n{good}\n".encode() + good.replace("|j|", "|caf\xe9|").encode("latin-1")
+    result = _parse(data)
+    assert result.rows["line_no"].to_list() == [2]
+    assert _reasons(result) == {3: "line is not valid UTF-8"}
+    assert "|caf\\xe9|" in result.rejects["raw"][0]
+    _assert_accounted(result, n_in_scope=2, n_ignored=1)
+
+
+def test_sacct_blank_lines_and_repeated_headers_are_ignored() -> None:
+    line = "1|1|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0"  # noqa: E501
+    result = _parse(f"\n{HEADER}\n{line}\n\n{HEADER}\r\n{line}\r\n".encode())
+    assert result.rows["line_no"].to_list() == [3, 6]
+    _assert_accounted(result, n_in_scope=2, n_ignored=4)
+
+
+def test_sacct_empty_file_is_one_reject() -> None:
+    result = _parse(b"")
+    expected = pl.DataFrame([(SOURCE, 0, "", "empty file")], schema=REJECT_SCHEMA, orient="row")
+    assert_frame_equal(result.rejects, expected)
+    _assert_accounted(result, n_in_scope=1, n_ignored=0)
+
+
+def test_sacct_header_only_file_has_no_rows() -> None:
+    result = _parse(f"{HEADER}\n".encode())
+    _assert_accounted(result, n_in_scope=0, n_ignored=1)
+
+
+def test_sacct_now_defaults_to_the_current_time() -> None:
+    line = "1|1|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2999-06-01T00:00:00|Unknown|Unknown|00:00:00|PENDING|0:0|0"  # noqa: E501
+    result = parse(f"{HEADER}\n{line}\n".encode(), source_file=SOURCE)
+    assert _reasons(result) == {2: "Submit time in the future: 2999-06-01T00:00:00"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lines=st.lists(
+        st.lists(
+            st.sampled_from(
+                ["1", "1.batch", "gpu[01-02]", "", "COMPLETED", "CANCELLED by 1", "0:0",
+                 "2026-06-01T00:00:00", "Unknown", "01:00:00", "gres/gpu=8", "x|y", "\xe9", "["]
+            ),
+            min_size=0,
+            max_size=18,
+        ).map("|".join),
+        max_size=12,
+    )
+)  # fmt: skip
+def test_sacct_any_input_is_accounted_for_without_raising(lines: list[str]) -> None:
+    data = "".join(f"{line}\n" for line in [HEADER, *lines]).encode()
+    result = _parse(data)
+    n_blank = sum(1 for line in lines if not line.strip())
+    n_header_repeats = sum(1 for line in lines if line == HEADER)
+    assert result.rows.height + result.rejects.height == len(lines) - n_blank - n_header_repeats
+    assert result.n_ignored == 1 + n_blank + n_header_repeats
+
+
+def test_sacct_module_declares_the_contract_columns() -> None:
+    assert list(sacct.SCHEMA)[:2] == ["source_file", "line_no"]
+    assert sacct.SCHEMA["submit_ts"] == pl.Datetime("us", "UTC")
