@@ -78,8 +78,8 @@ last_tickets as (
         cuts.node,
         cuts.slot,
         max(cuts.ticket_no) as n_tickets,
-        arg_max(cuts.closed_ts, cuts.ticket_no) as last_closed_ts,
-        arg_max(cuts.serial_in, cuts.ticket_no) as last_serial_in
+        arg_max_null(cuts.closed_ts, cuts.ticket_no) as last_closed_ts,
+        arg_max_null(cuts.serial_in, cuts.ticket_no) as last_serial_in
     from cuts
     group by cuts.node, cuts.slot
 ),

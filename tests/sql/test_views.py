@@ -19,7 +19,9 @@ B_INSTALLED = W0 + 10 * DAY
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, object]]) -> None:
     frame = pl.DataFrame(rows)
-    frame = frame.with_columns(source_file=pl.lit("hand.txt"), line_no=pl.int_range(1, frame.height + 1))
+    frame = frame.with_columns(
+        source_file=pl.lit("hand.txt"), line_no=pl.int_range(1, frame.height + 1)
+    )
     con.register("incoming", frame.to_arrow())
     con.execute(f"insert into {table} by name select * from incoming")
     con.unregister("incoming")
@@ -68,13 +70,17 @@ def con() -> duckdb.DuckDBPyConnection:
         ticket("T4", "a", "power", "power", W0 + 20 * DAY, None, "replace"),
         ticket("T5", "b", "host_memory", "host_memory", W0 + 15 * DAY, W0 + 16 * DAY, "replace"),
         ticket("T6", "a", "gpu", "gpu1", W0 + 25 * DAY, W0 + 25 * DAY, "reseat"),
+        # a/gpu0's third ticket is still open at the window end: no life follows it
+        ticket("T7", "a", "gpu", "gpu0", W0 + 21 * DAY, None, "replace"),
     ])  # fmt: skip
     failure = W0 + 5 * DAY
     xid = [
         # an nvlink burst on a/gpu0: three lines, gaps under 600 s -> one incident
         {"host": "a", "ts": failure, "pci_bus_id": "0000:18:00", "xid": 74},
-        {"host": "a", "ts": failure + timedelta(seconds=300), "pci_bus_id": "0000:18:00", "xid": 74},
-        {"host": "a", "ts": failure + timedelta(seconds=900), "pci_bus_id": "0000:18:00", "xid": 74},
+        {"host": "a", "ts": failure + timedelta(seconds=300), "pci_bus_id": "0000:18:00",
+         "xid": 74},
+        {"host": "a", "ts": failure + timedelta(seconds=900), "pci_bus_id": "0000:18:00",
+         "xid": 74},
         # 601 s after the previous line: a new incident
         {"host": "a", "ts": failure + timedelta(seconds=1501), "pci_bus_id": "0000:18:00",
          "xid": 74},
@@ -130,8 +136,8 @@ def test_lives_are_cut_by_tickets_and_clipped_to_the_window(
     assert lives == [
         # life 1 of a/gpu0 began after T1 closed (49 days before W0), failed at T2 (nvlink)
         ("a/gpu0#1", 49 * 24.0, 54 * 24.0, True),
-        # life 2 began when T2 closed, censored at the window end
-        ("a/gpu0#2", 0.0, 24 * 24.0, False),
+        # life 2 began when T2 closed and ended at T7 (a gpu failure: censored for nvlink)
+        ("a/gpu0#2", 0.0, 15 * 24.0, False),
         # a/gpu1's original life: installed 100 days before W0, ended by a planned replacement
         ("a/gpu1#0", 100 * 24.0, 103 * 24.0, False),
         ("a/gpu1#1", 0.0, 27 * 24.0 - 2.0, False),  # the reseat ticket ends no life
@@ -141,7 +147,23 @@ def test_lives_are_cut_by_tickets_and_clipped_to_the_window(
         "where component_class = 'power' order by unit_id"
     ).fetchall()
     # a's power unit failed on day 20 and is still in repair at W1: no open life after it
-    assert power == [("a/power#0", 100 * 24.0, 120 * 24.0, True), ("b/power#0", 0.0, 20 * 24.0, False)]
+    assert power == [
+        ("a/power#0", 100 * 24.0, 120 * 24.0, True),
+        ("b/power#0", 0.0, 20 * 24.0, False),
+    ]
+
+
+def test_no_life_follows_a_repair_still_open_when_earlier_ones_closed(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    units = [
+        row[0]
+        for row in con.execute(
+            "select distinct unit_id from int_component_lives where slot = 'gpu0' and node = 'a' "
+            "order by unit_id"
+        ).fetchall()
+    ]
+    assert units == ["a/gpu0#1", "a/gpu0#2"]
 
 
 def test_competing_risks_fail_only_the_ticket_class(con: duckdb.DuckDBPyConnection) -> None:
@@ -175,4 +197,4 @@ def test_fleet_summary_counts_failures_per_class(con: duckdb.DuckDBPyConnection)
             "select component_class, n_failures from rpt_fleet_summary where n_failures > 0"
         ).fetchall()
     )
-    assert summary == {"nvlink": 1, "power": 1, "host_memory": 1}
+    assert summary == {"nvlink": 1, "power": 1, "host_memory": 1, "gpu": 1}
