@@ -1444,13 +1444,15 @@ def cox_ph(
     coef = summary["coef"].to_numpy()
     se = summary["se(coef)"].to_numpy()
     z = float(special.ndtri(1.0 - alpha / 2.0))
+    with np.errstate(over="ignore"):  # complete separation: the ratio is unbounded (inf)
+        ratios = np.exp(coef), np.exp(coef - z * se), np.exp(coef + z * se)
     return pl.DataFrame(
         {
             "covariate": [label for label, _ in labels],
             "reference": [ref for _, ref in labels],
-            "hazard_ratio": np.exp(coef),
-            "hr_lo": np.exp(coef - z * se),
-            "hr_hi": np.exp(coef + z * se),
+            "hazard_ratio": ratios[0],
+            "hr_lo": ratios[1],
+            "hr_hi": ratios[2],
             "p_value": summary["p"].to_numpy(),
             "time_resolution_h": [resolution] * len(labels),
         },

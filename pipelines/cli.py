@@ -27,7 +27,7 @@ app = typer.Typer(
     add_completion=False,
 )
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 DbOption = Annotated[
     Path | None,
@@ -254,6 +254,172 @@ def summary(db: DbOption = None, as_json: JsonOption = False) -> None:
         _print_json(result)
     else:
         _print_summary(settings.db_path, result)
+
+
+def _fit_rows(results: Any) -> list[dict[str, Any]]:
+    import polars as pl
+
+    return (
+        results.filter(pl.col("chosen"))
+        .select(
+            "component_class",
+            "cohort",
+            "family",
+            "n_units",
+            "n_failures",
+            pl.col("exposure_h").round(0),
+            pl.col("shape").round(3),
+            pl.col("mtbf_h").round(0),
+            pl.col("mtbf_lo_h").round(0),
+            pl.col("mtbf_hi_h").round(0),
+            pl.col("afr_pct").round(3),
+            pl.col("b10_h").round(0),
+        )
+        .sort("n_failures", "component_class", descending=[True, False])
+        .to_dicts()
+    )
+
+
+@app.command()
+def fit(
+    by: Annotated[
+        list[str] | None, typer.Option("--by", help="Cohort column to split fits by (repeatable).")
+    ] = None,
+    cox: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated covariates for Cox PH (e.g. batch,position)."),
+    ] = None,
+    lives: Annotated[
+        str, typer.Option(help="Lives view: fct_component_lives or int_fault_lives.")
+    ] = "fct_component_lives",
+    dataset: Annotated[
+        str | None, typer.Option(help="Dataset name within int_fault_lives.")
+    ] = None,
+    alpha: Annotated[float, typer.Option(min=0.001, max=0.5, help="1 - confidence level.")] = 0.05,
+    all_families: Annotated[
+        bool, typer.Option("--all-families", help="Print every family, not just the AIC choice.")
+    ] = False,
+    db: DbOption = None,
+    tracked: TrackedOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Fit MTBF per component class (and cohort), store it in fit_results, print the AIC choice."""
+    import warnings
+
+    from pipelines.settings import Settings
+
+    settings = Settings.from_env(db_path=db)
+    cohorts = list(by or [])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if _tracked(tracked):
+            _prefect_defaults()
+            from pipelines.flows.fit_reliability import fit_reliability
+
+            outcome = fit_reliability(
+                db_path=settings.db_path, by=cohorts, lives=lives, dataset=dataset, alpha=alpha
+            )
+        else:
+            from pipelines import fit as fit_mod
+
+            outcome = fit_mod.run_fit(
+                settings.db_path, by=cohorts, lives=lives, dataset=dataset, alpha=alpha
+            )
+        run_id, results = outcome["run_id"], outcome["results"]
+        cox_table = None
+        if cox:
+            from pipelines import fit as fit_mod
+
+            cox_table = fit_mod.run_cox(
+                settings.db_path,
+                [c.strip() for c in cox.split(",") if c.strip()],
+                lives=lives,
+                dataset=dataset,
+                alpha=alpha,
+            )
+    notes = sorted({str(w.message) for w in caught})
+    rows = results.to_dicts() if all_families else _fit_rows(results)
+    if as_json:
+        _print_json(
+            {
+                "run_id": run_id,
+                "fits": rows,
+                "cox": cox_table.to_dicts() if cox_table is not None else None,
+                "notes": notes,
+            }
+        )
+        return
+    console.print(_table(f"fit run {run_id} (AIC choice per class; MTBF in hours)", rows))
+    if cox_table is not None:
+        console.print(_table("Cox proportional hazards", cox_table.to_dicts()))
+    for note in notes:
+        err.print(f"[yellow]note:[/yellow] {note}")
+
+
+@app.command()
+def trend(
+    alpha: Annotated[float, typer.Option(min=0.001, max=0.5)] = 0.05,
+    lemon_alpha: Annotated[
+        float, typer.Option(help="Family-wise level for flagging lemon nodes (Bonferroni).")
+    ] = 0.01,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Repairable-system view: Crow-AMSAA and Laplace verdicts for the fleet, lemon nodes."""
+    from dataclasses import asdict
+
+    from pipelines import fit as fit_mod
+    from pipelines import warehouse
+    from pipelines.settings import Settings
+
+    settings = Settings.from_env(db_path=db)
+    with warehouse.connect(settings.db_path, read_only=True, lock_timeout_s=30) as con:
+        result = fit_mod.fleet_trend(
+            fit_mod.read_node_recurrence(con), alpha=alpha, lemon_alpha=lemon_alpha
+        )
+    lemons = result.lemons.sort("p_value").head(10).to_dicts()
+    payload = {
+        "n_nodes": result.n_nodes,
+        "n_failures": result.n_failures,
+        "crow_amsaa": asdict(result.crow_amsaa) if result.crow_amsaa else None,
+        "laplace": asdict(result.laplace) if result.laplace else None,
+        "lemon_nodes": [r for r in lemons if r["lemon"]],
+        "most_suspect_nodes": lemons,
+    }
+    if as_json:
+        _print_json(payload)
+        return
+    summary = {"nodes": result.n_nodes, "failures": result.n_failures}
+    if result.crow_amsaa:
+        ca = result.crow_amsaa
+        summary |= {"beta": ca.beta, "beta_lo": ca.beta_lo, "beta_hi": ca.beta_hi,
+                    "crow_amsaa": ca.verdict}  # fmt: skip
+    if result.laplace:
+        summary |= {"laplace_U": result.laplace.statistic, "laplace_p": result.laplace.p_value,
+                    "laplace": result.laplace.verdict}  # fmt: skip
+    console.print(_table("fleet trend (power-law NHPP and Laplace test)", [summary]))
+    console.print(
+        _table(
+            "nodes with the most improbable failure counts",
+            [
+                {
+                    k: r[k]
+                    for k in (
+                        "unit_id",
+                        "observed",
+                        "expected",
+                        "p_value",
+                        "p_adjusted",
+                        "lemon",
+                        "classes",
+                    )
+                }
+                for r in lemons
+            ],
+        )
+    )
+    if lemons:
+        console.print(lemons[0]["rule"], highlight=False)
 
 
 @app.command()

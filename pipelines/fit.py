@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import json
 import uuid
+import warnings
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import version
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from pipelines import warehouse
 from pipelines.warehouse import _identifier, query
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import duckdb
 
 FAMILIES = ("exponential", "weibull", "lognormal", "loglogistic")
@@ -148,4 +152,119 @@ def read_fit(con: duckdb.DuckDBPyConnection, run_id: str | None = None) -> pl.Da
         con,
         "select * from fit_results where run_id = $id order by component_class, cohort, family",
         {"id": run_id},
+    )
+
+
+def read_node_recurrence(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Failures per node on the calendar scale (``fct_node_recurrence``)."""
+    return query(con, "select * from fct_node_recurrence order by node, time_h")
+
+
+@dataclass(frozen=True)
+class Trend:
+    """Is the fleet improving or degrading, and which nodes fail too often."""
+
+    crow_amsaa: Any
+    laplace: Any
+    lemons: pl.DataFrame
+    mcf: pl.DataFrame
+    n_nodes: int
+    n_failures: int
+
+
+def fleet_trend(
+    recurrence: pl.DataFrame, *, alpha: float = 0.05, lemon_alpha: float = 0.01
+) -> Trend:
+    """Crow-AMSAA (pooled over nodes), Laplace test, lemon nodes and MCF from node recurrences."""
+    from models import crow_amsaa_fleet, laplace_test, lemon_nodes, mean_cumulative_function
+
+    events = recurrence.select(pl.col("node").alias("unit_id"), "time_h", "start_h", "end_h")
+    failures = events.filter(pl.col("time_h").is_not_null())
+    window_h = float(events["end_h"].max() or 0.0)
+    counts = recurrence.group_by("node").agg(
+        pl.col("time_h").is_not_null().sum().alias("n_failures"),
+        (pl.col("end_h").first() - pl.col("start_h").first()).alias("exposure_h"),
+        pl.col("component_class").drop_nulls().unique().sort().str.join(",").alias("classes"),
+    )
+    lemons = lemon_nodes(
+        counts.rename({"node": "unit_id"}),
+        unit_col="unit_id",
+        failures_col="n_failures",
+        exposure_col="exposure_h",
+        alpha=lemon_alpha,
+    ).join(counts.select(pl.col("node").alias("unit_id"), "classes"), on="unit_id", how="left")
+    return Trend(
+        crow_amsaa=crow_amsaa_fleet(events, alpha=alpha) if failures.height >= 2 else None,
+        laplace=laplace_test(failures["time_h"].to_numpy(), window_h, alpha=alpha)
+        if failures.height >= 2
+        else None,
+        lemons=lemons,
+        mcf=mean_cumulative_function(events, alpha=alpha),
+        n_nodes=counts.height,
+        n_failures=failures.height,
+    )
+
+
+def run_fit(
+    db_path: Path,
+    *,
+    by: list[str] | None = None,
+    lives: str = "fct_component_lives",
+    dataset: str | None = None,
+    alpha: float = 0.05,
+    lock_timeout_s: float = 60.0,
+) -> dict[str, Any]:
+    """Read lives, fit every class x cohort x family, store the run; ``{run_id, results}``."""
+    with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+        warehouse.apply_schema(con)
+        frame = read_lives(con, view=lives, dataset=dataset)
+        if frame.height == 0:
+            msg = f"no unit lives in {lives}; ingest telemetry first (relia ingest PATH)"
+            raise ValueError(msg)
+        results = fit_table(frame, by=by, alpha=alpha)
+        window = read_window(con) if lives == "fct_component_lives" else (None, None)
+        run_id = store_fit(con, results, by=list(by or []), window=window)
+    return {"run_id": run_id, "results": results.with_columns(run_id=pl.lit(run_id))}
+
+
+def run_cox(
+    db_path: Path,
+    covariates: list[str],
+    *,
+    lives: str = "fct_component_lives",
+    dataset: str | None = None,
+    alpha: float = 0.05,
+) -> pl.DataFrame:
+    """Cox proportional-hazards ratios per component class with failures, on ``covariates``."""
+    from lifelines.exceptions import ConvergenceError
+
+    from models import cox_ph
+    from models.exceptions import ConvergenceWarning as ModelConvergenceWarning
+
+    with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
+        frame = read_lives(con, view=lives, dataset=dataset)
+    missing = [c for c in covariates if c not in frame.columns]
+    if missing:
+        msg = f"unknown covariate(s) {missing}; lives have columns {sorted(frame.columns)}"
+        raise ValueError(msg)
+    tables = []
+    for (component_class,), group in frame.group_by("component_class", maintain_order=True):
+        if group["failed"].sum() < 5 or any(group[c].n_unique() < 2 for c in covariates):
+            continue
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ModelConvergenceWarning)
+            try:
+                table = cox_ph(group, covariates, alpha=alpha)
+            except ConvergenceError as error:
+                # typically a covariate level with no failures: its log hazard ratio runs to -inf
+                reason = str(error).split(".")[0]
+                table = pl.DataFrame({"covariate": ["(not estimable)"], "note": [reason]})
+        if caught and "note" not in table.columns:
+            table = table.with_columns(note=pl.lit(str(caught[0].message).split(".")[0]))
+        tables.append(table.with_columns(component_class=pl.lit(component_class)))
+    if not tables:
+        msg = "no component class has at least 5 failures and two levels of every covariate"
+        raise ValueError(msg)
+    return pl.concat(tables, how="diagonal_relaxed").select(
+        "component_class", pl.exclude("component_class")
     )

@@ -8,6 +8,8 @@ final as (
         lives.unit_level,
         lives.node,
         lives.slot,
+        -- position in the node: the GPU slot (gpu0..gpu7) or the node-level unit
+        lives.slot as position,
         lives.rack,
         lives.cluster,
         lives.batch,

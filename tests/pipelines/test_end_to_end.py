@@ -4,30 +4,15 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from pipelines import ingest, warehouse
-from pipelines.synth import SynthConfig, synthesize
 
-CONFIG = SynthConfig(
-    nodes=48, gpus_per_node=8, days=45, seed=7, start=datetime(2026, 3, 2, tzinfo=UTC)
-)
 RAW_TABLES = ["raw_slurm_jobs", "raw_xid_events", "raw_inventory", "raw_fleet", "raw_repairs"]
-
-
-@pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict]:
-    root = tmp_path_factory.mktemp("fleet")
-    landing = root / "landing"
-    truth = synthesize(landing, CONFIG)
-    db = root / "relia.duckdb"
-    counts = ingest.ingest(db, ingest.discover([landing]))
-    assert all(not c.skipped for c in counts)
-    return db, landing, truth
 
 
 @pytest.fixture
