@@ -422,6 +422,139 @@ def trend(
         console.print(lemons[0]["rule"], highlight=False)
 
 
+_PROJECTION_KEYS = (
+    "mtti_h", "mtti_h_lo", "mtti_h_hi", "expected_interruptions", "expected_interruptions_lo",
+    "expected_interruptions_hi", "young_interval_min", "daly_interval_min",
+    "checkpoint_interval_min", "ettr", "ettr_lo", "ettr_hi", "goodput", "goodput_lo", "goodput_hi",
+    "daly_wall_time_h", "lost_gpu_h_checkpoint", "lost_gpu_h_rework", "lost_gpu_h_restart",
+    "lost_gpu_h_spares_wait", "energy_lost_mwh",
+)  # fmt: skip
+
+
+@app.command()
+def project(
+    gpus: Annotated[int, typer.Option(min=1, help="GPUs in the job.")] = 16_384,
+    gpus_per_node: Annotated[int, typer.Option(min=1)] = 8,
+    failure_domain_gpus: Annotated[
+        int | None, typer.Option(help="GPUs one fault takes out (default: a node).")
+    ] = None,
+    node_failures_per_1000_node_days: Annotated[
+        float | None, typer.Option(help="Hand-given node failure rate (instead of fits).")
+    ] = None,
+    checkpoint_s: Annotated[float, typer.Option(help="Blocking checkpoint write, s.")] = 60.0,
+    checkpoint_interval_s: Annotated[
+        float | None, typer.Option(help="Compute between checkpoints, s (default: Daly optimum).")
+    ] = None,
+    restart_s: Annotated[
+        float | None,
+        typer.Option(help="Whole restart time, s (sets rescheduling; detect/reload/warm-up = 0)."),
+    ] = None,
+    strategy: Annotated[str, typer.Option(help="restart, hot_spare or elastic.")] = "restart",
+    hot_spares: Annotated[int, typer.Option(min=0)] = 0,
+    repair_h: Annotated[float, typer.Option(min=0.001)] = 24.0,
+    job_days: Annotated[float, typer.Option(min=0.001)] = 30.0,
+    fleet_age: Annotated[
+        str, typer.Option(help="steady_state, new, or an age in hours.")
+    ] = "steady_state",
+    from_fits: Annotated[
+        str | None, typer.Option(help="Fit run id for the rates, or 'latest'.")
+    ] = None,
+    simulate: Annotated[int, typer.Option(min=0, help="Monte Carlo trials to run as well.")] = 0,
+    samples: Annotated[int, typer.Option(min=0, help="Parameter samples for intervals.")] = 2000,
+    seed: int = 0,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Project MTTI, checkpoint intervals, ETTR and goodput for a job at a given scale."""
+    from pipelines import project as project_mod
+    from pipelines.settings import Settings
+
+    knobs: dict[str, Any] = {
+        "n_gpus": gpus,
+        "gpus_per_node": gpus_per_node,
+        "failure_domain_gpus": failure_domain_gpus or gpus_per_node,
+        "checkpoint_s": checkpoint_s,
+        "checkpoint_interval_s": checkpoint_interval_s,
+        "strategy": strategy,
+        "hot_spares": hot_spares,
+        "repair_h": repair_h,
+        "job_days": job_days,
+        "fleet_age": fleet_age if fleet_age in ("steady_state", "new") else float(fleet_age),
+    }
+    if node_failures_per_1000_node_days is not None:
+        knobs["node_failures_per_1000_node_days"] = node_failures_per_1000_node_days
+    if restart_s is not None:
+        knobs |= {"detect_s": 0.0, "reschedule_s": restart_s, "reload_s": 0.0, "warmup_s": 0.0}
+    settings = Settings.from_env(db_path=db)
+    try:
+        result = project_mod.run_projection(
+            settings.db_path if from_fits else None,
+            knobs,
+            fit_run=from_fits,
+            n_samples=samples,
+            simulate_trials=simulate,
+            seed=seed,
+        )
+    except ValueError as error:
+        err.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from error
+    if as_json:
+        _print_json(result)
+        return
+    rows = [{"figure": k, "value": result[k]} for k in _PROJECTION_KEYS if k in result]
+    console.print(_table(f"projection: {gpus:,} GPUs, {strategy}", rows))
+    for key in ("rate_source", "fleet_age_assumption", "uncertainty", "fit_run_id"):
+        console.print(f"{key}: {result.get(key)}", highlight=False)
+    if "simulation" in result:
+        sim = result["simulation"]
+        console.print(
+            f"Monte Carlo ({simulate} trials): goodput {sim['goodput']:.4f} "
+            f"± {sim['goodput_se']:.4f} (s.e.)",
+            highlight=False,
+        )
+
+
+@app.command()
+def whatif(
+    sweep_file: Annotated[Path, typer.Argument(help="Sweep YAML: base, grid, target_gpus.")],
+    out: Annotated[Path, typer.Option(help="Folder for the table and plots.")] = Path("whatif"),
+    db: DbOption = None,
+    tracked: TrackedOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Run a what-if grid; write Parquet/CSV and plots; name the knob that buys most goodput."""
+    from pipelines import project as project_mod
+    from pipelines.settings import Settings
+
+    settings = Settings.from_env(db_path=db)
+    try:
+        if _tracked(tracked):
+            _prefect_defaults()
+            from pipelines.flows.what_if import what_if
+
+            result = what_if(sweep_file=sweep_file, out_dir=out, db_path=settings.db_path)
+        else:
+            spec = project_mod.load_sweep(sweep_file)
+            result = project_mod.run_sweep(spec, db_path=settings.db_path, out_dir=out)
+    except ValueError as error:
+        err.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from error
+    if as_json:
+        _print_json(result)
+        return
+    console.print(_table(f"knobs ranked by goodput gain at {result['target_gpus']:,} GPUs",
+                         result["gains"]))  # fmt: skip
+    console.print(f"{result['n_points']} scenarios; table {result['table']}; plots:")
+    for plot in result["plots"]:
+        console.print(f"  {plot}", highlight=False)
+    best = result["best_knob"]
+    if best:
+        console.print(
+            f"largest gain: [bold]{best['knob']}[/bold] = {best['best_value']} "
+            f"(+{best['gain']:.4f} goodput vs {best['reference_value']})"
+        )
+
+
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option(help="Landing folder for the synthetic fleet.")] = Path(

@@ -45,5 +45,9 @@ class Settings:
             reports_dir=Path(env.get("RELIA_REPORTS", "reports")),
             lock_timeout_s=float(env.get("RELIA_LOCK_TIMEOUT_S", "60")),
         )
-        given = {k: (Path(v) if k.endswith(("_path", "_dir")) else v) for k, v in overrides.items()}
-        return replace(base, **{k: v for k, v in given.items() if v is not None})
+        given = {
+            k: (Path(v) if k.endswith(("_path", "_dir")) else v)
+            for k, v in overrides.items()
+            if v is not None
+        }
+        return replace(base, **given)

@@ -266,6 +266,9 @@ def query(
     con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object] | None = None
 ) -> pl.DataFrame:
     """Run a query with bound ``$name`` parameters and return a polars frame."""
+    # DuckDB 2.0 refuses con.sql() while an execute() result is only partly fetched (fetchone);
+    # that result is done with by the time anyone calls query(), so close it.
+    con.complete()
     return con.sql(sql, params=params or None).pl()
 
 

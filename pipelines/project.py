@@ -1,0 +1,236 @@
+"""Goodput projections and what-if sweeps from warehouse fits (I/O side of ``models.goodput``).
+
+Rates come from a stored fit run (the AIC-chosen row of every class over the whole fleet) or are
+given by hand; restart time defaults to what the scheduler measured (median gap between a
+hardware interruption and the job's next attempt). Results are stored in ``projections``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+import warnings
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import yaml
+
+from pipelines import warehouse
+from pipelines.fit import latest_run_id, read_fit
+
+HARDWARE_ATTRIBUTIONS = ("hardware-confirmed", "scheduler-only")
+
+
+def fit_rates(con: Any, run_id: str | None = None) -> tuple[str, tuple[Any, ...]]:
+    """The per-class rates of a fit run (``latest`` or None: the newest); ``(run_id, rates)``."""
+    from models import rates_from_fits
+
+    run_id = None if run_id in (None, "latest") else run_id
+    run_id = run_id or latest_run_id(con)
+    if run_id is None:
+        msg = "no fit run in the warehouse; run `relia fit` first or give rates by hand"
+        raise ValueError(msg)
+    fits = read_fit(con, run_id).filter(pl.col("cohort") == "all")
+    if fits.height == 0:
+        msg = f"fit run {run_id} has no whole-fleet rows (cohort 'all'); refit without --by"
+        raise ValueError(msg)
+    failing = fits.filter(pl.col("n_failures") > 0)
+    with warnings.catch_warnings():
+        # classes fitted by a non-Weibull family are projected as exponential: said in the output
+        warnings.simplefilter("ignore")
+        return run_id, rates_from_fits(failing)
+
+
+def measured_restart_s(con: Any) -> dict[str, float | int | None]:
+    """Median and count of measured restart overheads after hardware interruptions."""
+    row = con.execute(
+        "select median(restart_overhead_s), count(restart_overhead_s) "
+        "from int_job_interruptions where attribution in $kinds",
+        {"kinds": list(HARDWARE_ATTRIBUTIONS)},
+    ).fetchone()
+    return {"median_s": row[0], "n": int(row[1])}
+
+
+def build_scenario(
+    knobs: dict[str, Any], *, rates: tuple[Any, ...] = (), measured: dict[str, Any] | None = None
+) -> Any:
+    """A ``Scenario`` from knobs; measured restart overhead fills ``reschedule_s`` when not given.
+
+    The scheduler sees the gap from an interruption to the next attempt's start: detection plus
+    rescheduling wait. When measured and the user gave no ``reschedule_s``, it becomes
+    ``median gap - detect_s`` (at least 0).
+    """
+    from models import Scenario
+
+    given = dict(knobs)
+    if rates:
+        given["rates"] = rates
+        given.pop("node_failures_per_1000_node_days", None)
+    if measured and measured.get("median_s") is not None and "reschedule_s" not in knobs:
+        detect = given.get("detect_s", Scenario().detect_s)
+        given["reschedule_s"] = max(0.0, float(measured["median_s"]) - float(detect))
+    unknown = set(given) - {f.name for f in dataclasses.fields(Scenario)}
+    if unknown:
+        msg = f"unknown scenario knob(s) {sorted(unknown)}; see models.Scenario for the knobs"
+        raise ValueError(msg)
+    return Scenario(**given)
+
+
+def run_projection(
+    db_path: Path | None,
+    knobs: dict[str, Any],
+    *,
+    fit_run: str | None = None,
+    n_samples: int = 2000,
+    simulate_trials: int = 0,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Project one scenario; with ``fit_run`` the rates come from that fit (``latest`` works)."""
+    from models import project, simulate_job
+
+    rates: tuple[Any, ...] = ()
+    measured = None
+    run_id = None
+    if fit_run is not None:
+        if db_path is None:
+            msg = "--from-fits needs a warehouse (--db)"
+            raise ValueError(msg)
+        with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
+            run_id, rates = fit_rates(con, fit_run)
+            measured = measured_restart_s(con)
+    scenario = build_scenario(knobs, rates=rates, measured=measured)
+    result = project(scenario, n_samples=n_samples, random_state=seed)
+    result["fit_run_id"] = run_id
+    result["measured_restart"] = measured
+    result["scenario"] = _scenario_dict(scenario)
+    if simulate_trials > 0:
+        sim = simulate_job(scenario, n_trials=simulate_trials, random_state=seed)
+        result["simulation"] = {k: v for k, v in sim.items() if k != "trials"}
+    if db_path is not None and fit_run is not None:
+        _store(db_path, run_id, result)
+    return result
+
+
+def _scenario_dict(scenario: Any) -> dict[str, Any]:
+    out = dataclasses.asdict(scenario)
+    out["rates"] = [dataclasses.asdict(r) for r in scenario.rates]
+    return out
+
+
+def _store(db_path: Path, fit_run_id: str | None, result: dict[str, Any]) -> str:
+    run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
+    with warehouse.connect(db_path, lock_timeout_s=60) as con:
+        warehouse.apply_schema(con)
+        con.execute(
+            "insert into projections values ($id, $now, $fit, $scenario, $result)",
+            {
+                "id": run_id,
+                "now": datetime.now(UTC),
+                "fit": fit_run_id,
+                "scenario": json.dumps(result["scenario"], default=str),
+                "result": json.dumps(
+                    {k: v for k, v in result.items() if k != "scenario"}, default=str
+                ),
+            },
+        )
+    return run_id
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepSpec:
+    """A what-if sweep: base knobs, a grid of knob values, the scale to rank knobs at."""
+
+    base: dict[str, Any]
+    grid: dict[str, list[Any]]
+    target_gpus: int
+    from_fits: str | None = None
+
+
+def load_sweep(path: Path) -> SweepSpec:
+    """Read a sweep YAML (keys ``base``, ``grid``, ``target_gpus``, optional ``from_fits``)."""
+    raw = yaml.safe_load(path.read_text())
+    if not isinstance(raw, dict) or "grid" not in raw:
+        msg = f"{path}: a sweep file needs a `grid:` mapping of knob -> list of values"
+        raise ValueError(msg)
+    grid = raw["grid"]
+    if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
+        msg = f"{path}: every knob under `grid:` needs a non-empty list of values"
+        raise ValueError(msg)
+    target = int(raw.get("target_gpus") or max(grid.get("n_gpus", [16_384])))
+    return SweepSpec(
+        base=dict(raw.get("base") or {}), grid=grid, target_gpus=target,
+        from_fits=raw.get("from_fits"),
+    )  # fmt: skip
+
+
+def run_sweep(spec: SweepSpec, *, db_path: Path | None, out_dir: Path) -> dict[str, Any]:
+    """Run a sweep, write ``whatif.parquet``, ``whatif.csv`` and PNG plots; rank the knobs."""
+    from models import knob_gains, sweep
+
+    rates: tuple[Any, ...] = ()
+    measured = None
+    run_id = None
+    if spec.from_fits is not None:
+        if db_path is None:
+            msg = "from_fits needs a warehouse (--db)"
+            raise ValueError(msg)
+        with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
+            run_id, rates = fit_rates(con, spec.from_fits)
+            measured = measured_restart_s(con)
+    base = build_scenario(spec.base, rates=rates, measured=measured)
+    table = sweep(base, spec.grid)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    flat = table.select([c for c in table.columns if not table.schema[c].is_nested()])
+    flat.write_parquet(out_dir / "whatif.parquet")
+    flat.write_csv(out_dir / "whatif.csv")
+    gains = knob_gains(table, spec.target_gpus)
+    plots = plot_sweep(flat, spec, out_dir)
+    best = gains.row(0, named=True) if gains.height else None
+    return {
+        "fit_run_id": run_id,
+        "n_points": table.height,
+        "target_gpus": spec.target_gpus,
+        "table": str(out_dir / "whatif.parquet"),
+        "plots": [str(p) for p in plots],
+        "gains": gains.to_dicts(),
+        "best_knob": best,
+    }
+
+
+def plot_sweep(table: pl.DataFrame, spec: SweepSpec, out_dir: Path) -> list[Path]:
+    """Goodput against scale, one line per value of each knob (others at their first value)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if "n_gpus" not in spec.grid or len(spec.grid["n_gpus"]) < 2:
+        return []
+    paths = []
+    for knob, values in spec.grid.items():
+        if knob == "n_gpus" or knob not in table.columns or len(values) < 2:
+            continue
+        held = table
+        for other, other_values in spec.grid.items():
+            if other not in (knob, "n_gpus") and other in table.columns:
+                held = held.filter(pl.col(other) == other_values[0])
+        fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
+        for value in values:
+            line = held.filter(pl.col(knob) == value).sort("n_gpus")
+            ax.plot(line["n_gpus"], line["goodput"], marker="o", label=f"{knob} = {value}")
+        ax.set_xscale("log")
+        ax.set_xlabel("GPUs in the job")
+        ax.set_ylabel("goodput")
+        ax.set_ylim(0, 1)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        ax.set_title(f"goodput vs scale by {knob}")
+        fig.tight_layout()
+        path = out_dir / f"goodput_vs_scale_{knob}.png"
+        fig.savefig(path)
+        plt.close(fig)
+        paths.append(path)
+    return paths

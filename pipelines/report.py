@@ -1,0 +1,542 @@
+"""The weekly reliability report: frames and figures in, one self-contained HTML file out.
+
+:func:`render_html` and the ``*_figure`` functions are pure: they turn a
+:class:`~pipelines.report_data.ReportData` into PNG images (matplotlib, Agg, no pyplot state)
+and an HTML string (Jinja2 with autoescape on, so every string that came from telemetry, such as
+host names, job names or quarantined lines, is escaped). The page has no script and loads nothing:
+images are inline ``data:`` URIs and the style sheet is inline. :func:`build_report` does the I/O:
+it reads the warehouse, renders, and writes ``<reports_dir>/<ISO week>.html``.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import logging
+import math
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+from markupsafe import Markup
+
+from pipelines.report_data import (
+    DEFAULT_TARGET_GPUS,
+    MIN_AT_RISK,
+    SECTIONS,
+    ReportData,
+    read_report_data,
+)
+
+if TYPE_CHECKING:
+    import polars as pl
+    from matplotlib.figure import Figure
+
+    from pipelines.report_data import ReportPeriod, SurvivalCurve
+
+log = logging.getLogger(__name__)
+
+TEMPLATE = "report.html.j2"
+TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
+DPI = 110
+COLORS = {
+    "week": "#c2410c",
+    "trailing": "#64748b",
+    "bar": "#94a3b8",
+    "line": "#1d4ed8",
+    "band": "#93c5fd",
+    "fit": "#c2410c",
+    "grid": "#e2e8f0",
+}
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What :func:`build_report` produced.
+
+    Attributes
+    ----------
+    path
+        The HTML file written.
+    markdown
+        The headline tables as markdown (for a Prefect artifact).
+    seconds
+        Wall time of the whole build.
+    headline
+        The headline figures (see :func:`pipelines.report_data.read_report_data`).
+    """
+
+    path: Path
+    markdown: str
+    seconds: float
+    headline: dict[str, Any]
+
+
+# --------------------------------------------------------------------------------------------
+# Formatting (Jinja filters; every one returns plain text, escaped by the template)
+# --------------------------------------------------------------------------------------------
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
+
+
+def fmt_num(value: Any, digits: int = 0) -> str:
+    """``1,234`` / ``1,234.5``; ``–`` for a missing value."""
+    if _missing(value):
+        return "–"
+    return f"{float(value):,.{digits}f}"
+
+
+def fmt_sig(value: Any, digits: int = 3) -> str:
+    """Significant digits for small numbers, thousands separators for large ones."""
+    if _missing(value):
+        return "–"
+    number = float(value)
+    if abs(number) >= 10 ** (digits - 1):
+        return f"{number:,.0f}"
+    return f"{number:.{digits}g}"
+
+
+def fmt_pct(value: Any, digits: int = 1) -> str:
+    """A fraction as a percentage, ``0.672`` -> ``67.2 %``."""
+    if _missing(value):
+        return "–"
+    return f"{100.0 * float(value):.{digits}f} %"
+
+
+def fmt_pct_points(value: Any, digits: int = 1) -> str:
+    """A value already in percent, ``13.4`` -> ``13.4 %``."""
+    if _missing(value):
+        return "–"
+    return f"{float(value):.{digits}f} %"
+
+
+def fmt_hours(value: Any) -> str:
+    """Hours with a readable precision: ``2.8 h``, ``27.4 h``, ``1,715 h``."""
+    if _missing(value):
+        return "–"
+    number = float(value)
+    if number < 10:
+        return f"{number:.2g} h" if number < 1 else f"{number:.1f} h"
+    if number < 100:
+        return f"{number:.1f} h"
+    return f"{number:,.0f} h"
+
+
+def fmt_interval(lo: Any, hi: Any, kind: str = "hours") -> str:
+    """``lo – hi`` in the unit of ``kind``: ``hours``, ``pct``, ``pct_points``, ``num``, ``sig``."""
+    fmt = {
+        "hours": fmt_hours,
+        "pct": fmt_pct,
+        "pct_points": fmt_pct_points,
+        "num": fmt_num,
+        "sig": fmt_sig,
+    }[kind]
+    if _missing(lo) and _missing(hi):
+        return "–"
+    if _missing(hi):
+        return f"> {fmt(lo)}"
+    if _missing(lo):
+        return f"< {fmt(hi)}"
+    return f"{fmt(lo)} – {fmt(hi)}"
+
+
+def fmt_time(value: datetime | None, pattern: str = "%Y-%m-%d %H:%M") -> str:
+    """A UTC timestamp as text."""
+    return "–" if value is None else value.strftime(pattern)
+
+
+def fmt_minutes(value: Any) -> str:
+    """Minutes with one decimal below an hour, else hours."""
+    if _missing(value):
+        return "–"
+    number = float(value)
+    return f"{number:.1f} min" if number < 60 else f"{number / 60:.1f} h"
+
+
+# --------------------------------------------------------------------------------------------
+# Figures (matplotlib without pyplot: no global state, safe in threads and flows)
+# --------------------------------------------------------------------------------------------
+def _figure(width: float, height: float) -> Figure:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout="constrained")
+    fig.set_facecolor("white")
+    return fig
+
+
+def _style(ax: Any) -> None:
+    ax.grid(True, color=COLORS["grid"], linewidth=0.8)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+
+
+def png_data_uri(fig: Figure) -> str:
+    """Encode a figure as a ``data:image/png;base64,...`` URI."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def class_failures_figure(classes: pl.DataFrame, *, week: str, n_trailing: int) -> Figure | None:
+    """Grouped bars per class: failures this week and the trailing weekly mean."""
+    import numpy as np
+    import polars as pl
+
+    shown = classes.filter((pl.col("failures_to_date") > 0) | (pl.col("failures_week") > 0)).sort(
+        "failures_to_date"
+    )
+    if shown.height == 0:
+        return None
+    fig = _figure(7.5, 0.32 * shown.height + 1.0)
+    ax = fig.add_subplot()
+    y = np.arange(shown.height)
+    ax.barh(y + 0.2, shown.get_column("failures_week"), height=0.4, color=COLORS["week"],
+            label=f"{week}")  # fmt: skip
+    if n_trailing:
+        ax.barh(y - 0.2, shown.get_column("failures_trailing_mean"), height=0.4,
+                color=COLORS["trailing"], label=f"mean of the {n_trailing} weeks before")  # fmt: skip
+    ax.set_yticks(y, shown.get_column("component_class").to_list())
+    ax.set_xlabel("failures per week")
+    ax.legend(loc="lower right", frameon=False)
+    _style(ax)
+    return fig
+
+
+def weekly_figure(weekly: pl.DataFrame) -> Figure | None:
+    """Failures per ISO week over the window; the report week and trailing weeks stand out."""
+    if weekly.height == 0:
+        return None
+    fig = _figure(7.5, 2.6)
+    ax = fig.add_subplot()
+    colors = [
+        COLORS["week"] if r["is_report_week"] else COLORS["trailing"] if r["is_trailing"]
+        else COLORS["bar"]
+        for r in weekly.iter_rows(named=True)
+    ]  # fmt: skip
+    x = list(range(weekly.height))
+    bars = ax.bar(x, weekly.get_column("n_failures"), color=colors)
+    for bar, full in zip(bars, weekly.get_column("full_week"), strict=True):
+        if not full:
+            bar.set_hatch("///")
+            bar.set_alpha(0.6)
+    labels = [w.split("-")[1] for w in weekly.get_column("week")]
+    ax.set_xticks(x, labels, fontsize=8)
+    ax.set_ylabel("failures")
+    ax.set_title("failures per ISO week (hatched: week cut by the window edge)", fontsize=9,
+                 loc="left")  # fmt: skip
+    _style(ax)
+    return fig
+
+
+def survival_figure(curves: list[SurvivalCurve]) -> Figure | None:
+    """Kaplan-Meier (with its 95 % band) and the fitted curve, one panel per class."""
+    if not curves:
+        return None
+    import numpy as np
+    import polars as pl
+
+    n = len(curves)
+    cols = 2 if n > 1 else 1
+    rows = math.ceil(n / cols)
+    fig = _figure(7.5, 2.9 * rows)
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for ax, curve in zip(axes.ravel(), curves, strict=False):
+        lowest = 1.0
+        for index in range(len(curve.segments)):
+            km = curve.km.filter(pl.col("segment") == index)
+            fitted = curve.fitted.filter(pl.col("segment") == index)
+            days = km.get_column("timeline_h").to_numpy() / 24.0
+            first = index == 0
+            ax.fill_between(days, km.get_column("lo").to_numpy(), km.get_column("hi").to_numpy(),
+                            step="post", color=COLORS["band"], alpha=0.5, linewidth=0,
+                            label="95 % band" if first else None)  # fmt: skip
+            ax.step(days, km.get_column("survival").to_numpy(), where="post",
+                    color=COLORS["line"], label="Kaplan-Meier" if first else None)  # fmt: skip
+            fitted_survival = fitted.get_column("survival").to_numpy()
+            ax.plot(fitted.get_column("age_h").to_numpy() / 24.0, fitted_survival,
+                    color=COLORS["fit"], linestyle="--",
+                    label=f"fitted {curve.family}" if first else None)  # fmt: skip
+            lowest = min(lowest, float(km.get_column("survival").min()),
+                         float(np.nanmin(fitted_survival)))  # fmt: skip
+        ax.set_title(f"{curve.component_class}: {curve.n_failures} failures, "
+                     f"{curve.n_units:,} lives", fontsize=9, loc="left")  # fmt: skip
+        ax.set_xlabel("unit age (days)", fontsize=8)
+        ax.set_ylabel("survival from range start", fontsize=8)
+        ax.set_ylim(max(0.0, lowest - 0.6 * (1.0 - lowest) - 0.005), 1.002)
+        ax.tick_params(labelsize=8)
+        ax.legend(fontsize=7, frameon=False, loc="lower left")
+        _style(ax)
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    return fig
+
+
+def mcf_figure(mcf: pl.DataFrame, period: ReportPeriod) -> Figure | None:
+    """Mean cumulative failures per node since the window start, with the report week shaded."""
+    if mcf.height == 0:
+        return None
+    import numpy as np
+
+    fig = _figure(7.5, 3.0)
+    ax = fig.add_subplot()
+    days = np.concatenate([[0.0], mcf.get_column("time_h").to_numpy() / 24.0])
+    values = np.concatenate([[0.0], mcf.get_column("mcf").to_numpy()])
+    lo = np.concatenate([[0.0], mcf.get_column("lo").to_numpy()])
+    hi = np.concatenate([[0.0], mcf.get_column("hi").to_numpy()])
+    start = (period.week_start - period.window_start).total_seconds() / 86400.0
+    end = (period.as_of - period.window_start).total_seconds() / 86400.0
+    ax.axvspan(max(start, 0.0), end, color=COLORS["week"], alpha=0.12, label=period.week)
+    ax.fill_between(days, lo, hi, step="post", color=COLORS["band"], alpha=0.5, linewidth=0,
+                    label="95 % band")  # fmt: skip
+    ax.step(days, values, where="post", color=COLORS["line"], label="mean cumulative function")
+    ax.plot([0.0, end], [0.0, values[-1] * end / days[-1] if days[-1] > 0 else 0.0],
+            color=COLORS["trailing"], linestyle=":", label="constant rate")  # fmt: skip
+    ax.set_xlabel(f"days since {period.window_start:%Y-%m-%d}")
+    ax.set_ylabel("failures per node")
+    ax.legend(fontsize=8, frameon=False, loc="upper left")
+    _style(ax)
+    return fig
+
+
+def goodput_figure(curve: pl.DataFrame) -> Figure | None:
+    """Projected goodput against job size (log scale) with its 95 % band; targets marked."""
+    if curve.height == 0:
+        return None
+    import polars as pl
+
+    fig = _figure(7.5, 3.2)
+    ax = fig.add_subplot()
+    x = curve.get_column("n_gpus").to_numpy()
+    ax.fill_between(x, 100 * curve.get_column("goodput_lo").to_numpy(),
+                    100 * curve.get_column("goodput_hi").to_numpy(), color=COLORS["band"],
+                    alpha=0.5, linewidth=0, label="95 % interval (fit uncertainty)")  # fmt: skip
+    ax.plot(x, 100 * curve.get_column("goodput").to_numpy(), color=COLORS["line"], marker="o",
+            markersize=3, label="projected goodput")  # fmt: skip
+    for row in curve.filter(pl.col("is_target")).iter_rows(named=True):
+        ax.plot(row["n_gpus"], 100 * row["goodput"], "o", color=COLORS["week"], markersize=7)
+        ax.annotate(f"{row['n_gpus']:,} GPUs: {100 * row['goodput']:.0f} %",
+                    (row["n_gpus"], 100 * row["goodput"]), textcoords="offset points",
+                    xytext=(6, 6), fontsize=8)  # fmt: skip
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(x, [f"{int(v):,}" for v in x], fontsize=7, rotation=30)
+    ax.minorticks_off()
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("GPUs in the job")
+    ax.set_ylabel("goodput (%)")
+    ax.legend(fontsize=8, frameon=False, loc="lower left")
+    _style(ax)
+    return fig
+
+
+def report_figures(data: ReportData) -> dict[str, str]:
+    """Every figure of the report as a PNG data URI (missing key: nothing to plot)."""
+    makers = {
+        "class_failures": lambda: class_failures_figure(
+            data.classes, week=data.period.week, n_trailing=data.period.n_trailing_weeks
+        ),
+        "weekly": lambda: weekly_figure(data.weekly_failures),
+        "survival": lambda: survival_figure(data.survival),
+        "mcf": lambda: mcf_figure(data.mcf, data.period),
+        "goodput": lambda: goodput_figure(data.goodput_curve),
+    }
+    figures = {}
+    for name, make in makers.items():
+        fig = make()
+        if fig is not None:
+            figures[name] = png_data_uri(fig)
+    return figures
+
+
+# --------------------------------------------------------------------------------------------
+# HTML and markdown
+# --------------------------------------------------------------------------------------------
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
+        autoescape=True,  # the template is .html.j2, which select_autoescape would not match
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        num=fmt_num,
+        sig=fmt_sig,
+        pct=fmt_pct,
+        pct_points=fmt_pct_points,
+        hours=fmt_hours,
+        interval=fmt_interval,
+        time=fmt_time,
+        minutes=fmt_minutes,
+    )
+    return env
+
+
+def _rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
+    return frame.to_dicts() if frame.height else []
+
+
+def render_html(data: ReportData, figures: dict[str, str]) -> str:
+    """Render the report page.
+
+    Parameters
+    ----------
+    data
+        What :func:`pipelines.report_data.read_report_data` returned.
+    figures
+        Figure name -> PNG data URI (:func:`report_figures`); a missing figure is skipped.
+
+    Returns
+    -------
+    str
+        A complete HTML document with inline style and images, no script and no external URL.
+    """
+    for uri in figures.values():
+        if not uri.startswith("data:image/png;base64,"):
+            msg = "figures must be PNG data URIs (see png_data_uri); no external images"
+            raise ValueError(msg)
+    template = _environment().get_template(TEMPLATE)
+    return template.render(
+        data=data,
+        period=data.period,
+        headline=data.headline,
+        sections=SECTIONS,
+        min_at_risk=MIN_AT_RISK,
+        figures={k: Markup(v) for k, v in figures.items()},
+        classes=_rows(data.classes),
+        causes=_rows(data.causes),
+        restart=_rows(data.restart),
+        interruptions=_rows(data.interruptions),
+        nodes=_rows(data.nodes),
+        targets=_rows(data.goodput_targets),
+        knobs=_rows(data.knobs),
+        files=_rows(data.files),
+        quarantine=_rows(data.quarantine),
+        samples=_rows(data.quarantine_samples),
+        checks=_rows(data.checks),
+        failing_checks=[c for c in _rows(data.checks) if c["n_failed"]],
+    )
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def render_markdown(data: ReportData) -> str:
+    """The headline, per-class failures and goodput at the target scales as markdown."""
+    h = data.headline
+    trailing = h["failures_trailing_mean"]
+    headline_rows = [
+        ["fleet in service", f"{fmt_num(h['n_nodes'])} nodes, {fmt_num(h['n_gpus'])} GPUs"],
+        ["GPU-hours observed (week)", fmt_num(h["gpu_hours_week"])],
+        [
+            "failures (week)",
+            f"{h['failures_week']} (trailing {h['trailing_weeks']}-week mean "
+            f"{fmt_num(trailing, 1)})",
+        ],
+        [
+            "job interruptions (week)",
+            f"{h['interruptions_week']} (trailing mean {fmt_num(h['interruptions_trailing_mean'], 1)})",
+        ],
+        [
+            "fleet MTBF (window to week end)",
+            f"{fmt_hours(h['fleet_mtbf_h'])} "
+            f"(95 % CI {fmt_interval(h['fleet_mtbf_lo_h'], h['fleet_mtbf_hi_h'])})",
+        ],
+        ["trend", str(data.trend.get("verdict", "n/a"))],
+    ]
+    headline_rows += [
+        [
+            f"projected goodput at {g['n_gpus']:,} GPUs",
+            f"{fmt_pct(g['goodput'])} (95 % {fmt_interval(g['goodput_lo'], g['goodput_hi'], 'pct')})",
+        ]
+        for g in h["goodput"]
+    ]
+    class_rows = [
+        [
+            str(r["component_class"]),
+            str(r["failures_week"]),
+            fmt_num(r["failures_trailing_mean"], 1),
+            fmt_hours(r["mtbf_h"]),
+            fmt_interval(r["mtbf_lo_h"], r["mtbf_hi_h"]),
+        ]
+        for r in _rows(data.classes)
+        if r["failures_to_date"] or r["failures_week"]
+    ]
+    parts = [
+        f"# Weekly reliability report {data.period.week}",
+        f"Week {data.period.week_start:%Y-%m-%d} to {data.period.last_day:%Y-%m-%d} (UTC); "
+        f"observation window {data.period.window_start:%Y-%m-%d} to "
+        f"{data.period.window_end:%Y-%m-%d}. {data.fit.note}",
+        _md_table(["metric", "value"], headline_rows),
+        "## Failures by component class",
+        _md_table(["class", "this week", "trailing mean", "MTBF", "95 % CI"], class_rows),
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# The build
+# --------------------------------------------------------------------------------------------
+def build_report(
+    db_path: Path,
+    *,
+    week: str | None,
+    reports_dir: Path,
+    target_gpus: tuple[int, ...] = DEFAULT_TARGET_GPUS,
+    lock_timeout_s: float = 60.0,
+) -> ReportResult:
+    """Read the warehouse, render the report and write ``<reports_dir>/<ISO week>.html``.
+
+    Parameters
+    ----------
+    db_path
+        The DuckDB warehouse (opened read-only).
+    week
+        ISO week ``YYYY-Www``; ``None`` takes the last full week of the observation window.
+    reports_dir
+        Folder for the HTML file (created if needed).
+    target_gpus
+        Job scales the goodput projection is reported at.
+    lock_timeout_s
+        How long to wait for a writer (an ingest) to release the warehouse.
+
+    Returns
+    -------
+    ReportResult
+        The file written, the markdown headline, the build time and the headline figures.
+
+    Raises
+    ------
+    ValueError
+        On an empty warehouse or a week outside the observation window.
+    """
+    from pipelines import warehouse
+
+    started = time.perf_counter()
+    if not Path(db_path).exists():
+        msg = f"no warehouse at {db_path}; run `relia ingest` first or pass --db"
+        raise ValueError(msg)
+    with warehouse.connect(db_path, read_only=True, lock_timeout_s=lock_timeout_s) as con:
+        data = read_report_data(con, week=week, target_gpus=target_gpus)
+    html = render_html(data, report_figures(data))
+    reports_dir = Path(reports_dir)
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    path = reports_dir / f"{data.period.week}.html"
+    tmp = path.with_suffix(".html.tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(path)
+    seconds = time.perf_counter() - started
+    log.info("report %s written to %s in %.1f s", data.period.week, path, seconds)
+    return ReportResult(
+        path=path, markdown=render_markdown(data), seconds=seconds, headline=data.headline
+    )

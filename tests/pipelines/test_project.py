@@ -1,0 +1,103 @@
+"""Projections and what-if sweeps driven by warehouse fits and by hand-given rates."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from models.exceptions import FewFailuresWarning
+from pipelines import fit, project
+from pipelines.cli import app
+
+HOURS_PER_DAY = 24.0
+
+
+@pytest.fixture(scope="module")
+def fit_run(fleet: tuple[Path, Path, dict]) -> str:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FewFailuresWarning)
+        return fit.run_fit(fleet[0])["run_id"]
+
+
+def _true_interruptions(truth: dict, *, n_gpus: int, gpus_per_node: int, days: float) -> float:
+    """Failures a job on ``n_gpus`` sees in ``days`` under the generator's true MTBFs."""
+    per_h = 0.0
+    for spec in truth["classes"].values():
+        units = n_gpus if spec["level"] == "gpu" else n_gpus / gpus_per_node
+        per_h += units / spec["mtbf_h"]
+    return per_h * days * HOURS_PER_DAY
+
+
+def test_projection_from_fits_covers_the_true_interruption_rate(fleet: tuple, fit_run: str) -> None:
+    db, _, truth = fleet
+    n_gpus = truth["n_gpus"]
+    result = project.run_projection(
+        db, {"n_gpus": n_gpus, "gpus_per_node": 8, "job_days": 30.0}, fit_run=fit_run,
+        n_samples=4000, seed=1,
+    )  # fmt: skip
+    assert result["fit_run_id"] == fit_run
+    # the projection counts interruptions over the job's wall time, which restarts stretch
+    wall_days = result["daly_wall_time_h"] / HOURS_PER_DAY
+    expected = _true_interruptions(truth, n_gpus=n_gpus, gpus_per_node=8, days=wall_days)
+    lo, hi = result["expected_interruptions_lo"], result["expected_interruptions_hi"]
+    assert lo <= expected <= hi
+    assert lo < result["expected_interruptions"] < hi
+    assert result["measured_restart"]["n"] > 0
+    assert "steady state" in result["fleet_age_assumption"]
+
+
+def test_measured_restart_sets_the_rescheduling_wait(fleet: tuple, fit_run: str) -> None:
+    result = project.run_projection(fleet[0], {"n_gpus": 1024}, fit_run="latest", n_samples=0)
+    measured = result["measured_restart"]["median_s"]
+    assert result["scenario"]["reschedule_s"] == pytest.approx(
+        max(0.0, measured - result["scenario"]["detect_s"])
+    )
+
+
+def test_hand_rates_reproduce_metas_projection() -> None:
+    result = project.run_projection(
+        None, {"n_gpus": 16_384, "node_failures_per_1000_node_days": 6.5}, n_samples=0
+    )
+    assert round(result["mtti_h"], 1) == 1.8
+
+
+def test_whatif_sweep_writes_table_and_plots(tmp_path: Path) -> None:
+    sweep_file = Path(__file__).resolve().parents[2] / "data_samples/sweeps/hand_rates.yaml"
+    spec = project.load_sweep(sweep_file)
+    result = project.run_sweep(spec, db_path=None, out_dir=tmp_path)
+    table = pl.read_parquet(tmp_path / "whatif.parquet")
+    assert table.height == result["n_points"] == 3 * 2 * 2
+    assert (tmp_path / "whatif.csv").exists()
+    assert len(result["plots"]) == 2
+    assert all(Path(p).stat().st_size > 10_000 for p in result["plots"])
+    gains = [g["gain"] for g in result["gains"]]
+    assert gains == sorted(gains, reverse=True)
+    assert result["best_knob"]["knob"] in {"checkpoint_s", "reschedule_s"}
+    at_target = table.filter(pl.col("n_gpus") == spec.target_gpus)
+    assert at_target["goodput"].max() > at_target["goodput"].min()
+
+
+def test_project_cli_prints_the_documented_json_keys() -> None:
+    result = CliRunner().invoke(
+        app,
+        ["project", "--gpus", "16384", "--gpus-per-node", "8",
+         "--node-failures-per-1000-node-days", "6.5", "--checkpoint-s", "300",
+         "--restart-s", "600", "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    for key in ("mtti_h", "young_interval_min", "daly_interval_min", "ettr", "goodput"):
+        assert isinstance(payload[key], float)
+    assert payload["young_interval_min"] == pytest.approx((2 * 300 * 1.8028846 * 3600) ** 0.5 / 60)
+
+
+def test_a_bad_sweep_file_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "sweep.yaml"
+    bad.write_text("grid: {n_gpus: []}\n")
+    with pytest.raises(ValueError, match="non-empty list"):
+        project.load_sweep(bad)

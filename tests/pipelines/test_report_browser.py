@@ -1,0 +1,228 @@
+"""The weekly report in a real browser: Debian's headless Chromium driven by chromedriver.
+
+chromedriver speaks the W3C WebDriver protocol over loopback HTTP, so the test drives it with
+``urllib`` (no selenium). The page must show every section heading, load every image from its
+inline data URI, fetch nothing over the network and log no console error. A full-page screenshot
+is written next to the report. The test fails, and does not skip, when the browser is missing:
+CI installs it with ``apt-get install -y chromium chromium-driver``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pipelines.report import build_report
+from pipelines.report_data import SECTIONS
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+    from pipelines.report import ReportResult
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--hide-scrollbars",
+    "--window-size=1280,1000",
+]
+MISSING = (
+    "headless Chromium is needed for this test: install it with "
+    "`apt-get install -y chromium chromium-driver` (Debian), which provides {path}"
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class WebDriver:
+    """A minimal W3C WebDriver client for one chromedriver session over loopback HTTP."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.session: str | None = None
+
+    def call(self, method: str, path: str, payload: dict[str, Any] | None = None) -> Any:
+        """Send one command and return its ``value``; raise with chromedriver's message."""
+        data = None if payload is None else json.dumps(payload).encode()
+        request = urllib.request.Request(
+            self.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=120) as response:
+                return json.loads(response.read())["value"]
+        except urllib.error.HTTPError as error:
+            detail = error.read().decode(errors="replace")
+            msg = f"WebDriver {method} {path} failed: {detail}"
+            raise RuntimeError(msg) from error
+
+    def start(self, user_data_dir: Path) -> None:
+        """Open a session on a fresh Chromium profile with browser logging enabled."""
+        capabilities = {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": CHROMIUM,
+                "args": [*CHROMIUM_ARGS, f"--user-data-dir={user_data_dir}"],
+            },
+            "goog:loggingPrefs": {"browser": "ALL"},
+        }
+        value = self.call("POST", "/session", {"capabilities": {"alwaysMatch": capabilities}})
+        self.session = value["sessionId"]
+
+    def command(self, method: str, path: str, payload: dict[str, Any] | None = None) -> Any:
+        """A command inside the session."""
+        return self.call(method, f"/session/{self.session}{path}", payload)
+
+    def script(self, body: str) -> Any:
+        """Run synchronous JavaScript in the page (the page itself has none)."""
+        return self.command("POST", "/execute/sync", {"script": body, "args": []})
+
+    def full_page_png(self) -> bytes:
+        """A screenshot of the whole page, beyond the viewport (Chrome DevTools protocol)."""
+        width, height = self.script(
+            "return [document.documentElement.scrollWidth, document.documentElement.scrollHeight]"
+        )
+        shot = self.command(
+            "POST",
+            "/goog/cdp/execute",
+            {
+                "cmd": "Page.captureScreenshot",
+                "params": {
+                    "format": "png",
+                    "captureBeyondViewport": True,
+                    "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
+                },
+            },
+        )
+        return base64.b64decode(shot["data"])
+
+    def element_png(self, css: str) -> bytes:
+        """A screenshot of the first element matching ``css``."""
+        element = self.command("POST", "/element", {"using": "css selector", "value": css})
+        element_id = next(iter(element.values()))
+        return base64.b64decode(self.command("GET", f"/element/{element_id}/screenshot"))
+
+    def browser_log(self) -> list[dict[str, Any]]:
+        """Console and page errors logged since the last call."""
+        return list(self.command("POST", "/se/log", {"type": "browser"}))
+
+
+@contextmanager
+def chromium(tmp_path: Path) -> Iterator[WebDriver]:
+    """Start chromedriver and one headless Chromium session; stop both afterwards."""
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if shutil.which(path) is None:
+            pytest.fail(MISSING.format(path=path))
+    port = _free_port()
+    log_file = (tmp_path / "chromedriver.log").open("w")
+    process = subprocess.Popen(
+        [CHROMEDRIVER, f"--port={port}", "--allowed-ips=127.0.0.1"],
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+    )
+    driver = WebDriver(f"http://127.0.0.1:{port}")
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if driver.call("GET", "/status").get("ready"):
+                    break
+            except (urllib.error.URLError, ConnectionError, RuntimeError):
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("chromedriver did not become ready within 30 s")
+            time.sleep(0.2)
+        driver.start(tmp_path / "chromium-profile")
+        yield driver
+    finally:
+        if driver.session is not None:
+            try:
+                driver.call("DELETE", f"/session/{driver.session}")
+            except (urllib.error.URLError, RuntimeError):
+                pass
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log_file.close()
+
+
+@dataclass(frozen=True)
+class PageCheck:
+    """What the browser saw."""
+
+    headings: list[str]
+    n_images: int
+    n_broken_images: int
+    n_resources: int
+    errors: list[str]
+    screenshot: bytes
+
+
+def check_page(driver: WebDriver, report: Path) -> PageCheck:
+    """Open ``report`` and collect headings, image state, network use, console errors."""
+    driver.command("POST", "/url", {"url": report.resolve().as_uri()})
+    driver.script("return document.readyState")
+    headings = driver.script(
+        "return Array.from(document.querySelectorAll('section > h2'))"
+        ".map(h => h.textContent.trim())"
+    )
+    n_images, n_broken = driver.script(
+        "const imgs = Array.from(document.images);"
+        "return [imgs.length, imgs.filter(i => !(i.complete && i.naturalWidth > 0)).length]"
+    )
+    n_resources = driver.script("return performance.getEntriesByType('resource').length")
+    screenshot = driver.full_page_png()
+    errors = [
+        f"{entry.get('level')}: {entry.get('message')}"
+        for entry in driver.browser_log()
+        if entry.get("level") in ("SEVERE", "ERROR")
+    ]
+    return PageCheck(headings, n_images, n_broken, n_resources, errors, screenshot)
+
+
+@pytest.fixture(scope="module")
+def report(warehouse_db: Path, tmp_path_factory: pytest.TempPathFactory) -> ReportResult:
+    return build_report(
+        warehouse_db, week=None, reports_dir=tmp_path_factory.mktemp("browser-reports")
+    )
+
+
+@pytest.mark.slow
+def test_report_renders_in_headless_chromium(report: ReportResult, tmp_path: Path) -> None:
+    with chromium(tmp_path) as driver:
+        page = check_page(driver, report.path)
+    shot = report.path.with_suffix(".png")
+    shot.write_bytes(page.screenshot)
+
+    assert page.errors == []
+    for number, (_anchor, title) in enumerate(SECTIONS, start=1):
+        assert f"{number}.{title}" in page.headings
+    assert page.n_images >= 4
+    assert page.n_broken_images == 0
+    assert page.n_resources == 0  # inline data URIs only: nothing fetched
+    assert page.screenshot.startswith(b"\x89PNG\r\n\x1a\n")
+    assert len(page.screenshot) > 50_000
