@@ -257,10 +257,20 @@ def summary(db: DbOption = None, as_json: JsonOption = False) -> None:
 
 
 def _fit_rows(results: Any) -> list[dict[str, Any]]:
+    """The AIC-chosen row per class and cohort, with the exponential MTBF beside it.
+
+    A chosen heavy-tailed family (log-logistic, log-normal with a large sigma, Weibull with a
+    small shape) can have a mean far beyond the data; the exponential MTBF (exposure / failures)
+    is the steady-state figure to read next to it.
+    """
     import polars as pl
 
+    exponential = results.filter(pl.col("family") == "exponential").select(
+        "component_class", "cohort", pl.col("mtbf_h").round(0).alias("exp_mtbf_h")
+    )
     return (
         results.filter(pl.col("chosen"))
+        .join(exponential, on=["component_class", "cohort"], how="left")
         .select(
             "component_class",
             "cohort",
@@ -272,6 +282,7 @@ def _fit_rows(results: Any) -> list[dict[str, Any]]:
             pl.col("mtbf_h").round(0),
             pl.col("mtbf_lo_h").round(0),
             pl.col("mtbf_hi_h").round(0),
+            "exp_mtbf_h",
             pl.col("afr_pct").round(3),
             pl.col("b10_h").round(0),
         )
