@@ -567,6 +567,60 @@ def whatif(
 
 
 @app.command()
+def report(
+    week: Annotated[
+        str | None, typer.Option(help="ISO week, e.g. 2026-W30 (default: last full week).")
+    ] = None,
+    reports_dir: Annotated[
+        Path | None, typer.Option(help="Output folder (default: $RELIA_REPORTS or reports).")
+    ] = None,
+    target_gpus: Annotated[
+        list[int] | None, typer.Option("--target-gpus", help="Scales for the goodput headline.")
+    ] = None,
+    db: DbOption = None,
+    tracked: TrackedOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Write the weekly reliability report (self-contained HTML) and print its headline."""
+    from rich.markdown import Markdown
+
+    from pipelines.settings import Settings
+
+    settings = Settings.from_env(db_path=db, reports_dir=reports_dir)
+    scales = tuple(target_gpus or (16_384, 100_000))
+    try:
+        if _tracked(tracked):
+            _prefect_defaults()
+            from pipelines.flows.weekly_report import weekly_report
+
+            result = weekly_report(
+                week=week,
+                db_path=settings.db_path,
+                reports_dir=settings.reports_dir,
+                target_gpus=list(scales),
+            )
+        else:
+            from pipelines.report import build_report
+
+            result = build_report(
+                settings.db_path,
+                week=week,
+                reports_dir=settings.reports_dir,
+                target_gpus=scales,
+                lock_timeout_s=settings.lock_timeout_s,
+            )
+    except ValueError as error:
+        err.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from error
+    if as_json:
+        _print_json({"path": str(result.path), "seconds": result.seconds,
+                     "headline": result.headline})  # fmt: skip
+        return
+    console.print(Markdown(result.markdown))
+    console.print(f"report: [bold]{result.path}[/bold] ({result.seconds:.1f} s)")
+
+
+@app.command()
 def demo(
     out: Annotated[Path, typer.Option(help="Landing folder for the synthetic fleet.")] = Path(
         "landing"
@@ -578,7 +632,8 @@ def demo(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """End to end: synthesise a fleet, ingest it as an ``ingest-telemetry`` flow run, summarise."""
+    """End to end: synthesise a fleet, ingest it as an ``ingest-telemetry`` flow run, summarise,
+    fit MTBF per class and write the weekly report."""
     from pipelines.settings import Settings
     from pipelines.synth import SynthConfig, synthesize
 
@@ -594,11 +649,26 @@ def demo(
     started = time.perf_counter()
     ingest_telemetry(landing_dir=settings.landing_dir, db_path=settings.db_path)
     timings["ingest_flow_s"] = time.perf_counter() - started
+    import warnings
+
+    from pipelines import fit as fit_mod
+    from pipelines.report import build_report
+
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zero-failure classes: reported as bounds in the table
+        fitted = fit_mod.run_fit(settings.db_path)
+    timings["fit_s"] = time.perf_counter() - started
+    report_result = build_report(settings.db_path, week=None, reports_dir=settings.reports_dir)
+    timings["report_s"] = report_result.seconds
     result = _summary(settings.db_path)
     if as_json:
-        _print_json({"timings": timings, **result})
+        _print_json({"timings": timings, "fit_run_id": fitted["run_id"],
+                     "report": str(report_result.path), **result})  # fmt: skip
         return
     _print_summary(settings.db_path, result)
+    console.print(_table("MTBF by component class (AIC choice)", _fit_rows(fitted["results"])))
+    console.print(f"weekly report: [bold]{report_result.path.resolve()}[/bold]")
     console.print(
         "timings: " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()), highlight=False
     )

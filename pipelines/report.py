@@ -197,8 +197,9 @@ def class_failures_figure(classes: pl.DataFrame, *, week: str, n_trailing: int) 
     ax.barh(y + 0.2, shown.get_column("failures_week"), height=0.4, color=COLORS["week"],
             label=f"{week}")  # fmt: skip
     if n_trailing:
+        label = f"mean of the {n_trailing} weeks before"
         ax.barh(y - 0.2, shown.get_column("failures_trailing_mean"), height=0.4,
-                color=COLORS["trailing"], label=f"mean of the {n_trailing} weeks before")  # fmt: skip
+                color=COLORS["trailing"], label=label)  # fmt: skip
     ax.set_yticks(y, shown.get_column("component_class").to_list())
     ax.set_xlabel("failures per week")
     ax.legend(loc="lower right", frameon=False)
@@ -265,7 +266,8 @@ def survival_figure(curves: list[SurvivalCurve]) -> Figure | None:
         ax.set_title(f"{curve.component_class}: {curve.n_failures} failures, "
                      f"{curve.n_units:,} lives", fontsize=9, loc="left")  # fmt: skip
         ax.set_xlabel("unit age (days)", fontsize=8)
-        ax.set_ylabel("survival from range start", fontsize=8)
+        whole = len(curve.segments) == 1 and curve.segments[0][0] == 0.0
+        ax.set_ylabel("survival" if whole else "survival from range start", fontsize=8)
         ax.set_ylim(max(0.0, lowest - 0.6 * (1.0 - lowest) - 0.005), 1.002)
         ax.tick_params(labelsize=8)
         ax.legend(fontsize=7, frameon=False, loc="lower left")
@@ -306,6 +308,7 @@ def goodput_figure(curve: pl.DataFrame) -> Figure | None:
     """Projected goodput against job size (log scale) with its 95 % band; targets marked."""
     if curve.height == 0:
         return None
+    import numpy as np
     import polars as pl
 
     fig = _figure(7.5, 3.2)
@@ -322,7 +325,12 @@ def goodput_figure(curve: pl.DataFrame) -> Figure | None:
                     (row["n_gpus"], 100 * row["goodput"]), textcoords="offset points",
                     xytext=(6, 6), fontsize=8)  # fmt: skip
     ax.set_xscale("log", base=2)
-    ax.set_xticks(x, [f"{int(v):,}" for v in x], fontsize=7, rotation=30)
+    targets = curve.filter(pl.col("is_target")).get_column("n_gpus").to_numpy()
+    ticks = [
+        v for v in x
+        if v in targets or targets.size == 0 or np.min(np.abs(np.log2(targets / v))) >= 0.5
+    ]  # fmt: skip
+    ax.set_xticks(ticks, [f"{int(v):,}" for v in ticks], fontsize=7, rotation=30)
     ax.minorticks_off()
     ax.set_ylim(0, 100)
     ax.set_xlabel("GPUs in the job")
@@ -441,11 +449,14 @@ def render_markdown(data: ReportData) -> str:
         [
             "failures (week)",
             f"{h['failures_week']} (trailing {h['trailing_weeks']}-week mean "
-            f"{fmt_num(trailing, 1)})",
+            f"{fmt_num(trailing, 1)})"
+            if h["trailing_weeks"]
+            else f"{h['failures_week']} (no earlier full week to compare)",
         ],
         [
             "job interruptions (week)",
-            f"{h['interruptions_week']} (trailing mean {fmt_num(h['interruptions_trailing_mean'], 1)})",
+            f"{h['interruptions_week']} "
+            f"(trailing mean {fmt_num(h['interruptions_trailing_mean'], 1)})",
         ],
         [
             "fleet MTBF (window to week end)",
@@ -457,7 +468,8 @@ def render_markdown(data: ReportData) -> str:
     headline_rows += [
         [
             f"projected goodput at {g['n_gpus']:,} GPUs",
-            f"{fmt_pct(g['goodput'])} (95 % {fmt_interval(g['goodput_lo'], g['goodput_hi'], 'pct')})",
+            f"{fmt_pct(g['goodput'])} "
+            f"(95 % {fmt_interval(g['goodput_lo'], g['goodput_hi'], 'pct')})",
         ]
         for g in h["goodput"]
     ]

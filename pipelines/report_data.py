@@ -1038,6 +1038,7 @@ def _interruptions(
         f"""
         select
             job_id,
+            attempt,
             job_name,
             user_name,
             n_nodes,
@@ -1177,10 +1178,10 @@ def _nodes(
 # Goodput projection
 # --------------------------------------------------------------------------------------------
 _KNOB_LABELS = {
-    "checkpoint_s": ("blocking checkpoint write", "s"),
-    "detect_s": ("fault detection time", "s"),
-    "reschedule_s": ("time to get replacement nodes", "s"),
-    "reload_s": ("checkpoint reload time", "s"),
+    "checkpoint_s": ("blocking checkpoint write", " s"),
+    "detect_s": ("fault detection time", " s"),
+    "reschedule_s": ("time to get replacement nodes", " s"),
+    "reload_s": ("checkpoint reload time", " s"),
     "strategy": ("recovery strategy", ""),
 }
 
@@ -1192,13 +1193,6 @@ def _measured_restart(
         con,
         """
         select
-            (select median(interruptions.restart_overhead_s)
-             from int_job_interruptions as interruptions
-             inner join seed_component_class as classes
-                on interruptions.cause_class = classes.component_class
-             where classes.category = 'hardware'
-                and interruptions.end_ts >= $w0 and interruptions.end_ts < $asof)
-                as restart_s,
             (select median(repair_h) from stg_repairs
              where action = 'replace' and opened_ts < $asof) as repair_h,
             (select median(n) from (select count(distinct slot) as n from stg_inventory
@@ -1226,6 +1220,7 @@ def _goodput(
     notes: _Notes,
 ) -> dict[str, Any]:
     from models import Scenario, project, rates_from_fits
+    from pipelines.project import build_scenario, measured_restart_s
 
     empty: dict[str, Any] = {
         "headline": [],
@@ -1244,21 +1239,27 @@ def _goodput(
     if left_out:
         notes.add(
             "Goodput: classes with no failure in the fit window are left out of the projection "
-            f"(rate taken as 0; their one-sided MTBF bounds are in section 2): {', '.join(left_out)}."
+            "(rate taken as 0; their one-sided MTBF bounds are in section 2): "
+            f"{', '.join(left_out)}."
         )
     measured = _measured_restart(con, params)
     gpus_per_node = int(measured["gpus_per_node"] or 8)
-    restart_s = measured["restart_s"]
     repair_h = measured["repair_h"]
     defaults = Scenario()
-    base = Scenario(
-        n_gpus=targets[0],
-        gpus_per_node=gpus_per_node,
-        failure_domain_gpus=gpus_per_node,
+    # the same scenario as `relia project --from-fits`: the scheduler's median requeue gap after
+    # hardware interruptions, less detection, is the reschedule time
+    restart = measured_restart_s(con)
+    restart_s = restart["median_s"]
+    base = build_scenario(
+        {
+            "n_gpus": targets[0],
+            "gpus_per_node": gpus_per_node,
+            "failure_domain_gpus": gpus_per_node,
+            "repair_h": max(repair_h, 1.0) if repair_h is not None else defaults.repair_h,
+            "fleet_age": "steady_state",
+        },
         rates=rates,
-        reschedule_s=restart_s if restart_s is not None else defaults.reschedule_s,
-        repair_h=max(repair_h, 1.0) if repair_h is not None else defaults.repair_h,
-        fleet_age="steady_state",
+        measured=restart,
     )
     if restart_s is None:
         notes.add(
@@ -1319,6 +1320,8 @@ def _goodput(
         "detect_s": base.detect_s,
         "reschedule_s": base.reschedule_s,
         "reschedule_measured": restart_s is not None,
+        "restart_gap_s": restart_s,
+        "n_restart_gaps": restart["n"],
         "reload_s": base.reload_s,
         "warmup_s": base.warmup_s,
         "repair_h": base.repair_h,
@@ -1381,7 +1384,7 @@ def _knob_ranking(
             {
                 "n_gpus": n_gpus,
                 "knob": label,
-                "change": f"{_plain(row['reference_value'])}{unit} → {_plain(best)}{unit}",
+                "change": f"{_plain(row['reference_value'])}{unit} → {_plain(best)}{unit}".strip(),
                 "goodput_reference": row["goodput_reference"],
                 "goodput_best": row["goodput_best"],
                 "gain": row["gain"],

@@ -1,4 +1,4 @@
-"""Flow ``weekly-report``: write ``reports/<ISO week>.html`` and publish its headline as an artifact."""
+"""Flow ``weekly-report``: write ``reports/<ISO week>.html`` and publish its headline."""
 
 from __future__ import annotations
 

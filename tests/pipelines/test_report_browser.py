@@ -17,7 +17,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -99,11 +99,7 @@ class WebDriver:
         """Run synchronous JavaScript in the page (the page itself has none)."""
         return self.command("POST", "/execute/sync", {"script": body, "args": []})
 
-    def full_page_png(self) -> bytes:
-        """A screenshot of the whole page, beyond the viewport (Chrome DevTools protocol)."""
-        width, height = self.script(
-            "return [document.documentElement.scrollWidth, document.documentElement.scrollHeight]"
-        )
+    def _capture(self, x: float, y: float, width: float, height: float) -> bytes:
         shot = self.command(
             "POST",
             "/goog/cdp/execute",
@@ -112,17 +108,26 @@ class WebDriver:
                 "params": {
                     "format": "png",
                     "captureBeyondViewport": True,
-                    "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
+                    "clip": {"x": x, "y": y, "width": width, "height": height, "scale": 1},
                 },
             },
         )
         return base64.b64decode(shot["data"])
 
+    def full_page_png(self) -> bytes:
+        """A screenshot of the whole page, beyond the viewport (Chrome DevTools protocol)."""
+        width, height = self.script(
+            "return [document.documentElement.scrollWidth, document.documentElement.scrollHeight]"
+        )
+        return self._capture(0, 0, width, height)
+
     def element_png(self, css: str) -> bytes:
-        """A screenshot of the first element matching ``css``."""
-        element = self.command("POST", "/element", {"using": "css selector", "value": css})
-        element_id = next(iter(element.values()))
-        return base64.b64decode(self.command("GET", f"/element/{element_id}/screenshot"))
+        """A screenshot of the whole first element matching ``css``, however tall."""
+        x, y, width, height = self.script(
+            f"const r = document.querySelector({json.dumps(css)}).getBoundingClientRect();"
+            "return [r.left + window.scrollX, r.top + window.scrollY, r.width, r.height]"
+        )
+        return self._capture(x, y, width, height)
 
     def browser_log(self) -> list[dict[str, Any]]:
         """Console and page errors logged since the last call."""
@@ -158,10 +163,8 @@ def chromium(tmp_path: Path) -> Iterator[WebDriver]:
         yield driver
     finally:
         if driver.session is not None:
-            try:
+            with suppress(urllib.error.URLError, RuntimeError):
                 driver.call("DELETE", f"/session/{driver.session}")
-            except (urllib.error.URLError, RuntimeError):
-                pass
         process.terminate()
         try:
             process.wait(timeout=10)
@@ -205,10 +208,13 @@ def check_page(driver: WebDriver, report: Path) -> PageCheck:
 
 
 @pytest.fixture(scope="module")
-def report(warehouse_db: Path, tmp_path_factory: pytest.TempPathFactory) -> ReportResult:
-    return build_report(
-        warehouse_db, week=None, reports_dir=tmp_path_factory.mktemp("browser-reports")
-    )
+def report(
+    fleet: tuple[Path, Path, dict], tmp_path_factory: pytest.TempPathFactory
+) -> ReportResult:
+    root = tmp_path_factory.mktemp("browser-report")
+    db = root / "relia.duckdb"
+    shutil.copy(fleet[0], db)  # the shared warehouse stays untouched by this module
+    return build_report(db, week=None, reports_dir=root / "reports")
 
 
 @pytest.mark.slow
