@@ -534,19 +534,16 @@ def whatif(
     as_json: JsonOption = False,
 ) -> None:
     """Run a what-if grid; write Parquet/CSV and plots; name the knob that buys most goodput."""
-    from pipelines import project as project_mod
     from pipelines.settings import Settings
 
     settings = Settings.from_env(db_path=db)
     try:
-        if _tracked(tracked):
-            _prefect_defaults()
-            from pipelines.flows.what_if import what_if
+        _prefect_defaults()
+        from pipelines.flows.what_if import what_if
 
-            result = what_if(sweep_file=sweep_file, out_dir=out, db_path=settings.db_path)
-        else:
-            spec = project_mod.load_sweep(sweep_file)
-            result = project_mod.run_sweep(spec, db_path=settings.db_path, out_dir=out)
+        # the what-if flow either way: as a tracked run, or its function without orchestration
+        run = what_if if _tracked(tracked) else what_if.fn
+        result = run(sweep_file=sweep_file, out_dir=out, db_path=settings.db_path)
     except ValueError as error:
         err.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from error

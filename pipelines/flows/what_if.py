@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
+from prefect.context import FlowRunContext
 
 from pipelines import project
 from pipelines.settings import Settings
@@ -22,7 +24,8 @@ def what_if(
     result = project.run_sweep(project.load_sweep(sweep_file), db_path=settings.db_path,
                                out_dir=out_dir)  # fmt: skip
     best = result["best_knob"]
-    get_run_logger().info(
+    logger = get_run_logger() if FlowRunContext.get() else logging.getLogger(__name__)
+    logger.info(
         "%d scenarios; largest gain at %d GPUs: %s", result["n_points"], result["target_gpus"],
         f"{best['knob']}={best['best_value']} (+{best['gain']:.4f})" if best else "none",
     )  # fmt: skip

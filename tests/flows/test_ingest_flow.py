@@ -22,7 +22,8 @@ def test_ingest_flow_loads_a_landing_folder_once(prefect_harness: None, tmp_path
     )
     db = tmp_path / "relia.duckdb"
     first = ingest_telemetry(landing_dir=landing, db_path=db)
-    assert first and not any(c["skipped"] for c in first)
+    assert first
+    assert not any(c["skipped"] for c in first)
     second = ingest_telemetry(landing_dir=landing, db_path=db)
     assert all(c["skipped"] for c in second)
     with warehouse.connect(db, read_only=True) as con:

@@ -1,0 +1,59 @@
+"""``fit-reliability`` and ``what-if`` as real flow runs under the Prefect test harness."""
+
+from __future__ import annotations
+
+import warnings
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from models.exceptions import FewFailuresWarning
+from pipelines import fit, ingest, warehouse
+from pipelines.synth import SynthConfig, synthesize
+
+pytestmark = [pytest.mark.prefect, pytest.mark.slow]
+SWEEPS = Path(__file__).resolve().parents[2] / "data_samples" / "sweeps"
+
+
+@pytest.fixture(scope="module")
+def small_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("flows")
+    synthesize(root / "landing", SynthConfig(nodes=24, days=30, seed=3,
+                                             start=datetime(2026, 4, 6, tzinfo=UTC)))  # fmt: skip
+    db = root / "relia.duckdb"
+    ingest.ingest(db, ingest.discover([root / "landing"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FewFailuresWarning)
+        fit.run_fit(db)  # the sweep reads rates from the latest fit run
+    return db
+
+
+def test_fit_reliability_flow_stores_a_run(prefect_harness: None, small_warehouse: Path) -> None:
+    from pipelines.flows.fit_reliability import fit_reliability
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FewFailuresWarning)
+        outcome = fit_reliability(db_path=small_warehouse)
+    with warehouse.connect(small_warehouse, read_only=True) as con:
+        stored = con.execute(
+            "select count(*), count(*) filter (where chosen) from fit_results where run_id = $id",
+            {"id": outcome["run_id"]},
+        ).fetchall()[0]
+    assert stored == (outcome["results"].height, outcome["results"]["chosen"].sum())
+
+
+def test_what_if_flow_ranks_knobs_from_the_latest_fit(
+    prefect_harness: None, small_warehouse: Path, tmp_path: Path
+) -> None:
+    from pipelines.flows.what_if import what_if
+
+    result = what_if(
+        sweep_file=SWEEPS / "scale_checkpoint_domain.yaml", out_dir=tmp_path,
+        db_path=small_warehouse,
+    )  # fmt: skip
+    assert result["fit_run_id"]
+    table = pl.read_parquet(result["table"])
+    assert table.height == result["n_points"] == 5 * 3 * 2 * 3
+    assert result["best_knob"]["knob"] in {"strategy", "checkpoint_s", "failure_domain_gpus"}
