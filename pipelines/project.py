@@ -24,6 +24,23 @@ from pipelines.fit import latest_run_id, read_fit
 HARDWARE_ATTRIBUTIONS = ("hardware-confirmed", "scheduler-only")
 
 
+def projection_fits(fits: pl.DataFrame) -> pl.DataFrame:
+    """The fit row to project from, per class and cohort: the AIC choice, with failures.
+
+    A chosen heavy-tailed family can have no finite mean (a log-logistic with shape <= 1) or no
+    finite interval; such a class is projected from its exponential row (exposure / failures,
+    the steady-state rate) instead. Classes with no failure are left out (rate 0).
+    """
+    finite = pl.col("mtbf_h").is_finite() & pl.col("mtbf_lo_h").is_finite()
+    keys = ["component_class", "cohort"] if "cohort" in fits.columns else ["component_class"]
+    with_failures = fits.filter(pl.col("n_failures") > 0)
+    chosen = with_failures.filter(pl.col("chosen") & finite)
+    fallback = with_failures.filter(pl.col("family") == "exponential").join(
+        chosen.select(keys), on=keys, how="anti"
+    )
+    return pl.concat([chosen, fallback.with_columns(chosen=pl.lit(True))], how="vertical_relaxed")
+
+
 def fit_rates(con: Any, run_id: str | None = None) -> tuple[str, tuple[Any, ...]]:
     """The per-class rates of a fit run (``latest`` or None: the newest); ``(run_id, rates)``."""
     from models import rates_from_fits
@@ -37,7 +54,7 @@ def fit_rates(con: Any, run_id: str | None = None) -> tuple[str, tuple[Any, ...]
     if fits.height == 0:
         msg = f"fit run {run_id} has no whole-fleet rows (cohort 'all'); refit without --by"
         raise ValueError(msg)
-    failing = fits.filter(pl.col("n_failures") > 0)
+    failing = projection_fits(fits)
     with warnings.catch_warnings():
         # classes fitted by a non-Weibull family are projected as exponential: said in the output
         warnings.simplefilter("ignore")

@@ -1220,7 +1220,7 @@ def _goodput(
     notes: _Notes,
 ) -> dict[str, Any]:
     from models import Scenario, project, rates_from_fits
-    from pipelines.project import build_scenario, measured_restart_s
+    from pipelines.project import build_scenario, measured_restart_s, projection_fits
 
     empty: dict[str, Any] = {
         "headline": [],
@@ -1235,7 +1235,7 @@ def _goodput(
     if with_failures.height == 0:
         notes.add("Goodput: no failures in the fits, so no projection.")
         return empty
-    rates = notes.run("Goodput rates", lambda: rates_from_fits(with_failures))
+    rates = notes.run("Goodput rates", lambda: rates_from_fits(projection_fits(fits)))
     if left_out:
         notes.add(
             "Goodput: classes with no failure in the fit window are left out of the projection "

@@ -101,3 +101,27 @@ def test_a_bad_sweep_file_is_a_clear_error(tmp_path: Path) -> None:
     bad.write_text("grid: {n_gpus: []}\n")
     with pytest.raises(ValueError, match="non-empty list"):
         project.load_sweep(bad)
+
+
+def test_a_chosen_family_without_a_finite_mean_falls_back_to_the_exponential_row() -> None:
+    from models import rates_from_fits
+
+    rows = {
+        "component_class": ["network", "network", "power", "power", "fans"],
+        "cohort": ["all"] * 5,
+        "unit_level": ["node"] * 5,
+        "family": ["loglogistic", "exponential", "weibull", "exponential", "exponential"],
+        "n_failures": [40, 40, 26, 26, 0],
+        "shape": [0.8, 1.0, 1.3, 1.0, 1.0],
+        "mtbf_h": [float("inf"), 79_826.0, 120_000.0, 125_879.0, float("nan")],
+        "mtbf_lo_h": [float("nan"), 60_000.0, 90_000.0, 88_000.0, 50_000.0],
+        "mtbf_hi_h": [float("inf"), 110_000.0, 160_000.0, 190_000.0, float("inf")],
+        "chosen": [True, False, True, False, True],
+    }
+    picked = project.projection_fits(pl.DataFrame(rows)).sort("component_class")
+    assert picked.select("component_class", "family").rows() == [
+        ("network", "exponential"),
+        ("power", "weibull"),
+    ]
+    rates = {r.component_class: r.mtbf_h for r in rates_from_fits(picked)}
+    assert rates == {"network": 79_826.0, "power": 120_000.0}
