@@ -74,7 +74,8 @@ def test_cohort_split_labels_each_fit(fleet: tuple) -> None:
         warnings.simplefilter("ignore", FewFailuresWarning)
         outcome = fit.run_fit(fleet[0], by=["batch"])
     cohorts = set(outcome["results"]["cohort"])
-    assert cohorts and all(c.startswith("batch=") for c in cohorts)
+    assert cohorts
+    assert all(c.startswith("batch=") for c in cohorts)
 
 
 def test_fleet_trend_counts_every_node_failure(fleet: tuple) -> None:
