@@ -87,6 +87,18 @@ def synth(
     days: Annotated[int, typer.Option(min=1, help="Length of the observation window.")] = 90,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     start: Annotated[str, typer.Option(help="Window start, ISO date (UTC).")] = "2026-06-01",
+    k8s_share: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Share of jobs run under Kubernetes.")
+    ] = 0.0,
+    elastic_share: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Share of jobs run under torchrun (elastic).")
+    ] = 0.0,
+    node_events: Annotated[
+        bool, typer.Option("--node-events", help="Write sacctmgr node down/drain events.")
+    ] = False,
+    dcgm_interval_s: Annotated[
+        float | None, typer.Option(help="Write DCGM samples at this interval (off by default).")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Simulate a fleet with known lifetimes and write real-format telemetry plus ground truth."""
@@ -99,6 +111,10 @@ def synth(
         days=days,
         seed=seed,
         start=datetime.fromisoformat(start).replace(tzinfo=UTC),
+        k8s_share=k8s_share,
+        elastic_share=elastic_share,
+        node_events=node_events,
+        dcgm_interval_s=dcgm_interval_s,
     )
     truth = synthesize(out, config)
     summary = {

@@ -27,10 +27,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+def _mtime(path: Path) -> dict[str, Any]:
+    """Logs whose timestamps lack a year (syslog, torchrun's glog prefix) take it from the mtime."""
+    return {"file_mtime": datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)}
+
+
 _OPTION_BUILDERS: dict[str, Callable[[Path], dict[str, Any]]] = {
-    "kernel": lambda path: {
-        "file_mtime": datetime.fromtimestamp(path.stat().st_mtime, tz=UTC),
-    },
+    "kernel": _mtime,
+    "elastic": _mtime,
 }
 
 

@@ -124,8 +124,63 @@ def suite_for(table: str, *, now: datetime, component_classes: list[str]) -> lis
             _time_range("opened_ts", now),
             _not_before("closed_ts", "opened_ts"),
         ],
+        **_more_telemetry_suites(now),
     }
     return suites[table]() if table in suites else []
+
+
+ELASTIC_EVENTS = [
+    "agent_start", "rendezvous_start", "rendezvous_join_attempt", "rendezvous_joined",
+    "rendezvous_complete", "world_sizes", "workers_started", "worker_failed", "group_restart",
+    "group_stopping", "group_succeeded", "membership_change", "death_signal", "closing_signal",
+]  # fmt: skip
+CONTAINER_STATES = ["running", "terminated", "waiting"]
+
+
+def _more_telemetry_suites(now: datetime) -> dict[str, Callable[[], list[Check]]]:
+    """Suites of the Kubernetes, torchrun, DCGM and Slurm node-event tables."""
+    return {
+        "raw_k8s_events": lambda: [
+            _not_null("involved_kind"),
+            _not_null("event_reason"),
+            _time_range("first_ts", now),
+            _time_range("last_ts", now),
+            _not_before("last_ts", "first_ts"),
+            _between("count", 0, 1_000_000_000),
+        ],
+        "raw_k8s_pods": lambda: [
+            _not_null("pod_uid"),
+            _not_null("pod_name"),
+            _in_set("container_state", CONTAINER_STATES),
+            _time_range("started_ts", now),
+            _time_range("finished_ts", now),
+            _not_before("finished_ts", "started_ts"),
+            _between("exit_code", 0, 255),
+            _between("gpu_limit", 0, 64),
+        ],
+        "raw_elastic_events": lambda: [
+            _not_null("run_id"),
+            _not_null("host"),
+            _not_null("ts"),
+            _in_set("event", ELASTIC_EVENTS),
+            _time_range("ts", now),
+        ],
+        "raw_dcgm_samples": lambda: [
+            _not_null("host"),
+            _not_null("ts"),
+            _between("gpu_index", 0, 63),
+            _time_range("ts", now),
+            _between("gpu_temp_c", -40, 150),
+            _between("power_w", 0, 5000),
+        ],
+        "raw_node_events": lambda: [
+            _not_null("node_name"),
+            _not_null("start_ts"),
+            _time_range("start_ts", now),
+            _time_range("end_ts", now),
+            _not_before("end_ts", "start_ts"),
+        ],
+    }
 
 
 @dataclass(frozen=True)

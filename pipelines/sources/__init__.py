@@ -9,7 +9,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipelines.sources import fault_log, fleet, inventory, repairs, sacct, xid
+from pipelines.sources import (
+    dcgm,
+    elastic,
+    fault_log,
+    fleet,
+    inventory,
+    k8s_events,
+    k8s_pods,
+    node_events,
+    repairs,
+    sacct,
+    xid,
+)
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -21,6 +33,11 @@ PARSERS: dict[str, tuple[str, ModuleType]] = {
     "fleet": ("raw_fleet", fleet),
     "repairs": ("raw_repairs", repairs),
     "fault_log": ("raw_fault_events", fault_log),  # needs mapping=load_mapping(path)
+    "k8s_events": ("raw_k8s_events", k8s_events),
+    "k8s_pods": ("raw_k8s_pods", k8s_pods),
+    "elastic": ("raw_elastic_events", elastic),  # takes file_mtime= for glog years
+    "dcgm": ("raw_dcgm_samples", dcgm),
+    "node_events": ("raw_node_events", node_events),
 }
 """Source folder name → (raw table name, parser module)."""
 

@@ -127,6 +127,24 @@ class SynthConfig:
         Rates of warning-only (63, 92) and application (13, 31, 43) Xid bursts per GPU and day.
     skewed_host_fraction, max_skew_s
         Share of hosts whose kernel-log clock is off by a constant up to ``max_skew_s`` seconds.
+    k8s_share
+        Share of single-run jobs (not arrays, not the deliberately ambiguous ones, never
+        cancelled) run under Kubernetes instead of Slurm, as JobSets (even job ids) or Kubeflow
+        PyTorchJobs (odd ones): they land as ``kubectl get pods/events -A -o json`` dumps, not in
+        sacct. Default 0 (none).
+    elastic_share
+        Share of multi-node jobs (not arrays, not the ambiguous ones) run under ``torchrun``
+        (PyTorch elastic): they land as agent logs, one per run and node. Default 0 (none).
+    node_events
+        Write Slurm node events (``sacctmgr show event --parsable2``): down/drain intervals for
+        every failure, planned replacement, reseat and diagnosis. Default off.
+    dcgm_interval_s
+        Seconds between DCGM scrapes (dcgm-exporter text, one file per node and day); None
+        writes none. At 30 s a 256-node, 90-day fleet would write about 80 GB, so keep it coarse
+        (hours) or use ``bench.bench_dcgm`` for volume. Default None.
+
+    With ``k8s_share = elastic_share = 0``, ``node_events`` off and ``dcgm_interval_s`` None
+    the generator writes the same bytes as it did before those sources existed.
     """
 
     nodes: int = 256
@@ -156,6 +174,10 @@ class SynthConfig:
     app_xids_per_gpu_day: float = 0.001
     skewed_host_fraction: float = 0.3
     max_skew_s: int = 20
+    k8s_share: float = 0.0
+    elastic_share: float = 0.0
+    node_events: bool = False
+    dcgm_interval_s: int | None = None
 
     def __post_init__(self) -> None:
         """Check the configuration and fail with a hint on what to change."""
@@ -171,9 +193,23 @@ class SynthConfig:
         """``W1`` in epoch seconds."""
         return self.window_start_s + self.days * 86_400
 
+    @property
+    def more_telemetry(self) -> bool:
+        """True when any of the Kubernetes, torchrun, node-event or DCGM sources is on."""
+        return bool(
+            self.k8s_share or self.elastic_share or self.node_events or self.dcgm_interval_s
+        )
+
     def to_params(self) -> dict[str, Any]:
-        """The configuration as JSON-ready ``params`` for the ground truth."""
+        """The configuration as JSON-ready ``params`` for the ground truth.
+
+        The switches of the later sources (``k8s_share``...) appear only when one is on, so a
+        configuration without them keeps the params it always had.
+        """
         params = asdict(self)
+        if not self.more_telemetry:
+            for name in _MORE_TELEMETRY:
+                params.pop(name)
         params["start"] = self.start.strftime("%Y-%m-%dT%H:%M:%SZ")
         params["job_size_mix"] = list(self.job_size_mix)
         params["classes"] = {
@@ -186,6 +222,9 @@ class SynthConfig:
             for name, spec in self.classes.items()
         }
         return params
+
+
+_MORE_TELEMETRY = ("k8s_share", "elastic_share", "node_events", "dcgm_interval_s")
 
 
 def _check_config(config: SynthConfig) -> None:
@@ -237,4 +276,14 @@ def _check_config(config: SynthConfig) -> None:
         raise ValueError(msg)
     if config.n_ambiguous < 0 or config.max_skew_s < 0:
         msg = "n_ambiguous and max_skew_s must not be negative."
+        raise ValueError(msg)
+    shares = (config.k8s_share, config.elastic_share)
+    if min(shares) < 0 or sum(shares) > 1:
+        msg = "k8s_share and elastic_share must be shares in [0, 1] summing to 1 at most."
+        raise ValueError(msg)
+    if config.dcgm_interval_s is not None and not 1 <= config.dcgm_interval_s <= 86_400:
+        msg = (
+            f"dcgm_interval_s must be between 1 and 86400 seconds (or None for no DCGM), got "
+            f"{config.dcgm_interval_s}."
+        )
         raise ValueError(msg)

@@ -9,8 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pipelines.synth import dcgm as dcgm_mod
+from pipelines.synth import elastic as elastic_mod
 from pipelines.synth import fleet as fleet_mod
-from pipelines.synth import formats, kernel, truth, workload
+from pipelines.synth import formats, kernel, schedulers, truth, workload
+from pipelines.synth import k8s as k8s_mod
+from pipelines.synth import node_events as node_events_mod
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -20,12 +24,19 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SOURCES = ("slurm", "kernel", "nvidia_smi", "fleet", "repairs")
+MORE_SOURCES = ("k8s_pods", "k8s_events", "elastic", "node_events", "dcgm")
+"""Sources written only when switched on in the config (their folders exist only then)."""
 _PATTERNS = {
     "slurm": "sacct_*.txt",
     "kernel": "*.log",
     "nvidia_smi": "*.csv",
     "fleet": "fleet.csv",
     "repairs": "tickets.csv",
+    "k8s_pods": "pods_*.json",
+    "k8s_events": "events_*.json",
+    "elastic": "*__*.log",
+    "node_events": "sacctmgr_events_*.txt",
+    "dcgm": "*.prom",
 }
 TRUTH_FILE = "ground_truth.json"
 
@@ -60,9 +71,12 @@ def synthesize(out: Path, config: SynthConfig) -> dict[str, Any]:
     FileExistsError
         When a source folder under ``out`` holds files that an earlier run did not write.
     """
-    _prepare(out)
+    _prepare(out, config)
     data = simulate(config)
     truth_dict = data["truth"]
+    for source in ("k8s_pods", "k8s_events", "elastic", "node_events"):
+        for name, text in data.get(source, {}).items():
+            _write_text(out / source / name, text)
     _write_text(out / "fleet" / "fleet.csv", data["fleet_csv"])
     _write_text(out / "repairs" / "tickets.csv", data["tickets_csv"])
     for name, text in data["sacct"].items():
@@ -83,6 +97,25 @@ def synthesize(out: Path, config: SynthConfig) -> dict[str, Any]:
         os.utime(path, (w1, w1))  # traditional syslog takes its year from the mtime
         n_kernel_lines += content.count(b"\n")
     truth_dict["n_lines"]["kernel"] = n_kernel_lines
+    if config.dcgm_interval_s is not None:
+        scrapes = dcgm_mod.dcgm_files(
+            config,
+            data["rng_dcgm"],
+            fleet,
+            data["attempts"],
+            data["xids"],
+            data["uuids"],
+            write=lambda name, text: _write_text(out / "dcgm" / name, text),
+        )
+        truth_dict["dcgm"] = {
+            "n_samples": scrapes.n_samples,
+            "n_series": scrapes.n_series,
+            "n_resets": scrapes.n_resets,
+            "increase": scrapes.increase,
+        }
+        truth_dict["expected_rows"]["raw_dcgm_samples"] = scrapes.n_samples
+        truth_dict["expected_quarantine"]["raw_dcgm_samples"] = scrapes.n_bad
+        truth_dict["n_lines"]["dcgm"] = scrapes.n_lines
     _write_text(out / TRUTH_FILE, json.dumps(truth_dict, indent=1) + "\n")
     logger.info("synthetic fleet written to %s", out)
     return truth_dict
@@ -102,7 +135,8 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         simulated objects ``fleet``, ``jobs``, ``attempts``, ``xids`` (every well-formed Xid
         line, with printed and true times), ``hostile``, ``snapshots``, ``serials``, ``uuids``.
     """
-    streams = np.random.default_rng(config.seed).spawn(13)
+    root = np.random.default_rng(config.seed)
+    streams = root.spawn(13)
     fleet = fleet_mod.build_fleet(config, streams[0])
     fleet_mod.simulate_lifetimes(config, streams[1], fleet)
     fleet_mod.remove_nodes(config, streams[2], fleet)
@@ -113,11 +147,27 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
     attempts = workload.schedule_jobs(config, streams[7], fleet, jobs, carriers)
     xids = kernel.plan_xids(config, streams[8], fleet, attempts)
     hostile = kernel.plan_hostile(config, streams[9], fleet, xids)
-    sacct, n_sacct_rows = formats.sacct_files(config, streams[12], fleet, jobs, attempts)
+    # later sources draw from streams spawned after the first 13, so they leave those alone
+    extra = root.spawn(5) if config.more_telemetry else []
+    more = _more_telemetry(config, extra, fleet, jobs, attempts, minor) if extra else {}
+    scheduler = more.get("scheduler")
+    slurm_attempts = (
+        attempts if scheduler is None else [a for a in attempts if scheduler[a.job] == 0]
+    )
+    sacct, n_sacct_rows = formats.sacct_files(config, streams[12], fleet, jobs, slurm_attempts)
     tickets, n_tickets = formats.tickets_csv(config, streams[11], fleet, minor, serials)
     snapshots = formats.snapshot_times(config, fleet)
     lives = truth.lives_by_class(config, fleet)
-    interruptions = truth.interruptions(config, fleet, xids, jobs, attempts)
+    interruptions = truth.interruptions(
+        config,
+        fleet,
+        xids,
+        jobs,
+        attempts,
+        node_evidence=more.get("node_evidence"),
+        scheduler=scheduler,
+        facts=more.get("facts"),
+    )
     bad = 1 if config.hostile else 0
     truth_dict: dict[str, Any] = {
         "seed": config.seed,
@@ -165,6 +215,8 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         "n_jobs": len({a.job for a in attempts}),
         "n_attempts": len(attempts),
     }
+    if more:
+        _add_more_truth(truth_dict, more, attempts)
     return {
         "truth": truth_dict,
         "fleet": fleet,
@@ -179,14 +231,89 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         "rng_noise": streams[10],
         "attempts": attempts,
         "jobs": jobs,
+        "rng_dcgm": extra[4] if extra else None,
+        **{k: more[k] for k in MORE_SOURCES if k in more},
     }
 
 
-def _prepare(out: Path) -> None:
-    """Create the source folders; clear files of an earlier run, refuse foreign ones."""
+def _more_telemetry(
+    config: SynthConfig,
+    extra: list[np.random.Generator],
+    fleet: fleet_mod.Fleet,
+    jobs: workload.Jobs,
+    attempts: list[workload.Attempt],
+    minor: fleet_mod.MinorTickets,
+) -> dict[str, Any]:
+    """Kubernetes and torchrun jobs, node events: file texts and the truth's inputs."""
+    scheduler = schedulers.assign(config, extra[0], jobs, attempts)
+    more: dict[str, Any] = {"scheduler": scheduler, "facts": {}, "counts": {}}
+    evidence: list[int] = []
+    key = 1 << 40
+    if config.k8s_share:
+        k8s = k8s_mod.k8s_files(config, extra[1], fleet, jobs, attempts, scheduler)
+        more["k8s_pods"], more["k8s_events"] = k8s.pods, k8s.events
+        more["facts"].update(k8s.facts)
+        evidence += [node * key + t for node, t in k8s.not_ready]
+        more["counts"]["raw_k8s_pods"] = (k8s.n_pod_rows, k8s.n_bad_pods)
+        more["counts"]["raw_k8s_events"] = (k8s.n_event_rows, k8s.n_bad_events)
+        more["n_lines"] = {
+            "k8s_pods": sum(t.count("\n") for t in k8s.pods.values()),
+            "k8s_events": sum(t.count("\n") for t in k8s.events.values()),
+        }
+    if config.elastic_share:
+        agents = elastic_mod.elastic_files(config, extra[2], fleet, jobs, attempts, scheduler)
+        more["elastic"] = agents.files
+        more["facts"].update(agents.facts)
+        more["counts"]["raw_elastic_events"] = (agents.n_rows, agents.n_bad)
+        more.setdefault("n_lines", {})["elastic"] = agents.n_lines
+    if config.node_events:
+        events = node_events_mod.plan_node_events(config, extra[3], fleet, minor, attempts)
+        text, n_rows, n_bad = node_events_mod.sacctmgr_text(config, extra[3], fleet, events)
+        day = formats.slurm_time(config.window_end_s)[:10].replace("-", "")
+        more["node_events"] = {f"sacctmgr_events_{day}.txt": text}
+        evidence += [e.node * key + e.start for e in events]
+        more["counts"]["raw_node_events"] = (n_rows, n_bad)
+        more.setdefault("n_lines", {})["node_events"] = text.count("\n")
+        more["node_unavailability"] = node_events_mod.unavailability_truth(config, events)
+    more["node_evidence"] = np.sort(np.array(evidence, dtype=np.int64))
+    return more
+
+
+def _add_more_truth(
+    truth_dict: dict[str, Any], more: dict[str, Any], attempts: list[workload.Attempt]
+) -> None:
+    scheduler = more["scheduler"]
+    jobs_of = {a.job for a in attempts}
+    truth_dict["jobs_by_scheduler"] = {
+        name: sum(1 for j in jobs_of if scheduler[j] == k)
+        for k, name in enumerate(schedulers.NAMES)
+    }
+    for table, (n_rows, n_bad) in more["counts"].items():
+        truth_dict["expected_rows"][table] = n_rows
+        truth_dict["expected_quarantine"][table] = n_bad
+    truth_dict["n_lines"].update(more.get("n_lines", {}))
+    if "node_unavailability" in more:
+        truth_dict["node_unavailability"] = more["node_unavailability"]
+
+
+def _prepare(out: Path, config: SynthConfig) -> None:
+    """Create the source folders; clear files of an earlier run, refuse foreign ones.
+
+    The later sources' folders are made only when switched on (and cleared if an earlier run
+    left some).
+    """
     ours = (out / TRUTH_FILE).exists()
-    for source in SOURCES:
+    switched_on = {
+        "k8s_pods": bool(config.k8s_share),
+        "k8s_events": bool(config.k8s_share),
+        "elastic": bool(config.elastic_share),
+        "node_events": config.node_events,
+        "dcgm": config.dcgm_interval_s is not None,
+    }
+    for source in SOURCES + MORE_SOURCES:
         folder = out / source
+        if source in MORE_SOURCES and not switched_on[source] and not folder.exists():
+            continue
         folder.mkdir(parents=True, exist_ok=True)
         present = sorted(p for p in folder.iterdir() if p.is_file())
         if present and not ours:

@@ -135,9 +135,28 @@ def interruptions(
     xids: XidLines,
     jobs: Jobs,
     attempts: list[Attempt],
+    *,
+    node_evidence: np.ndarray | None = None,
+    scheduler: np.ndarray | None = None,
+    facts: dict[tuple[int, int], tuple[str, bool]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Attribute every interrupted attempt in the window (contract §5, attempts)."""
+    """Attribute every interrupted attempt in the window (contract §5, attempts).
+
+    Parameters
+    ----------
+    node_evidence
+        Sorted keys ``node * 2**40 + time`` of node events (Slurm node events starting, a
+        Kubernetes NodeNotReady): scheduler evidence without a class.
+    scheduler
+        The scheduler of every job (:mod:`pipelines.synth.schedulers`); None: all Slurm.
+    facts
+        For Kubernetes and torchrun attempts, ``(job, attempt) -> (state, application exit)``
+        as those systems' telemetry shows them (attempts without an entry are no interruption).
+    """
+    from pipelines.synth.schedulers import NAMES, SLURM, job_id_raw
+
     w0, w1 = config.window_start_s, config.window_end_s
+    ev_keys = np.empty(0, dtype=np.int64) if node_evidence is None else node_evidence
     inc_node, inc_ts, inc_cls = failure_incidents(xids)
     inc_key = inc_node * _KEY + inc_ts
     inc_order = np.argsort(inc_key, kind="stable")
@@ -150,7 +169,11 @@ def interruptions(
     next_start: dict[tuple[int, int], int] = {(a.job, a.number): a.start_s for a in attempts}
     out = []
     for a in attempts:
-        base_state = a.state.split(" ")[0]
+        kind = SLURM if scheduler is None else int(scheduler[a.job])
+        if kind == SLURM:
+            base_state, app_exit = a.state.split(" ")[0], False
+        else:
+            base_state, app_exit = (facts or {}).get((a.job, a.number), ("", False))
         if base_state not in INTERRUPTION_STATES or not (w0 <= a.end_s < w1):
             continue
         nodes = np.array(a.nodes, dtype=np.int64) * _KEY
@@ -163,34 +186,44 @@ def interruptions(
             for i, j in zip(lo[lo < hi].tolist(), hi[lo < hi].tolist(), strict=True):
                 classes.update(cls[i:j].tolist())
                 has_xid = has_xid or is_xid
-        cause, attribution = _attribute(classes, has_xid, base_state)
+        lo = np.searchsorted(ev_keys, nodes + lo_t, side="left")
+        hi = np.searchsorted(ev_keys, nodes + hi_t, side="right")
+        has_node_event = bool(np.any(lo < hi))
+        cause, attribution = _attribute(classes, has_xid, base_state, has_node_event, app_exit)
         nxt = next_start.get((a.job, a.number + 1))
         if a.carrier and cause != "ambiguous":
             msg = f"deliberately ambiguous attempt of job {jobs.raw_id[a.job]} is {cause}"
             raise RuntimeError(msg)
-        out.append(
-            {
-                "job_id_raw": str(jobs.raw_id[a.job]),
-                "attempt": a.number,
-                "end_ts": iso(a.end_s),
-                "state": base_state,
-                "cause_class": cause,
-                "attribution": attribution,
-                "restart_overhead_s": None if nxt is None else nxt - a.end_s,
-                "deliberately_ambiguous": a.carrier,
-            }
-        )
+        row: dict[str, Any] = {
+            "job_id_raw": job_id_raw(jobs, a.job, kind),
+            "attempt": a.number,
+            "end_ts": iso(a.end_s),
+            "state": base_state,
+            "cause_class": cause,
+            "attribution": attribution,
+            "restart_overhead_s": None if nxt is None else nxt - a.end_s,
+            "deliberately_ambiguous": a.carrier,
+        }
+        if kind != SLURM:
+            row["scheduler"] = NAMES[kind]
+        out.append(row)
     return out
 
 
-def _attribute(classes: set[str], has_xid: bool, state: str) -> tuple[str, str]:
+def _attribute(
+    classes: set[str],
+    has_xid: bool,
+    state: str,
+    has_node_event: bool = False,
+    application_exit: bool = False,
+) -> tuple[str, str]:
     if len(classes) > 1:
         return "ambiguous", "ambiguous"
     if len(classes) == 1:
         return next(iter(classes)), "hardware-confirmed" if has_xid else "scheduler-only"
-    if state == "NODE_FAIL":
+    if state == "NODE_FAIL" or has_node_event:
         return "unknown", "scheduler-only"
-    if state == "OUT_OF_MEMORY":
+    if state == "OUT_OF_MEMORY" or application_exit:
         return "application", "application"
     return "unknown", "unattributed"
 

@@ -87,6 +87,7 @@ class Attempt:
     nodes: tuple[int, ...]
     reason: str
     carrier: bool = False
+    fail_node: int = -1  # the node whose unit failure ended the attempt (reason "hw")
 
 
 def make_jobs(
@@ -393,17 +394,17 @@ class _Scheduler:
                 shadow = self.shadow(need)
             i += 1
 
-    def first_failure(self, nodes: np.ndarray, t: int) -> tuple[int, int]:
-        """The first unit failure strictly after ``t`` on ``nodes``: ``(time, class)``."""
+    def first_failure(self, nodes: np.ndarray, t: int) -> tuple[int, int, int]:
+        """The first unit failure strictly after ``t`` on ``nodes``: ``(time, class, node)``."""
         pos = np.searchsorted(self.fail_key, nodes * _KEY + t, side="right")
         pos_ok = pos < self.fail_key.size
         keys = np.where(pos_ok, self.fail_key[np.minimum(pos, self.fail_key.size - 1)], -1)
         same = pos_ok & (keys // _KEY == nodes)
         if not same.any():
-            return _NEVER, -1
+            return _NEVER, -1, -1
         cand = np.where(same, keys % _KEY, _NEVER)
         k = int(np.argmin(cand))
-        return int(cand[k]), int(self.fail_cls[pos[k]])
+        return int(cand[k]), int(self.fail_cls[pos[k]]), int(nodes[k])
 
     def clear_of_failures(self, nodes: np.ndarray, t: int) -> bool:
         """True when no unit failure on ``nodes`` lies near ``t`` (attribution interval)."""
@@ -435,7 +436,7 @@ class _Scheduler:
                 end, state, exit_code, reason = t_event, "FAILED", "1:0", "app"
             else:
                 end, state, exit_code, reason = t_event, "OUT_OF_MEMORY", "0:125", "oom"
-        t_fail, cls = self.first_failure(nodes, t)
+        t_fail, cls, fail_node = self.first_failure(nodes, t)
         requeue = False
         if t_fail < end:
             gpu_level = cls in self.fleet.gpu_class_idx
@@ -449,6 +450,7 @@ class _Scheduler:
             requeue = True
             self.remaining[j] = rem - (t_fail - t)
         else:
+            fail_node = -1
             self.remaining[j] = rem - run
         self.n_attempts[j] += 1
         submit = jobs.submit[j] if self.n_attempts[j] == 1 else self.resubmit[j]
@@ -465,6 +467,7 @@ class _Scheduler:
                 nodes=tuple(int(x) for x in nodes),
                 reason=reason,
                 carrier=carrier,
+                fail_node=fail_node,
             )
         )
         for n in nodes.tolist():

@@ -1,13 +1,19 @@
 -- Attempts that ended abnormally (FAILED, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL) inside the
--- observation window, with a root cause. Candidates are failure incidents (Xid, is_failure) whose
--- first line is on one of the attempt's nodes, and replace tickets opened on those nodes, within
--- [end - attribution_before_s, end + attribution_after_s]. C = their component classes:
---   |C| > 1                      -> ambiguous / ambiguous
---   |C| = 1 with an Xid          -> that class / hardware-confirmed
---   |C| = 1, ticket only         -> that class / scheduler-only
---   |C| = 0 and NODE_FAIL        -> unknown / scheduler-only
---   |C| = 0 and OUT_OF_MEMORY    -> application / application
---   otherwise                    -> unknown / unattributed
+-- observation window, with a root cause, for every scheduler (slurm, kubernetes, elastic).
+-- Candidates are failure incidents (Xid, is_failure) whose first line is on one of the attempt's
+-- nodes, and replace tickets opened on those nodes, within
+-- [end - attribution_before_s, end + attribution_after_s]. C = their component classes. Node
+-- events in the same interval on those nodes (a Slurm node event starting, a Kubernetes
+-- NodeNotReady / Rebooted / GPU-unhealthy event) are scheduler evidence without a class. The
+-- DCGM Xid gauge is never evidence: failures come from kernel-log Xid lines only.
+--   |C| > 1                                   -> ambiguous / ambiguous
+--   |C| = 1 with an Xid                       -> that class / hardware-confirmed
+--   |C| = 1, ticket only                      -> that class / scheduler-only
+--   |C| = 0 and (NODE_FAIL or a node event)   -> unknown / scheduler-only
+--   |C| = 0 and (OUT_OF_MEMORY, a Kubernetes OOMKilled, or an application exit: Kubernetes
+--             reason Error with code 1-127, torchrun worker exit code > 0)
+--                                             -> application / application
+--   otherwise                                 -> unknown / unattributed
 with attempts as (select * from int_job_attempts),
 
 params as (select * from stg_params),
@@ -17,6 +23,19 @@ observation as (select * from stg_observation_window),
 incidents as (select * from int_incidents where is_failure),
 
 tickets as (select * from stg_repairs where action = 'replace'),
+
+node_events as (
+    select
+        stg_node_events.node,
+        stg_node_events.start_ts as ts
+    from stg_node_events
+    union all
+    select
+        stg_k8s_events.node,
+        stg_k8s_events.ts
+    from stg_k8s_events
+    where stg_k8s_events.node_signal in ('node_not_ready', 'node_rebooted', 'gpu_unhealthy')
+),
 
 interrupted as (
     select attempts.*
@@ -63,6 +82,18 @@ candidates as (
     inner join tickets
         on attempt_nodes.node = tickets.node
         and tickets.opened_ts between attempt_nodes.from_ts and attempt_nodes.to_ts
+    union all
+    select
+        attempt_nodes.job_id_raw,
+        attempt_nodes.attempt,
+        cast(null as varchar) as component_class,
+        'node_event' as evidence,
+        cast(null as varchar) as incident_id,
+        attempt_nodes.node
+    from attempt_nodes
+    inner join node_events
+        on attempt_nodes.node = node_events.node
+        and node_events.ts between attempt_nodes.from_ts and attempt_nodes.to_ts
 ),
 
 evidence as (
@@ -72,6 +103,7 @@ evidence as (
         count(distinct candidates.component_class) as n_classes,
         min(candidates.component_class) as only_class,
         bool_or(candidates.evidence = 'xid') as has_xid,
+        bool_or(candidates.evidence = 'node_event') as has_node_event,
         min(candidates.incident_id) as incident_id,
         list(distinct candidates.node order by candidates.node) as suspect_nodes
     from candidates
@@ -95,21 +127,27 @@ final as (
         case
             when evidence.n_classes > 1 then 'ambiguous'
             when evidence.n_classes = 1 then evidence.only_class
-            when interrupted.state = 'OUT_OF_MEMORY' then 'application'
+            when interrupted.state = 'NODE_FAIL' or evidence.has_node_event then 'unknown'
+            when interrupted.state = 'OUT_OF_MEMORY' or interrupted.is_application_exit
+                then 'application'
             else 'unknown'
         end as cause_class,
         case
             when evidence.n_classes > 1 then 'ambiguous'
             when evidence.n_classes = 1 and evidence.has_xid then 'hardware-confirmed'
             when evidence.n_classes = 1 then 'scheduler-only'
-            when interrupted.state = 'NODE_FAIL' then 'scheduler-only'
-            when interrupted.state = 'OUT_OF_MEMORY' then 'application'
+            when interrupted.state = 'NODE_FAIL' or evidence.has_node_event then 'scheduler-only'
+            when interrupted.state = 'OUT_OF_MEMORY' or interrupted.is_application_exit
+                then 'application'
             else 'unattributed'
         end as attribution,
         evidence.incident_id,
         evidence.suspect_nodes,
         interrupted.restart_overhead_s,
-        interrupted.gpu_hours
+        interrupted.gpu_hours,
+        interrupted.scheduler,
+        interrupted.termination_reason,
+        coalesce(evidence.has_node_event, false) as has_node_event
     from interrupted
     left join evidence
         on interrupted.job_id_raw = evidence.job_id_raw
