@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 app = typer.Typer(
     name="relia",
@@ -69,7 +70,29 @@ def _table(title: str, rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-def _fmt(value: Any) -> str:
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
+"""Control characters (ANSI escapes, NUL, bell, line breaks) shown as ``\\xNN``, never obeyed."""
+
+
+_CONTROL_BUT_LINES = {c: v for c, v in _CONTROL.items() if c not in (0x09, 0x0A)}
+
+
+def _inert(text: str, *, lines: bool = False) -> Text:
+    """Telemetry text for the terminal: no Rich markup, no control characters (``lines``: keep
+    tabs and line breaks)."""
+    return Text(text.translate(_CONTROL_BUT_LINES if lines else _CONTROL))
+
+
+def _error(label: str, style: str, error: object) -> Text:
+    """``label: message`` with the message (paths, values from files) kept inert."""
+    return Text.assemble((f"{label}:", style), " ", _inert(str(error), lines=True))
+
+
+def _fmt(value: Any) -> Text:
+    return _inert(_fmt_text(value))
+
+
+def _fmt_text(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -139,6 +162,7 @@ def _run_ingest(
     source: str | None,
     *,
     mapping: Path | None = None,
+    lake: Path | None = None,
     quiet: bool = False,
 ) -> list[dict[str, Any]]:
     from dataclasses import asdict
@@ -148,7 +172,7 @@ def _run_ingest(
     from pipelines import ingest as ingest_mod
     from pipelines.settings import Settings
 
-    settings = Settings.from_env(db_path=db)
+    settings = Settings.from_env(db_path=db, lake_dir=lake)
     files = ingest_mod.discover(paths, source=source)
     options: dict[str, dict[str, Any]] = {}
     if mapping is not None:
@@ -163,6 +187,7 @@ def _run_ingest(
             lock_timeout_s=settings.lock_timeout_s,
             parser_options=options,
             on_file=lambda _c: progress.advance(bar),
+            lake_dir=settings.lake_dir,
         )
     return [asdict(c) for c in counts]
 
@@ -177,6 +202,13 @@ def ingest(
         Path | None,
         typer.Option(help="Column mapping (YAML) for --source fault_log (data_samples/mappings)."),
     ] = None,
+    lake: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write raw rows as Parquet under this folder (lake/source=.../date=.../), "
+            "read by the warehouse's views (default: $RELIA_LAKE; unset: raw tables)."
+        ),
+    ] = None,
     db: DbOption = None,
     tracked: TrackedOption = False,
     as_json: JsonOption = False,
@@ -184,19 +216,23 @@ def ingest(
     """Parse, validate and load telemetry files; print loaded / quarantined counts per file."""
     from pipelines.settings import Settings
 
-    settings = Settings.from_env(db_path=db)
+    settings = Settings.from_env(db_path=db, lake_dir=lake)
     try:
         if _tracked(tracked):
             _prefect_defaults()
             from pipelines.flows.ingest_telemetry import ingest_paths_flow
 
             counts = ingest_paths_flow(
-                paths=paths, source=source, mapping=mapping, db_path=settings.db_path
-            )
+                paths=paths, source=source, mapping=mapping, db_path=settings.db_path,
+                lake_dir=settings.lake_dir,
+            )  # fmt: skip
         else:
-            counts = _run_ingest(settings.db_path, paths, source, mapping=mapping, quiet=as_json)
+            counts = _run_ingest(
+                settings.db_path, paths, source, mapping=mapping, lake=settings.lake_dir,
+                quiet=as_json,
+            )  # fmt: skip
     except ValueError as error:
-        err.print(f"[red]error:[/red] {error}")
+        err.print(_error("error", "red", error))
         raise typer.Exit(2) from error
     if as_json:
         _print_json(counts)
@@ -380,7 +416,7 @@ def fit(
     if cox_table is not None:
         console.print(_table("Cox proportional hazards", cox_table.to_dicts()))
     for note in notes:
-        err.print(f"[yellow]note:[/yellow] {note}")
+        err.print(_error("note", "yellow", note))
 
 
 @app.command()
@@ -523,7 +559,7 @@ def project(
             seed=seed,
         )
     except ValueError as error:
-        err.print(f"[red]error:[/red] {error}")
+        err.print(_error("error", "red", error))
         raise typer.Exit(2) from error
     if as_json:
         _print_json(result)
@@ -561,7 +597,7 @@ def whatif(
         run = what_if if _tracked(tracked) else what_if.fn
         result = run(sweep_file=sweep_file, out_dir=out, db_path=settings.db_path)
     except ValueError as error:
-        err.print(f"[red]error:[/red] {error}")
+        err.print(_error("error", "red", error))
         raise typer.Exit(2) from error
     if as_json:
         _print_json(result)
@@ -623,7 +659,7 @@ def report(
                 lock_timeout_s=settings.lock_timeout_s,
             )
     except ValueError as error:
-        err.print(f"[red]error:[/red] {error}")
+        err.print(_error("error", "red", error))
         raise typer.Exit(2) from error
     if as_json:
         _print_json({"path": str(result.path), "seconds": result.seconds,

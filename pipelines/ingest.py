@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipelines import quality, warehouse
+from pipelines import lake, quality, warehouse
 from pipelines.sources import PARSERS
 from pipelines.sources.common import Parsed
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Iterator
 
     import duckdb
 
@@ -108,8 +108,8 @@ def _raw_lines(data: bytes, line_nos: list[int]) -> list[str]:
 
 
 @dataclass
-class _Pending:
-    """A parsed file waiting for validation and loading."""
+class ParsedFile:
+    """A parsed file waiting for validation and loading (picklable: it may come from a worker)."""
 
     item: LandingFile
     data: bytes
@@ -120,20 +120,27 @@ class _Pending:
 
 def _parse(
     item: LandingFile, data: bytes, sha256: str, extra: dict[str, Any] | None = None
-) -> _Pending:
+) -> ParsedFile:
     table, parser = PARSERS[item.source]
     options = _OPTION_BUILDERS.get(item.source, lambda _p: {})(item.path) | (extra or {})
     parsed = parser.parse(data, source_file=str(item.path.resolve()), **options)
-    return _Pending(item, data, sha256, table, parsed)
+    return ParsedFile(item, data, sha256, table, parsed)
 
 
-def _load(
-    con: duckdb.DuckDBPyConnection,
-    pending: _Pending,
-    good: pl.DataFrame,
-    bad: pl.DataFrame,
-    results: list[dict[str, Any]],
-) -> warehouse.LoadCounts:
+def parse_file(
+    item: LandingFile, parser_options: dict[str, dict[str, Any]] | None = None
+) -> ParsedFile:
+    """Read, hash and parse one landing file (the step an ingest can fan out to workers).
+
+    ``parser_options`` maps a source to extra parser keyword arguments, as in :func:`ingest`.
+    """
+    data = item.path.read_bytes()
+    return _parse(item, data, warehouse.file_sha256(data), (parser_options or {}).get(item.source))
+
+
+def _file_load(
+    pending: ParsedFile, good: pl.DataFrame, bad: pl.DataFrame, results: list[dict[str, Any]]
+) -> warehouse.FileLoad:
     validation_rejects = pl.DataFrame(
         {
             "source_file": bad["source_file"],
@@ -148,8 +155,7 @@ def _load(
             validation_rejects.with_columns(stage=pl.lit("validate")),
         ]
     )
-    return warehouse.load_file(
-        con,
+    return warehouse.FileLoad(
         path=str(pending.item.path.resolve()),
         source=pending.item.source,
         table=pending.table,
@@ -157,18 +163,23 @@ def _load(
         rows=good,
         rejects=rejects,
         n_ignored=pending.parsed.n_ignored,
-        quality_results=results,
+        quality_results=tuple(results),
     )
 
 
 def _validate_and_load(
     con: duckdb.DuckDBPyConnection,
-    batch: list[_Pending],
+    batch: list[ParsedFile],
     *,
     now: datetime,
     component_classes: list[str],
+    lake_dir: Path | None = None,
 ) -> list[warehouse.LoadCounts]:
-    """Validate a batch of parsed files of one table in one GX run, then load file by file."""
+    """Validate a batch of parsed files of one table in one GX run and load it in one transaction.
+
+    Each file keeps its own rows, rejects, quality results and lineage row, so it is still
+    wholly loaded or not at all.
+    """
     table = batch[0].table
     tagged = pl.concat(
         [p.parsed.rows.with_columns(_file=pl.lit(i, pl.Int32)) for i, p in enumerate(batch)],
@@ -177,7 +188,7 @@ def _validate_and_load(
     checked = quality.validate(tagged, table=table, now=now, component_classes=component_classes)
     good_parts = checked.good.partition_by("_file", as_dict=True, include_key=False)
     bad_parts = checked.bad.partition_by("_file", as_dict=True, include_key=False)
-    counts = []
+    loads = []
     for i, pending in enumerate(batch):
         good = good_parts.get((i,), pending.parsed.rows.head(0))
         bad = bad_parts.get((i,), checked.bad.head(0).drop("_file"))
@@ -189,8 +200,8 @@ def _validate_and_load(
             {**r, "success": n_bad[r["expectation"]] == 0, "n_unexpected": n_bad[r["expectation"]]}
             for r in checked.results
         ]
-        counts.append(_load(con, pending, good, bad, results))
-    return counts
+        loads.append(_file_load(pending, good, bad, results))
+    return warehouse.load_files(con, loads, lake_dir=lake_dir)
 
 
 def ingest_file(
@@ -222,6 +233,8 @@ def ingest(
     batch_rows: int = 500_000,
     parser_options: dict[str, dict[str, Any]] | None = None,
     on_file: Callable[[warehouse.LoadCounts], None] | None = None,
+    lake_dir: Path | None = None,
+    parse_many: Callable[[list[LandingFile]], Iterable[ParsedFile]] | None = None,
 ) -> list[warehouse.LoadCounts]:
     """Ingest ``files`` into the warehouse at ``db_path`` and rebuild the views.
 
@@ -229,6 +242,12 @@ def ingest(
     table (one Great Expectations run per batch: its per-call overhead dwarfs a small file), then
     each file is loaded in its own transaction. ``parser_options`` maps a source to extra parser
     keyword arguments (the fault-log ``mapping``).
+
+    With ``lake_dir``, loaded rows go to Parquet parts under it (:mod:`pipelines.lake`) instead
+    of the raw tables, which become views over the lake. ``parse_many`` takes over parsing: it
+    gets the files not loaded before and yields their :class:`ParsedFile` in any order (a flow
+    fans :func:`parse_file` out to its task runner); validation and loading stay here, in the
+    one process that holds the warehouse's write lock.
     """
     extra = parser_options or {}
     if any(f.source == "fault_log" for f in files) and "mapping" not in extra.get("fault_log", {}):
@@ -245,28 +264,77 @@ def ingest(
 
     with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
         warehouse.apply_schema(con)
+        lake.check_warehouse(con, lake_dir)
         classes = _component_classes(con)
-        queues: dict[str, list[_Pending]] = {}
-        queued: set[str] = set()
-        for item in files:
-            data = item.path.read_bytes()
-            sha = warehouse.file_sha256(data)
-            previous = warehouse.already_loaded(con, sha)
-            if previous is not None or sha in queued:
-                emit([previous or _duplicate(item, sha)])
-                continue
-            pending = _parse(item, data, sha, extra.get(item.source))
-            queued.add(sha)
+        queues: dict[str, list[ParsedFile]] = {}
+        for pending in _parsed_new_files(con, files, extra, parse_many, on_known=emit):
             queue = queues.setdefault(pending.table, [])
             queue.append(pending)
             if sum(p.parsed.rows.height for p in queue) >= batch_rows:
-                emit(_validate_and_load(con, queue, now=now, component_classes=classes))
+                emit(_validate_and_load(con, queue, now=now, component_classes=classes,
+                                        lake_dir=lake_dir))  # fmt: skip
                 queue.clear()
         for queue in queues.values():
             if queue:
-                emit(_validate_and_load(con, queue, now=now, component_classes=classes))
+                emit(_validate_and_load(con, queue, now=now, component_classes=classes,
+                                        lake_dir=lake_dir))  # fmt: skip
+        if lake_dir is not None:
+            lake.attach(con, lake_dir)
         warehouse.create_views(con)
     return results
+
+
+LOOKUP_FILES = 512
+"""Files read and hashed ahead, then looked up in ``raw_ingest_files`` with one query."""
+LOOKUP_BYTES = 128 * 2**20
+"""...or fewer, when their bytes reach this much (bounded read-ahead memory)."""
+
+
+def _hashed_chunks(files: list[LandingFile]) -> Iterator[list[tuple[LandingFile, bytes, str]]]:
+    chunk: list[tuple[LandingFile, bytes, str]] = []
+    size = 0
+    for item in files:
+        data = item.path.read_bytes()
+        chunk.append((item, data, warehouse.file_sha256(data)))
+        size += len(data)
+        if len(chunk) >= LOOKUP_FILES or size >= LOOKUP_BYTES:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def _parsed_new_files(
+    con: duckdb.DuckDBPyConnection,
+    files: list[LandingFile],
+    extra: dict[str, dict[str, Any]],
+    parse_many: Callable[[list[LandingFile]], Iterable[ParsedFile]] | None,
+    *,
+    on_known: Callable[[list[warehouse.LoadCounts]], None],
+) -> Iterator[ParsedFile]:
+    """Parse the files whose bytes were not loaded before (nor seen earlier in this run).
+
+    Files loaded before, and repeats of a file's bytes, go to ``on_known`` at once. Files are
+    read and hashed a chunk at a time (:data:`LOOKUP_FILES`, :data:`LOOKUP_BYTES`) and the
+    chunk's hashes are looked up in one query. Without ``parse_many`` each new file is parsed as
+    it is reached, so one chunk of files at a time is in memory.
+    """
+    queued: set[str] = set()
+    new: list[LandingFile] = []
+    for chunk in _hashed_chunks(files):
+        before = warehouse.loaded_before(con, [sha for _, _, sha in chunk])
+        for item, data, sha in chunk:
+            previous = before.get(sha)
+            if previous is not None or sha in queued:
+                on_known([previous or _duplicate(item, sha)])
+                continue
+            queued.add(sha)
+            if parse_many is None:
+                yield _parse(item, data, sha, extra.get(item.source))
+            else:
+                new.append(item)
+    if new and parse_many is not None:
+        yield from parse_many(new)
 
 
 def _duplicate(item: LandingFile, sha: str) -> warehouse.LoadCounts:

@@ -13,13 +13,16 @@ import uuid
 import warnings
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import yaml
 
 from pipelines import warehouse
 from pipelines.fit import latest_run_id, read_fit
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 HARDWARE_ATTRIBUTIONS = ("hardware-confirmed", "scheduler-only")
 
@@ -183,8 +186,18 @@ def load_sweep(path: Path) -> SweepSpec:
     )  # fmt: skip
 
 
-def run_sweep(spec: SweepSpec, *, db_path: Path | None, out_dir: Path) -> dict[str, Any]:
-    """Run a sweep, write ``whatif.parquet``, ``whatif.csv`` and PNG plots; rank the knobs."""
+def run_sweep(
+    spec: SweepSpec,
+    *,
+    db_path: Path | None,
+    out_dir: Path,
+    sweep_fn: Callable[[Any, dict[str, list[Any]]], pl.DataFrame] | None = None,
+) -> dict[str, Any]:
+    """Run a sweep, write ``whatif.parquet``, ``whatif.csv`` and PNG plots; rank the knobs.
+
+    ``sweep_fn(base, grid)`` evaluates the grid (default ``models.sweep``; the what-if flow
+    passes one that fans slices of the grid out to its task runner).
+    """
     from models import knob_gains, sweep
 
     rates: tuple[Any, ...] = ()
@@ -198,7 +211,7 @@ def run_sweep(spec: SweepSpec, *, db_path: Path | None, out_dir: Path) -> dict[s
             run_id, rates = fit_rates(con, spec.from_fits)
             measured = measured_restart_s(con)
     base = build_scenario(spec.base, rates=rates, measured=measured)
-    table = sweep(base, spec.grid)
+    table = (sweep_fn or sweep)(base, spec.grid)
     out_dir.mkdir(parents=True, exist_ok=True)
     flat = table.select([c for c in table.columns if not table.schema[c].is_nested()])
     flat.write_parquet(out_dir / "whatif.parquet")

@@ -28,12 +28,22 @@ class Settings:
         Where weekly HTML reports go (``RELIA_REPORTS``).
     lock_timeout_s
         How long a writer waits for another process's lock on the warehouse before giving up.
+    lake_dir
+        When set, the ingest writes raw rows as Parquet under this folder (partitioned by source
+        and date) instead of into the warehouse's raw tables (``RELIA_LAKE``; see
+        ``pipelines.lake``).
+    dask_address
+        Dask scheduler the flows fan parsing and what-if sweeps out to: ``tcp://host:port``,
+        ``local[:N]`` for a loopback cluster of N worker processes, unset for Prefect's local
+        threads (``RELIA_DASK_ADDRESS``; see ``pipelines.dask_runner``).
     """
 
     db_path: Path = Path(DEFAULT_DB)
     landing_dir: Path = Path("landing")
     reports_dir: Path = Path("reports")
     lock_timeout_s: float = 60.0
+    lake_dir: Path | None = None
+    dask_address: str | None = None
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:
@@ -44,6 +54,8 @@ class Settings:
             landing_dir=Path(env.get("RELIA_LANDING", "landing")),
             reports_dir=Path(env.get("RELIA_REPORTS", "reports")),
             lock_timeout_s=float(env.get("RELIA_LOCK_TIMEOUT_S", "60")),
+            lake_dir=Path(env["RELIA_LAKE"]) if env.get("RELIA_LAKE") else None,
+            dask_address=env.get("RELIA_DASK_ADDRESS") or None,
         )
         given = {
             k: (Path(v) if k.endswith(("_path", "_dir")) else v)

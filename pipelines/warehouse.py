@@ -12,7 +12,7 @@ import logging
 import re
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,7 +37,7 @@ class WarehouseBusyError(RuntimeError):
 
 
 def _identifier(name: str) -> str:
-    if not _IDENTIFIER.match(name):
+    if not _IDENTIFIER.fullmatch(name):  # match() with $ would let a final newline through
         msg = f"refusing identifier {name!r}: names must match {_IDENTIFIER.pattern}"
         raise ValueError(msg)
     return name
@@ -164,14 +164,50 @@ class LoadCounts:
 
 def already_loaded(con: duckdb.DuckDBPyConnection, sha256: str) -> LoadCounts | None:
     """The earlier load of these bytes, if any."""
-    row = con.execute(
-        "select path, source, target_table, n_read, n_loaded, n_quarantined, n_ignored "
-        "from raw_ingest_files where file_sha256 = $sha",
-        {"sha": sha256},
-    ).fetchone()
-    if row is None:
-        return None
-    return LoadCounts(*row, skipped=True)
+    return loaded_before(con, [sha256]).get(sha256)
+
+
+def loaded_before(con: duckdb.DuckDBPyConnection, shas: list[str]) -> dict[str, LoadCounts]:
+    """The earlier loads of any of these hashes, by hash (one query for the whole list)."""
+    if not shas:
+        return {}
+    con.complete()
+    rows = con.execute(
+        "select file_sha256, path, source, target_table, n_read, n_loaded, n_quarantined, "
+        "n_ignored from raw_ingest_files where file_sha256 in (select unnest($shas))",
+        {"shas": shas},
+    ).fetchall()
+    return {r[0]: LoadCounts(*r[1:], skipped=True) for r in rows}
+
+
+@dataclass(frozen=True)
+class FileLoad:
+    """One file's outcome, ready to load: its rows, its rejects and its quality results.
+
+    ``rejects`` has ``source_file, line_no, raw, reason, stage``; ``quality_results`` has one
+    mapping per expectation with ``expectation, success, n_unexpected``.
+    """
+
+    path: str
+    source: str
+    table: str
+    sha256: str
+    rows: pl.DataFrame
+    rejects: pl.DataFrame
+    n_ignored: int
+    quality_results: tuple[dict[str, object], ...] = ()
+
+    def counts(self) -> LoadCounts:
+        return LoadCounts(
+            path=self.path,
+            source=self.source,
+            table=self.table,
+            n_read=self.rows.height + self.rejects.height,
+            n_loaded=self.rows.height,
+            n_quarantined=self.rejects.height,
+            n_ignored=self.n_ignored,
+            skipped=False,
+        )
 
 
 def load_file(
@@ -185,81 +221,152 @@ def load_file(
     rejects: pl.DataFrame,
     n_ignored: int,
     quality_results: list[dict[str, object]] | None = None,
+    lake_dir: Path | None = None,
 ) -> LoadCounts:
-    """Load one file's rows and quarantine rows in a single transaction.
+    """Load one file's rows and quarantine rows in a single transaction (see :func:`load_files`)."""
+    load = FileLoad(
+        path, source, table, sha256, rows, rejects, n_ignored, tuple(quality_results or ())
+    )
+    return load_files(con, [load], lake_dir=lake_dir)[0]
 
-    ``rejects`` has ``source_file, line_no, raw, reason, stage``. The ``raw_ingest_files`` row is
-    written in the same transaction, so a file is either wholly loaded or not at all.
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    """Insert a frame by column name into a table named by the caller's fixed set."""
+    if frame.height == 0:
+        return
+    con.register("incoming_frame", frame.to_arrow())
+    try:
+        con.execute(f"insert into {_identifier(table)} by name select * from incoming_frame")
+    finally:
+        con.unregister("incoming_frame")
+
+
+def load_files(
+    con: duckdb.DuckDBPyConnection, loads: list[FileLoad], *, lake_dir: Path | None = None
+) -> list[LoadCounts]:
+    """Load several files (of one raw table) in a single transaction.
+
+    Each file's rows, quarantine rows, quality results and its ``raw_ingest_files`` row are
+    written in that one transaction, so after a crash every file is either wholly loaded or not
+    at all; one transaction for a batch instead of one per file saves ~10 ms a file. Files
+    whose bytes were loaded before (or repeat an earlier file of ``loads``) come back with
+    ``skipped=True`` and change nothing.
+
+    With ``lake_dir`` the rows are written as Parquet parts first (``pipelines.lake``; idempotent,
+    and invisible to the lake views until the transaction records the file), not into the table.
     """
-    _identifier(table)
-    previous = already_loaded(con, sha256)
-    if previous is not None:
-        return previous
+    if not loads:
+        return []
+    tables = {load.table for load in loads}
+    for table in tables:
+        _identifier(table)
+    before = loaded_before(con, [load.sha256 for load in loads])
+    fresh: dict[str, FileLoad] = {}
+    for load in loads:
+        if load.sha256 not in before:
+            fresh.setdefault(load.sha256, load)
+    if lake_dir is not None:
+        from pipelines import lake
+
+        for load in fresh.values():
+            lake.write_parts(lake_dir, table=load.table, sha256=load.sha256, rows=load.rows)
     now = datetime.now(UTC)
+    files = pl.DataFrame(
+        [
+            {
+                "file_sha256": load.sha256,
+                "path": load.path,
+                "source": load.source,
+                "target_table": load.table,
+                "n_read": load.rows.height + load.rejects.height,
+                "n_loaded": load.rows.height,
+                "n_quarantined": load.rejects.height,
+                "n_ignored": load.n_ignored,
+                "loaded_at": now,
+            }
+            for load in fresh.values()
+        ],
+        schema={
+            "file_sha256": pl.String,
+            "path": pl.String,
+            "source": pl.String,
+            "target_table": pl.String,
+            "n_read": pl.Int64,
+            "n_loaded": pl.Int64,
+            "n_quarantined": pl.Int64,
+            "n_ignored": pl.Int64,
+            "loaded_at": pl.Datetime("us", "UTC"),
+        },
+    )
+    quarantine = [
+        load.rejects.select(
+            pl.lit(load.sha256).alias("file_sha256"),
+            "source_file",
+            pl.col("line_no").cast(pl.Int32),
+            pl.lit(load.table).alias("target_table"),
+            pl.col("raw").cast(pl.String),
+            "reason",
+            "stage",
+            pl.lit(now).alias("loaded_at"),
+        )
+        for load in fresh.values()
+        if load.rejects.height
+    ]
+    checks = pl.DataFrame(
+        [
+            {
+                "file_sha256": load.sha256,
+                "target_table": load.table,
+                "expectation": str(r["expectation"]),
+                "success": bool(r["success"]),
+                "n_unexpected": int(r["n_unexpected"]),  # type: ignore[call-overload]
+                "validated_at": now,
+            }
+            for load in fresh.values()
+            for r in load.quality_results
+        ],
+        schema={
+            "file_sha256": pl.String,
+            "target_table": pl.String,
+            "expectation": pl.String,
+            "success": pl.Boolean,
+            "n_unexpected": pl.Int64,
+            "validated_at": pl.Datetime("us", "UTC"),
+        },
+    )
     con.execute("begin transaction")
     try:
-        if rows.height:
-            con.register("incoming_rows", rows.to_arrow())
-            con.execute(f"insert into {table} by name select * from incoming_rows")
-            con.unregister("incoming_rows")
-        if rejects.height:
-            quarantine = rejects.select(
-                pl.lit(sha256).alias("file_sha256"),
-                "source_file",
-                pl.col("line_no").cast(pl.Int32),
-                pl.lit(table).alias("target_table"),
-                "raw",
-                "reason",
-                "stage",
-                pl.lit(now).alias("loaded_at"),
-            )
-            con.register("incoming_rejects", quarantine.to_arrow())
-            con.execute("insert into raw_quarantine by name select * from incoming_rejects")
-            con.unregister("incoming_rejects")
-        if quality_results:
-            checks = pl.DataFrame(
-                {
-                    "file_sha256": [sha256] * len(quality_results),
-                    "target_table": [table] * len(quality_results),
-                    "expectation": [r["expectation"] for r in quality_results],
-                    "success": [bool(r["success"]) for r in quality_results],
-                    "n_unexpected": [int(r["n_unexpected"]) for r in quality_results],  # type: ignore[call-overload]
-                    "validated_at": [now] * len(quality_results),
-                }
-            )
-            con.register("incoming_checks", checks.to_arrow())
-            con.execute("insert into raw_quality_results by name select * from incoming_checks")
-            con.unregister("incoming_checks")
-        counts = LoadCounts(
-            path=path,
-            source=source,
-            table=table,
-            n_read=rows.height + rejects.height,
-            n_loaded=rows.height,
-            n_quarantined=rejects.height,
-            n_ignored=n_ignored,
-            skipped=False,
-        )
-        con.execute(
-            "insert into raw_ingest_files values "
-            "($sha, $path, $source, $table, $n_read, $n_loaded, $n_quarantined, $n_ignored, $now)",
-            {
-                "sha": sha256,
-                "path": path,
-                "source": source,
-                "table": table,
-                "n_read": counts.n_read,
-                "n_loaded": counts.n_loaded,
-                "n_quarantined": counts.n_quarantined,
-                "n_ignored": n_ignored,
-                "now": now,
-            },
-        )
+        if lake_dir is None:
+            for table in sorted(tables):
+                parts = [
+                    load.rows
+                    for load in fresh.values()
+                    if load.table == table and load.rows.height
+                ]
+                if parts:
+                    _insert(con, table, pl.concat(parts, how="vertical_relaxed"))
+        if quarantine:
+            _insert(con, "raw_quarantine", pl.concat(quarantine, how="vertical_relaxed"))
+        _insert(con, "raw_quality_results", checks)
+        _insert(con, "raw_ingest_files", files)
         con.execute("commit")
     except BaseException:
         con.execute("rollback")
         raise
-    return counts
+    out = []
+    seen: set[str] = set()
+    for load in loads:
+        if load.sha256 in before:
+            out.append(before[load.sha256])
+        elif load.sha256 in seen:
+            out.append(
+                replace(load.counts(), n_read=0, n_loaded=0, n_quarantined=0, n_ignored=0,
+                        skipped=True)
+            )  # fmt: skip
+        else:
+            seen.add(load.sha256)
+            out.append(load.counts())
+    return out
 
 
 def query(

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from prefect import State, flow, get_run_logger, task
+from prefect import State, flow, get_run_logger, task, unmapped
+from prefect.cache_policies import NO_CACHE
 
-from pipelines import ingest, warehouse
+from pipelines import dask_runner, ingest, warehouse
 from pipelines.settings import Settings
 from pipelines.sources import fault_log
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
 
 
 @task
@@ -24,29 +29,88 @@ def _warehouse_busy(_task: object, _task_run: object, state: State) -> bool:
     return isinstance(error, warehouse.WarehouseBusyError)
 
 
+@task(cache_policy=NO_CACHE, persist_result=False)
+def parse_files(
+    files: list[ingest.LandingFile], parser_options: dict[str, dict[str, Any]]
+) -> list[ingest.ParsedFile]:
+    """Parse a share of the new files, on the flow's task runner (threads or Dask workers)."""
+    return [ingest.parse_file(f, parser_options) for f in files]
+
+
+WAVE_BYTES = 256 * 2**20
+"""Landing bytes parsed per wave of tasks: bounds the parsed files in flight."""
+
+
+def _fan_out(
+    n_tasks: int, options: dict[str, dict[str, Any]]
+) -> Callable[[list[ingest.LandingFile]], Iterator[ingest.ParsedFile]]:
+    def parse_many(items: list[ingest.LandingFile]) -> Iterator[ingest.ParsedFile]:
+        files = [ingest.LandingFile(f.path.resolve(), f.source) for f in items]
+        for wave in dask_runner.waves([f.path for f in files], WAVE_BYTES):
+            shares = dask_runner.chunks([files[i] for i in wave], n_tasks)
+            futures = list(parse_files.map(shares, unmapped(options)))
+            while futures:  # hand each share over and let it go
+                yield from futures.pop(0).result()
+
+    return parse_many
+
+
 @task(retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=_warehouse_busy)
 def load_files(
     db_path: Path,
     files: list[ingest.LandingFile],
     lock_timeout_s: float,
     mapping: Path | None = None,
+    lake_dir: Path | None = None,
+    parse_tasks: int = 0,
 ) -> list[dict[str, object]]:
-    """Parse, validate and load; retried when another process holds the warehouse lock."""
+    """Parse, validate and load; retried when another process holds the warehouse lock.
+
+    With ``parse_tasks`` > 0 parsing fans out in that many tasks on the flow's task runner.
+    """
     options = {}
     if mapping is not None:
         options["fault_log"] = {"mapping": fault_log.load_mapping(mapping)}
-    counts = ingest.ingest(db_path, files, lock_timeout_s=lock_timeout_s, parser_options=options)
+    counts = ingest.ingest(
+        db_path, files, lock_timeout_s=lock_timeout_s, parser_options=options, lake_dir=lake_dir,
+        parse_many=_fan_out(parse_tasks, options) if parse_tasks > 0 else None,
+    )  # fmt: skip
     return [asdict(c) for c in counts]
+
+
+@flow(name="load-landing")
+def load_landing(
+    db_path: Path,
+    files: list[ingest.LandingFile],
+    lock_timeout_s: float,
+    lake_dir: Path | None = None,
+    parse_tasks: int = 4,
+) -> list[dict[str, object]]:
+    """Fan parsing out on this flow's task runner, then validate and load in this process."""
+    return load_files(db_path, files, lock_timeout_s, lake_dir=lake_dir, parse_tasks=parse_tasks)
 
 
 @flow(name="ingest-telemetry")
 def ingest_telemetry(
-    landing_dir: Path | None = None, db_path: Path | None = None
+    landing_dir: Path | None = None,
+    db_path: Path | None = None,
+    lake_dir: Path | None = None,
+    dask_address: str | None = None,
+    parse_tasks: int = 4,
 ) -> list[dict[str, object]]:
-    """Ingest every new file under ``landing_dir`` into ``db_path``; returns per-file counts."""
-    settings = Settings.from_env(landing_dir=landing_dir, db_path=db_path)
+    """Ingest every new file under ``landing_dir`` into ``db_path``; returns per-file counts.
+
+    Parsing fans out in ``parse_tasks`` tasks to the Dask scheduler at ``dask_address``
+    (default ``RELIA_DASK_ADDRESS``; unset: local threads); with ``lake_dir`` (default
+    ``RELIA_LAKE``) raw rows land as Parquet.
+    """
+    settings = Settings.from_env(landing_dir=landing_dir, db_path=db_path, lake_dir=lake_dir,
+                                 dask_address=dask_address)  # fmt: skip
     files = find_landing_files(settings.landing_dir)
-    counts = load_files(settings.db_path, files, settings.lock_timeout_s)
+    runner = dask_runner.task_runner(settings.dask_address)
+    counts = load_landing.with_options(task_runner=runner)(
+        settings.db_path, files, settings.lock_timeout_s, settings.lake_dir, parse_tasks
+    )
     new = [c for c in counts if not c["skipped"]]
     get_run_logger().info(
         "%d files (%d new): %d rows loaded, %d quarantined",
@@ -64,11 +128,12 @@ def ingest_paths_flow(
     source: str | None = None,
     mapping: Path | None = None,
     db_path: Path | None = None,
+    lake_dir: Path | None = None,
 ) -> list[dict[str, object]]:
     """Ingest the given files or folders (``relia ingest --tracked``)."""
-    settings = Settings.from_env(db_path=db_path)
+    settings = Settings.from_env(db_path=db_path, lake_dir=lake_dir)
     files = ingest.discover(paths, source=source)
-    return load_files(settings.db_path, files, settings.lock_timeout_s, mapping)
+    return load_files(settings.db_path, files, settings.lock_timeout_s, mapping, settings.lake_dir)
 
 
 if __name__ == "__main__":

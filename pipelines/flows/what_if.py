@@ -6,11 +6,28 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger
+import polars as pl
+from prefect import flow, get_run_logger, task, unmapped
+from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
 
-from pipelines import project
+from pipelines import dask_runner, project
 from pipelines.settings import Settings
+
+
+@task(cache_policy=NO_CACHE, persist_result=False)
+def sweep_slice(base: Any, grid: dict[str, list[Any]]) -> pl.DataFrame:
+    """Evaluate one slice of the grid (on the task runner: threads or Dask workers)."""
+    from models import sweep
+
+    return sweep(base, grid)
+
+
+@flow(name="what-if-grid")
+def sweep_grid(base: Any, grid: dict[str, list[Any]], parts: int = 4) -> pl.DataFrame:
+    """The grid's sweep from ``parts`` slices evaluated on this flow's task runner, in order."""
+    slices = sweep_slice.map(unmapped(base), dask_runner.split_grid(grid, parts))
+    return pl.concat([s.result() for s in slices], how="vertical_relaxed")
 
 
 @flow(name="what-if")
@@ -18,13 +35,24 @@ def what_if(
     sweep_file: Path = Path("data_samples/sweeps/scale_checkpoint_domain.yaml"),
     out_dir: Path = Path("whatif"),
     db_path: Path | None = None,
+    dask_address: str | None = None,
+    parts: int = 4,
 ) -> dict[str, Any]:
-    """Run the sweep in ``sweep_file``; writes the table and plots under ``out_dir``."""
-    settings = Settings.from_env(db_path=db_path)
-    result = project.run_sweep(project.load_sweep(sweep_file), db_path=settings.db_path,
-                               out_dir=out_dir)  # fmt: skip
+    """Run the sweep in ``sweep_file``; writes the table and plots under ``out_dir``.
+
+    In a flow run the grid is cut into ``parts`` slices evaluated on the Dask scheduler at
+    ``dask_address`` (default ``RELIA_DASK_ADDRESS``; unset: local threads).
+    """
+    settings = Settings.from_env(db_path=db_path, dask_address=dask_address)
+    runner = dask_runner.task_runner(settings.dask_address)
+    grid_flow = sweep_grid.with_options(task_runner=runner)
+    tracked = FlowRunContext.get() is not None
+    result = project.run_sweep(
+        project.load_sweep(sweep_file), db_path=settings.db_path, out_dir=out_dir,
+        sweep_fn=(lambda base, grid: grid_flow(base, grid, parts)) if tracked else None,
+    )  # fmt: skip
     best = result["best_knob"]
-    logger = get_run_logger() if FlowRunContext.get() else logging.getLogger(__name__)
+    logger = get_run_logger() if tracked else logging.getLogger(__name__)
     logger.info(
         "%d scenarios; largest gain at %d GPUs: %s", result["n_points"], result["target_gpus"],
         f"{best['knob']}={best['best_value']} (+{best['gain']:.4f})" if best else "none",

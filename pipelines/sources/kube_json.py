@@ -56,8 +56,12 @@ def list_items(data: bytes, *, kind: str) -> Items:
     text = text.removeprefix("\ufeff")
     newlines = [m.start() for m in re.finditer("\n", text)]
 
+    # A position at the very end of a text that ends with a newline belongs to the last line,
+    # not to a line past the end.
+    n_lines = max(1, len(newlines) + (not text.endswith("\n")))
+
     def line_of(pos: int) -> int:
-        return bisect.bisect_left(newlines, pos) + 1
+        return min(bisect.bisect_left(newlines, pos) + 1, n_lines)
 
     def raw_line(pos: int) -> str:
         n = line_of(pos)

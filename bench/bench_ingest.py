@@ -1,0 +1,526 @@
+"""Benchmark the ingest of a synthetic fleet-year against DuckDB and a line-by-line parser.
+
+Run from the repository root::
+
+    python -m bench.bench_ingest                        # 2,048 nodes x 8 GPUs, 365 days
+    python -m bench.bench_ingest --nodes 256 --days 90  # a smaller run
+    python -m bench.bench_ingest --landing /tmp/fleet   # reuse (or keep) a synthesised landing
+
+Steps, all in one run so the ratios compare like with like on this machine:
+
+1. ``pipelines.synth.synthesize`` writes the fleet-year into a landing folder (skipped when
+   ``--landing`` already holds one with the same parameters).
+2. ``pipelines.ingest.ingest`` loads it into a fresh warehouse in a child process, one call per
+   source (so each source gets its own time and rows/s; the total is their sum), and the parent
+   reads the child's peak RSS from ``getrusage(RUSAGE_CHILDREN)``.
+3. DuckDB's ``read_csv`` reads the same bytes into in-memory tables: delimited files with their
+   header and type detection; kernel logs as whole lines, keeping those with ``NVRM: Xid``.
+4. A line-by-line Python parser (a regex per line, ``datetime`` parsing, plain lists) reads the
+   sacct and kernel files.
+5. Our parsers alone (no validation, no load) on the same bytes, to show where ingest time goes.
+6. Views (``create_views`` and ``count(*)`` of every view), ``run_fit`` and ``build_report``.
+
+Targets (issue 7): ingest at least 0.5x DuckDB's read_csv speed and at least 20x the line-by-line
+parser's speed, peak RSS under 2 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+SOURCES = ("slurm", "kernel", "nvidia_smi", "fleet", "repairs")
+TARGET_VS_DUCKDB = 0.5
+TARGET_VS_PYTHON = 20.0
+TARGET_RSS_GB = 2.0
+
+
+# --------------------------------------------------------------------------------------------
+# Landing
+# --------------------------------------------------------------------------------------------
+def synth_landing(landing: Path, *, nodes: int, gpus_per_node: int, days: int, seed: int) -> float:
+    """Write the synthetic landing (unless it is there with the same parameters); seconds taken.
+
+    The window ends at midnight UTC two days before today: telemetry from the future would be
+    quarantined ("in the future"), which is not the ingest this benchmark means to time.
+    """
+    from pipelines.synth import SynthConfig, synthesize
+
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    start = today - timedelta(days=days + 2)
+    config = SynthConfig(
+        nodes=nodes, gpus_per_node=gpus_per_node, days=days, seed=seed, start=start
+    )
+    truth = landing / "ground_truth.json"
+    if truth.exists():
+        params = json.loads(truth.read_text())["params"]
+        if all(params[k] == v for k, v in config.to_params().items()):
+            return 0.0
+    started = time.perf_counter()
+    synthesize(landing, config)
+    return time.perf_counter() - started
+
+
+def landing_stats(landing: Path) -> dict[str, dict[str, int]]:
+    """Files, bytes and lines per source folder."""
+    stats = {}
+    for source in SOURCES:
+        files = sorted((landing / source).iterdir())
+        n_bytes = n_lines = 0
+        for path in files:
+            data = path.read_bytes()
+            n_bytes += len(data)
+            n_lines += data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
+        stats[source] = {"files": len(files), "bytes": n_bytes, "lines": n_lines}
+    return stats
+
+
+# --------------------------------------------------------------------------------------------
+# Our ingest (child process)
+# --------------------------------------------------------------------------------------------
+PHASES = {
+    "parse": ("pipelines.ingest", "_parse"),
+    "validate": ("pipelines.quality", "validate"),
+    "load": ("pipelines.warehouse", "load_file"),
+    "views": ("pipelines.warehouse", "create_views"),
+}
+"""Ingest steps timed in the child (module, function): where the ingest's time goes."""
+
+
+def _time_phases() -> dict[str, float]:
+    """Wrap the ingest's steps with timers; returns the totals they accumulate."""
+    import functools
+    import importlib
+
+    totals = dict.fromkeys(PHASES, 0.0)
+    for phase, (module_name, name) in PHASES.items():
+        module = importlib.import_module(module_name)
+        original = getattr(module, name)
+
+        @functools.wraps(original)
+        def timed(*args: Any, _f: Any = original, _p: str = phase, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return _f(*args, **kwargs)
+            finally:
+                totals[_p] += time.perf_counter() - started
+
+        setattr(module, name, timed)
+    return totals
+
+
+def ingest_child(landing: Path, db_path: Path, out: Path) -> None:
+    """Ingest ``landing`` into ``db_path`` one source at a time; write timings to ``out``."""
+    from pipelines import ingest
+
+    # Great Expectations builds its context on the first validation of a process (about 10 s on
+    # 2 cores): paid once, timed apart from the sources on a copy of the committed samples
+    samples = Path(__file__).resolve().parent.parent / "data_samples" / "landing"
+    started = time.perf_counter()
+    ingest.ingest(db_path.with_name("warm-up.duckdb"), ingest.discover([samples]))
+    timings: dict[str, Any] = {"start_up_s": time.perf_counter() - started}
+    files = ingest.discover([landing])
+    totals = _time_phases()
+    for source in SOURCES:
+        chosen = [f for f in files if f.source == source]
+        before = dict(totals)
+        started = time.perf_counter()
+        counts = ingest.ingest(db_path, chosen)
+        timings[source] = {
+            "seconds": time.perf_counter() - started,
+            "phases": {k: totals[k] - before[k] for k in totals},
+            "n_files": len(counts),
+            "n_read": sum(c.n_read for c in counts),
+            "n_loaded": sum(c.n_loaded for c in counts),
+            "n_quarantined": sum(c.n_quarantined for c in counts),
+        }
+    out.write_text(json.dumps(timings))
+
+
+def run_ingest(landing: Path, db_path: Path, work: Path) -> tuple[dict[str, Any], float, float]:
+    """Run :func:`ingest_child` in a fresh interpreter; (timings, wall seconds, peak RSS in GB)."""
+    out = work / "ingest_timings.json"
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "bench.bench_ingest", "--ingest-child", str(landing), str(db_path),
+         str(out)],
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )  # fmt: skip
+    wall = time.perf_counter() - started
+    # ru_maxrss is in KiB on Linux: the largest resident set of any child waited for so far
+    peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024**2
+    return json.loads(out.read_text()), wall, peak_gb
+
+
+# --------------------------------------------------------------------------------------------
+# DuckDB read_csv baseline
+# --------------------------------------------------------------------------------------------
+def duckdb_read(landing: Path) -> dict[str, dict[str, float]]:
+    """Read every source's bytes with DuckDB's ``read_csv`` into in-memory tables, timed."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    queries = {
+        "slurm": (
+            "select * from read_csv($glob, delim = '|', header = true, quote = '', "
+            "escape = '', ignore_errors = true, null_padding = true)"
+        ),
+        # whole lines (the unit separator never occurs), keeping the Xid lines
+        "kernel": (
+            "select line from read_csv($glob, columns = {'line': 'VARCHAR'}, header = false, "
+            "delim = '\x1f', quote = '', escape = '', auto_detect = false, "
+            "ignore_errors = true, strict_mode = false) where contains(line, 'NVRM: Xid')"
+        ),
+        "nvidia_smi": "select * from read_csv($glob, header = true, ignore_errors = true)",
+        "fleet": "select * from read_csv($glob, header = true)",
+        "repairs": "select * from read_csv($glob, header = true)",
+    }
+    out = {}
+    for source, select in queries.items():
+        glob = str(landing / source / "*")
+        started = time.perf_counter()
+        con.execute(f"create or replace table bench_{source} as {select}", {"glob": glob})
+        seconds = time.perf_counter() - started
+        (n_rows,) = con.execute(f"select count(*) from bench_{source}").fetchone()  # type: ignore[misc]
+        out[source] = {"seconds": seconds, "rows": n_rows}
+        con.execute(f"drop table bench_{source}")
+    con.close()
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Line-by-line Python parser baseline
+# --------------------------------------------------------------------------------------------
+_SACCT = re.compile(
+    r"^(?P<job_id>[^|]*)\|(?P<job_id_raw>[^|]*)\|(?P<job_name>[^|]*)\|(?P<partition>[^|]*)\|"
+    r"(?P<account>[^|]*)\|(?P<user>[^|]*)\|(?P<alloc_nodes>\d*)\|(?P<alloc_tres>[^|]*)\|"
+    r"(?P<node_list>[^|]*)\|(?P<submit>[^|]*)\|(?P<start>[^|]*)\|(?P<end>[^|]*)\|"
+    r"(?:(?P<days>\d+)-)?(?P<clock>\d\d:\d\d:\d\d)\|(?P<state>[A-Z_]+)(?: by (?P<uid>\d+))?\|"
+    r"(?P<exit_code>\d+):(?P<exit_signal>\d+)\|(?P<restarts>\d*)$"
+)
+_GPUS = re.compile(r"gres/gpu(?::[^=,]+)?=(\d+)")
+_XID = re.compile(
+    r"^(?P<prefix>.*?)NVRM: Xid \((?:PCI:)?(?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})"
+    r"(?:\.[0-7])?\): (?P<xid>\d+), (?:pid=(?P<pid>[^,]*), name=(?P<name>[^,]*), )?(?P<msg>.*)$"
+)
+_PREFIX = re.compile(
+    r"^(?:\[(?P<dmesg_t>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\] "
+    r"|(?:[a-z]+ *:[a-z]+ *: )?(?P<iso>\d{4}-\d\d-\d\dT[\d:.,]+(?:Z|[+-]\d\d:?\d\d))"
+    r"(?: (?P<host>\S+) kernel: (?:\[ *\d+\.\d+\] )?)? ?"
+    r"|(?P<syslog>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d) (?P<shost>\S+) kernel: "
+    r"(?:\[ *\d+\.\d+\] )?)$"
+)
+
+
+def _sacct_ts(text: str) -> datetime | None:
+    if text in ("Unknown", "None", ""):
+        return None
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+
+
+def python_sacct(paths: list[Path]) -> tuple[int, int]:
+    """Parse sacct files line by line; (rows, rejects)."""
+    rows: list[tuple[Any, ...]] = []
+    rejects = 0
+    for path in paths:
+        with path.open(encoding="utf-8", errors="backslashreplace") as handle:
+            header = handle.readline()
+            for line in handle:
+                line = line.rstrip("\r\n")
+                if not line or line == header.rstrip("\r\n"):
+                    continue
+                m = _SACCT.match(line)
+                if m is None:
+                    rejects += 1
+                    continue
+                try:
+                    submit, start, end = (_sacct_ts(m[k]) for k in ("submit", "start", "end"))
+                except ValueError:
+                    rejects += 1
+                    continue
+                job_id = m["job_id"]
+                step = job_id.split(".", 1)[1] if "." in job_id else None
+                gpus = _GPUS.search(m["alloc_tres"])
+                elapsed = int(m["days"] or 0) * 86_400 + sum(
+                    int(part) * scale
+                    for part, scale in zip(m["clock"].split(":"), (3600, 60, 1), strict=True)
+                )
+                rows.append(
+                    (
+                        job_id, m["job_id_raw"].split(".", 1)[0], step, m["job_name"],
+                        m["partition"], m["account"], m["user"], int(m["alloc_nodes"] or 0),
+                        m["alloc_tres"], int(gpus[1]) if gpus else 0, m["node_list"], submit,
+                        start, end, elapsed, m["state"], m["uid"], int(m["exit_code"]),
+                        int(m["exit_signal"]), int(m["restarts"] or 0),
+                    )
+                )  # fmt: skip
+    return len(rows), rejects
+
+
+def _kernel_ts(m: re.Match[str], year: int) -> datetime:
+    if m["dmesg_t"]:
+        return datetime.strptime(m["dmesg_t"], "%a %b %d %H:%M:%S %Y").replace(tzinfo=UTC)
+    if m["iso"]:
+        return datetime.fromisoformat(m["iso"].replace(",", ".")).astimezone(UTC)
+    stamp = datetime.strptime(f"{year} {m['syslog']}", "%Y %b %d %H:%M:%S")
+    return stamp.replace(tzinfo=UTC)
+
+
+def python_kernel(paths: list[Path]) -> tuple[int, int]:
+    """Parse kernel logs line by line (a regex on every line); (rows, rejects)."""
+    rows: list[tuple[Any, ...]] = []
+    rejects = 0
+    for path in paths:
+        host_of_file = path.name.split(".", 1)[0]
+        year = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).year
+        with path.open(encoding="utf-8", errors="backslashreplace") as handle:
+            for line in handle:
+                m = _XID.match(line.rstrip("\r\n"))
+                if m is None:
+                    if "NVRM: Xid" in line:
+                        rejects += 1
+                    continue
+                prefix = _PREFIX.match(m["prefix"])
+                if prefix is None:
+                    rejects += 1
+                    continue
+                try:
+                    ts = _kernel_ts(prefix, year)
+                except ValueError:
+                    rejects += 1
+                    continue
+                pid = m["pid"]
+                rows.append(
+                    (
+                        prefix["host"] or prefix["shost"] or host_of_file, ts,
+                        m["pci"].lower()[-10:], int(m["xid"]),
+                        int(pid) if pid and pid.isdigit() else None, m["name"], m["msg"],
+                    )
+                )  # fmt: skip
+    return len(rows), rejects
+
+
+# --------------------------------------------------------------------------------------------
+# Our parsers alone, views, fit, report
+# --------------------------------------------------------------------------------------------
+def parse_only(landing: Path) -> dict[str, float]:
+    """Seconds our parsers take per source on the same bytes (read included, nothing loaded)."""
+    from pipelines.sources import PARSERS
+
+    samples = Path(__file__).resolve().parent.parent / "data_samples" / "landing"
+    out = {}
+    for source in SOURCES:
+        parser = PARSERS[source][1]
+        warm_up = next((samples / source).iterdir())  # first-call costs (regex builds) aside
+        parser.parse(warm_up.read_bytes(), source_file=str(warm_up))
+        started = time.perf_counter()
+        for path in sorted((landing / source).iterdir()):
+            options = {}
+            if source == "kernel":  # the year of syslog lines, as the ingest gives it
+                options["file_mtime"] = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+            parser.parse(path.read_bytes(), source_file=str(path), **options)
+        out[source] = time.perf_counter() - started
+    return out
+
+
+def views_and_counts(db_path: Path) -> int:
+    """Create every view and count its rows; returns the number of views."""
+    from pipelines import warehouse
+
+    with warehouse.connect(db_path) as con:
+        names = warehouse.create_views(con)
+        for name in names:
+            con.execute(f"select count(*) from {warehouse._identifier(name)}").fetchone()
+    return len(names)
+
+
+def run_fit(db_path: Path) -> Any:
+    """``pipelines.fit.run_fit`` (warnings about few failures in small classes silenced)."""
+    import warnings
+
+    from pipelines import fit
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fit.run_fit(db_path)
+
+
+def build_report(db_path: Path, work: Path) -> Any:
+    """``pipelines.report.build_report`` for the last full week."""
+    from pipelines.report import build_report as build
+
+    return build(db_path, week=None, reports_dir=work / "reports")
+
+
+# --------------------------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------------------------
+def _rate(n: float, seconds: float) -> str:
+    return f"{n / seconds:>12,.0f}/s" if seconds > 0 else f"{'-':>14}"
+
+
+def _step(name: str, run: Any) -> tuple[float | None, Any]:
+    """Time ``run()``; a failure is printed (the benchmark goes on) and gives ``None``."""
+    started = time.perf_counter()
+    try:
+        result = run()
+    except Exception as error:  # a broken step is a finding to print, not a reason to stop
+        print(f"{name}: FAILED after {time.perf_counter() - started:.1f} s: {error!r}")
+        return None, None
+    return time.perf_counter() - started, result
+
+
+def print_ingest(
+    stats: dict[str, dict[str, int]],
+    timings: dict[str, Any],
+    baseline: dict[str, dict[str, float]],
+    ours_parse: dict[str, float],
+) -> tuple[float, float]:
+    """The per-source table; returns (our total ingest s, DuckDB's total read s)."""
+    print(
+        f"{'source':<11} {'files':>6} {'MB':>7} {'rows read':>11} {'ingest s':>9} "
+        f"{'ingest rows/s':>14} {'duckdb s':>9} {'vs duckdb':>10}   where the ingest time goes"
+    )
+    for source in SOURCES:
+        t, s, d = timings[source], stats[source], baseline[source]
+        phases = t["phases"]
+        other = t["seconds"] - sum(phases.values())
+        print(
+            f"{source:<11} {s['files']:>6,} {s['bytes'] / 1e6:>7,.1f} {t['n_read']:>11,} "
+            f"{t['seconds']:>9.2f} {_rate(t['n_read'], t['seconds'])} {d['seconds']:>9.2f} "
+            f"{d['seconds'] / t['seconds']:>9.2f}x   parse {phases['parse']:.1f}, validate "
+            f"{phases['validate']:.1f}, load {phases['load']:.1f}, views {phases['views']:.1f}, "
+            f"read+hash+rest {other:.1f}"
+        )
+    start_up_s = timings["start_up_s"]
+    total_s = sum(timings[s]["seconds"] for s in SOURCES) + start_up_s
+    total_rows = sum(timings[s]["n_read"] for s in SOURCES)
+    duck_s = sum(d["seconds"] for d in baseline.values())
+    n_bytes = sum(s["bytes"] for s in stats.values())
+    print(
+        f"{'all':<11} {sum(s['files'] for s in stats.values()):>6,} {n_bytes / 1e6:>7,.1f} "
+        f"{total_rows:>11,} {total_s:>9.2f} {_rate(total_rows, total_s)} {duck_s:>9.2f} "
+        f"{duck_s / total_s:>9.2f}x"
+    )
+    print(
+        f"(all = the sources plus {start_up_s:.1f} s of one-off start-up: Great Expectations' "
+        "import and context, timed on an ingest of the committed samples; "
+        f"{sum(timings[s]['n_loaded'] for s in SOURCES):,} rows loaded, "
+        f"{sum(timings[s]['n_quarantined'] for s in SOURCES):,} quarantined; vs duckdb = "
+        "DuckDB read_csv time / our ingest time; our parsers alone: "
+        + ", ".join(f"{s} {ours_parse[s]:.1f} s" for s in SOURCES)
+        + ")"
+    )
+    return total_s, duck_s
+
+
+def main() -> None:
+    """Run every step and print figures, ratios against the targets and PASS/FAIL."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=2048)
+    parser.add_argument("--gpus-per-node", type=int, default=8)
+    parser.add_argument("--days", type=int, default=365)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--landing", type=Path, help="landing folder to reuse or keep")
+    parser.add_argument("--ingest-child", nargs=3, type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.ingest_child:
+        ingest_child(*args.ingest_child)
+        return
+
+    began = time.perf_counter()
+    work = Path(tempfile.mkdtemp(prefix="relia-bench-"))
+    landing = args.landing or work / "landing"
+    try:
+        synth_s = synth_landing(
+            landing, nodes=args.nodes, gpus_per_node=args.gpus_per_node, days=args.days,
+            seed=args.seed,
+        )  # fmt: skip
+        stats = landing_stats(landing)
+        print(
+            f"fleet: {args.nodes:,} nodes x {args.gpus_per_node} GPUs = "
+            f"{args.nodes * args.gpus_per_node:,} GPUs, {args.days} days, seed {args.seed}; "
+            f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start"
+        )
+        print(
+            f"landing: {sum(s['files'] for s in stats.values()):,} files, "
+            f"{sum(s['bytes'] for s in stats.values()) / 1e6:,.0f} MB, "
+            f"{sum(s['lines'] for s in stats.values()):,} lines; synthesis "
+            + (f"{synth_s:.0f} s" if synth_s else "reused"),
+            flush=True,
+        )
+        db_path = work / "relia.duckdb"
+        timings, ingest_wall, peak_gb = run_ingest(landing, db_path, work)
+        baseline = duckdb_read(landing)
+        ours_parse = parse_only(landing)
+        print()
+        total_s, duck_s = print_ingest(stats, timings, baseline, ours_parse)
+        print(f"ingest child wall time {ingest_wall:.1f} s (interpreter start included)")
+        print(flush=True)
+
+        py_secs, py_rows = {}, {}
+        for source, parse in (("slurm", python_sacct), ("kernel", python_kernel)):
+            files = sorted((landing / source).iterdir())
+            started = time.perf_counter()
+            py_rows[source] = parse(files)
+            py_secs[source] = time.perf_counter() - started
+            rows, rejects = py_rows[source]
+            ours = timings[source]["seconds"]
+            print(
+                f"line-by-line Python {source:<6}: {py_secs[source]:7.2f} s "
+                f"({rows:,} rows, {rejects:,} rejects; "
+                f"{_rate(rows + rejects, py_secs[source]).strip()}); our ingest {ours:.2f} s "
+                f"({py_secs[source] / ours:.2f}x its speed), our parser alone "
+                f"{ours_parse[source]:.2f} s ({py_secs[source] / ours_parse[source]:.1f}x)"
+            )
+        print(flush=True)
+
+        views_s, _ = _step("views", lambda: views_and_counts(db_path))
+        fit_s, _ = _step("fit", lambda: run_fit(db_path))
+        report_s, _ = _step("report", lambda: build_report(db_path, work))
+        shown = {"views build + count": views_s, "fit": fit_s, "report": report_s}
+        print("; ".join(f"{k}: " + ("failed" if v is None else f"{v:.2f} s")
+                        for k, v in shown.items()))  # fmt: skip
+
+        vs_duckdb = duck_s / total_s
+        vs_python = (py_secs["slurm"] + py_secs["kernel"]) / (
+            timings["slurm"]["seconds"] + timings["kernel"]["seconds"]
+        )
+        print(f"peak RSS of the ingest: {peak_gb:.2f} GB   (target < {TARGET_RSS_GB:g} GB)")
+        print(
+            f"ingest speed vs DuckDB read_csv: {vs_duckdb:.2f}x   (target >= {TARGET_VS_DUCKDB:g}x)"
+        )
+        print(
+            f"ingest speed vs line-by-line Python (sacct + kernel): {vs_python:.2f}x   "
+            f"(target >= {TARGET_VS_PYTHON:g}x)"
+        )
+        ok = (
+            peak_gb < TARGET_RSS_GB
+            and vs_duckdb >= TARGET_VS_DUCKDB
+            and vs_python >= TARGET_VS_PYTHON
+            and None not in shown.values()
+        )
+        print(
+            f"benchmark wall time {time.perf_counter() - began:.0f} s; "
+            f"load average {os.getloadavg()[0]:.1f} at the end"
+        )
+        print("PASS" if ok else "FAIL")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

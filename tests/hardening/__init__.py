@@ -1,0 +1,1 @@
+"""Hardening tests: fuzzed parsers, crash safety, concurrency, security and scale-out."""
