@@ -1,4 +1,4 @@
-"""Ingest landing files: find them, parse, validate, load (one transaction per file).
+"""Ingest landing files: find them, parse, validate, load (one transaction per batch).
 
 Every in-scope line of a file ends as a loaded row or a quarantine row with a reason (parse rejects
 and rows failing a Great Expectations check), so ``n_read = n_loaded + n_quarantined`` per file.
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from pipelines import lake, quality, warehouse
-from pipelines.sources import PARSERS
+from pipelines.sources import PARSERS, batch
 from pipelines.sources.common import Parsed
 
 if TYPE_CHECKING:
@@ -136,6 +136,42 @@ def parse_file(
     """
     data = item.path.read_bytes()
     return _parse(item, data, warehouse.file_sha256(data), (parser_options or {}).get(item.source))
+
+
+def parse_files(
+    items: list[LandingFile], parser_options: dict[str, dict[str, Any]] | None = None
+) -> list[ParsedFile]:
+    """Read, hash and parse several files; small files of one kind are parsed joined."""
+    read = []
+    for item in items:
+        data = item.path.read_bytes()
+        read.append((item, data, warehouse.file_sha256(data)))
+    return list(_parse_read(read, parser_options or {}))
+
+
+def _parse_read(
+    read: list[tuple[LandingFile, bytes, str]], extra: dict[str, dict[str, Any]]
+) -> Iterator[ParsedFile]:
+    """Parse files already read; files :mod:`pipelines.sources.batch` can join go in groups."""
+    groups: dict[tuple[str, bytes], list[tuple[LandingFile, bytes, str]]] = {}
+    for item, data, sha in read:
+        parser = PARSERS[item.source][1]
+        header = None
+        if batch.supports(parser) and item.source not in _OPTION_BUILDERS and not extra.get(
+            item.source
+        ):
+            header = batch.groupable(data)
+        if header is None:
+            yield _parse(item, data, sha, extra.get(item.source))
+        else:
+            groups.setdefault((item.source, header), []).append((item, data, sha))
+    for (source, _), members in groups.items():
+        table, parser = PARSERS[source]
+        results = batch.parse_joined(
+            parser, [(str(item.path.resolve()), data) for item, data, _ in members]
+        )
+        for (item, data, sha), parsed in zip(members, results, strict=True):
+            yield ParsedFile(item, data, sha, table, parsed)
 
 
 def _file_load(
@@ -267,13 +303,17 @@ def ingest(
         lake.check_warehouse(con, lake_dir)
         classes = _component_classes(con)
         queues: dict[str, list[ParsedFile]] = {}
+        queued_rows: dict[str, int] = {}
         for pending in _parsed_new_files(con, files, extra, parse_many, on_known=emit):
             queue = queues.setdefault(pending.table, [])
             queue.append(pending)
-            if sum(p.parsed.rows.height for p in queue) >= batch_rows:
+            n_rows = queued_rows.get(pending.table, 0) + pending.parsed.rows.height
+            queued_rows[pending.table] = n_rows
+            if n_rows >= batch_rows:
                 emit(_validate_and_load(con, queue, now=now, component_classes=classes,
                                         lake_dir=lake_dir))  # fmt: skip
                 queue.clear()
+                queued_rows[pending.table] = 0
         for queue in queues.values():
             if queue:
                 emit(_validate_and_load(con, queue, now=now, component_classes=classes,
@@ -323,16 +363,18 @@ def _parsed_new_files(
     new: list[LandingFile] = []
     for chunk in _hashed_chunks(files):
         before = warehouse.loaded_before(con, [sha for _, _, sha in chunk])
+        fresh = []
         for item, data, sha in chunk:
             previous = before.get(sha)
             if previous is not None or sha in queued:
                 on_known([previous or _duplicate(item, sha)])
                 continue
             queued.add(sha)
-            if parse_many is None:
-                yield _parse(item, data, sha, extra.get(item.source))
-            else:
-                new.append(item)
+            fresh.append((item, data, sha))
+        if parse_many is None:
+            yield from _parse_read(fresh, extra)
+        else:
+            new.extend(item for item, _, _ in fresh)
     if new and parse_many is not None:
         yield from parse_many(new)
 

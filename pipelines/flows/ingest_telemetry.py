@@ -34,7 +34,7 @@ def parse_files(
     files: list[ingest.LandingFile], parser_options: dict[str, dict[str, Any]]
 ) -> list[ingest.ParsedFile]:
     """Parse a share of the new files, on the flow's task runner (threads or Dask workers)."""
-    return [ingest.parse_file(f, parser_options) for f in files]
+    return ingest.parse_files(files, parser_options)
 
 
 WAVE_BYTES = 256 * 2**20

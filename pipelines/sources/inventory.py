@@ -53,6 +53,12 @@ def host_of(source_file: str) -> str | None:
     return host or None
 
 
+def file_columns(source_file: str) -> dict[str, str | None]:
+    """Columns derived from the file name: snapshots of many files may be parsed joined
+    (:mod:`pipelines.sources.batch`)."""
+    return {"host": host_of(source_file)}
+
+
 def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Parsed:
     """Parse one ``nvidia-smi --query-gpu ... --format=csv`` snapshot.
 

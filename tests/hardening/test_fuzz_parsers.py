@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipelines import ingest, warehouse
-from pipelines.sources import PARSERS, fault_log
+from pipelines.sources import PARSERS, batch, fault_log
 from pipelines.sources.common import REJECT_SCHEMA, Parsed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -182,6 +182,45 @@ def test_parser_survives_random_and_mutated_lines(source: str) -> None:
     def run(data: bytes) -> None:
         parsed = parser.parse(data, source_file=_host_file(source), **options)
         check_parsed(parsed, data, source=line_based)
+
+    run()
+
+
+BATCHED = sorted(s for s, (_, parser) in PARSERS.items() if batch.supports(parser))
+
+
+def test_some_parser_is_parsed_joined() -> None:
+    assert "nvidia_smi" in BATCHED
+
+
+@pytest.mark.parametrize("source", BATCHED)
+def test_joined_parse_equals_file_by_file(source: str) -> None:
+    """Files parsed joined (``pipelines.sources.batch``) give exactly the per-file results."""
+    _, parser = PARSERS[source]
+    hosts = st.sampled_from(["gpu0001", "gpu0002", "gpu0100", "node-a"])
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(
+        files=st.lists(st.tuples(hosts, landing_bytes(source)), min_size=1, max_size=6),
+    )
+    def run(files: list[tuple[str, bytes]]) -> None:
+        named = [
+            (f"/landing/{source}/{host}__2026060{i}T000000Z.csv", data)
+            for i, (host, data) in enumerate(files)
+        ]
+        groups: dict[bytes, list[tuple[str, bytes]]] = {}
+        for name, data in named:
+            header = batch.groupable(data)
+            if header is not None:
+                groups.setdefault(header, []).append((name, data))
+        for members in groups.values():
+            joined = batch.parse_joined(parser, members, now=NOW)
+            for (name, data), got in zip(members, joined, strict=True):
+                alone = parser.parse(data, source_file=name, now=NOW)
+                assert got.n_ignored == alone.n_ignored
+                assert got.rows.to_dicts() == alone.rows.to_dicts()
+                assert got.rows.schema == alone.rows.schema
+                assert got.rejects.to_dicts() == alone.rejects.to_dicts()
 
     run()
 
