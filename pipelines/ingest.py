@@ -274,15 +274,17 @@ def ingest(
 ) -> list[warehouse.LoadCounts]:
     """Ingest ``files`` into the warehouse at ``db_path`` and rebuild the views.
 
-    Files are parsed one by one and validated in batches of about ``batch_rows`` rows per raw
-    table (one Great Expectations run per batch: its per-call overhead dwarfs a small file), then
-    each file is loaded in its own transaction. ``parser_options`` maps a source to extra parser
+    Files are read and hashed in chunks (one lookup of the chunk's hashes), parsed (small files
+    of one kind joined, :mod:`pipelines.sources.batch`) and validated in batches of about
+    ``batch_rows`` rows per raw table (one Great Expectations run per batch: its per-call overhead
+    dwarfs a small file); each batch is loaded in one transaction that records every file with
+    its rows, so no file is ever half-loaded. ``parser_options`` maps a source to extra parser
     keyword arguments (the fault-log ``mapping``).
 
     With ``lake_dir``, loaded rows go to Parquet parts under it (:mod:`pipelines.lake`) instead
     of the raw tables, which become views over the lake. ``parse_many`` takes over parsing: it
     gets the files not loaded before and yields their :class:`ParsedFile` in any order (a flow
-    fans :func:`parse_file` out to its task runner); validation and loading stay here, in the
+    fans :func:`parse_files` out to its task runner); validation and loading stay here, in the
     one process that holds the warehouse's write lock.
     """
     extra = parser_options or {}

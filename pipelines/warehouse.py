@@ -2,8 +2,9 @@
 
 This is the only module that knows where ``sql/`` is. Views come from ``sql/<layer>/<stem>.sql``
 in layer order (staging, intermediate, marts), each a bare ``select`` wrapped as
-``create or replace view <stem> as ...``. Loads are one transaction per file, keyed by the file's
-SHA-256, so re-ingesting the same bytes changes nothing and a crash leaves no half-loaded file.
+``create or replace view <stem> as ...``. Loads are one transaction per batch of files, each file
+keyed by its SHA-256 and recorded with its rows in that transaction, so re-ingesting the same
+bytes changes nothing and a crash leaves no half-loaded file.
 """
 
 from __future__ import annotations
