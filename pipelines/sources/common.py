@@ -122,42 +122,39 @@ def split_lines(data: bytes) -> pl.DataFrame:
 def lines_containing(data: bytes, marker: str) -> tuple[pl.DataFrame, int]:
     """The lines holding ``marker``, as :func:`split_lines` gives them, and the number of lines.
 
-    For a log where few lines matter this avoids building a frame of every line: polars' CSV
-    reader streams the lines through the filter. Files it cannot read that way (not UTF-8, a
-    byte-order mark, a unit separator in the text) go through :func:`split_lines`.
+    For a log where few lines matter this never builds a frame of every line: the marker is
+    searched in the bytes (``bytes.find`` runs at memory speed) and only the lines holding it are
+    cut out, numbered and decoded (undecodable bytes kept as ``\\xNN`` escapes, with
+    ``utf8_ok`` False), exactly as :func:`split_lines` would give them.
     """
     if not data:
         return pl.DataFrame(schema=_LINE_SCHEMA), 0
-    if not data.startswith(codecs.BOM_UTF8) and _UNIT_SEPARATOR not in data:
-        line = pl.col("line")
+    needle = marker.encode()
+    n_lines = data.count(b"\n") + (not data.endswith(b"\n"))
+    line_nos: list[int] = []
+    lines: list[str] = []
+    ok: list[bool] = []
+    line_no, counted_to = 1, 0
+    pos = data.find(needle)
+    while pos != -1:
+        start = data.rfind(b"\n", 0, pos) + 1
+        end = data.find(b"\n", pos)
+        end = len(data) if end == -1 else end
+        line_no += data.count(b"\n", counted_to, start)
+        counted_to = start
+        raw = data[start:end].rstrip(b"\r")
         try:
-            found = (
-                pl.scan_csv(
-                    data,
-                    has_header=False,
-                    separator=_UNIT_SEPARATOR.decode(),
-                    quote_char=None,
-                    schema={"line": pl.String},
-                    encoding="utf8",
-                )
-                .with_row_index("line_no", offset=1)
-                # the last line rides along, to tell how many lines there are
-                .filter(line.str.contains(marker, literal=True) | (pl.col("line_no") == pl.len()))
-                .collect()
-            )
-        except pl.exceptions.PolarsError:
-            pass  # not UTF-8: take the path below
-        else:
-            n_lines = int(found["line_no"][-1]) if found.height else 0
-            line = line.fill_null("")
-            if b"\r" in data:
-                line = line.str.strip_chars_end("\r")
-            found = found.select(
-                pl.col("line_no").cast(pl.Int64), line, pl.lit(True).alias("utf8_ok")
-            )
-            return found.filter(pl.col("line").str.contains(marker, literal=True)), n_lines
-    lines = split_lines(data)
-    return lines.filter(pl.col("line").str.contains(marker, literal=True)), lines.height
+            lines.append(raw.decode("utf-8"))
+            ok.append(True)
+        except UnicodeDecodeError:
+            lines.append(raw.decode("utf-8", errors="backslashreplace"))
+            ok.append(False)
+        line_nos.append(line_no)
+        pos = data.find(needle, end)
+    found = pl.DataFrame(
+        {"line_no": line_nos, "line": lines, "utf8_ok": ok}, schema=_LINE_SCHEMA
+    )
+    return found, n_lines
 
 
 def _is_utf8(line: bytes) -> bool:

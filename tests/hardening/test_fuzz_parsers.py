@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from pipelines import ingest, warehouse
 from pipelines.sources import PARSERS, batch, fault_log
-from pipelines.sources.common import REJECT_SCHEMA, Parsed
+from pipelines.sources.common import REJECT_SCHEMA, Parsed, lines_containing, split_lines
 
 REPO = Path(__file__).resolve().parents[2]
 LANDING = REPO / "data_samples" / "landing"
@@ -184,6 +184,28 @@ def test_parser_survives_random_and_mutated_lines(source: str) -> None:
         check_parsed(parsed, data, source=line_based)
 
     run()
+
+
+_LOG_PIECES = [b"NVRM: Xid", b"\n", b"\r\n", b"\r", b"\xff", b"\xc3", b"x", b" ",
+               codecs.BOM_UTF8, b"\x1f", "\u00e9".encode(), b"\\xff"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(
+        st.sampled_from(_LOG_PIECES) | st.binary(max_size=5),
+        max_size=30,
+    )
+)
+def test_marker_search_equals_splitting_every_line(parts: list[bytes]) -> None:
+    """The kernel parser's byte search finds the lines, numbers and decodings of a full split."""
+    data = b"".join(parts)
+    found, n_lines = lines_containing(data, "NVRM: Xid")
+    every = split_lines(data)
+    assert n_lines == every.height
+    assert found.to_dicts() == every.filter(
+        pl.col("line").str.contains("NVRM: Xid", literal=True)
+    ).to_dicts()
 
 
 BATCHED = sorted(s for s, (_, parser) in PARSERS.items() if batch.supports(parser))
