@@ -1,11 +1,13 @@
 r"""Analytical goodput projection for a large training job on a failing fleet.
 
 A :class:`Scenario` describes the job (GPUs, failure domains, per-class failure rates,
-checkpoint and restart costs, spares, recovery strategy, fleet age). :func:`project` turns it
-into the answer an architect asks for: mean time to interrupt (MTTI), the checkpoint interval,
-the effective training time ratio, goodput, and the GPU-hours and energy lost by cause, with an
-interval when the rates carry one. :func:`sweep` evaluates a full factorial grid of what-ifs in
-one vectorised pass and :func:`knob_gains` ranks the knobs by what they buy at a target scale.
+checkpoint and restart costs, spares, recovery strategy, fleet age, proactive drains on a failure
+predictor's warnings). :func:`project` turns it into the answer an architect asks for: mean time
+to interrupt (MTTI), the checkpoint interval, the effective training time ratio, goodput, and the
+GPU-hours and energy lost by cause, with an interval when the rates carry one. :func:`sweep`
+evaluates a full factorial grid of what-ifs in one vectorised pass and :func:`knob_gains` ranks
+the knobs by what they buy at a target scale; :func:`drain_sweep` projects the drains at each
+threshold of a predictor's operating curve.
 
 Equations
 ---------
@@ -73,6 +75,7 @@ __all__ = [
     "Scenario",
     "daly_expected_wall_time_s",
     "daly_interval_s",
+    "drain_sweep",
     "ettr_meta",
     "knob_gains",
     "project",
@@ -202,6 +205,21 @@ class Scenario:
         Ages of the units when the job starts: ``"steady_state"`` (stationary renewal: the fleet
         fails at n/MTBF whatever the shape), ``"new"`` (every unit at age 0), or a number of hours
         (every unit that old). Only matters when a Weibull shape is not 1.
+    drain_recall
+        Share of failures that telemetry warns of in time to drain the failure domain first
+        (the recall of the failure predictor at its threshold), 0 to 1; 0 turns drains off.
+        A warned failure becomes a planned drain: the job writes a checkpoint
+        (``checkpoint_s``) and moves off the domain (``drain_migration_s``), losing no work.
+    drain_precision
+        Share of the predictor's alarms that are followed by a failure, above 0 and up to 1.
+        Every true alarm comes with :math:`(1-p)/p` false ones, each draining a healthy domain
+        at the same cost.
+    drain_migration_s
+        Time to move the job off a drained domain, seconds: a planned restart on a spare, with
+        the replacement obtained during the warning's lead time (no detection, no reschedule).
+        Every drain takes a hot spare like a fault, but the job keeps training on the warned
+        domain until the spare is in. For ``elastic``, the time a drained replica group is out
+        (nothing is rolled back, so no checkpoint is written and the others carry on).
     """
 
     n_gpus: int = 16_384
@@ -223,12 +241,27 @@ class Scenario:
     gpu_power_w: float = 700.0
     pue: float = 1.2
     fleet_age: str | float = "steady_state"
+    drain_recall: float = 0.0
+    drain_precision: float = 1.0
+    drain_migration_s: float = 300.0
 
     def __post_init__(self) -> None:
         _check_positive(self, "n_gpus", "gpus_per_node", "failure_domain_gpus", "replica_gpus")
         _check_positive(self, "job_days", "repair_h", "gpu_power_w")
         _check_non_negative(self, "checkpoint_s", "detect_s", "reschedule_s", "reload_s")
-        _check_non_negative(self, "warmup_s", "hot_spares")
+        _check_non_negative(self, "warmup_s", "hot_spares", "drain_migration_s")
+        if not (math.isfinite(self.drain_recall) and 0 <= self.drain_recall <= 1):
+            msg = (
+                "drain_recall is the share of failures warned in time to drain, from 0 to 1 "
+                f"(0 turns drains off), got {self.drain_recall}."
+            )
+            raise ValueError(msg)
+        if not (math.isfinite(self.drain_precision) and 0 < self.drain_precision <= 1):
+            msg = (
+                "drain_precision is the share of alarms followed by a failure, above 0 and up to "
+                f"1, got {self.drain_precision}; at 0 the false-alarm rate is undefined."
+            )
+            raise ValueError(msg)
         if self.pue < 1:
             msg = f"pue is facility over IT energy and cannot be below 1, got {self.pue}."
             raise ValueError(msg)
@@ -451,6 +484,8 @@ def ettr_meta(
     restart_s: ArrayLike,
     checkpoint_interval_s: ArrayLike,
     checkpoint_s: ArrayLike = 0.0,
+    drains_per_node_day: ArrayLike = 0.0,
+    drain_s: ArrayLike = 0.0,
 ) -> Any:
     r"""Meta's closed-form expected effective training time ratio.
 
@@ -463,6 +498,8 @@ def ettr_meta(
     :math:`\Delta t_{cp}` compute also pays a blocking write :math:`w_{cp}`. The paper's queue
     time is not in this expression (the job is assumed to be re-admitted at once). A first-order
     approximation: it is clipped to [0, 1] where :math:`N r_f (u_0 + \Delta t_{cp}/2) > 1`.
+    With proactive drains, :math:`r_f` is the rate of the failures nobody was warned of, and
+    each of the :math:`N r_d` drains per unit time costs :math:`u_d` more in the numerator.
 
     Parameters
     ----------
@@ -476,6 +513,10 @@ def ettr_meta(
         Compute time between checkpoints :math:`\Delta t_{cp}`, seconds.
     checkpoint_s
         Blocking checkpoint write time :math:`w_{cp}`, seconds.
+    drains_per_node_day
+        Proactive drains :math:`r_d` (true and false alarms), per node per day.
+    drain_s
+        Cost of one drain :math:`u_d` (a checkpoint write and a migration), seconds.
 
     Returns
     -------
@@ -496,7 +537,13 @@ def ettr_meta(
     u0 = np.asarray(restart_s, dtype=float)
     dt = np.asarray(checkpoint_interval_s, dtype=float)
     w = np.asarray(checkpoint_s, dtype=float)
-    ettr = (1.0 - rate_s * (u0 + dt / 2.0)) / (1.0 + w / dt)
+    drain_rate_s = (
+        np.asarray(n_nodes, dtype=float)
+        * np.asarray(drains_per_node_day, dtype=float)
+        / SECONDS_PER_DAY
+    )
+    drain_loss = drain_rate_s * np.asarray(drain_s, dtype=float)
+    ettr = (1.0 - rate_s * (u0 + dt / 2.0) - drain_loss) / (1.0 + w / dt)
     return _scalar_or_array(np.clip(ettr, 0.0, 1.0))
 
 
@@ -601,6 +648,47 @@ def _param(s: Scenario, over: Mapping[str, ArrayLike], name: str) -> NDArray[np.
     return arr.astype(float)
 
 
+def _spare_wait(
+    spares: NDArray[np.float64],
+    c: NDArray[np.float64],
+    rate_out: NDArray[np.float64],
+    rate_u: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    r"""Mean and Laplace transform of an unwarned fault's wait for a hot spare.
+
+    Every event that takes a domain out of the job (a fault, a drain, a false alarm: rate
+    :math:`\Lambda`) takes a spare, which rejoins the pool a repair later. An unwarned fault
+    waits :math:`W = (c - \Gamma_S)^+` after its detection, with :math:`\Gamma_S \sim
+    \mathrm{Gamma}(S, \Lambda)` the time back to the S-th previous event, so
+
+    .. math::
+        E[W] = c\,P(S, \Lambda c) - \frac{S}{\Lambda} P(S + 1, \Lambda c), \qquad
+        E[e^{-aW}] = Q(S, \Lambda c)
+            + e^{-\Lambda c}\frac{(\Lambda c)^S}{S!}\,M(1, S + 1, (\Lambda - a)c)
+
+    with :math:`P`, :math:`Q` the regularised incomplete gammas, :math:`M` Kummer's function
+    and :math:`a` the rate of unwarned faults. With no drains (:math:`a = \Lambda`) the transform
+    is :math:`P(\mathrm{Poisson}(\Lambda c) \le S)`. Where :math:`(\Lambda - a)c > S` the last
+    term is evaluated as :math:`e^{-ac}(\Lambda/(\Lambda - a))^S P(S, (\Lambda - a)c)` in logs.
+    """
+    x = rate_out * c
+    y = (rate_out - rate_u) * c  # the alarms' share of x
+    pos = np.maximum(spares, 1.0)  # S = 0 is handled apart
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        mean = c * special.gammainc(pos, x) - spares / rate_out * special.gammainc(pos + 1.0, x)
+        log_pmf = special.xlogy(pos, x) - x - special.gammaln(pos + 1.0)
+        small = np.exp(log_pmf) * special.hyp1f1(1.0, pos + 1.0, np.minimum(y, pos))
+        large = np.exp(
+            -rate_u * c
+            + pos * (np.log(rate_out) - np.log(rate_out - rate_u))
+            + np.log(special.gammainc(pos, y))
+        )
+        laplace = special.gammaincc(pos, x) + np.where(y > pos, large, small)
+    mean = np.where(spares > 0, np.maximum(mean, 0.0), c)
+    laplace = np.where(spares > 0, laplace, np.exp(-rate_u * c))
+    return mean, laplace
+
+
 def _project_arrays(
     s: Scenario,
     over: Mapping[str, ArrayLike] | None = None,
@@ -638,77 +726,93 @@ def _project_arrays(
         rate_h = rate_h + units * _unit_rate_per_h(mtbf, r.weibull_shape, horizon_h, s.fleet_age)
     mtti_s = SECONDS_PER_HOUR / rate_h
     lam = 1.0 / mtti_s
+    # proactive drains: warned faults and false alarms are drained; only the rest lose work
+    recall = p["drain_recall"]
+    lam_u = (1.0 - recall) * lam  # faults nobody was warned of
+    lam_alarm = recall * lam / p["drain_precision"]  # alarms, true and false
+    lam_out = lam_u + lam_alarm  # everything that takes a domain out of the job, and a spare
 
     delta = p["checkpoint_s"]
-    young = np.asarray(young_interval_s(delta, mtti_s))
-    daly = np.asarray(daly_interval_s(delta, mtti_s))
+    migration = p["drain_migration_s"]
+    drain_s = delta + migration
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mtti_u_s = 1.0 / lam_u  # inf when every fault is warned of
+        # only unwarned faults lose work, so they alone set the checkpoint interval
+        young = np.asarray(young_interval_s(delta, mtti_u_s))
+        daly = np.asarray(daly_interval_s(delta, mtti_u_s))
     tau = np.where(np.isnan(p["checkpoint_interval_s"]), daly, p["checkpoint_interval_s"])
+    tau = np.where(np.isfinite(tau), tau, horizon_s)  # no unwarned fault: no periodic checkpoint
     tau = np.maximum(tau, _MIN_INTERVAL_S)  # a free checkpoint (delta = 0) gives Daly's tau = 0
     seg = tau + delta
     detect = p["detect_s"]
     reload_warm = p["reload_s"] + p["warmup_s"]
     restart_s = detect + p["reschedule_s"] + reload_warm
-    spares = p["hot_spares"]
     # time from detection until the next spare could be free: repair minus detection
     c = np.maximum(p["repair_h"] * SECONDS_PER_HOUR - detect, 0.0)
-    x = lam * c
-    # spare wait W = (c - Gamma_S)^+ (project's docstring): E[exp(-W/M)] = P(Poisson(x) <= S)
-    p_no_short = special.gammaincc(spares + 1.0, x)
-    # E[W] = c P(Gamma(S) <= c) - S M P(Gamma(S+1) <= c); P(Gamma(0) <= c) = 1
-    f_s = np.where(spares > 0, special.gammainc(np.maximum(spares, 1e-300), x), 1.0)
-    mean_wait = np.maximum(c * f_s - spares * mtti_s * special.gammainc(spares + 1.0, x), 0.0)
+    mean_wait, wait_laplace = _spare_wait(p["hot_spares"], c, lam_out, lam_u)
 
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        growth = np.expm1(seg / mtti_s)
         if s.strategy == "elastic":
             group = np.maximum(p["replica_gpus"], domain)
             frac_group = np.minimum(group / n_gpus, 1.0)
             down_s = detect + mean_wait + reload_warm
-            down = np.minimum(lam * down_s * frac_group, 1.0)
-            stall = np.minimum(lam * detect, 1.0)
+            # a drained group leaves without stalling the others and moves onto a spare
+            down = np.minimum(lam_u * down_s * frac_group + lam_alarm * migration * frac_group, 1.0)
+            stall = np.minimum(lam_u * detect, 1.0)
             goodput = (1.0 - down) * (1.0 - stall) * tau / seg
             checkpoint = (1.0 - down) * (1.0 - stall) * delta / seg
-            wait = np.minimum(lam * mean_wait * frac_group, down)
-            restart = down - wait + (1.0 - down) * stall
+            wait = np.minimum(lam_u * mean_wait * frac_group, down)
+            drain = np.minimum(lam_alarm * migration * frac_group, down - wait)
+            restart = down - wait - drain + (1.0 - down) * stall
             rework = np.zeros_like(goodput)
             mean_restart_s = down_s
-            daly_wall_s = horizon_s / goodput
+            drains_per_s = lam_alarm + 0.0 * goodput
         else:
             if s.strategy == "restart":
-                survive = np.exp(-restart_s / mtti_s)  # E[exp(-R/M)]
+                survive = np.exp(-lam_u * restart_s)  # E[exp(-R/M_u)]
                 wait = np.zeros_like(survive)
                 mean_restart_s = restart_s + 0.0 * lam
             else:
-                survive = np.exp(-(detect + reload_warm) / mtti_s) * p_no_short
-                wait = np.exp(-detect / mtti_s) * (1.0 - p_no_short)
+                survive = np.exp(-lam_u * (detect + reload_warm)) * wait_laplace
+                wait = np.exp(-lam_u * detect) * (1.0 - wait_laplace)
                 mean_restart_s = detect + mean_wait + reload_warm
-            goodput = np.where(np.isfinite(growth), tau * survive / (mtti_s * growth), 0.0)
-            checkpoint = goodput * delta / tau
+            # renewal reward over cycles that each start a fresh checkpoint segment
+            q = np.exp(-lam_out * seg)  # the segment completes
+            # time in a drain, done or cut short by an unwarned fault: E[min(Y, D)]
+            drain_busy = np.where(lam_u > 0, -np.expm1(-lam_u * drain_s) / lam_u, drain_s)
+            cycle_s = -np.expm1(-lam_out * seg) * (1.0 + lam_alarm * drain_busy)
+            cycle_s = cycle_s / (lam_out * survive)
+            # work a drain commits: the compute done in the segment, if its checkpoint completes
+            drained = (-np.expm1(-lam_out * tau) / lam_out - tau * q) * np.exp(-lam_u * delta)
+            goodput = (q * tau + lam_alarm / lam_out * drained) / cycle_s
+            checkpoint = q * delta / cycle_s
+            drains_per_s = lam_alarm * survive / (1.0 + lam_alarm * drain_busy)
+            drain = drains_per_s * drain_busy
             in_restart = 1.0 - survive
             restart = in_restart - wait
-            rework = np.maximum(1.0 - goodput - checkpoint - in_restart, 0.0)
-            r_equiv = -mtti_s * np.log(survive)  # restart time with the same E[exp(-R/M)]
-            daly_wall_s = np.asarray(
-                daly_expected_wall_time_s(
-                    horizon_s, delta, mtti_s, restart_s=r_equiv, interval_s=tau
-                )
-            )
+            rework = np.maximum(1.0 - goodput - checkpoint - drain - in_restart, 0.0)
+        daly_wall_s = horizon_s / goodput
     # Meta's equation models a whole-job restart: for elastic it is what that restart would give
     u0 = restart_s if s.strategy == "elastic" else mean_restart_s
     ettr = np.asarray(
         ettr_meta(
             nodes_held,
-            lam * SECONDS_PER_DAY / nodes_held,
+            lam_u * SECONDS_PER_DAY / nodes_held,
             restart_s=u0,
             checkpoint_interval_s=tau,
             checkpoint_s=delta,
+            drains_per_node_day=lam_alarm * SECONDS_PER_DAY / nodes_held,
+            drain_s=drain_s,
         )
     )
     gpu_h = n_gpus * horizon_h
     lost_total = (1.0 - goodput) * gpu_h
     return {
         "mtti_h": mtti_s / SECONDS_PER_HOUR,
+        "mtti_unpredicted_h": mtti_u_s / SECONDS_PER_HOUR,
         "expected_interruptions": lam * horizon_s,
+        "expected_drains": drains_per_s * horizon_s,
+        "expected_false_alarms": lam_alarm * (1.0 - p["drain_precision"]) * horizon_s,
         "young_interval_min": young / 60.0,
         "daly_interval_min": daly / 60.0,
         "checkpoint_interval_min": tau / 60.0,
@@ -722,6 +826,7 @@ def _project_arrays(
         "lost_gpu_h_rework": rework * gpu_h,
         "lost_gpu_h_restart": restart * gpu_h,
         "lost_gpu_h_spares_wait": wait * gpu_h,
+        "lost_gpu_h_drain": drain * gpu_h,
         "lost_gpu_h_total": lost_total,
         "energy_lost_mwh": lost_total * p["gpu_power_w"] * p["pue"] / 1e6,
     }
@@ -746,6 +851,34 @@ def project(
     ``elastic``, :math:`G = (1-\lambda D g/n)(1-\lambda d)\,\tau/(\tau+\delta)` with
     :math:`D` the time a replica group of :math:`g` GPUs is out and :math:`d` the detection stall.
 
+    **Proactive drains** (``drain_recall`` :math:`\rho > 0`, ``drain_precision`` :math:`p`).
+    Faults arrive at :math:`\lambda = 1/M`: unwarned ones at :math:`\lambda_u = (1-\rho)\lambda`,
+    alarms (true and false) at :math:`\lambda_a = \rho\lambda/p`. An alarm while the job
+    computes is a drain: the job writes a checkpoint (:math:`\delta`), which saves the compute of
+    the segment in progress (up to :math:`\tau`) and restarts the periodic clock, then migrates
+    (:math:`m`, ``drain_migration_s``); an alarm during a restart or a drain is handled within it.
+    An unwarned fault during the drain's checkpoint loses the segment, one during the migration
+    does not. Only unwarned faults lose work, so Young's and Daly's intervals use
+    :math:`M_u = 1/\lambda_u` (with :math:`\rho = 1`, no periodic checkpoint in the job). Every
+    fault, drain and false alarm takes a hot spare (so the spares' :math:`\Gamma_S` runs at
+    :math:`\Lambda = \lambda_u + \lambda_a`), but only unwarned faults wait for one: a warned
+    job keeps training on the domain until its spare is in (the lead time is assumed to cover
+    that wait). Over cycles that each start a fresh segment, with
+    :math:`q = e^{-\Lambda(\tau+\delta)}`, :math:`D = \delta + m`,
+    :math:`b = (1-e^{-\lambda_u D})/\lambda_u` (time in a drain) and
+    :math:`S = E[e^{-\lambda_u R}]`:
+
+    .. math::
+        G = \frac{S\Lambda\left[q\tau + \frac{\lambda_a}{\Lambda} e^{-\lambda_u\delta}
+            \left(\frac{1-e^{-\Lambda\tau}}{\Lambda} - q\tau\right)\right]}
+            {(1-q)(1+\lambda_a b)}
+
+    the formula above when :math:`\rho = 0`, with :math:`\lambda_a S/(1+\lambda_a b)` drains
+    per unit time, each in progress for :math:`b`. For ``elastic`` nothing is rolled back: a
+    drained replica group leaves without stalling the others and is out for :math:`m`, so
+    the groups are out :math:`\lambda_u D g/n + \lambda_a m g/n` of the time and the stall is
+    :math:`\lambda_u d`.
+
     Parameters
     ----------
     scenario
@@ -760,15 +893,18 @@ def project(
     Returns
     -------
     dict
-        ``mtti_h``, ``expected_interruptions``, ``young_interval_min``, ``daly_interval_min``,
-        ``checkpoint_interval_min`` (the one used), ``mean_restart_min``, ``mean_spare_wait_min``,
+        ``mtti_h`` (all faults), ``mtti_unpredicted_h`` (unwarned faults only),
+        ``expected_interruptions`` (faults, warned of or not), ``expected_drains`` (drains done),
+        ``expected_false_alarms``, ``young_interval_min``, ``daly_interval_min`` (both for
+        ``mtti_unpredicted_h``), ``checkpoint_interval_min`` (the one used),
+        ``mean_restart_min``, ``mean_spare_wait_min`` (after an unwarned fault),
         ``ettr`` (Meta's equation with the mean restart time; for ``elastic``, with a whole-job
         restart), ``goodput``, ``daly_wall_time_h`` (wall time to finish
         ``job_days`` of failure-free work), ``useful_gpu_h``, ``lost_gpu_h_checkpoint``,
         ``lost_gpu_h_rework``, ``lost_gpu_h_restart``, ``lost_gpu_h_spares_wait``,
-        ``lost_gpu_h_total``, ``energy_lost_mwh``, ``strategy``, ``rate_source``,
-        ``fleet_age_assumption``, ``uncertainty``; with sampling also ``*_lo`` / ``*_hi`` for
-        ``mtti_h``, ``ettr``, ``goodput`` and ``expected_interruptions``.
+        ``lost_gpu_h_drain``, ``lost_gpu_h_total``, ``energy_lost_mwh``, ``strategy``,
+        ``rate_source``, ``fleet_age_assumption``, ``uncertainty``; with sampling also
+        ``*_lo`` / ``*_hi`` for ``mtti_h``, ``ettr``, ``goodput`` and ``expected_interruptions``.
 
     Notes
     -----
@@ -1047,6 +1183,92 @@ def knob_gains(
         "gain_useful_gpu_h": pl.Float64,
     }
     return pl.DataFrame(rows, schema=schema).sort("gain", descending=True)
+
+
+def drain_sweep(base: Scenario, curve: pl.DataFrame) -> pl.DataFrame:
+    """Project proactive drains at each operating point of a failure predictor.
+
+    Parameters
+    ----------
+    base
+        Scenario supplying every knob but ``drain_recall`` and ``drain_precision`` (its
+        ``drain_migration_s`` included). A ``None`` checkpoint interval is re-optimised at each
+        threshold for the faults left unwarned.
+    curve
+        One row per threshold: ``threshold``, ``precision`` (share of alarms followed by a
+        failure), ``recall`` (share of failures warned of early enough to drain) and, optionally,
+        ``lead_time_h`` (the warning's lead time, hours). Where recall is 0 there are no alarms
+        and the precision may be null.
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per row of ``curve``, in its order: ``threshold``, ``precision``, ``recall``
+        (and ``lead_time_h``), then every numeric output of :func:`project` at that operating
+        point (as in :func:`sweep`: ``goodput``, ``expected_drains``,
+        ``expected_false_alarms``, ``lost_gpu_h_drain``...), then ``goodput_no_drain`` (the
+        base scenario without drains), ``goodput_gain`` (goodput minus that, in goodput points)
+        and ``useful_gpu_h_gain``. With ``lead_time_h``, also ``lead_time_covers_checkpoint``:
+        whether the lead time is at least one checkpoint write (the model assumes it is).
+
+    Raises
+    ------
+    ValueError
+        A column is missing, a recall is not in [0, 1], or a precision is not in (0, 1] where
+        the recall is positive.
+
+    See Also
+    --------
+    sweep : full factorial grids, where ``drain_recall`` and ``drain_precision`` are knobs too.
+
+    Examples
+    --------
+    >>> curve = pl.DataFrame(
+    ...     {"threshold": [0.2, 0.5, 0.8], "precision": [0.3, 0.6, 0.9], "recall": [0.9, 0.6, 0.2]}
+    ... )
+    >>> drain_sweep(Scenario(), curve)["goodput_gain"].round(3).to_list()
+    [0.046, 0.057, 0.021]
+    """
+    known = ("threshold", "precision", "recall", "lead_time_h")
+    missing = [c for c in known[:3] if c not in curve.columns]
+    if missing:
+        msg = (
+            f"curve lacks columns {missing}; pass one row per threshold with "
+            "threshold, precision, recall (and optionally lead_time_h)."
+        )
+        raise ValueError(msg)
+    thresholds = curve["threshold"].to_list()
+    recall = curve["recall"].cast(pl.Float64).to_numpy()
+    precision = curve["precision"].cast(pl.Float64).to_numpy()
+    bad = np.flatnonzero(~((recall >= 0) & (recall <= 1)))
+    if bad.size:
+        msg = (
+            f"recall must be between 0 and 1, got {recall[bad[0]]} at threshold "
+            f"{thresholds[bad[0]]} ({bad.size} rows); drop or fix those rows."
+        )
+        raise ValueError(msg)
+    precision = np.where(recall > 0, precision, 1.0)  # no true alarms: no alarms at all
+    bad = np.flatnonzero(~((precision > 0) & (precision <= 1)))
+    if bad.size:
+        msg = (
+            f"precision must be above 0 and at most 1 where recall is positive, got "
+            f"{precision[bad[0]]} at threshold {thresholds[bad[0]]} ({bad.size} rows); at 0 "
+            "the false-alarm rate is undefined: drop those rows."
+        )
+        raise ValueError(msg)
+    result = _project_arrays(base, {"drain_recall": recall, "drain_precision": precision})
+    baseline = _project_arrays(base, {"drain_recall": np.asarray(0.0)})
+    n_rows = curve.height
+    data: dict[str, Any] = {c: curve[c] for c in known if c in curve.columns}
+    for key, value in result.items():
+        data[key] = np.broadcast_to(value, (n_rows,)).copy()
+    data["goodput_no_drain"] = np.full(n_rows, float(baseline["goodput"]))
+    data["goodput_gain"] = data["goodput"] - float(baseline["goodput"])
+    data["useful_gpu_h_gain"] = data["useful_gpu_h"] - float(baseline["useful_gpu_h"])
+    if "lead_time_h" in curve.columns:
+        lead_s = curve["lead_time_h"].cast(pl.Float64) * SECONDS_PER_HOUR
+        data["lead_time_covers_checkpoint"] = lead_s >= base.checkpoint_s
+    return pl.DataFrame(data)
 
 
 def _base_value(base: Scenario, knob: str) -> Any:

@@ -31,6 +31,18 @@ The model, shared by :func:`simulate_job` (vectorised over trials and failures) 
   + warmup; the rest keep training (a second fault in a group already out is charged again: a
   conservative, second-order effect). Checkpoints are still written but nothing is rolled back.
   Goodput is :math:`(1-\text{down})(1-\text{stall})\,\tau/(\tau+\delta)`.
+* **Proactive drains** (``drain_recall`` > 0). Each fault is warned of with probability
+  ``drain_recall``; false alarms are a Poisson process at ``drain_recall`` x (mean fault rate) x
+  (1 - precision) / precision. An alarm that finds the job computing is a drain: a checkpoint
+  of :math:`\delta` saves the compute of the segment in progress (up to :math:`\tau`) and the
+  periodic clock starts again after the migration (``drain_migration_s``); an alarm during a
+  restart or a drain is handled within it, at no cost. An unwarned fault during the drain's
+  checkpoint loses the segment; during the migration it loses nothing. Every event (fault,
+  drain or false alarm) takes the next spare from the pool, which gets it back ``repair_h``
+  later; only an unwarned fault waits for it (a warned job keeps training on the domain until
+  its spare is in, so a drain costs :math:`\delta` plus the migration whatever the pool).
+  ``elastic``: a drained replica group leaves without stalling the others (nothing is rolled
+  back, no checkpoint is needed) and is out for the migration.
 
 With exponential lifetimes this is the model of :func:`models.goodput.project`, which it must
 match within Monte Carlo error (up to the start and end of the window).
@@ -56,6 +68,7 @@ if TYPE_CHECKING:
 __all__ = ["simulate_job", "simulate_job_naive"]
 
 _EVENTS_PER_CHUNK = 200_000  # events per chunk of trials: bounds memory, keeps arrays in cache
+_LOSSES = ("checkpoint", "rework", "restart", "spares_wait", "drain")
 
 
 @dataclass(frozen=True)
@@ -86,6 +99,9 @@ class _Plan:
     pue: float
     expected_failures: float
     fleet_age_assumption: str
+    drain_recall: float
+    false_alarm_rate_s: float
+    drain_s: float
 
 
 def _plan(s: Scenario) -> _Plan:
@@ -136,6 +152,9 @@ def _plan(s: Scenario) -> _Plan:
         pue=float(s.pue),
         expected_failures=float(core["expected_interruptions"]),
         fleet_age_assumption=text,
+        drain_recall=float(s.drain_recall),
+        false_alarm_rate_s=float(core["expected_false_alarms"]) / (s.job_days * 86_400.0),
+        drain_s=float(s.checkpoint_s + s.drain_migration_s),
     )
 
 
@@ -227,17 +246,52 @@ def _failure_matrix(plan: _Plan, n_trials: int, rng: np.random.Generator) -> NDA
 # --------------------------------------------------------------------------- accounting
 
 
+def _alarms(
+    plan: _Plan, fail: NDArray[np.float64], rng: np.random.Generator
+) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]:
+    """Mark the warned faults and add the false alarms: every event of each trial, sorted.
+
+    Each fault is warned of with probability ``drain_recall``; false alarms are a Poisson
+    process at the rate the precision implies. Returns the event times (padded with inf),
+    whether each is an alarm (a drain) and whether it is a fault (warned of or not).
+    """
+    n = fail.shape[0]
+    valid = np.isfinite(fail)
+    warned = valid & (rng.random(fail.shape) < plan.drain_recall)
+    counts = rng.poisson(plan.false_alarm_rate_s * plan.horizon_s, size=n)
+    false = np.full((n, int(counts.max()) if n else 0), np.inf)
+    trial = np.repeat(np.arange(n), counts)
+    rank = np.arange(trial.size) - (np.cumsum(counts) - counts)[trial]
+    false[trial, rank] = plan.horizon_s * rng.random(trial.size)
+    times = np.concatenate([fail, false], axis=1)
+    order = np.argsort(times, axis=1, kind="stable")
+    width = max(int(np.isfinite(times).sum(axis=1).max()) if n else 0, 1)
+    order = order[:, :width]
+    alarm = np.concatenate([warned, np.isfinite(false)], axis=1)
+    fault = np.concatenate([valid, np.zeros(false.shape, dtype=bool)], axis=1)
+    return (
+        np.take_along_axis(times, order, axis=1),
+        np.take_along_axis(alarm, order, axis=1),
+        np.take_along_axis(fault, order, axis=1),
+    )
+
+
 def _spare_waits(plan: _Plan, fail: NDArray[np.float64]) -> NDArray[np.float64]:
     """Wait for a spare after each fault: fault i gets the spare freed by fault i - S."""
-    n, width = fail.shape
+    return np.where(
+        np.isfinite(fail), np.maximum(_spare_tokens(plan, fail) - fail - plan.detect_s, 0.0), 0.0
+    )
+
+
+def _spare_tokens(plan: _Plan, times: NDArray[np.float64]) -> NDArray[np.float64]:
+    """When the spare each event takes is free: event i gets the one freed by event i - S."""
+    n, width = times.shape
     s = plan.spares
     if s == 0:
-        token = fail + plan.repair_s
-    elif s >= width:
-        token = np.zeros_like(fail)
-    else:
-        token = np.concatenate([np.zeros((n, s)), fail[:, : width - s] + plan.repair_s], axis=1)
-    return np.where(np.isfinite(fail), np.maximum(token - fail - plan.detect_s, 0.0), 0.0)
+        return times + plan.repair_s
+    if s >= width:
+        return np.zeros_like(times)
+    return np.concatenate([np.zeros((n, s)), times[:, : width - s] + plan.repair_s], axis=1)
 
 
 def _account(plan: _Plan, fail: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
@@ -249,6 +303,7 @@ def _account(plan: _Plan, fail: NDArray[np.float64]) -> dict[str, NDArray[np.flo
     n = fail.shape[0]
     valid = np.isfinite(fail)
     count = valid.sum(axis=1).astype(float)
+    no_drains = {"n_drains": np.zeros(n), "drain": np.zeros(n)}
     with np.errstate(invalid="ignore"):
         wait = None if plan.strategy == "restart" else _spare_waits(plan, fail)
         if plan.strategy == "elastic":
@@ -267,6 +322,7 @@ def _account(plan: _Plan, fail: NDArray[np.float64]) -> dict[str, NDArray[np.flo
                 "rework": np.zeros(n),
                 "restart": down - waiting + (1.0 - down) * stall,
                 "spares_wait": waiting,
+                **no_drains,
             }
         # the stretch before the first fault: computing from t = 0, no restart
         first = np.minimum(fail[:, 0], horizon)
@@ -300,6 +356,122 @@ def _account(plan: _Plan, fail: NDArray[np.float64]) -> dict[str, NDArray[np.flo
         "rework": (compute - seg * segments) / horizon,
         "restart": (in_restart - waiting) / horizon,
         "spares_wait": waiting / horizon,
+        **no_drains,
+    }
+
+
+def _acting(
+    t: NDArray[np.float64],
+    end: NDArray[np.float64],
+    valid: NDArray[np.bool_],
+    alarm: NDArray[np.bool_],
+) -> tuple[NDArray[np.bool_], NDArray[np.int64]]:
+    """Which events act, and the column of the acting event before each (-1: none).
+
+    Every fault acts; an alarm acts when the job is computing, that is when the last acting
+    event's restart or drain (which ends at ``end``) is over. Starting from the faults alone (so
+    the first pass already rules out the alarms inside a fault's restart), each pass settles at
+    least the next unsettled event of every trial, and a pass that changes nothing is the
+    solution.
+    """
+    n, width = t.shape
+    cols = np.arange(width)
+    acting = valid & ~alarm
+    while True:
+        last = np.maximum.accumulate(np.where(acting, cols, -1), axis=1)
+        prev = np.concatenate([np.full((n, 1), -1), last[:, :-1]], axis=1)
+        prev_end = np.take_along_axis(end, np.maximum(prev, 0), axis=1)
+        prev_end[prev < 0] = -np.inf
+        settled = valid & (~alarm | (t >= prev_end))
+        if np.array_equal(settled, acting):
+            return acting, prev
+        acting = settled
+
+
+def _account_drained(
+    plan: _Plan,
+    t: NDArray[np.float64],
+    alarm: NDArray[np.bool_],
+    fault: NDArray[np.bool_],
+) -> dict[str, NDArray[np.float64]]:
+    """Per-trial accounting with proactive drains (the model is in the module docstring).
+
+    ``alarm`` marks the events that are alarms (drains), ``fault`` those that are faults,
+    warned of or not.
+    """
+    horizon = plan.horizon_s
+    tau, delta = plan.tau_s, plan.delta_s
+    seg = tau + delta
+    detect = plan.detect_s
+    migration = plan.drain_s - delta
+    valid = np.isfinite(t)
+    unwarned = valid & ~alarm
+    count = fault.sum(axis=1).astype(float)
+    with np.errstate(invalid="ignore"):
+        # every event takes the next spare; only an unwarned fault waits for it (a drain keeps
+        # training on the warned domain until its spare is in); restart uses the scheduler
+        if plan.strategy == "restart":
+            wait = np.zeros_like(t)
+        else:
+            wait = np.maximum(_spare_tokens(plan, t) - t - detect, 0.0)
+            wait = np.where(unwarned, wait, 0.0)
+        if plan.strategy == "elastic":
+            # a drained group leaves without stalling the others and moves onto its spare
+            remaining = np.maximum(horizon - t, 0.0)  # 0 for padding
+            out_s = np.where(alarm, migration, wait + (detect + plan.reload_warm_s))
+            down = plan.frac_group * np.minimum(out_s, remaining).sum(axis=1) / horizon
+            down = np.minimum(down, 1.0)
+            waiting = np.minimum(np.maximum(remaining - detect, 0.0), wait).sum(axis=1)
+            waiting = np.minimum(plan.frac_group * waiting / horizon, down)
+            moving = np.where(alarm, np.minimum(remaining, migration), 0.0).sum(axis=1)
+            moving = np.minimum(plan.frac_group * moving / horizon, down - waiting)
+            stall = np.where(alarm, 0.0, np.minimum(remaining, detect)).sum(axis=1)
+            stall = np.minimum(stall / horizon, 1.0)
+            running = (1.0 - down) * (1.0 - stall)
+            return {
+                "goodput": running * tau / seg,
+                "n_interruptions": count,
+                "n_drains": (valid & alarm).sum(axis=1).astype(float),
+                "checkpoint": running * delta / seg,
+                "rework": np.zeros(t.shape[0]),
+                "restart": down - waiting - moving + (1.0 - down) * stall,
+                "spares_wait": waiting,
+                "drain": moving,
+            }
+        restart = plan.restart_s if plan.strategy == "restart" else detect + plan.reload_warm_s
+        busy = wait + np.where(alarm, plan.drain_s, restart)
+        acting, prev = _acting(t, t + busy, valid, alarm)
+        # each acting event's gap runs to the next acting event or the end of the window
+        later = np.minimum.accumulate(np.where(acting, t, np.inf)[:, ::-1], axis=1)[:, ::-1]
+        after = np.full_like(t, horizon)
+        after[:, :-1] = np.minimum(later[:, 1:], horizon)
+        gap = np.where(acting, after - t, 0.0)
+        in_busy = np.minimum(gap, busy)
+        compute = np.maximum(gap - busy, 0.0)
+        segments = np.floor(compute / seg)
+        partial = compute - seg * segments  # compute in the segment the next event interrupts
+        first = np.minimum(later[:, 0], horizon)  # the stretch before the first event
+        first_segments = np.floor(first / seg)
+        partial = np.concatenate([(first - seg * first_segments)[:, None], partial], axis=1)
+        # a drain saves the compute of the segment it interrupts if its checkpoint completes
+        drains = acting & alarm
+        carried = np.take_along_axis(partial, prev + 1, axis=1)
+        kept = np.where(drains & (gap >= delta), np.minimum(carried, tau), 0.0).sum(axis=1)
+        n_segments = first_segments + segments.sum(axis=1)
+        compute_s = first + compute.sum(axis=1)
+        waiting = np.where(unwarned, np.minimum(np.maximum(gap - detect, 0.0), wait), 0.0)
+        in_restart = np.where(unwarned, in_busy - waiting, 0.0).sum(axis=1)
+        drain = np.where(drains, in_busy, 0.0).sum(axis=1)
+        waiting = waiting.sum(axis=1)
+    return {
+        "goodput": (tau * n_segments + kept) / horizon,
+        "n_interruptions": count,
+        "n_drains": drains.sum(axis=1).astype(float),
+        "checkpoint": delta * n_segments / horizon,
+        "rework": (compute_s - seg * n_segments - kept) / horizon,
+        "restart": in_restart / horizon,
+        "spares_wait": waiting / horizon,
+        "drain": drain / horizon,
     }
 
 
@@ -314,21 +486,17 @@ def _summary(plan: _Plan, per_trial: dict[str, NDArray[np.float64]], method: str
     gpu_h = plan.n_gpus * horizon_h
     goodput = per_trial["goodput"]
     count = per_trial["n_interruptions"]
+    drains = per_trial["n_drains"]
     mean_count = float(count.mean())
-    lost = {
-        key: float(per_trial[key].mean()) * gpu_h
-        for key in ("checkpoint", "rework", "restart", "spares_wait")
-    }
+    lost = {key: float(per_trial[key].mean()) * gpu_h for key in _LOSSES}
     lost_total = (1.0 - float(goodput.mean())) * gpu_h
     trials = pl.DataFrame(
         {
             "trial": np.arange(n),
             "goodput": goodput,
             "n_interruptions": count.astype(np.int64),
-            **{
-                f"lost_frac_{key}": per_trial[key]
-                for key in ("checkpoint", "rework", "restart", "spares_wait")
-            },
+            "n_drains": drains.astype(np.int64),
+            **{f"lost_frac_{key}": per_trial[key] for key in _LOSSES},
         }
     )
     return {
@@ -341,6 +509,8 @@ def _summary(plan: _Plan, per_trial: dict[str, NDArray[np.float64]], method: str
         "goodput_hi": float(np.quantile(goodput, 0.975)),
         "interruptions": mean_count,
         "interruptions_se": _standard_error(count),
+        "drains": float(drains.mean()),
+        "drains_se": _standard_error(drains),
         "mtti_h": horizon_h / mean_count if mean_count > 0 else math.inf,
         "mtti_h_se": horizon_h * _standard_error(count) / mean_count**2
         if mean_count > 0
@@ -377,10 +547,11 @@ def simulate_job(
     dict
         ``goodput`` (mean over trials) with ``goodput_se`` (its Monte Carlo standard error) and
         ``goodput_lo`` / ``goodput_hi`` (2.5/97.5 % of trials); ``interruptions`` (mean faults
-        in the window) with ``interruptions_se``; ``mtti_h`` with ``mtti_h_se`` (delta method);
+        in the window, warned of or not) with ``interruptions_se``; ``drains`` (mean drains
+        done) with ``drains_se``; ``mtti_h`` with ``mtti_h_se`` (delta method);
         ``checkpoint_interval_min``; ``lost_gpu_h_checkpoint`` / ``_rework`` / ``_restart`` /
-        ``_spares_wait`` / ``_total``; ``energy_lost_mwh``; ``fleet_age_assumption``; and
-        ``trials``, a polars frame with one row per trial.
+        ``_spares_wait`` / ``_drain`` / ``_total``; ``energy_lost_mwh``;
+        ``fleet_age_assumption``; and ``trials``, a polars frame with one row per trial.
 
     Notes
     -----
@@ -389,18 +560,25 @@ def simulate_job(
     uniform, with a squeeze); renewals are drawn one generation at a time for all trials at
     once. Restarts, spare waits and committed work are then computed
     with array operations on the (trials x failures) matrix, in chunks of trials that bound
-    memory. The module docstring states the job model.
+    memory. With drains, the alarms that act (those finding the job computing) are found by a
+    fixed-point pass over the matrix, each pass settling at least one more event per trial. The
+    module docstring states the job model.
     """
     if n_trials < 1:
         msg = f"n_trials must be at least 1, got {n_trials}."
         raise ValueError(msg)
     plan = _plan(scenario)
     rng = np.random.default_rng(random_state)
-    chunk = int(min(n_trials, max(1, _EVENTS_PER_CHUNK // (plan.expected_failures * 1.2 + 10))))
+    events = plan.expected_failures + plan.false_alarm_rate_s * plan.horizon_s
+    chunk = int(min(n_trials, max(1, _EVENTS_PER_CHUNK // (events * 1.2 + 10))))
     parts = []
     for start in range(0, n_trials, chunk):
         size = min(chunk, n_trials - start)
-        parts.append(_account(plan, _failure_matrix(plan, size, rng)))
+        fail = _failure_matrix(plan, size, rng)
+        if plan.drain_recall > 0:
+            parts.append(_account_drained(plan, *_alarms(plan, fail, rng)))
+        else:
+            parts.append(_account(plan, fail))
     per_trial = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
     return _summary(plan, per_trial, "vectorised")
 
@@ -431,71 +609,110 @@ def _naive_trial(plan: _Plan, rng: np.random.Generator) -> dict[str, float]:
     for index, c in enumerate(plan.classes):
         first = _all_first_failures(c, plan.fleet_age, rng)
         heap.extend((float(t), index) for t in first[first < horizon])
+    if plan.drain_recall > 0:  # false alarms: index -1, never renewed
+        n_false = rng.poisson(plan.false_alarm_rate_s * horizon)
+        heap.extend((float(t), -1) for t in horizon * rng.random(n_false))
     heapq.heapify(heap)
     tau, delta = plan.tau_s, plan.delta_s
     seg = tau + delta
     detect = plan.detect_s
     spares: deque[float] = deque([0.0] * plan.spares)
-    n_fail = 0
-    committed = checkpoint = rework = restart = waiting = 0.0
-    down = down_wait = stall = 0.0
-    last_t, last_r, last_w = 0.0, 0.0, 0.0
+    n_fail = n_drains = 0
+    committed = checkpoint = rework = restart = waiting = drain = 0.0
+    down = down_wait = stall = moving = 0.0
+    migration = plan.drain_s - delta
+    last_t, last_busy, last_w = 0.0, 0.0, 0.0
+    last_alarm = False
+    pending = 0.0  # compute of the segment a drain interrupted, saved if its checkpoint completes
 
-    def close(end: float) -> None:
-        nonlocal committed, checkpoint, rework, restart, waiting
+    def close(end: float, *, next_alarm: bool) -> None:
+        nonlocal committed, checkpoint, rework, restart, waiting, drain, pending
         gap = end - last_t
-        w = min(max(gap - detect, 0.0), last_w)
-        restart += min(gap, last_r) - w
-        waiting += w
-        if gap > last_r:
-            compute = gap - last_r
+        if last_alarm:
+            drain += min(gap, last_busy)
+            saved = min(pending, tau) if gap >= delta else 0.0
+            committed += saved
+            rework += pending - saved
+        else:
+            w = min(max(gap - detect, 0.0), last_w)
+            restart += min(gap, last_busy) - w
+            waiting += w
+        pending = 0.0
+        if gap > last_busy:
+            compute = gap - last_busy
             k = math.floor(compute / seg)
             committed += k * tau
             checkpoint += k * delta
-            rework += compute - k * seg
+            if next_alarm:
+                pending = compute - k * seg
+            else:
+                rework += compute - k * seg
 
     while heap:
         t, index = heapq.heappop(heap)
-        c = plan.classes[index]
-        renewed = t + c.scale_s * rng.standard_exponential() ** (1.0 / c.shape)
-        if renewed < horizon:
-            heapq.heappush(heap, (renewed, index))
-        n_fail += 1
+        alarm = index < 0
+        if not alarm:
+            c = plan.classes[index]
+            renewed = t + c.scale_s * rng.standard_exponential() ** (1.0 / c.shape)
+            if renewed < horizon:
+                heapq.heappush(heap, (renewed, index))
+            n_fail += 1
+            alarm = plan.drain_recall > 0 and rng.random() < plan.drain_recall
         w = 0.0
         if plan.strategy != "restart":
             spares.append(t + plan.repair_s)
-            w = max(spares.popleft() - t - detect, 0.0)
+            token = spares.popleft()  # a drain takes it too, but keeps training until it is in
+            w = 0.0 if alarm else max(token - t - detect, 0.0)
         if plan.strategy == "elastic":
             remaining = horizon - t
+            if alarm:  # the group leaves without stalling the others, moves onto its spare
+                n_drains += 1
+                down += plan.frac_group * min(migration, remaining)
+                moving += plan.frac_group * min(migration, remaining)
+                continue
             down += plan.frac_group * min(detect + w + plan.reload_warm_s, remaining)
             down_wait += plan.frac_group * min(max(remaining - detect, 0.0), w)
             stall += min(detect, remaining)
             continue
-        close(t)
+        if alarm and t < last_t + last_busy:
+            continue  # the job is restarting or draining: the alarm is handled within
+        close(t, next_alarm=alarm)
         last_t = t
         last_w = w
-        last_r = plan.restart_s if plan.strategy == "restart" else detect + w + plan.reload_warm_s
+        last_alarm = alarm
+        if alarm:
+            n_drains += 1
+            last_busy = plan.drain_s
+        elif plan.strategy == "restart":
+            last_busy = plan.restart_s
+        else:
+            last_busy = detect + w + plan.reload_warm_s
     if plan.strategy == "elastic":
         down_f = min(down / horizon, 1.0)
         wait_f = min(down_wait / horizon, down_f)
         stall_f = min(stall / horizon, 1.0)
         running = (1.0 - down_f) * (1.0 - stall_f)
+        drain_f = min(moving / horizon, down_f - wait_f)
         return {
             "goodput": running * tau / seg,
             "n_interruptions": float(n_fail),
+            "n_drains": float(n_drains),
             "checkpoint": running * delta / seg,
             "rework": 0.0,
-            "restart": down_f - wait_f + (1.0 - down_f) * stall_f,
+            "restart": down_f - wait_f + (1.0 - down_f) * stall_f - drain_f,
             "spares_wait": wait_f,
+            "drain": drain_f,
         }
-    close(horizon)
+    close(horizon, next_alarm=False)
     return {
         "goodput": committed / horizon,
         "n_interruptions": float(n_fail),
+        "n_drains": float(n_drains),
         "checkpoint": checkpoint / horizon,
         "rework": rework / horizon,
         "restart": restart / horizon,
         "spares_wait": waiting / horizon,
+        "drain": drain / horizon,
     }
 
 
