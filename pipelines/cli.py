@@ -490,7 +490,8 @@ _PROJECTION_KEYS = (
     "expected_interruptions_hi", "young_interval_min", "daly_interval_min",
     "checkpoint_interval_min", "ettr", "ettr_lo", "ettr_hi", "goodput", "goodput_lo", "goodput_hi",
     "daly_wall_time_h", "lost_gpu_h_checkpoint", "lost_gpu_h_rework", "lost_gpu_h_restart",
-    "lost_gpu_h_spares_wait", "energy_lost_mwh",
+    "lost_gpu_h_spares_wait", "lost_gpu_h_drain", "expected_drains", "expected_false_alarms",
+    "mtti_unpredicted_h", "energy_lost_mwh",
 )  # fmt: skip
 
 
@@ -522,6 +523,24 @@ def project(
     from_fits: Annotated[
         str | None, typer.Option(help="Fit run id for the rates, or 'latest'.")
     ] = None,
+    drain_recall: Annotated[
+        float,
+        typer.Option(
+            min=0.0, max=1.0,
+            help="Share of failures a predictor warns of in time; each becomes a planned drain "
+            "(a checkpoint + a migration) instead of lost work. See `relia predict train`.",
+        ),
+    ] = 0.0,
+    drain_precision: Annotated[
+        float,
+        typer.Option(
+            min=0.0, max=1.0,
+            help="Share of the predictor's alarms that are real; the rest drain healthy nodes.",
+        ),
+    ] = 1.0,
+    drain_migration_s: Annotated[
+        float, typer.Option(min=0.0, help="Moving the job off a drained node, s.")
+    ] = 300.0,
     simulate: Annotated[int, typer.Option(min=0, help="Monte Carlo trials to run as well.")] = 0,
     samples: Annotated[int, typer.Option(min=0, help="Parameter samples for intervals.")] = 2000,
     seed: int = 0,
@@ -543,6 +562,9 @@ def project(
         "repair_h": repair_h,
         "job_days": job_days,
         "fleet_age": fleet_age if fleet_age in ("steady_state", "new") else float(fleet_age),
+        "drain_recall": drain_recall,
+        "drain_precision": drain_precision,
+        "drain_migration_s": drain_migration_s,
     }
     if node_failures_per_1000_node_days is not None:
         knobs["node_failures_per_1000_node_days"] = node_failures_per_1000_node_days

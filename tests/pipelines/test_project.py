@@ -96,6 +96,27 @@ def test_project_cli_prints_the_documented_json_keys() -> None:
     assert payload["young_interval_min"] == pytest.approx((2 * 300 * 1.8028846 * 3600) ** 0.5 / 60)
 
 
+def test_project_cli_drain_knobs_reach_the_model() -> None:
+    """A perfect, free warning of every failure leaves no rework and no restart (only drains)."""
+    common = ["project", "--gpus", "16384", "--node-failures-per-1000-node-days", "6.5",
+              "--checkpoint-s", "300", "--restart-s", "600", "--json"]  # fmt: skip
+    runner = CliRunner()
+    plain = json.loads(runner.invoke(app, common).stdout)
+    warned = runner.invoke(app, [*common, "--drain-recall", "1", "--drain-migration-s", "0"])
+    assert warned.exit_code == 0, warned.output
+    drained = json.loads(warned.stdout)
+    assert drained["lost_gpu_h_rework"] == pytest.approx(0.0, abs=1e-6)
+    assert drained["lost_gpu_h_restart"] == pytest.approx(0.0, abs=1e-6)
+    assert drained["expected_drains"] == pytest.approx(plain["expected_interruptions"], rel=0.05)
+    assert drained["goodput"] > plain["goodput"]
+    noisy = json.loads(
+        runner.invoke(app, [*common, "--drain-recall", "1", "--drain-precision", "0.2"]).stdout
+    )
+    # precision 0.2: four false alarms per real failure warned of
+    assert noisy["expected_false_alarms"] == pytest.approx(4 * noisy["expected_interruptions"])
+    assert noisy["goodput"] < drained["goodput"]
+
+
 def test_a_bad_sweep_file_is_a_clear_error(tmp_path: Path) -> None:
     bad = tmp_path / "sweep.yaml"
     bad.write_text("grid: {n_gpus: []}\n")
