@@ -122,6 +122,15 @@ def synth(
     dcgm_interval_s: Annotated[
         float | None, typer.Option(help="Write DCGM samples at this interval (off by default).")
     ] = None,
+    precursor_share: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0, max=1.0,
+            help="Plant warning signals (ECC, row remaps, NVLink CRC, heat, warning Xids) in the "
+            "hours before this share of GPU failures and none before the others; with "
+            "--dcgm-interval-s. Ground truth marks which failures got them.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Simulate a fleet with known lifetimes and write real-format telemetry plus ground truth."""
@@ -138,6 +147,7 @@ def synth(
         elastic_share=elastic_share,
         node_events=node_events,
         dcgm_interval_s=dcgm_interval_s,
+        precursor_share=precursor_share,
     )
     truth = synthesize(out, config)
     summary = {
@@ -599,10 +609,21 @@ def project(
         )
 
 
+def _share(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
 @app.command()
 def whatif(
     sweep_file: Annotated[Path, typer.Argument(help="Sweep YAML: base, grid, target_gpus.")],
     out: Annotated[Path, typer.Option(help="Folder for the table and plots.")] = Path("whatif"),
+    drain_model: Annotated[
+        str | None,
+        typer.Option(
+            help="Also sweep the alarm threshold of this stored failure predictor ('latest' or a "
+            "model id from `relia predict train`): goodput with proactive drains at each one."
+        ),
+    ] = None,
     db: DbOption = None,
     tracked: TrackedOption = False,
     as_json: JsonOption = False,
@@ -617,7 +638,9 @@ def whatif(
 
         # the what-if flow either way: as a tracked run, or its function without orchestration
         run = what_if if _tracked(tracked) else what_if.fn
-        result = run(sweep_file=sweep_file, out_dir=out, db_path=settings.db_path)
+        result = run(
+            sweep_file=sweep_file, out_dir=out, db_path=settings.db_path, drain_model=drain_model
+        )
     except ValueError as error:
         err.print(_error("error", "red", error))
         raise typer.Exit(2) from error
@@ -634,6 +657,17 @@ def whatif(
         console.print(
             f"largest gain: [bold]{best['knob']}[/bold] = {best['best_value']} "
             f"(+{best['gain']:.4f} goodput vs {best['reference_value']})"
+        )
+    if "drain" in result:
+        drain = result["drain"]["best"]
+        console.print(
+            f"proactive drains ({result['drain']['n_thresholds']} thresholds of model "
+            f"{result['drain']['model_id']}, table {result['drain']['table']}): best threshold "
+            f"{drain['threshold']:.3g} (precision {_share(drain['precision'])}, recall "
+            f"{_share(drain['recall'])}) gives goodput {drain['goodput']:.4f} vs "
+            f"{drain['goodput_no_drain']:.4f} without drains at {result['target_gpus']:,} GPUs",
+            highlight=False,
+            markup=False,
         )
 
 
@@ -743,6 +777,164 @@ def demo(
     console.print(
         "timings: " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()), highlight=False
     )
+
+
+# --- relia predict: failure prediction (pipelines/predict.py) ---------------------------------
+predict_app = typer.Typer(
+    name="predict",
+    help="Failure prediction: train on earlier telemetry, test on later, score GPUs at risk.",
+    no_args_is_help=True,
+)
+app.add_typer(predict_app, name="predict")
+
+
+def _predict_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """The classifier and its two baselines on the test period, one row each."""
+    rows = []
+    for key, label in (
+        ("model", "classifier"),
+        ("sbe_rule", "SBE rule"),
+        ("never_predict", "never predict"),
+    ):
+        m = metrics[key]
+        threshold = m.get("n_sbe_per_h") if key == "sbe_rule" else m.get("threshold")
+        rows.append(
+            {
+                "predictor": label,
+                "threshold": "never" if threshold in (None, float("inf")) else threshold,
+                "precision": m["precision"],
+                "recall": m["recall"],
+                "pr_auc": m["pr_auc"],
+                "lead_time_h": m["lead_time_h"],
+                "alarms_per_day": m["alarms_per_day"],
+                "caught": f"{int(m['n_caught'] or 0)}/{m['n_failures']}",
+            }
+        )
+    return rows
+
+
+@predict_app.command("train")
+def predict_train(
+    horizon_h: Annotated[
+        float, typer.Option(min=1.0, help="Predict failures within this many hours.")
+    ] = 24.0,
+    test_fraction: Annotated[
+        float, typer.Option(min=0.05, max=0.6, help="Latest share of the span held out to test.")
+    ] = 0.3,
+    calibration_fraction: Annotated[
+        float, typer.Option(min=0.05, max=0.4, help="Share before the test slice to calibrate.")
+    ] = 0.15,
+    target_precision: Annotated[
+        float, typer.Option(min=0.05, max=1.0, help="Precision the operating threshold aims at.")
+    ] = 0.9,
+    max_train_rows: Annotated[
+        int, typer.Option(min=1_000, help="Sample healthy training GPU-hours down to this.")
+    ] = 300_000,
+    as_of_checks: Annotated[
+        int, typer.Option(min=0, help="Prediction times re-computed from truncated data.")
+    ] = 3,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Train a failure predictor, test it on the latest period, store it; print its precision,
+    recall, PR-AUC and lead time next to the baselines (never predict; drain after N SBEs/h)."""
+    from pipelines import predict as predict_mod
+    from pipelines import warehouse
+    from pipelines.settings import Settings
+
+    settings = Settings.from_env(db_path=db)
+    with warehouse.connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con:
+        warehouse.init(con)
+        try:
+            result = predict_mod.train_model(
+                con,
+                horizon_h=horizon_h,
+                calibration_fraction=calibration_fraction,
+                test_fraction=test_fraction,
+                target_precision=target_precision,
+                max_train_rows=max_train_rows,
+                as_of_checks=as_of_checks,
+            )
+        except ValueError as error:  # models.predict.LeakageError is one
+            err.print(_error(type(error).__name__, "red", error))
+            raise typer.Exit(2) from error
+    windows = {k: v.isoformat() for k, v in result.bounds.items()}
+    if as_json:
+        _print_json(
+            {
+                "model_id": result.model_id,
+                "windows": windows,
+                "metrics": result.metrics,
+                "curve": result.curve.to_dicts(),
+                "as_of_rows_checked": result.as_of_rows,
+                "timings_s": result.timings_s,
+            }
+        )
+        return
+    sizes = result.metrics["sizes"]
+    console.print(
+        _table(
+            f"model {result.model_id}: failure of the GPU or its node within {horizon_h:g} h "
+            f"(test {windows['test_start'][:16]} to {windows['test_end'][:16]})",
+            _predict_rows(result.metrics),
+        )
+    )
+    console.print(_table("data", [sizes]))
+    checked = (
+        f"{result.as_of_rows} GPU-hours recomputed from truncated telemetry agree"
+        if as_of_checks
+        else "skipped"
+    )
+    console.print(
+        f"as-of check: {checked}; recall at precision >= {target_precision:g} on the test "
+        f"curve: {result.metrics['model']['recall_at_target_precision']:.3g}",
+        highlight=False,
+    )
+
+
+@predict_app.command("score")
+def predict_score(
+    model_id: Annotated[
+        str | None, typer.Option(help="Model to use (default: the latest trained).")
+    ] = None,
+    at: Annotated[
+        str | None,
+        typer.Option(help="Prediction time, ISO (UTC; default: the latest hour of telemetry)."),
+    ] = None,
+    top: Annotated[int, typer.Option(min=1, help="GPUs to print, highest risk first.")] = 20,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Score every GPU at one hour with a stored model, store the scores, print the riskiest."""
+    from pipelines import predict as predict_mod
+    from pipelines import warehouse
+    from pipelines.settings import Settings
+
+    settings = Settings.from_env(db_path=db)
+    when = None if at is None else datetime.fromisoformat(at).replace(tzinfo=UTC)
+    with warehouse.connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con:
+        warehouse.init(con)
+        try:
+            scores = predict_mod.score(con, model_id=model_id, at=when)
+        except ValueError as error:
+            err.print(_error("error", "red", error))
+            raise typer.Exit(2) from error
+    rows = scores.head(top).drop("model_id", "scored_at").to_dicts()
+    if as_json:
+        _print_json(
+            {
+                "model_id": scores.get_column("model_id").first() if scores.height else model_id,
+                "n_scored": scores.height,
+                "n_at_risk": int(scores.get_column("at_risk").sum()) if scores.height else 0,
+                "scores": rows,
+            }
+        )
+        return
+    n_risk = int(scores.get_column("at_risk").sum()) if scores.height else 0
+    for row in rows:
+        row["at_risk"] = "yes" if row["at_risk"] else ""
+        row["prediction_ts"] = row["prediction_ts"].isoformat(timespec="minutes")
+    console.print(_table(f"{n_risk} of {scores.height} GPUs at risk (top {top})", rows))
 
 
 if __name__ == "__main__":

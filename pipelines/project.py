@@ -167,10 +167,13 @@ class SweepSpec:
     grid: dict[str, list[Any]]
     target_gpus: int
     from_fits: str | None = None
+    drain_model: str | None = None
+    """A stored failure predictor (``latest`` or a model id): its operating curve is swept."""
 
 
 def load_sweep(path: Path) -> SweepSpec:
-    """Read a sweep YAML (keys ``base``, ``grid``, ``target_gpus``, optional ``from_fits``)."""
+    """Read a sweep YAML (keys ``base``, ``grid``, ``target_gpus``, optional ``from_fits`` and
+    ``drain_model``)."""
     raw = yaml.safe_load(path.read_text())
     if not isinstance(raw, dict) or "grid" not in raw:
         msg = f"{path}: a sweep file needs a `grid:` mapping of knob -> list of values"
@@ -182,8 +185,30 @@ def load_sweep(path: Path) -> SweepSpec:
     target = int(raw.get("target_gpus") or max(grid.get("n_gpus", [16_384])))
     return SweepSpec(
         base=dict(raw.get("base") or {}), grid=grid, target_gpus=target,
-        from_fits=raw.get("from_fits"),
+        from_fits=raw.get("from_fits"), drain_model=raw.get("drain_model"),
     )  # fmt: skip
+
+
+def drain_curve(con: Any, model: str = "latest") -> tuple[str, pl.DataFrame]:
+    """A stored failure predictor's operating curve on its test period: (model id, curve).
+
+    ``curve`` has ``threshold``, ``precision``, ``recall`` (and ``lead_time_h``...), one row per
+    threshold, as ``relia predict train`` measured it.
+    """
+    con.complete()
+    row = con.execute(
+        "select model_id, curve from predict_models "
+        "where $id is null or model_id = $id order by trained_at desc limit 1",
+        {"id": None if model == "latest" else model},
+    ).fetchone()
+    if row is None or not row[1]:
+        msg = (
+            f"no failure predictor {model!r} with an operating curve in predict_models; "
+            "run `relia predict train` first"
+        )
+        raise ValueError(msg)
+    curve = pl.DataFrame(json.loads(row[1]), infer_schema_length=None)
+    return row[0], curve.sort("threshold")
 
 
 def run_sweep(
@@ -203,13 +228,18 @@ def run_sweep(
     rates: tuple[Any, ...] = ()
     measured = None
     run_id = None
-    if spec.from_fits is not None:
+    model_id = None
+    curve = None
+    if spec.from_fits is not None or spec.drain_model is not None:
         if db_path is None:
-            msg = "from_fits needs a warehouse (--db)"
+            msg = "from_fits and drain_model need a warehouse (--db)"
             raise ValueError(msg)
         with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
-            run_id, rates = fit_rates(con, spec.from_fits)
-            measured = measured_restart_s(con)
+            if spec.from_fits is not None:
+                run_id, rates = fit_rates(con, spec.from_fits)
+                measured = measured_restart_s(con)
+            if spec.drain_model is not None:
+                model_id, curve = drain_curve(con, spec.drain_model)
     base = build_scenario(spec.base, rates=rates, measured=measured)
     table = (sweep_fn or sweep)(base, spec.grid)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -219,7 +249,7 @@ def run_sweep(
     gains = knob_gains(table, spec.target_gpus)
     plots = plot_sweep(flat, spec, out_dir)
     best = gains.row(0, named=True) if gains.height else None
-    return {
+    result = {
         "fit_run_id": run_id,
         "n_points": table.height,
         "target_gpus": spec.target_gpus,
@@ -227,6 +257,50 @@ def run_sweep(
         "plots": [str(p) for p in plots],
         "gains": gains.to_dicts(),
         "best_knob": best,
+    }
+    if curve is not None:
+        result["drain"] = _drain_thresholds(base, spec, curve, model_id, out_dir)
+        result["plots"].append(result["drain"]["plot"])
+    return result
+
+
+def _drain_thresholds(
+    base: Any, spec: SweepSpec, curve: pl.DataFrame, model_id: str | None, out_dir: Path
+) -> dict[str, Any]:
+    """Goodput at every threshold of a predictor's curve, at the target scale (the base's other
+    knobs); written to ``drain_thresholds.csv`` / ``.parquet`` with a plot of the gain."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from models import drain_sweep
+
+    at_target = dataclasses.replace(base, n_gpus=spec.target_gpus)
+    usable = curve.filter(pl.col("recall").is_not_null())
+    table = drain_sweep(at_target, usable)
+    table.write_parquet(out_dir / "drain_thresholds.parquet")
+    table.write_csv(out_dir / "drain_thresholds.csv")
+    best = table.sort("goodput", descending=True).row(0, named=True)
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
+    ax.plot(table["threshold"], table["goodput_gain"], marker="o")
+    ax.axhline(0.0, color="grey", lw=0.8)
+    ax.set_xlabel("alarm threshold (calibrated probability of failure within the horizon)")
+    ax.set_ylabel("goodput gain vs no drains")
+    ax.grid(alpha=0.3)
+    ax.set_title(f"proactive drains at {spec.target_gpus:,} GPUs (model {model_id})")
+    fig.tight_layout()
+    plot = out_dir / "drain_gain_vs_threshold.png"
+    fig.savefig(plot)
+    plt.close(fig)
+    keep = ("threshold", "precision", "recall", "goodput", "goodput_no_drain", "goodput_gain",
+            "expected_drains", "expected_false_alarms")  # fmt: skip
+    return {
+        "model_id": model_id,
+        "n_thresholds": table.height,
+        "table": str(out_dir / "drain_thresholds.parquet"),
+        "plot": str(plot),
+        "best": {k: best[k] for k in keep if k in best},
     }
 
 

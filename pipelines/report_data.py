@@ -281,6 +281,10 @@ class ReportData:
     files, quarantine, quarantine_samples, checks
         Data quality: files per source, quarantine by reason, sample quarantined lines, Great
         Expectations results.
+    prediction
+        The latest failure predictor (``model``: id, windows, test metrics next to the two
+        baselines; None when none was trained) and ``at_risk``: its latest scores at or above
+        its threshold, with their evidence (:func:`_prediction`).
     notes
         Assumptions and model warnings, in words.
     """
@@ -308,6 +312,7 @@ class ReportData:
     quarantine_samples: pl.DataFrame
     checks: pl.DataFrame
     notes: list[str] = field(default_factory=list)
+    prediction: dict[str, Any] = field(default_factory=dict)
 
 
 class _Notes:
@@ -448,6 +453,7 @@ def read_report_data(
     goodput = _goodput(con, params, fits, tuple(target_gpus), notes)
     headline["goodput"] = goodput["headline"]
     files, quarantine, samples, checks = _quality(con)
+    prediction = _prediction(con, notes)
     return ReportData(
         period=period,
         fit=fit,
@@ -472,7 +478,83 @@ def read_report_data(
         quarantine_samples=samples,
         checks=checks,
         notes=notes.items,
+        prediction=prediction,
     )
+
+
+AT_RISK_LIMIT = 25
+"""GPUs listed in the report's at-risk table (highest probability first)."""
+
+
+def _prediction(con: duckdb.DuckDBPyConnection, notes: _Notes) -> dict[str, Any]:
+    """The latest failure predictor's test metrics and the GPUs its latest scores put at risk."""
+    row = query(
+        con,
+        "select model_id, trained_at, horizon_h, threshold, test_start, test_end, metrics "
+        "from predict_models order by trained_at desc limit 1",
+    )
+    if row.height == 0:
+        return {"model": None, "at_risk": [], "n_at_risk": 0, "scored_at": None}
+    model = row.row(0, named=True)
+    metrics = json.loads(model.pop("metrics"))
+    model["metrics"] = [
+        {"name": name, **{k: metrics.get(key, {}).get(k) for k in _PREDICT_METRICS}}
+        for name, key in (
+            ("classifier", "model"),
+            ("rule: drain after N SBEs in an hour", "sbe_rule"),
+            ("never predict", "never_predict"),
+        )
+    ]
+    model["n_sbe_per_h"] = metrics.get("sbe_rule", {}).get("n_sbe_per_h")
+    model["sizes"] = metrics.get("sizes", {})
+    latest = query(
+        con,
+        "select max(prediction_ts) as at, max(scored_at) as scored_at, "
+        "count(*) filter (where at_risk) as n_at_risk from predict_scores "
+        "where model_id = $id and prediction_ts = "
+        "(select max(prediction_ts) from predict_scores where model_id = $id)",
+        {"id": model["model_id"]},
+    ).row(0, named=True)
+    at_risk = query(
+        con,
+        "select host, gpu_index, uuid, prob, evidence from predict_scores "
+        "where model_id = $id and at_risk and prediction_ts = $at "
+        "order by prob desc, host, gpu_index limit $limit",
+        {"id": model["model_id"], "at": latest["at"], "limit": AT_RISK_LIMIT},
+    )
+    rows = [
+        {**r, "evidence": _evidence_text(r["evidence"])} for r in at_risk.to_dicts()
+    ]
+    if latest["at"] is None:
+        notes.add(
+            f"Failure predictor {model['model_id']} has not scored the fleet yet: run "
+            "`relia predict score` (the weekly-report deployment does before each report)."
+        )
+    return {
+        "model": model,
+        "at_risk": rows,
+        "n_at_risk": int(latest["n_at_risk"] or 0),
+        "prediction_ts": latest["at"],
+        "scored_at": latest["scored_at"],
+    }
+
+
+_PREDICT_METRICS = ("precision", "recall", "pr_auc", "lead_time_h", "alarms_per_day", "n_failures")
+
+
+def _evidence_text(evidence: str | None) -> str:
+    """A score's evidence (JSON of feature -> value) as ``name value`` pairs."""
+    if not evidence:
+        return ""
+    try:
+        parsed = json.loads(evidence)
+    except ValueError:
+        return evidence
+    if isinstance(parsed, dict):
+        return ", ".join(f"{k} {_plain(v)}" for k, v in parsed.items())
+    if isinstance(parsed, list):
+        return ", ".join(_plain(v) for v in parsed)
+    return _plain(parsed)
 
 
 def _compare(observed: int, trailing_total: int, n_trailing: int) -> str:
@@ -1490,6 +1572,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("trend", "Trend"),
     ("interruptions", "Job interruptions by root cause"),
     ("nodes", "Nodes to look at"),
+    ("prediction", "GPUs at risk"),
     ("goodput", "Goodput projection"),
     ("quality", "Data quality"),
 )

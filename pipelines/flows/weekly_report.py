@@ -4,12 +4,35 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 
+from pipelines import warehouse
+from pipelines.flows.ingest_telemetry import _warehouse_busy
 from pipelines.report import build_report
 from pipelines.report_data import DEFAULT_TARGET_GPUS
 from pipelines.settings import Settings
+
+
+@task(retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=_warehouse_busy)
+def score_fleet(db_path: Path, lock_timeout_s: float) -> int | None:
+    """Score every GPU with the latest failure predictor, if one was trained; GPUs at risk.
+
+    Returns None (and scores nothing) when no model exists or there is no GPU telemetry.
+    """
+    from pipelines import predict
+
+    with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+        warehouse.apply_schema(con)
+        con.complete()
+        if not con.execute("select count(*) from predict_models").fetchone()[0]:  # type: ignore[index]
+            return None
+        try:
+            scores = predict.score(con)
+        except ValueError as error:  # no DCGM telemetry in the window
+            get_run_logger().warning("not scoring GPUs: %s", error)
+            return None
+    return int(scores.get_column("at_risk").sum())
 
 
 @flow(name="weekly-report")
@@ -19,8 +42,15 @@ def weekly_report(
     reports_dir: Path | None = None,
     target_gpus: list[int] | None = None,
 ) -> str:
-    """Build the reliability report for ``week`` (default: the last full week); returns its path."""
+    """Build the reliability report for ``week`` (default: the last full week); returns its path.
+
+    When a failure predictor was trained (``relia predict train``), the fleet is scored first so
+    the report's "GPUs at risk" section is current.
+    """
     settings = Settings.from_env(db_path=db_path, reports_dir=reports_dir)
+    at_risk = score_fleet(settings.db_path, settings.lock_timeout_s)
+    if at_risk is not None:
+        get_run_logger().info("%d GPUs at risk by the latest failure predictor", at_risk)
     result = build_report(
         settings.db_path,
         week=week,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 from typing import Any
@@ -37,18 +38,24 @@ def what_if(
     db_path: Path | None = None,
     dask_address: str | None = None,
     parts: int = 4,
+    drain_model: str | None = None,
 ) -> dict[str, Any]:
     """Run the sweep in ``sweep_file``; writes the table and plots under ``out_dir``.
 
     In a flow run the grid is cut into ``parts`` slices evaluated on the Dask scheduler at
-    ``dask_address`` (default ``RELIA_DASK_ADDRESS``; unset: local threads).
+    ``dask_address`` (default ``RELIA_DASK_ADDRESS``; unset: local threads). With
+    ``drain_model`` (or the file's ``drain_model:``; ``latest`` or a model id) the stored failure
+    predictor's alarm thresholds are swept too: goodput with proactive drains at each one.
     """
     settings = Settings.from_env(db_path=db_path, dask_address=dask_address)
     runner = dask_runner.task_runner(settings.dask_address)
     grid_flow = sweep_grid.with_options(task_runner=runner)
     tracked = FlowRunContext.get() is not None
+    spec = project.load_sweep(sweep_file)
+    if drain_model is not None:
+        spec = dataclasses.replace(spec, drain_model=drain_model)
     result = project.run_sweep(
-        project.load_sweep(sweep_file), db_path=settings.db_path, out_dir=out_dir,
+        spec, db_path=settings.db_path, out_dir=out_dir,
         sweep_fn=(lambda base, grid: grid_flow(base, grid, parts)) if tracked else None,
     )  # fmt: skip
     best = result["best_knob"]

@@ -143,8 +143,28 @@ class SynthConfig:
         writes none. At 30 s a 256-node, 90-day fleet would write about 80 GB, so keep it coarse
         (hours) or use ``bench.bench_dcgm`` for volume. Default None.
 
-    With ``k8s_share = elastic_share = 0``, ``node_events`` off and ``dcgm_interval_s`` None
-    the generator writes the same bytes as it did before those sources existed.
+    precursor_share
+        None (default) keeps the built-in DCGM precursors (single-bit ECC errors rise in the 12 h
+        before every ``gpu_memory`` failure, NVLink CRC errors before every ``nvlink`` one). A
+        share in [0, 1] replaces them by planted precursors (:mod:`pipelines.synth.precursors`):
+        each GPU-level failure gets one with this probability, the others and every node-level
+        failure none. The signal follows the class (``gpu_memory``: rising single-bit ECC errors,
+        row remaps and warning Xids 63/92; ``nvlink``: NVLink CRC bursts; ``pcie``: PCIe
+        replays; ``gpu``: a temperature and power excursion) and ramps up over the lead time. A
+        failure whose node is down (another unit in repair) during that time shows none. The
+        ground truth marks each failure (``precursor``, ``precursor_lead_h``). 0 gives a fleet
+        with background noise and no precursor at all.
+    precursor_lead_h
+        Lead times (hours from the precursor's onset to the failure) are uniform on this range.
+    background_per_gpu_day
+        With ``precursor_share`` set: rate of background episodes per GPU and day, falling at
+        random and independent of failures, each one signal of the precursors' kinds (an ECC,
+        row-remap, NVLink CRC, PCIe replay or temperature burst of 1-4 h, or a warning Xid
+        burst) at lower intensity, so that a warning alone does not announce a failure.
+
+    With ``k8s_share = elastic_share = 0``, ``node_events`` off, ``dcgm_interval_s`` and
+    ``precursor_share`` None the generator writes the same bytes as it did before those sources
+    existed.
     """
 
     nodes: int = 256
@@ -178,6 +198,9 @@ class SynthConfig:
     elastic_share: float = 0.0
     node_events: bool = False
     dcgm_interval_s: int | None = None
+    precursor_share: float | None = None
+    precursor_lead_h: tuple[float, float] = (6.0, 20.0)
+    background_per_gpu_day: float = 0.05
 
     def __post_init__(self) -> None:
         """Check the configuration and fail with a hint on what to change."""
@@ -210,6 +233,11 @@ class SynthConfig:
         if not self.more_telemetry:
             for name in _MORE_TELEMETRY:
                 params.pop(name)
+        if self.precursor_share is None:
+            for name in _PRECURSORS:
+                params.pop(name)
+        else:
+            params["precursor_lead_h"] = list(self.precursor_lead_h)
         params["start"] = self.start.strftime("%Y-%m-%dT%H:%M:%SZ")
         params["job_size_mix"] = list(self.job_size_mix)
         params["classes"] = {
@@ -225,6 +253,7 @@ class SynthConfig:
 
 
 _MORE_TELEMETRY = ("k8s_share", "elastic_share", "node_events", "dcgm_interval_s")
+_PRECURSORS = ("precursor_share", "precursor_lead_h", "background_per_gpu_day")
 
 
 def _check_config(config: SynthConfig) -> None:
@@ -287,3 +316,17 @@ def _check_config(config: SynthConfig) -> None:
             f"{config.dcgm_interval_s}."
         )
         raise ValueError(msg)
+    if config.precursor_share is not None:
+        lo, hi = config.precursor_lead_h
+        if not 0 <= config.precursor_share <= 1:
+            msg = f"precursor_share must be in [0, 1] or None, got {config.precursor_share}."
+            raise ValueError(msg)
+        if not 1 <= lo <= hi:
+            msg = (
+                f"precursor_lead_h must be (low, high) hours with 1 <= low <= high, got "
+                f"{config.precursor_lead_h}."
+            )
+            raise ValueError(msg)
+        if config.background_per_gpu_day < 0:
+            msg = "background_per_gpu_day must not be negative; pass 0 for no background noise."
+            raise ValueError(msg)

@@ -15,6 +15,7 @@ from pipelines.synth import fleet as fleet_mod
 from pipelines.synth import formats, kernel, schedulers, truth, workload
 from pipelines.synth import k8s as k8s_mod
 from pipelines.synth import node_events as node_events_mod
+from pipelines.synth import precursors as precursors_mod
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -106,6 +107,7 @@ def synthesize(out: Path, config: SynthConfig) -> dict[str, Any]:
             data["xids"],
             data["uuids"],
             write=lambda name, text: _write_text(out / "dcgm" / name, text),
+            precursors=data["precursors"],
         )
         truth_dict["dcgm"] = {
             "n_samples": scrapes.n_samples,
@@ -146,9 +148,13 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
     jobs = workload.make_jobs(config, streams[6], fleet, carriers)
     attempts = workload.schedule_jobs(config, streams[7], fleet, jobs, carriers)
     xids = kernel.plan_xids(config, streams[8], fleet, attempts)
-    hostile = kernel.plan_hostile(config, streams[9], fleet, xids)
     # later sources draw from streams spawned after the first 13, so they leave those alone
     extra = root.spawn(5) if config.more_telemetry else []
+    precursors = None
+    if config.precursor_share is not None:
+        precursors = precursors_mod.plan_precursors(config, root.spawn(1)[0], fleet)
+        xids = precursors_mod.with_warning_xids(config, fleet, xids, precursors)
+    hostile = kernel.plan_hostile(config, streams[9], fleet, xids)
     more = _more_telemetry(config, extra, fleet, jobs, attempts, minor) if extra else {}
     scheduler = more.get("scheduler")
     slurm_attempts = (
@@ -186,7 +192,9 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         },
         "lives_by_class": lives,
         "failures_by_class": {name: v["n_failed"] for name, v in lives.items()},
-        "failures": truth.failures(config, fleet),
+        "failures": truth.failures(
+            config, fleet, None if precursors is None else precursors.lookup()
+        ),
         "interruptions": interruptions,
         "interruptions_by_cause": truth.by_cause(interruptions),
         "expected_quarantine": {
@@ -217,6 +225,8 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
     }
     if more:
         _add_more_truth(truth_dict, more, attempts)
+    if precursors is not None:
+        truth_dict["precursors"] = precursors_mod.summary(config, fleet, precursors)
     return {
         "truth": truth_dict,
         "fleet": fleet,
@@ -232,6 +242,7 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         "attempts": attempts,
         "jobs": jobs,
         "rng_dcgm": extra[4] if extra else None,
+        "precursors": precursors,
         **{k: more[k] for k in MORE_SOURCES if k in more},
     }
 

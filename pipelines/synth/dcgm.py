@@ -8,7 +8,10 @@ counters and energy restart from zero when the node reboots (after every repair 
 driver reloads); the aggregate ones (retired pages, aggregate ECC) belong to the GPU and start
 over only with a new GPU (a new UUID: a new series). Precursors: single-bit ECC errors rise in the
 hours before a ``gpu_memory`` failure (and a double-bit error shows), NVLink CRC errors before an
-``nvlink`` one. The Xid gauge holds the last Xid the GPU printed since the reboot.
+``nvlink`` one. With ``SynthConfig.precursor_share`` set, those built-in precursors give way to the
+planted ones of :mod:`pipelines.synth.precursors` (and its background episodes), and the scrapes
+also export correctable row remaps. The Xid gauge holds the last Xid the GPU printed since the
+reboot.
 
 The counters are drawn so that a reset is always visible (the first value after a reboot is below
 the last one before it, unless that was zero), so the increase the views compute with the reset
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
     from pipelines.synth.config import SynthConfig
     from pipelines.synth.fleet import Fleet
     from pipelines.synth.kernel import XidLines
+    from pipelines.synth.precursors import Precursors
     from pipelines.synth.workload import Attempt
 
 DRIVER = "535.129.03"
@@ -57,6 +61,11 @@ EXPORTED: tuple[tuple[str, str, str, str], ...] = (
     ("pcie_replays", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter",
      "Total number of PCIe retries."),
     ("xid_last", "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
+)  # fmt: skip
+#: Exported as well when precursors are planted (``SynthConfig.precursor_share`` set).
+REMAPS: tuple[str, str, str, str] = (
+    "remapped_rows_correctable", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
+    "Number of remapped rows for correctable errors.",
 )  # fmt: skip
 COUNTERS = tuple(c for c, _, kind, _ in EXPORTED if kind == "counter")
 VOLATILE = ("energy_mj", "ecc_sbe_volatile", "ecc_dbe_volatile", "nvlink_crc_flit_errors",
@@ -90,11 +99,13 @@ def dcgm_files(
     xids: XidLines,
     uuids: list[list[str]],
     write: Callable[[str, str], None] | None = None,
+    precursors: Precursors | None = None,
 ) -> DcgmOutput:
     """Scrape files of every node, and the counters' true increases.
 
     ``write(name, text)`` receives each file as soon as it is built (then ``files`` stays
-    empty); without it the files are kept in ``files``.
+    empty); without it the files are kept in ``files``. ``precursors`` (planted precursors and
+    background episodes) replaces the built-in precursors.
     """
     if config.dcgm_interval_s is None:
         msg = "dcgm_interval_s is None: set it to the scrape interval in seconds to write DCGM."
@@ -131,8 +142,11 @@ def dcgm_files(
                 ]
             )
         )
-        values, labels = _node_values(config, rng, fleet, n, times, busy, reboots, xids, uuids, out)
-        _write_node(config, fleet.names[n], times, values, labels, g, out, write)
+        values, labels = _node_values(
+            config, rng, fleet, n, times, busy, reboots, xids, uuids, out, precursors
+        )
+        exported = EXPORTED if precursors is None else (*EXPORTED, REMAPS)
+        _write_node(config, fleet.names[n], times, values, labels, g, out, write, exported)
     return out
 
 
@@ -147,6 +161,7 @@ def _node_values(
     xids: XidLines,
     uuids: list[list[str]],
     out: DcgmOutput,
+    precursors: Precursors | None = None,
 ) -> tuple[dict[str, np.ndarray], list[list[str]]]:
     """Per metric a (samples x GPUs) array, and the label text of every sample and GPU."""
     g = fleet.gpus_per_node
@@ -158,12 +173,21 @@ def _node_values(
     reboot_before[1:] = seen[1:] > seen[:-1]
     temp = 38 + 35 * busy[:, None] + rng.normal(0, 2, (m, g))
     power = 75 + 550 * busy[:, None] + rng.normal(0, 20, (m, g))
+    counters = COUNTERS
+    planted: dict[str, np.ndarray] | None = None
+    if precursors is not None:
+        from pipelines.synth.precursors import node_signals
+
+        planted = node_signals(precursors, fleet, n, times, step)
+        temp = temp + planted["temp"]
+        power = power + planted["power"]
+        counters = (*COUNTERS, REMAPS[0])
     values: dict[str, np.ndarray] = {
         "gpu_temp_c": np.round(temp).astype(np.int64),
         "power_w": np.round(np.maximum(power, 20.0), 3),
     }
     labels: list[list[str]] = []
-    increments = {c: np.zeros((m, g), dtype=np.int64) for c in COUNTERS}
+    increments = {c: np.zeros((m, g), dtype=np.int64) for c in counters}
     increments["energy_mj"] = np.round(values["power_w"] * step * 1000).astype(np.int64)
     xid_last = np.zeros((m, g), dtype=np.int64)
     life_of = np.zeros((m, g), dtype=np.int64)
@@ -176,7 +200,8 @@ def _node_values(
         sbe_rate = np.full(m, 0.02)
         flit_rate = np.full(m, 0.01)
         dbe = np.zeros(m, dtype=np.int64)
-        for opened, cls in zip(opens.tolist(), classes, strict=True):
+        built_in = planted is None  # planted precursors replace the built-in ones
+        for opened, cls in zip(opens.tolist(), classes, strict=True) if built_in else ():
             soon = (times < opened) & (times >= opened - PRECURSOR_S)
             if cls == "gpu_memory":
                 sbe_rate[soon] *= 50
@@ -186,11 +211,17 @@ def _node_values(
             elif cls == "nvlink":
                 flit_rate[soon] *= 200
         increments["ecc_sbe_volatile"][:, s] = rng.poisson(sbe_rate)
+        if planted is not None:
+            increments["ecc_sbe_volatile"][:, s] += planted["sbe"][:, s]
         increments["ecc_dbe_volatile"][:, s] = dbe
         increments["retired_sbe"][:, s] = rng.binomial(increments["ecc_sbe_volatile"][:, s], 0.05)
         increments["retired_dbe"][:, s] = dbe
         increments["nvlink_crc_flit_errors"][:, s] = rng.poisson(flit_rate)
         increments["pcie_replays"][:, s] = rng.poisson(0.005, m)
+        if planted is not None:
+            increments["nvlink_crc_flit_errors"][:, s] += planted["crc"][:, s]
+            increments["pcie_replays"][:, s] += planted["pcie"][:, s]
+            increments[REMAPS[0]][:, s] = planted["remap"][:, s]
         # the Xid gauge: the last code printed on this GPU since the node's last reboot
         sel = (xids.node == n) & (xids.slot == s)
         x_ts, x_code = xids.true_ts[sel], xids.code[sel]
@@ -199,16 +230,16 @@ def _node_values(
         if x_ts.size:
             k = np.searchsorted(x_ts, times, side="right") - 1
             booted = np.searchsorted(reboots, times, side="right")
-            last_boot = np.where(
-                booted > 0, reboots[np.maximum(booted - 1, 0)], np.iinfo(np.int64).min
-            )
+            # a node that never rebooted (no repair, no driver reload) has nothing to index
+            padded = np.concatenate([[np.iinfo(np.int64).min], reboots])
+            last_boot = padded[booted]
             has = (k >= 0) & (x_ts[np.maximum(k, 0)] >= last_boot)
             xid_last[:, s] = np.where(has, x_code[np.maximum(k, 0)], 0)
     values["xid_last"] = xid_last
     # counters: cumulative per series (slot and GPU life); volatile ones restart at a reboot
     new_series = np.ones((m, g), dtype=bool)
     new_series[1:] = life_of[1:] != life_of[:-1]
-    for c in COUNTERS:
+    for c in counters:
         inc = increments[c]
         start = (
             rng.integers(10**9, 10**11, (m, g)) if c == "energy_mj" else rng.integers(0, 3, (m, g))
@@ -223,9 +254,9 @@ def _node_values(
             inc[i] = np.where(fresh, 0, np.where(reset, capped, inc[i]))
             vals[i] = np.where(fresh, start[i], np.where(reset, inc[i], prev + inc[i]))
         values[c] = vals
-        out.increase[c] += int(inc.sum())
+        out.increase[c] = out.increase.get(c, 0) + int(inc.sum())
     lower = np.zeros((m, g), dtype=bool)
-    for c in COUNTERS:
+    for c in counters:
         v = values[c]
         lower[1:] |= v[1:] < v[:-1]
     out.n_resets += int(np.sum(lower & ~new_series))
@@ -255,13 +286,14 @@ def _write_node(
     g: int,
     out: DcgmOutput,
     write: Callable[[str, str], None],
+    exported: tuple[tuple[str, str, str, str], ...] = EXPORTED,
 ) -> None:
     """One file per node: the window's scrapes, named after the window's first day."""
     life = values["life"]
     label_text = np.array(
         [[labels[s][life[i, s]] for s in range(g)] for i in range(times.size)], dtype=object
     )
-    text = exposition(times, {c: values[c] for c, *_ in EXPORTED}, label_text)
+    text = exposition(times, {c: values[c] for c, *_ in exported}, label_text, exported)
     if config.hostile and out.n_bad == 0:
         # a scrape cut off mid-line (the exporter restarted while being read)
         text += f'DCGM_FI_DEV_GPU_TEMP{{gpu="0",UUID="{labels[0][life[-1, 0]][14:40]}\n'
@@ -271,7 +303,12 @@ def _write_node(
     write(f"{host}.{stamp}.prom", text)
 
 
-def exposition(times: np.ndarray, values: dict[str, np.ndarray], labels: np.ndarray) -> str:
+def exposition(
+    times: np.ndarray,
+    values: dict[str, np.ndarray],
+    labels: np.ndarray,
+    exported: tuple[tuple[str, str, str, str], ...] = EXPORTED,
+) -> str:
     """Scrapes in dcgm-exporter's text format, one after another, each sample with its time.
 
     Parameters
@@ -279,16 +316,18 @@ def exposition(times: np.ndarray, values: dict[str, np.ndarray], labels: np.ndar
     times
         Epoch seconds of the scrapes (``m``).
     values
-        Column of :data:`EXPORTED` -> ``(m, gpus)`` array (integers, or floats printed with
+        Column of ``exported`` -> ``(m, gpus)`` array (integers, or floats printed with
         three decimals).
     labels
         ``(m, gpus)`` label text (``gpu="0",UUID="GPU-...",...``) per scrape and GPU.
+    exported
+        The metrics, in order: column, exporter name, type, help text (:data:`EXPORTED`).
     """
     m, g = labels.shape
     stamp = pl.Series("stamp", np.repeat(times * 1000, g)).cast(pl.String)
     label = pl.Series("label", labels.ravel().astype(str))
     parts = []
-    for order, (column, name, kind, text) in enumerate(EXPORTED):
+    for order, (column, name, kind, text) in enumerate(exported):
         samples = pl.DataFrame(
             {
                 "i": np.repeat(np.arange(m), g),

@@ -81,8 +81,17 @@ def lives_by_class(config: SynthConfig, fleet: Fleet) -> dict[str, dict[str, int
     return out
 
 
-def failures(config: SynthConfig, fleet: Fleet) -> list[dict[str, Any]]:
-    """Every ``replace`` ticket (a failure), before and in the window."""
+def failures(
+    config: SynthConfig,
+    fleet: Fleet,
+    precursors: dict[int, tuple[bool, float | None]] | None = None,
+) -> list[dict[str, Any]]:
+    """Every ``replace`` ticket (a failure), before and in the window.
+
+    With ``precursors`` (fleet event index -> planted, lead time in hours; from
+    :meth:`pipelines.synth.precursors.Precursors.lookup`) each row also says whether a precursor
+    was planted before it (``precursor``) and its lead time (``precursor_lead_h``, else None).
+    """
     w0, w1 = config.window_start_s, config.window_end_s
     sel = np.flatnonzero(fleet.ev_action == REPLACE)
     order = sel[np.lexsort((fleet.ev_unit[sel], fleet.ev_open[sel]))]
@@ -90,16 +99,19 @@ def failures(config: SynthConfig, fleet: Fleet) -> list[dict[str, Any]]:
     for i in order.tolist():
         unit = int(fleet.ev_unit[i])
         opened, closed = int(fleet.ev_open[i]), int(fleet.ev_close[i])
-        rows.append(
-            {
-                "node": fleet.names[int(fleet.unit_node[unit])],
-                "slot": fleet.unit_slot[unit],
-                "component_class": fleet.class_names[int(fleet.ev_class[i])],
-                "failed_ts": iso(opened),
-                "repaired_ts": iso(closed) if closed < w1 else None,
-                "in_window": w0 < opened < w1,
-            }
-        )
+        row: dict[str, Any] = {
+            "node": fleet.names[int(fleet.unit_node[unit])],
+            "slot": fleet.unit_slot[unit],
+            "component_class": fleet.class_names[int(fleet.ev_class[i])],
+            "failed_ts": iso(opened),
+            "repaired_ts": iso(closed) if closed < w1 else None,
+            "in_window": w0 < opened < w1,
+        }
+        if precursors is not None:
+            planted, lead_h = precursors.get(i, (False, None))
+            row["precursor"] = planted
+            row["precursor_lead_h"] = lead_h
+        rows.append(row)
     return rows
 
 
