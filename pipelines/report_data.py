@@ -488,6 +488,13 @@ AT_RISK_LIMIT = 25
 
 def _prediction(con: duckdb.DuckDBPyConnection, notes: _Notes) -> dict[str, Any]:
     """The latest failure predictor's test metrics and the GPUs its latest scores put at risk."""
+    tables = query(
+        con,
+        "select count(*) as n from duckdb_tables() "
+        "where table_name in ('predict_models', 'predict_scores')",
+    ).item()
+    if tables < 2:  # a warehouse written before prediction existed (read-only: no schema change)
+        return {"model": None, "at_risk": [], "n_at_risk": 0, "scored_at": None}
     row = query(
         con,
         "select model_id, trained_at, horizon_h, threshold, test_start, test_end, metrics "
