@@ -498,7 +498,11 @@ def _scratch(
             if reopen and at is not None:
                 star = (
                     "* replace ("
-                    + ", ".join(f"case when {c} < $at then {c} end as {c}" for c in reopen)
+                    + ", ".join(
+                        f"case when {warehouse._identifier(c)} < $at then "
+                        f"{warehouse._identifier(c)} end as {warehouse._identifier(c)}"
+                        for c in reopen
+                    )
                     + ")"
                 )
             cut = f"and {ts_col} < $at" if at is not None else ""
