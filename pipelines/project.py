@@ -278,6 +278,13 @@ def _drain_thresholds(
 
     at_target = dataclasses.replace(base, n_gpus=spec.target_gpus)
     usable = curve.filter(pl.col("recall").is_not_null())
+    if "alarm_precision" in usable.columns:
+        # a drain is one alarm (the first hour of a run of alarming hours), so the knob's
+        # precision is the share of alarms followed by a failure, not of alarming GPU-hours
+        usable = usable.rename({"precision": "row_precision"}).with_columns(
+            precision=pl.col("alarm_precision")
+        )
+        usable = usable.filter((pl.col("recall") == 0) | (pl.col("precision") > 0))
     table = drain_sweep(at_target, usable)
     table.write_parquet(out_dir / "drain_thresholds.parquet")
     table.write_csv(out_dir / "drain_thresholds.csv")

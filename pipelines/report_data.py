@@ -546,7 +546,10 @@ def _prediction(con: duckdb.DuckDBPyConnection, notes: _Notes) -> dict[str, Any]
     }
 
 
-_PREDICT_METRICS = ("precision", "recall", "pr_auc", "lead_time_h", "alarms_per_day", "n_failures")
+_PREDICT_METRICS = (
+    "precision", "alarm_precision", "recall", "pr_auc", "lead_time_h", "alarms_per_day",
+    "n_failures",
+)  # fmt: skip
 
 
 def _evidence_text(evidence: str | None) -> str:

@@ -254,7 +254,13 @@ def test_trained_model_drives_the_report_and_the_threshold_sweep(
     drain = payload["drain"]
     assert drain["model_id"] == trained.model_id
     table = pl.read_parquet(drain["table"])
-    assert table.height == trained.curve.filter(pl.col("recall").is_not_null()).height
+    # a drain is one alarm: the knob's precision is the curve's alarm precision
+    curve = trained.curve.filter(
+        pl.col("recall").is_not_null()
+        & ((pl.col("recall") == 0) | (pl.col("alarm_precision") > 0))
+    )
+    assert table.height == curve.height > 0
+    assert table["precision"].to_list() == curve["alarm_precision"].to_list()
     # each threshold's goodput is the model's own recall and precision put into the projection
     best = table.sort("goodput", descending=True).row(0, named=True)
     assert drain["best"]["goodput"] == pytest.approx(best["goodput"])
