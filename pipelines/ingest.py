@@ -127,26 +127,14 @@ def _parse(
     return ParsedFile(item, data, sha256, table, parsed)
 
 
-def parse_file(
-    item: LandingFile, parser_options: dict[str, dict[str, Any]] | None = None
-) -> ParsedFile:
-    """Read, hash and parse one landing file (the step an ingest can fan out to workers).
-
-    ``parser_options`` maps a source to extra parser keyword arguments, as in :func:`ingest`.
-    """
-    data = item.path.read_bytes()
-    return _parse(item, data, warehouse.file_sha256(data), (parser_options or {}).get(item.source))
-
-
 def parse_files(
     items: list[LandingFile], parser_options: dict[str, dict[str, Any]] | None = None
 ) -> list[ParsedFile]:
-    """Read, hash and parse several files; small files of one kind are parsed joined."""
-    read = []
-    for item in items:
-        data = item.path.read_bytes()
-        read.append((item, data, warehouse.file_sha256(data)))
-    return list(_parse_read(read, parser_options or {}))
+    """Read, hash and parse landing files (the step an ingest can fan out to workers); small
+    files of one kind are parsed joined. ``parser_options`` maps a source to extra parser keyword
+    arguments, as in :func:`ingest`."""
+    extra = parser_options or {}
+    return [parsed for chunk in _hashed_chunks(items) for parsed in _parse_read(chunk, extra)]
 
 
 def _parse_read(

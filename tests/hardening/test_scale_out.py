@@ -105,7 +105,7 @@ def test_lake_writes_are_idempotent_and_unrecorded_parts_stay_invisible(
     db, root = tmp_path / "lake.duckdb", tmp_path / "lake"
     ingest.ingest(db, files, lake_dir=root)
     sacct = max((f for f in files if f.source == "slurm"), key=lambda f: f.path.stat().st_size)
-    parsed = ingest.parse_file(sacct)
+    (parsed,) = ingest.parse_files([sacct])
     rows = parsed.parsed.rows
     assert rows.height
     first = lake.write_parts(root, table=parsed.table, sha256=parsed.sha256, rows=rows)
