@@ -24,6 +24,8 @@ import polars as pl
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from pipelines.streams import StreamRead, StreamState
+
 log = logging.getLogger(__name__)
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
@@ -160,7 +162,14 @@ class LoadCounts:
     n_loaded: int
     n_quarantined: int
     n_ignored: int
-    skipped: bool  # True when the same bytes were loaded before
+    skipped: bool  # True when the same bytes were loaded before (nothing new in a stream)
+    n_held: int = 0  # a last line without its newline (or an archive still being written)
+    status: str = ""  # what happened, in words (empty: loaded, or "already loaded" when skipped)
+
+    @property
+    def outcome(self) -> str:
+        """``status``, or ``loaded`` / ``already loaded``."""
+        return self.status or ("already loaded" if self.skipped else "loaded")
 
 
 def already_loaded(con: duckdb.DuckDBPyConnection, sha256: str) -> LoadCounts | None:
@@ -197,17 +206,32 @@ class FileLoad:
     rejects: pl.DataFrame
     n_ignored: int
     quality_results: tuple[dict[str, object], ...] = ()
+    stream: StreamRead | None = None  # a read of a tailed stream (rows already renumbered)
+    forget: bool = False  # first remove what this path or content loaded before (--force)
 
     def counts(self) -> LoadCounts:
+        n_held = 0 if self.stream is None else self.stream.n_held
+        status = ""
+        if self.stream is not None:
+            status = {"new": "loaded", "append": "appended", "replace": "replaced",
+                      "unchanged": "no new lines"}[self.stream.action]  # fmt: skip
+            if self.stream.released:
+                status += " (last line without newline read: file finished)"
+            elif n_held:
+                status += " (last line held: no newline yet)"
+        elif self.rows.height + self.rejects.height == 0:
+            status = f"no {self.source} lines"
         return LoadCounts(
             path=self.path,
             source=self.source,
             table=self.table,
-            n_read=self.rows.height + self.rejects.height,
+            n_read=self.rows.height + self.rejects.height + n_held,
             n_loaded=self.rows.height,
             n_quarantined=self.rejects.height,
             n_ignored=self.n_ignored,
             skipped=False,
+            n_held=n_held,
+            status=status,
         )
 
 
@@ -251,7 +275,13 @@ def load_files(
     written in that one transaction, so after a crash every file is either wholly loaded or not
     at all; one transaction for a batch instead of one per file saves ~10 ms a file. Files
     whose bytes were loaded before (or repeat an earlier file of ``loads``) come back with
-    ``skipped=True`` and change nothing.
+    ``skipped=True`` and change nothing. A whole file in which its parser found no line in scope
+    is not recorded ("no <source> lines"), so it never blocks a later ingest under another source.
+
+    Reads of tailed streams (``FileLoad.stream``) are applied in order in the same transaction:
+    the stream's rows follow it to the path that holds it now (:func:`_move_stream`), a rewritten
+    stream's earlier rows are deleted first, and ``raw_streams`` records how far its rows go
+    (:mod:`pipelines.streams`).
 
     With ``lake_dir`` the rows are written as Parquet parts first (``pipelines.lake``; idempotent,
     and invisible to the lake views until the transaction records the file), not into the table.
@@ -261,69 +291,131 @@ def load_files(
     tables = {load.table for load in loads}
     for table in tables:
         _identifier(table)
-    before = loaded_before(con, [load.sha256 for load in loads])
+    whole = [load for load in loads if load.stream is None]
+    tailed = [load for load in loads if load.stream is not None]
+    before = loaded_before(con, [load.sha256 for load in whole if not load.forget])
     fresh: dict[str, FileLoad] = {}
-    for load in loads:
-        if load.sha256 not in before:
+    for load in whole:
+        if load.sha256 not in before and load.rows.height + load.rejects.height > 0:
             fresh.setdefault(load.sha256, load)
     if lake_dir is not None:
         from pipelines import lake
 
         for load in fresh.values():
             lake.write_parts(lake_dir, table=load.table, sha256=load.sha256, rows=load.rows)
+        for load in tailed:
+            assert load.stream is not None
+            lake.write_parts(lake_dir, table=load.table, sha256=load.stream.read_key,
+                             rows=load.rows)  # fmt: skip
     now = datetime.now(UTC)
-    files = pl.DataFrame(
-        [
-            {
-                "file_sha256": load.sha256,
-                "path": load.path,
-                "source": load.source,
-                "target_table": load.table,
-                "n_read": load.rows.height + load.rejects.height,
-                "n_loaded": load.rows.height,
-                "n_quarantined": load.rejects.height,
-                "n_ignored": load.n_ignored,
-                "loaded_at": now,
-            }
-            for load in fresh.values()
-        ],
-        schema={
-            "file_sha256": pl.String,
-            "path": pl.String,
-            "source": pl.String,
-            "target_table": pl.String,
-            "n_read": pl.Int64,
-            "n_loaded": pl.Int64,
-            "n_quarantined": pl.Int64,
-            "n_ignored": pl.Int64,
-            "loaded_at": pl.Datetime("us", "UTC"),
-        },
+    files = _files_frame([_file_record(load, now) for load in fresh.values()])
+    quarantine = [_quarantine_rows(load, load.sha256, now) for load in fresh.values()]
+    checks = _checks_frame(list(fresh.values()), now)
+    con.execute("begin transaction")
+    try:
+        for load in loads:
+            if load.forget:
+                _forget(con, load.path, load.sha256, lake=lake_dir is not None)
+        if lake_dir is None:
+            for table in sorted(tables):
+                parts = [
+                    load.rows
+                    for load in fresh.values()
+                    if load.table == table and load.rows.height
+                ]
+                if parts:
+                    _insert(con, table, pl.concat(parts, how="vertical_relaxed"))
+        quarantine = [q for q in quarantine if q.height]
+        if quarantine:
+            _insert(con, "raw_quarantine", pl.concat(quarantine, how="vertical_relaxed"))
+        _insert(con, "raw_quality_results", checks)
+        _insert(con, "raw_ingest_files", files)
+        for load in tailed:
+            _load_stream_read(con, load, now, lake=lake_dir is not None)
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise
+    out = []
+    seen: set[str] = set()
+    for load in loads:
+        if load.stream is not None:
+            out.append(load.counts())
+        elif load.sha256 in before:
+            out.append(before[load.sha256])
+        elif load.forget and load.sha256 not in seen:
+            seen.add(load.sha256)
+            out.append(replace(load.counts(), status=f"replaced ({load.counts().outcome})"))
+        elif load.sha256 in seen:
+            out.append(
+                replace(load.counts(), n_read=0, n_loaded=0, n_quarantined=0, n_ignored=0,
+                        skipped=True)
+            )  # fmt: skip
+        else:
+            seen.add(load.sha256)
+            out.append(load.counts())
+    return out
+
+
+_FILES_SCHEMA = {
+    "file_sha256": pl.String,
+    "path": pl.String,
+    "source": pl.String,
+    "target_table": pl.String,
+    "n_read": pl.Int64,
+    "n_loaded": pl.Int64,
+    "n_quarantined": pl.Int64,
+    "n_ignored": pl.Int64,
+    "n_held": pl.Int64,
+    "loaded_at": pl.Datetime("us", "UTC"),
+}
+
+
+def _file_record(load: FileLoad, now: datetime, key: str | None = None) -> dict[str, object]:
+    counts = load.counts()
+    return {
+        "file_sha256": key or load.sha256,
+        "path": load.path,
+        "source": load.source,
+        "target_table": load.table,
+        "n_read": counts.n_read,
+        "n_loaded": counts.n_loaded,
+        "n_quarantined": counts.n_quarantined,
+        "n_ignored": counts.n_ignored,
+        "n_held": counts.n_held,
+        "loaded_at": now,
+    }
+
+
+def _files_frame(records: list[dict[str, object]]) -> pl.DataFrame:
+    return pl.DataFrame(records, schema=_FILES_SCHEMA)
+
+
+def _quarantine_rows(load: FileLoad, key: str, now: datetime) -> pl.DataFrame:
+    return load.rejects.select(
+        pl.lit(key).alias("file_sha256"),
+        "source_file",
+        pl.col("line_no").cast(pl.Int32),
+        pl.lit(load.table).alias("target_table"),
+        pl.col("raw").cast(pl.String),
+        "reason",
+        "stage",
+        pl.lit(now).alias("loaded_at"),
     )
-    quarantine = [
-        load.rejects.select(
-            pl.lit(load.sha256).alias("file_sha256"),
-            "source_file",
-            pl.col("line_no").cast(pl.Int32),
-            pl.lit(load.table).alias("target_table"),
-            pl.col("raw").cast(pl.String),
-            "reason",
-            "stage",
-            pl.lit(now).alias("loaded_at"),
-        )
-        for load in fresh.values()
-        if load.rejects.height
-    ]
-    checks = pl.DataFrame(
+
+
+def _checks_frame(loads: list[FileLoad], now: datetime, key: str | None = None) -> pl.DataFrame:
+    return pl.DataFrame(
         [
             {
-                "file_sha256": load.sha256,
+                "file_sha256": key or load.sha256,
                 "target_table": load.table,
                 "expectation": str(r["expectation"]),
                 "success": bool(r["success"]),
                 "n_unexpected": int(r["n_unexpected"]),  # type: ignore[call-overload]
                 "validated_at": now,
             }
-            for load in fresh.values()
+            for load in loads
             for r in load.quality_results
         ],
         schema={
@@ -335,39 +427,178 @@ def load_files(
             "validated_at": pl.Datetime("us", "UTC"),
         },
     )
-    con.execute("begin transaction")
-    try:
-        if lake_dir is None:
-            for table in sorted(tables):
-                parts = [
-                    load.rows
-                    for load in fresh.values()
-                    if load.table == table and load.rows.height
-                ]
-                if parts:
-                    _insert(con, table, pl.concat(parts, how="vertical_relaxed"))
-        if quarantine:
-            _insert(con, "raw_quarantine", pl.concat(quarantine, how="vertical_relaxed"))
-        _insert(con, "raw_quality_results", checks)
-        _insert(con, "raw_ingest_files", files)
-        con.execute("commit")
-    except BaseException:
-        con.execute("rollback")
-        raise
-    out = []
-    seen: set[str] = set()
-    for load in loads:
-        if load.sha256 in before:
-            out.append(before[load.sha256])
-        elif load.sha256 in seen:
-            out.append(
-                replace(load.counts(), n_read=0, n_loaded=0, n_quarantined=0, n_ignored=0,
-                        skipped=True)
-            )  # fmt: skip
-        else:
-            seen.add(load.sha256)
-            out.append(load.counts())
-    return out
+
+
+def _forget(con: duckdb.DuckDBPyConnection, path: str, key: str, *, lake: bool) -> None:
+    """Remove every earlier load of a file (by its content key, or as a stream whose rows carry
+    its path): rows, quarantine, quality results and lineage, whatever source it was loaded as.
+    Runs inside the caller's transaction."""
+    loads = con.execute(
+        "select file_sha256, path, target_table from raw_ingest_files "
+        "where file_sha256 = $key or path = $path or file_sha256 in "
+        "(select stream_id from raw_streams where rows_path = $path)",
+        {"key": key, "path": path},
+    ).fetchall()
+    for old_key, old_path, old_table in loads:
+        n = 0
+        if not lake:
+            table = _identifier(str(old_table))
+            ((n,),) = con.execute(
+                f"select count(*) from {table} where source_file = $p", {"p": old_path}
+            ).fetchall()
+            con.execute(f"delete from {table} where source_file = $p", {"p": old_path})
+        for lineage in ("raw_quarantine", "raw_quality_results", "raw_ingest_files"):
+            con.execute(f"delete from {lineage} where file_sha256 = $k", {"k": old_key})
+        con.execute("delete from raw_streams where stream_id = $k", {"k": old_key})
+        con.execute("update raw_stream_reads set superseded = true where stream_id = $k",
+                    {"k": old_key})  # fmt: skip
+        log.warning("--force: %s loaded %d %s rows before; replacing them", old_path, n, old_table)
+
+
+def stream_states(con: duckdb.DuckDBPyConnection, source: str) -> list[StreamState]:
+    """The recorded streams of a tailed source (``raw_streams``)."""
+    from pipelines.streams import StreamState
+
+    con.complete()
+    rows = con.execute(
+        "select stream_id, source, target_table, rows_path, head_len, head_sha, consumed_bytes, "
+        "consumed_lines, prefix_sha, held_bytes, file_size, file_mtime_ns from raw_streams "
+        "where source = $source",
+        {"source": source},
+    ).fetchall()
+    return [StreamState(*r) for r in rows]
+
+
+def _rows_path(con: duckdb.DuckDBPyConnection, stream_id: str) -> str | None:
+    rows = con.execute(
+        "select rows_path from raw_streams where stream_id = $id", {"id": stream_id}
+    ).fetchall()
+    return str(rows[0][0]) if rows else None
+
+
+def _move_stream(
+    con: duckdb.DuckDBPyConnection, stream_id: str, table: str, new_path: str, *, lake: bool
+) -> None:
+    """Make ``new_path`` the ``source_file`` of the stream's rows and quarantine rows.
+
+    Another stream whose rows still carry ``new_path`` was displaced (its file was rotated away
+    and a new log took the name): its rows keep their lines under ``<path> (gone; stream
+    <id>)`` until its file is met again, so two streams never share a ``source_file``. In a lake
+    the Parquet rows keep the path they were read at (parts are immutable); ``raw_streams`` and
+    the quarantine still follow the stream.
+    """
+    displaced = con.execute(
+        "select stream_id, target_table from raw_streams where rows_path = $p and stream_id <> $id",
+        {"p": new_path, "id": stream_id},
+    ).fetchall()
+    for other, other_table in displaced:
+        _rename_rows(con, other, str(other_table), new_path,
+                     f"{new_path} (gone; stream {str(other)[:16]})", lake=lake)  # fmt: skip
+    old_path = _rows_path(con, stream_id)
+    if old_path is not None and old_path != new_path:
+        _rename_rows(con, stream_id, table, old_path, new_path, lake=lake)
+
+
+def _rename_rows(
+    con: duckdb.DuckDBPyConnection, stream_id: str, table: str, old: str, new: str, *, lake: bool
+) -> None:
+    if not lake:
+        con.execute(
+            f"update {_identifier(table)} set source_file = $new where source_file = $old",
+            {"new": new, "old": old},
+        )
+    con.execute(
+        "update raw_quarantine set source_file = $new where file_sha256 = $id",
+        {"new": new, "id": stream_id},
+    )
+    con.execute(
+        "update raw_streams set rows_path = $new where stream_id = $id",
+        {"new": new, "id": stream_id},
+    )
+    con.execute(
+        "update raw_ingest_files set path = $new where file_sha256 = $id",
+        {"new": new, "id": stream_id},
+    )
+
+
+def _load_stream_read(
+    con: duckdb.DuckDBPyConnection, load: FileLoad, now: datetime, *, lake: bool
+) -> None:
+    """Apply one read of a stream inside the caller's transaction (see :func:`load_files`)."""
+    read = load.stream
+    assert read is not None
+    state = read.after
+    sid = state.stream_id
+    table = _identifier(load.table)
+    if read.action == "replace":
+        old_path = _rows_path(con, sid)
+        n_old = 0
+        if old_path is not None and not lake:
+            ((n_old,),) = con.execute(
+                f"select count(*) from {table} where source_file = $p", {"p": old_path}
+            ).fetchall()
+            con.execute(f"delete from {table} where source_file = $p", {"p": old_path})
+        con.execute("delete from raw_quarantine where file_sha256 = $id", {"id": sid})
+        con.execute("delete from raw_quality_results where file_sha256 = $id", {"id": sid})
+        con.execute("delete from raw_ingest_files where file_sha256 = $id", {"id": sid})
+        con.execute("update raw_stream_reads set superseded = true where stream_id = $id",
+                    {"id": sid})  # fmt: skip
+        log.warning(
+            "%s was rewritten (its first %d bytes changed): replacing the %d rows it loaded before",
+            read.path, read.before.consumed_bytes if read.before else 0, n_old,
+        )  # fmt: skip
+    _move_stream(con, sid, table, state.rows_path, lake=lake)
+    if not lake and load.rows.height:
+        _insert(con, table, load.rows)
+    rejects = _quarantine_rows(load, sid, now)
+    if rejects.height:
+        _insert(con, "raw_quarantine", rejects)
+    _insert(con, "raw_quality_results", _checks_frame([load], now, key=sid))
+    counts = load.counts()
+    con.execute(
+        "insert or replace into raw_streams values ($id, $source, $table, $path, $head_len, "
+        "$head_sha, $consumed_bytes, $consumed_lines, $prefix_sha, $held, $size, $mtime, $now)",
+        {
+            "id": sid, "source": state.source, "table": state.table, "path": state.rows_path,
+            "head_len": state.head_len, "head_sha": state.head_sha,
+            "consumed_bytes": state.consumed_bytes, "consumed_lines": state.consumed_lines,
+            "prefix_sha": state.prefix_sha, "held": state.held_bytes, "size": state.file_size,
+            "mtime": state.file_mtime_ns, "now": now,
+        },
+    )  # fmt: skip
+    if read.chunk or read.action == "replace":
+        con.execute(
+            "insert or replace into raw_stream_reads values ($key, $id, $path, $action, $codec, "
+            "$from, $to, $first, $n_read, $n_loaded, $n_quarantined, $n_held, $n_ignored, "
+            "$released, false, $now)",
+            {
+                "key": read.read_key, "id": sid, "path": read.path, "action": read.action,
+                "codec": read.codec, "from": read.byte_offset, "to": state.consumed_bytes,
+                "first": read.line_offset + 1, "n_read": counts.n_read,
+                "n_loaded": counts.n_loaded, "n_quarantined": counts.n_quarantined,
+                "n_held": counts.n_held, "n_ignored": counts.n_ignored,
+                "released": read.released, "now": now,
+            },
+        )  # fmt: skip
+    # the stream's lineage row: totals over its reads (held: what is held now)
+    con.execute(
+        "insert into raw_ingest_files by name "
+        "select $id as file_sha256, $path as path, $source as source, $table as target_table, "
+        "$n_read as n_read, $n_loaded as n_loaded, $n_q as n_quarantined, $n_ign as n_ignored, "
+        "$n_held as n_held, $now as loaded_at "
+        "on conflict (file_sha256) do update set path = excluded.path, "
+        "n_read = raw_ingest_files.n_read - raw_ingest_files.n_held + excluded.n_read, "
+        "n_loaded = raw_ingest_files.n_loaded + excluded.n_loaded, "
+        "n_quarantined = raw_ingest_files.n_quarantined + excluded.n_quarantined, "
+        "n_ignored = raw_ingest_files.n_ignored + excluded.n_ignored, "
+        "n_held = excluded.n_held, loaded_at = excluded.loaded_at",
+        {
+            "id": sid, "path": state.rows_path, "source": load.source, "table": load.table,
+            "n_read": counts.n_read, "n_loaded": counts.n_loaded,
+            "n_q": counts.n_quarantined, "n_ign": counts.n_ignored, "n_held": counts.n_held,
+            "now": now,
+        },
+    )  # fmt: skip
 
 
 def query(

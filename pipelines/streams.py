@@ -1,0 +1,353 @@
+"""Exactly-once reading of landing files that grow, get rotated and get compressed.
+
+Log shippers that operators trust (Vector's ``file`` source, Fluent Bit's ``tail`` input,
+Filebeat's registry) identify a file by a fingerprint of its first bytes, not by its name, and
+checkpoint how far they have read. This module does the same for the warehouse, on bytes alone (no
+I/O, no DuckDB): the ingest reads a file, :func:`decompress` makes its content plain,
+:class:`StreamIndex` finds the stream the content continues, and :func:`plan_read` says which bytes
+are new, which complete lines to parse and what to hold back.
+
+A **stream** is one log's life across renames and compression. Its state (:class:`StreamState`)
+is what the warehouse records with the rows of each read, in the same transaction:
+
+- ``head_sha`` over the first ``head_len`` bytes (up to :data:`HEAD_BYTES`): the fingerprint that
+  finds the stream again after ``kern.log`` became ``kern.log.1`` or ``kern.log.2.gz``;
+- ``consumed_bytes`` and ``consumed_lines``: how far the rows go; a grown file loads only what
+  follows, and line numbers continue;
+- ``prefix_sha``: the hash of the consumed bytes. Content whose head matches but whose consumed
+  prefix does not was truncated or rewritten: its stream is read again from the start and its
+  earlier rows are replaced (:data:`REPLACE`), never duplicated;
+- ``rows_path``: the ``source_file`` its rows carry, which follows the stream when it is renamed, so
+  that lineage names the file that holds the line now.
+
+A last line without its newline is **held**: neither loaded nor quarantined, and not consumed, until
+it is complete, or until its file was compressed, renamed (rotated) or has been quiet for
+``quiet_s`` seconds; then it is read as a line (:attr:`StreamRead.released`).
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import lzma
+import zlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+HEAD_BYTES = 1024
+"""Bytes of a stream's head that fingerprint it (fewer while the stream is shorter)."""
+
+NEW = "new"
+APPEND = "append"
+REPLACE = "replace"
+UNCHANGED = "unchanged"
+
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+)
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst")
+
+
+class IncompleteCompressedError(ValueError):
+    """A compressed file that ends before its archive does (still being written)."""
+
+
+def codec_of(data: bytes) -> str | None:
+    """The compression a file's magic bytes announce (``gzip``, ``bzip2``, ``xz``, ``zstd``)."""
+    for magic, codec in _MAGIC:
+        if data.startswith(magic):
+            return codec
+    return None
+
+
+def decompress(data: bytes) -> tuple[bytes, str | None]:
+    """The plain content of a file and the codec it was compressed with (None: plain).
+
+    Compression is recognised by magic bytes, not by the file name. Several gzip members, as
+    ``cat a.gz b.gz`` writes, are read as one stream.
+
+    Raises
+    ------
+    IncompleteCompressedError
+        When the archive is cut short (a compressor still writing it): try again later.
+    ValueError
+        When the bytes announce a codec but are not a valid archive of it.
+    """
+    codec = codec_of(data)
+    if codec is None:
+        return data, None
+    try:
+        if codec == "gzip":
+            return gzip.decompress(data), codec
+        if codec == "bzip2":
+            return bz2.decompress(data), codec
+        if codec == "xz":
+            return lzma.decompress(data), codec
+        return _zstd(data), codec
+    except EOFError as error:
+        msg = f"{codec} archive ends early (still being written?): {error}"
+        raise IncompleteCompressedError(msg) from error
+    except (OSError, lzma.LZMAError, zlib.error) as error:
+        msg = f"not a valid {codec} archive: {error}"
+        raise ValueError(msg) from error
+
+
+def _zstd(data: bytes) -> bytes:
+    import zstandard
+
+    reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True)
+    try:
+        out = reader.read()
+    except zstandard.ZstdError as error:
+        text = str(error)
+        if "incomplete" in text or "truncated" in text:
+            raise EOFError(text) from error
+        raise OSError(text) from error
+    if not out and data:
+        # a frame cut before its first block decodes to nothing: the archive is not complete
+        raise EOFError("zstd frame has no complete block")
+    return out
+
+
+def sha256_hex(*parts: bytes) -> str:
+    """Hex SHA-256 of the concatenated ``parts``."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class StreamState:
+    """What the warehouse knows of one stream (a row of ``raw_streams``)."""
+
+    stream_id: str
+    source: str
+    table: str
+    rows_path: str
+    head_len: int
+    head_sha: str
+    consumed_bytes: int
+    consumed_lines: int
+    prefix_sha: str
+    held_bytes: int = 0
+    file_size: int = -1
+    file_mtime_ns: int = -1
+
+
+@dataclass(frozen=True)
+class StreamRead:
+    """The plan for one read of a file that belongs to a stream.
+
+    ``chunk`` holds the complete lines to parse (their numbers start after ``line_offset``);
+    ``before`` is the stream as the warehouse knew it (None for a new stream) and ``after`` as it
+    will be once this read is loaded with its rows.
+    """
+
+    action: str
+    path: str
+    before: StreamState | None
+    after: StreamState
+    chunk: bytes
+    line_offset: int
+    byte_offset: int
+    n_held_bytes: int
+    released: bool
+    codec: str | None
+
+    @property
+    def n_held(self) -> int:
+        """Lines held back by this read (0 or 1: the last line without its newline)."""
+        return 1 if self.n_held_bytes else 0
+
+    @property
+    def read_key(self) -> str:
+        """Hex key of this read (stream and the byte it starts at); names lake parts."""
+        return sha256_hex(self.after.stream_id.encode(), b":", str(self.byte_offset).encode())
+
+
+class StreamIndex:
+    """The known streams of one source, by the path their rows carry and by head fingerprint.
+
+    The ingest plans a run's files in two passes over the index: first every file that continues
+    a stream (at its own path, or at another path by its head: a renamed or compressed
+    generation, :meth:`continuation`), then the rest (:meth:`rest`), so that a new log that took a
+    rotated log's name never hides where the old one went, whatever order the files come in.
+    Planning a read updates the index, so a run that meets two copies of one stream reads each
+    byte once.
+    """
+
+    def __init__(self, states: Iterable[StreamState] = ()) -> None:
+        self._by_id: dict[str, StreamState] = {}
+        self._by_path: dict[str, str] = {}
+        self._by_head: dict[tuple[int, str], set[str]] = {}
+        self.claimed: set[str] = set()
+        for state in states:
+            self.put(state)
+
+    def put(self, state: StreamState) -> None:
+        """Add or replace a stream's state (the path now holds this stream)."""
+        old = self._by_id.get(state.stream_id)
+        if old is not None:
+            self._by_head.get((old.head_len, old.head_sha), set()).discard(old.stream_id)
+            if self._by_path.get(old.rows_path) == old.stream_id:
+                del self._by_path[old.rows_path]
+        self._by_id[state.stream_id] = state
+        self._by_path[state.rows_path] = state.stream_id
+        self._by_head.setdefault((state.head_len, state.head_sha), set()).add(state.stream_id)
+
+    def get(self, stream_id: str) -> StreamState | None:
+        """A stream by id."""
+        return self._by_id.get(stream_id)
+
+    def at_path(self, path: str) -> StreamState | None:
+        """The stream whose rows carry ``path``, if any."""
+        sid = self._by_path.get(path)
+        return None if sid is None else self._by_id[sid]
+
+    def _heads(self, content: bytes) -> list[StreamState]:
+        found = []
+        for n in sorted({n for n, _ in self._by_head if n <= len(content)}, reverse=True):
+            for sid in sorted(self._by_head.get((n, sha256_hex(content[:n])), ())):
+                found.append(self._by_id[sid])
+        return found
+
+    def continuation(self, path: str, content: bytes) -> StreamState | None:
+        """The stream ``content`` continues: the one at ``path``, else an unclaimed one whose
+        head and consumed bytes it starts with (claimed streams were found at their own path
+        in this run, so a second file starting like them is a copy or an unrelated log)."""
+        here = self.at_path(path)
+        if here is not None and _continues(here, content):
+            return here
+        for state in self._heads(content):
+            if state.stream_id not in self.claimed and _continues(state, content):
+                return state
+        return None
+
+    def rest(self, path: str, content: bytes) -> StreamState | None:
+        """For content that continues no stream: the stream at ``path`` when the content still
+        starts with that stream's head (the file was truncated or rewritten in place: replace
+        its rows); None for a new stream."""
+        here = self.at_path(path)
+        if here is None or here.stream_id in self.claimed or len(content) < here.head_len:
+            return None
+        if sha256_hex(content[: here.head_len]) != here.head_sha:
+            return None
+        return here
+
+    def states(self) -> list[StreamState]:
+        """Every stream in the index."""
+        return list(self._by_id.values())
+
+
+def _continues(state: StreamState, content: bytes) -> bool:
+    if len(content) < state.consumed_bytes:
+        return False
+    return sha256_hex(content[: state.consumed_bytes]) == state.prefix_sha
+
+
+def new_stream_id(source: str, content: bytes, path: str) -> str:
+    """A new stream's id: its source, its first bytes and the path it was first met at."""
+    return sha256_hex(b"relia-stream\0", source.encode(), b"\0", content[:HEAD_BYTES], b"\0",
+                      path.encode())  # fmt: skip
+
+
+def plan_read(
+    index: StreamIndex,
+    before: StreamState | None,
+    *,
+    source: str,
+    table: str,
+    path: str,
+    content: bytes,
+    codec: str | None,
+    file_size: int,
+    file_mtime_ns: int,
+    now_ns: int,
+    quiet_s: float,
+) -> StreamRead:
+    """Plan the read of one file of a tailed source that continues, rewrites or starts a stream.
+
+    Parameters
+    ----------
+    index
+        Known streams (:class:`StreamIndex`); updated with the state this read leads to.
+    before
+        The stream the file belongs to (:meth:`StreamIndex.continuation` or
+        :meth:`StreamIndex.rest`), None for a new stream. When ``content`` does not start with
+        its consumed bytes, the stream is read again from the start and its rows replaced.
+    content
+        The file's plain bytes (after :func:`decompress`); not empty.
+    codec
+        The compression the file had (a compressed file is finished: its last line is released).
+    file_size, file_mtime_ns
+        ``stat`` of the file as read (kept to skip an unchanged file cheaply next time).
+    now_ns, quiet_s
+        A last line without its newline is released once the file has been quiet this long.
+    """
+    if before is None:
+        action, start, first_line = NEW, 0, 0
+        stream_id = new_stream_id(source, content, path)
+    elif _continues(before, content):
+        action, start, first_line = APPEND, before.consumed_bytes, before.consumed_lines
+        stream_id = before.stream_id
+    else:
+        action, start, first_line = REPLACE, 0, 0
+        stream_id = before.stream_id
+    new = content[start:]
+    cut = new.rfind(b"\n") + 1
+    held = len(new) - cut
+    renamed = before is not None and before.rows_path != path
+    quiet = (now_ns - file_mtime_ns) >= quiet_s * 1e9
+    released = held > 0 and (codec is not None or renamed or quiet)
+    if released:
+        cut, held = len(new), 0
+    chunk = new[:cut]
+    consumed = start + cut
+    head_len = min(consumed or len(content), HEAD_BYTES)
+    after = StreamState(
+        stream_id=stream_id,
+        source=source,
+        table=table,
+        rows_path=path,
+        head_len=head_len,
+        head_sha=sha256_hex(content[:head_len]),
+        consumed_bytes=consumed,
+        consumed_lines=first_line + chunk.count(b"\n") + (1 if released else 0),
+        prefix_sha=sha256_hex(content[:consumed]),
+        held_bytes=held,
+        file_size=file_size,
+        file_mtime_ns=file_mtime_ns,
+    )
+    if action == APPEND and not chunk:
+        action = UNCHANGED
+    index.put(after)
+    index.claimed.add(stream_id)
+    return StreamRead(
+        action=action,
+        path=path,
+        before=before,
+        after=after,
+        chunk=chunk,
+        line_offset=first_line,
+        byte_offset=start,
+        n_held_bytes=held,
+        released=released,
+        codec=codec,
+    )
+
+
+def unchanged_since(state: StreamState, *, file_size: int, file_mtime_ns: int, now_ns: int,
+                    quiet_s: float) -> bool:  # fmt: skip
+    """True when a file at the stream's path has the size and mtime of its last read and has no
+    held line that is due for release: it need not be read again."""
+    if state.file_size != file_size or state.file_mtime_ns != file_mtime_ns:
+        return False
+    return state.held_bytes == 0 or (now_ns - file_mtime_ns) < quiet_s * 1e9
