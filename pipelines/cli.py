@@ -174,6 +174,10 @@ def _run_ingest(
     mapping: Path | None = None,
     lake: Path | None = None,
     quiet: bool = False,
+    force: bool = False,
+    host: str | None = None,
+    run: str | None = None,
+    hold_quiet_s: float | None = None,
 ) -> list[dict[str, Any]]:
     from dataclasses import asdict
 
@@ -184,11 +188,11 @@ def _run_ingest(
 
     settings = Settings.from_env(db_path=db, lake_dir=lake)
     files = ingest_mod.discover(paths, source=source)
-    options: dict[str, dict[str, Any]] = {}
+    options = ingest_mod.identity_options(files, host=host, run=run)
     if mapping is not None:
         from pipelines.sources.fault_log import load_mapping
 
-        options["fault_log"] = {"mapping": load_mapping(mapping)}
+        options.setdefault("fault_log", {})["mapping"] = load_mapping(mapping)
     with Progress(console=err, transient=True, disable=quiet) as progress:
         bar = progress.add_task("ingesting", total=len(files))
         counts = ingest_mod.ingest(
@@ -198,8 +202,10 @@ def _run_ingest(
             parser_options=options,
             on_file=lambda _c: progress.advance(bar),
             lake_dir=settings.lake_dir,
+            force=force,
+            hold_quiet_s=ingest_mod.HOLD_QUIET_S if hold_quiet_s is None else hold_quiet_s,
         )
-    return [asdict(c) for c in counts]
+    return [asdict(c) | {"status": c.outcome} for c in counts]
 
 
 @app.command()
@@ -219,11 +225,36 @@ def ingest(
             "read by the warehouse's views (default: $RELIA_LAKE; unset: raw tables)."
         ),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Re-ingest the named files, replacing in one transaction whatever they loaded "
+            "before under any source (a file ingested with the wrong --source).",
+        ),
+    ] = False,
+    host: Annotated[
+        str | None,
+        typer.Option(help="Host of files whose lines do not name it (dmesg, torchrun, scrapes)."),
+    ] = None,
+    run: Annotated[
+        str | None, typer.Option(help="Run (rendezvous) id of torchrun logs that do not print it.")
+    ] = None,
+    hold_quiet_s: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds a live log must be quiet before its last line without a newline is "
+            "read as a line (default 300)."
+        ),
+    ] = None,
     db: DbOption = None,
     tracked: TrackedOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Parse, validate and load telemetry files; print loaded / quarantined counts per file."""
+    """Parse, validate and load telemetry files; print loaded / quarantined / held per file.
+
+    Kernel logs are read as streams: only new complete lines, across rotation and compression.
+    """
     from pipelines.settings import Settings
 
     settings = Settings.from_env(db_path=db, lake_dir=lake)
@@ -234,12 +265,12 @@ def ingest(
 
             counts = ingest_paths_flow(
                 paths=paths, source=source, mapping=mapping, db_path=settings.db_path,
-                lake_dir=settings.lake_dir,
+                lake_dir=settings.lake_dir, force=force, host=host, run=run,
             )  # fmt: skip
         else:
             counts = _run_ingest(
                 settings.db_path, paths, source, mapping=mapping, lake=settings.lake_dir,
-                quiet=as_json,
+                quiet=as_json, force=force, host=host, run=run, hold_quiet_s=hold_quiet_s,
             )  # fmt: skip
     except ValueError as error:
         err.print(_error("error", "red", error))
@@ -254,8 +285,9 @@ def ingest(
             "read": c["n_read"],
             "loaded": c["n_loaded"],
             "quarantined": c["n_quarantined"],
+            "held": c.get("n_held", 0),
             "ignored": c["n_ignored"],
-            "status": "already loaded" if c["skipped"] else "loaded",
+            "status": c.get("status") or ("already loaded" if c["skipped"] else "loaded"),
         }
         for c in counts
     ]

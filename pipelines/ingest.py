@@ -138,6 +138,23 @@ def _refuse_escapes(root: Path, files: list[LandingFile]) -> None:
             raise ValueError(msg)
 
 
+def identity_options(
+    files: Iterable[LandingFile], *, host: str | None = None, run: str | None = None
+) -> dict[str, dict[str, Any]]:
+    """Parser options that name the host and run of files whose content does not
+    (``relia ingest --host/--run``), for each source of ``files`` whose parser takes them."""
+    import inspect
+
+    given = {k: v for k, v in {"host": host, "run": run}.items() if v is not None}
+    options: dict[str, dict[str, Any]] = {}
+    for source in sorted({f.source for f in files}):
+        accepted = inspect.signature(PARSERS[source][1].parse).parameters
+        chosen = {k: v for k, v in given.items() if k in accepted}
+        if chosen:
+            options[source] = chosen
+    return options
+
+
 def _component_classes(con: duckdb.DuckDBPyConnection) -> list[str]:
     rows = con.execute("select component_class from seed_component_class").fetchall()
     return [r[0] for r in rows]

@@ -63,19 +63,23 @@ def load_files(
     mapping: Path | None = None,
     lake_dir: Path | None = None,
     parse_tasks: int = 0,
+    force: bool = False,
+    host: str | None = None,
+    run: str | None = None,
 ) -> list[dict[str, object]]:
     """Parse, validate and load; retried when another process holds the warehouse lock.
 
     With ``parse_tasks`` > 0 parsing fans out in that many tasks on the flow's task runner.
+    ``force``, ``host`` and ``run`` are those of ``relia ingest``.
     """
-    options = {}
+    options = ingest.identity_options(files, host=host, run=run)
     if mapping is not None:
-        options["fault_log"] = {"mapping": fault_log.load_mapping(mapping)}
+        options.setdefault("fault_log", {})["mapping"] = fault_log.load_mapping(mapping)
     counts = ingest.ingest(
         db_path, files, lock_timeout_s=lock_timeout_s, parser_options=options, lake_dir=lake_dir,
-        parse_many=_fan_out(parse_tasks, options) if parse_tasks > 0 else None,
+        parse_many=_fan_out(parse_tasks, options) if parse_tasks > 0 else None, force=force,
     )  # fmt: skip
-    return [asdict(c) for c in counts]
+    return [asdict(c) | {"status": c.outcome} for c in counts]
 
 
 @flow(name="load-landing")
@@ -129,11 +133,16 @@ def ingest_paths_flow(
     mapping: Path | None = None,
     db_path: Path | None = None,
     lake_dir: Path | None = None,
+    force: bool = False,
+    host: str | None = None,
+    run: str | None = None,
 ) -> list[dict[str, object]]:
-    """Ingest the given files or folders (``relia ingest --tracked``)."""
+    """Ingest the given files or folders (``relia ingest --tracked``); a file under a given
+    folder that resolves outside it is refused."""
     settings = Settings.from_env(db_path=db_path, lake_dir=lake_dir)
     files = ingest.discover(paths, source=source)
-    return load_files(settings.db_path, files, settings.lock_timeout_s, mapping, settings.lake_dir)
+    return load_files(settings.db_path, files, settings.lock_timeout_s, mapping, settings.lake_dir,
+                      force=force, host=host, run=run)  # fmt: skip
 
 
 if __name__ == "__main__":

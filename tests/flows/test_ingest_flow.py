@@ -48,3 +48,19 @@ def test_load_task_logic_runs_without_orchestration(tmp_path: Path) -> None:
     counts = load_files.fn(tmp_path / "db.duckdb", files, 5.0)
     assert len(counts) == len(files)
     assert sum(c["n_quarantined"] for c in counts) > 0  # the generator's hostile lines
+
+
+def test_ingest_flow_refuses_a_link_out_of_the_landing_root(
+    prefect_harness: None, tmp_path: Path
+) -> None:
+    from pipelines.flows.ingest_telemetry import ingest_telemetry
+
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$6$hash:19000:0:99999:7:::\n")
+    landing = tmp_path / "landing"
+    (landing / "kernel").mkdir(parents=True)
+    (landing / "kernel" / "kern.log").symlink_to(secret)
+    db = tmp_path / "relia.duckdb"
+    with pytest.raises(ValueError, match=r"kern\.log.*outside the landing root"):
+        ingest_telemetry(landing_dir=landing, db_path=db)
+    assert not db.exists()
