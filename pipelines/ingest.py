@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
 def _mtime(path: Path) -> dict[str, Any]:
     """Logs whose timestamps lack a year (syslog, torchrun's glog prefix) take it from the mtime."""
     return {"file_mtime": datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)}
@@ -226,9 +227,13 @@ def _plain_whole(item: LandingFile, raw: bytes) -> tuple[bytes, str, str | None]
     except ValueError as error:
         return raw, warehouse.file_sha256(raw), str(error)
     if _looks_binary(data):
-        return data, warehouse.file_sha256(data), (
-            f"binary file (NUL and control bytes in its first {BINARY_SNIFF_BYTES} bytes): "
-            f"not {item.source} telemetry"
+        return (
+            data,
+            warehouse.file_sha256(data),
+            (
+                f"binary file (NUL and control bytes in its first {BINARY_SNIFF_BYTES} bytes): "
+                f"not {item.source} telemetry"
+            ),
         )
     return data, warehouse.file_sha256(data), None
 
@@ -256,8 +261,10 @@ def _parse_read(read: list[_Read], extra: dict[str, dict[str, Any]]) -> Iterator
                                  _file_reject(parser, source_file, problem))  # fmt: skip
             continue
         header = None
-        if batch.supports(parser) and item.source not in _OPTION_BUILDERS and not extra.get(
-            item.source
+        if (
+            batch.supports(parser)
+            and item.source not in _OPTION_BUILDERS
+            and not extra.get(item.source)
         ):
             header = batch.groupable(data)
         if header is None:
@@ -414,9 +421,7 @@ def ingest(
         forced = {str(f.path.resolve()) for f in files} if force else set()
         parsed = itertools.chain(
             _parsed_new_files(con, whole, extra, parse_many, on_known=emit, force=force),
-            _tailed_reads(
-                con, tailed, extra, quiet_s=hold_quiet_s, on_known=emit, forced=forced
-            ),
+            _tailed_reads(con, tailed, extra, quiet_s=hold_quiet_s, on_known=emit, forced=forced),
         )
         for pending in parsed:
             if force:

@@ -319,9 +319,7 @@ def load_files(
         if lake_dir is None:
             for table in sorted(tables):
                 parts = [
-                    load.rows
-                    for load in fresh.values()
-                    if load.table == table and load.rows.height
+                    load.rows for load in fresh.values() if load.table == table and load.rows.height
                 ]
                 if parts:
                     _insert(con, table, pl.concat(parts, how="vertical_relaxed"))

@@ -34,7 +34,7 @@ N_KILLS = 20
 SEED = 20260
 BATCH_ROWS = 60
 """Rows per validation batch in the killed runs: many small loads spread over the run."""
-TIMESTAMPS = ("loaded_at", "validated_at")
+TIMESTAMPS = ("loaded_at", "validated_at", "updated_at", "read_at")
 
 
 def _run_ingest(db_path: str, landing: str) -> None:
@@ -143,3 +143,93 @@ def test_sigkill_at_random_points_leaves_whole_files_and_a_rerun_matches(
     # the kills fell before, during and (perhaps) after the loads
     assert min(recorded) < n_files
     assert any(0 < n < n_files for n in recorded)
+
+
+def _ingest_quietly(db_path: str, landing: str) -> None:
+    ingest.ingest(Path(db_path), ingest.landing_files(Path(landing)), batch_rows=BATCH_ROWS)
+
+
+def _cut_inside_line(data: bytes, fraction: float) -> int:
+    cut = max(1, int(len(data) * fraction))
+    while cut < len(data) and data[cut - 1 : cut] == b"\n":
+        cut += 1
+    return cut
+
+
+def _rows(db_path: Path, root: Path) -> dict[str, list[str]]:
+    """Raw Xid rows, staging and incidents, paths relative to the landing (order-free)."""
+    queries = {
+        "raw_xid_events": "select * from raw_xid_events",
+        "stg_xid_events": "select * from stg_xid_events",
+        "int_incidents": "select * from int_incidents",
+    }
+    with warehouse.connect(db_path, read_only=True) as con:
+        return {
+            name: sorted(
+                repr(row).replace(str(root), "<landing>") for row in con.execute(sql).fetchall()
+            )
+            for name, sql in queries.items()
+        }
+
+
+def test_sigkill_while_tailing_grown_rotated_gzipped_logs(
+    spawn: multiprocessing.context.ForkServerContext, tmp_path: Path
+) -> None:
+    """Each kernel log grows in three appends cut mid-line, is renamed by logrotate and then
+    gzipped; an ingest runs after every step and is SIGKILLed at a random point of it (or not).
+    A last ingest must complete the warehouse to exactly one ingest of the finished files."""
+    import gzip
+    import shutil
+
+    finished = tmp_path / "finished"
+    synthesize(finished, SynthConfig(nodes=4, days=10, seed=9,
+                                     start=datetime(2026, 4, 6, tzinfo=UTC)))  # fmt: skip
+    logs = {}
+    for log in sorted((finished / "kernel").glob("*.log")):
+        data = log.read_bytes()
+        k = data.index(b"\n", len(data) // 2) + 1
+        logs[log.name] = (data[:k], data[k:])
+        (finished / "kernel" / f"{log.name}.2.gz").write_bytes(gzip.compress(data[:k]))
+        log.write_bytes(data[k:])
+    once = tmp_path / "once.duckdb"
+    ingest.ingest(once, ingest.landing_files(finished))
+    expected = _rows(once, finished)
+    assert len(expected["raw_xid_events"]) > 5
+
+    def steps(kernel: Path) -> list[object]:
+        def grow(fraction: float) -> None:
+            for name, (g1, _) in logs.items():
+                (kernel / name).write_bytes(g1[: _cut_inside_line(g1, fraction)])
+
+        def rotate() -> None:
+            for name, (g1, g2) in logs.items():
+                (kernel / name).rename(kernel / f"{name}.1")
+                (kernel / f"{name}.1").write_bytes(g1)
+                (kernel / name).write_bytes(g2[: _cut_inside_line(g2, 0.4)])
+
+        def compress() -> None:
+            for name, (g1, g2) in logs.items():
+                (kernel / f"{name}.2.gz").write_bytes(gzip.compress(g1))
+                (kernel / f"{name}.1").unlink()
+                (kernel / name).write_bytes(g2)
+
+        return [lambda: grow(0.3), lambda: grow(0.7), lambda: grow(0.98), rotate, compress]
+
+    rng = random.Random(SEED + 1)
+    killed = 0
+    for sequence in range(3):
+        landing = tmp_path / f"live-{sequence}"
+        shutil.copytree(finished, landing, ignore=shutil.ignore_patterns("*.log", "*.gz"))
+        db = tmp_path / f"live-{sequence}.duckdb"
+        for step in steps(landing / "kernel"):
+            step()  # type: ignore[operator]
+            process = spawn.Process(target=_ingest_quietly, args=(str(db), str(landing)))
+            process.start()
+            time.sleep(rng.uniform(0.0, 4.0))
+            if process.is_alive():
+                os.kill(process.pid, signal.SIGKILL)
+                killed += 1
+            process.join()
+        ingest.ingest(db, ingest.landing_files(landing))
+        assert _rows(db, landing) == expected, f"sequence {sequence}"
+    assert killed >= 3  # most steps' ingests were cut short

@@ -36,28 +36,35 @@ def test_a_file_ingested_under_the_wrong_source_loads_with_force(tmp_path: Path)
     dump.parent.mkdir()
     dump.write_text(SACCT)
     db = tmp_path / "w.duckdb"
-    wrong = runner.invoke(app, ["ingest", str(dump), "--source", "repairs", "--db", str(db),
-                                "--json"])  # fmt: skip
+    wrong = runner.invoke(
+        app, ["ingest", str(dump), "--source", "repairs", "--db", str(db), "--json"]
+    )
     assert wrong.exit_code == 0, wrong.output
     (first,) = json.loads(wrong.stdout)
     assert first["n_loaded"] == 0  # every line is a repairs reject
     assert first["n_quarantined"] >= 1
     # without --force the same bytes are "already loaded"
-    again = runner.invoke(app, ["ingest", str(dump), "--source", "slurm", "--db", str(db), "--json"])
+    again = runner.invoke(
+        app, ["ingest", str(dump), "--source", "slurm", "--db", str(db), "--json"]
+    )
     assert json.loads(again.stdout)[0]["skipped"] is True
-    right = runner.invoke(app, ["ingest", str(dump), "--source", "slurm", "--force", "--db",
-                                str(db), "--json"])  # fmt: skip
+    right = runner.invoke(
+        app, ["ingest", str(dump), "--source", "slurm", "--force", "--db", str(db), "--json"]
+    )
     assert right.exit_code == 0, right.output
     (forced,) = json.loads(right.stdout)
     assert (forced["n_loaded"], forced["n_quarantined"]) == (2, 0)
     assert forced["status"].startswith("replaced")
     assert _rows(db, "select job_id, state from raw_slurm_jobs order by 1") == [
-        ("101", "COMPLETED"), ("102", "NODE_FAIL")
+        ("101", "COMPLETED"),
+        ("102", "NODE_FAIL"),
     ]
     assert _rows(db, "select count(*) from raw_quarantine") == [(0,)]
     assert _rows(db, "select source, n_loaded from raw_ingest_files") == [("slurm", 2)]
     # rerunning changes nothing
-    rerun = runner.invoke(app, ["ingest", str(dump), "--source", "slurm", "--db", str(db), "--json"])
+    rerun = runner.invoke(
+        app, ["ingest", str(dump), "--source", "slurm", "--db", str(db), "--json"]
+    )
     assert json.loads(rerun.stdout)[0]["skipped"] is True
     assert _rows(db, "select count(*) from raw_slurm_jobs") == [(2,)]
 
@@ -79,29 +86,35 @@ def test_one_bad_file_never_aborts_the_batch(tmp_path: Path) -> None:
     (landing / "dcgm").mkdir()
     # dcgmi dmon prints its header lines before the first sample: a file cut right after them
     (landing / "dcgm" / "gpu0001_dmon.csv").write_text(
-        "#Entity   TMPTR   POWER     ESVTL  EDVTL  RPSBE  XIDER\n"
-        "ID        C       W\n"
+        "#Entity   TMPTR   POWER     ESVTL  EDVTL  RPSBE  XIDER\nID        C       W\n"
     )
     (landing / "slurm" / "core.bin").write_bytes(b"\x7fELF\x02\x01\x01" + b"\x00" * 4000)
     (landing / "repairs" / "empty.csv").write_bytes(b"")
-    counts = {Path(c.path).name: c for c in ingest.ingest(tmp_path / "w.duckdb",
-                                                          ingest.discover([landing]))}  # fmt: skip
+    counts = {
+        Path(c.path).name: c
+        for c in ingest.ingest(tmp_path / "w.duckdb", ingest.discover([landing]))
+    }
     binary = counts["core.bin"]
     assert (binary.n_loaded, binary.n_quarantined) == (0, 1)
     assert (counts["empty.csv"].n_loaded, counts["empty.csv"].n_quarantined) == (0, 1)
     assert counts["gpu0001_dmon.csv"].n_loaded == 0
     reasons = dict(
         (Path(f).name, r)
-        for f, r in _rows(tmp_path / "w.duckdb", "select source_file, reason from raw_quarantine "
-                          "where line_no = 0")  # fmt: skip
+        for f, r in _rows(
+            tmp_path / "w.duckdb",
+            "select source_file, reason from raw_quarantine where line_no = 0",
+        )
     )
     assert "binary file" in reasons["core.bin"]
     assert reasons["empty.csv"] == "empty file"
     # every other file loads exactly as it does without the bad ones beside it
-    clean = {Path(c.path).name: (c.n_read, c.n_loaded, c.n_quarantined)
-             for c in ingest.ingest(tmp_path / "clean.duckdb", ingest.discover([SAMPLES]))}  # fmt: skip
-    assert {n: (c.n_read, c.n_loaded, c.n_quarantined) for n, c in counts.items()
-            if n in clean} == clean  # fmt: skip
+    clean = {
+        Path(c.path).name: (c.n_read, c.n_loaded, c.n_quarantined)
+        for c in ingest.ingest(tmp_path / "clean.duckdb", ingest.discover([SAMPLES]))
+    }
+    assert {
+        n: (c.n_read, c.n_loaded, c.n_quarantined) for n, c in counts.items() if n in clean
+    } == clean
     assert sum(n for _, n, _ in clean.values()) > 100
     expected = {p.name for p in SAMPLES.rglob("*") if p.is_file() and p.parent != SAMPLES}
     assert expected <= set(counts)
@@ -120,12 +133,15 @@ def test_a_parser_crash_quarantines_only_its_file(tmp_path: Path, monkeypatch) -
     folder = tmp_path / "repairs"
     shutil.copytree(SAMPLES / "repairs", folder)
     (folder / "zz_bad.csv").write_text("BOOM\n")
-    counts = {Path(c.path).name: c for c in ingest.ingest(tmp_path / "w.duckdb",
-                                                          ingest.discover([folder]))}  # fmt: skip
+    counts = {
+        Path(c.path).name: c
+        for c in ingest.ingest(tmp_path / "w.duckdb", ingest.discover([folder]))
+    }
     assert (counts["zz_bad.csv"].n_loaded, counts["zz_bad.csv"].n_quarantined) == (0, 1)
     assert all(c.n_loaded > 0 for n, c in counts.items() if n != "zz_bad.csv")
-    [(reason,)] = _rows(tmp_path / "w.duckdb",
-                        "select reason from raw_quarantine where line_no = 0")  # fmt: skip
+    [(reason,)] = _rows(
+        tmp_path / "w.duckdb", "select reason from raw_quarantine where line_no = 0"
+    )
     assert "RuntimeError: unexpected shape" in reason
 
 

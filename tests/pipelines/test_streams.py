@@ -20,8 +20,9 @@ import zstandard
 from pipelines import ingest, streams, warehouse
 from pipelines.synth import SynthConfig, synthesize
 
-LIVE = SynthConfig(nodes=8, gpus_per_node=8, days=20, seed=11,
-                   start=datetime(2026, 5, 4, tzinfo=UTC))  # fmt: skip
+LIVE = SynthConfig(
+    nodes=8, gpus_per_node=8, days=20, seed=11, start=datetime(2026, 5, 4, tzinfo=UTC)
+)
 
 COMPARED = {
     "raw_xid_events": "select * from raw_xid_events",
@@ -43,8 +44,9 @@ def _tables(db: Path, landing: Path) -> dict[str, list[tuple]]:
 
     with warehouse.connect(db, read_only=True) as con:
         return {
-            name: sorted((tuple(rel(v) for v in row) for row in con.execute(sql).fetchall()),
-                         key=repr)  # fmt: skip
+            name: sorted(
+                (tuple(rel(v) for v in row) for row in con.execute(sql).fetchall()), key=repr
+            )
             for name, sql in COMPARED.items()
         }
 
@@ -89,7 +91,10 @@ def test_live_rotated_compressed_logs_load_exactly_once(
     logs = {}
     for old in sorted((done / "kernel").glob("*.log.2.gz")):
         host_log = old.name.removesuffix(".2.gz")
-        logs[host_log] = (gzip.decompress(old.read_bytes()), (done / "kernel" / host_log).read_bytes())
+        logs[host_log] = (
+            gzip.decompress(old.read_bytes()),
+            (done / "kernel" / host_log).read_bytes(),
+        )
 
     def step(write: dict[str, bytes]) -> list[warehouse.LoadCounts]:
         for name, data in write.items():
@@ -104,7 +109,7 @@ def test_live_rotated_compressed_logs_load_exactly_once(
         assert all(c.n_read == c.n_loaded + c.n_quarantined + c.n_held for c in counts)
     # 4: logrotate renames the log; the writer finishes its last line in the renamed file, and
     # the new log starts with a cut line
-    for name, (g1, g2) in logs.items():
+    for name, (g1, _) in logs.items():
         (landing / "kernel" / name).rename(landing / "kernel" / f"{name}.1")
         (landing / "kernel" / f"{name}.1").write_bytes(g1)
     step({n: g2[: _mid_line(g2, 0.5)] for n, (_, g2) in logs.items()})
