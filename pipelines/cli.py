@@ -70,17 +70,12 @@ def _table(title: str, rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
-"""Control characters (ANSI escapes, NUL, bell, line breaks) shown as ``\\xNN``, never obeyed."""
-
-
-_CONTROL_BUT_LINES = {c: v for c, v in _CONTROL.items() if c not in (0x09, 0x0A)}
-
-
 def _inert(text: str, *, lines: bool = False) -> Text:
-    """Telemetry text for the terminal: no Rich markup, no control characters (``lines``: keep
-    tabs and line breaks)."""
-    return Text(text.translate(_CONTROL_BUT_LINES if lines else _CONTROL))
+    """Telemetry text for the terminal: no Rich markup, no escape sequences or C0/C1 control
+    characters (``lines``: keep tabs and line breaks); see :func:`pipelines.text.printable`."""
+    from pipelines.text import printable
+
+    return Text(printable(text, lines=lines))
 
 
 def _error(label: str, style: str, error: object) -> Text:

@@ -488,10 +488,12 @@ def _parsed_new_files(
     queued: set[tuple[str, str]] = set()
     new: list[LandingFile] = []
     for chunk in _hashed_chunks(files):
-        before = {} if force else warehouse.loaded_before(con, [sha for _, _, sha, _ in chunk])
+        keys = [k for item, _, sha, _ in chunk
+                for k in (sha, warehouse.no_lines_key(item.source, sha))]  # fmt: skip
+        before = {} if force else warehouse.loaded_before(con, keys)
         fresh = []
         for item, data, sha, problem in chunk:
-            previous = before.get(sha)
+            previous = before.get(sha) or before.get(warehouse.no_lines_key(item.source, sha))
             if problem is not None and problem.startswith("held:"):
                 on_known([_status(item, "held (compressed file still being written)", n_held=1)])
                 continue

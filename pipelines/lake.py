@@ -12,7 +12,8 @@ Every part also carries the file's full hash in ``file_sha256``.
 
 :func:`attach` turns the lake into views named like the raw tables (``raw_slurm_jobs``, ...), so
 the staging, intermediate and mart views run over it unchanged. In the warehouse the views keep
-only parts of files recorded in ``raw_ingest_files``: a part written by an ingest that died before
+only parts of files recorded in ``raw_ingest_files`` (and of stream reads recorded in
+``raw_stream_reads`` and not superseded by a rewrite): a part written by an ingest that died before
 its commit stays invisible until a rerun records the file. Quarantine and lineage tables stay in
 DuckDB; so does every query (DuckDB is one process on one machine; the lake only moves the bulk
 of the raw rows to files that other engines and machines can read).
@@ -286,7 +287,10 @@ def _create_views(
         name = _table(table)
         glob = _sql_string(str(root / f"source={source}" / "*" / "*.parquet"))
         recorded = (
-            " where file_sha256 in (select file_sha256 from raw_ingest_files)" if lineage else ""
+            " where file_sha256 in (select file_sha256 from raw_ingest_files union all "
+            "select read_key from raw_stream_reads where not superseded)"
+            if lineage
+            else ""
         )
         body = (
             f"select * exclude (file_sha256, source, date) from read_parquet({glob}, "

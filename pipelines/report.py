@@ -362,6 +362,20 @@ def report_figures(data: ReportData) -> dict[str, str]:
 # --------------------------------------------------------------------------------------------
 # HTML and markdown
 # --------------------------------------------------------------------------------------------
+def _printable(value: object) -> object:
+    """Every value the template prints, without escape sequences or control characters
+    (telemetry text; :func:`pipelines.text.printable`); already-safe markup stays markup."""
+    from markupsafe import Markup
+
+    from pipelines.text import printable
+
+    if isinstance(value, Markup):
+        return Markup(printable(str(value), lines=True))
+    if isinstance(value, str):
+        return printable(value, lines=True)
+    return value
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
@@ -369,6 +383,7 @@ def _environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_printable,
     )
     env.filters.update(
         num=fmt_num,

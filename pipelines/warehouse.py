@@ -32,6 +32,8 @@ SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 VIEW_LAYERS = ("staging", "intermediate", "marts")
 _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 RAW_TABLES = ("raw_slurm_jobs", "raw_xid_events", "raw_inventory", "raw_fleet", "raw_repairs")
+_LINEAGE_TABLES = ("raw_quarantine", "raw_quality_results", "raw_ingest_files")
+"""Lineage tables keyed by ``file_sha256`` (a file's content hash or a stream's id)."""
 SEEDS = {"seed_xid": "dim_xid.csv", "seed_component_class": "dim_component_class.csv"}
 
 
@@ -291,12 +293,19 @@ def load_files(
     tables = {load.table for load in loads}
     for table in tables:
         _identifier(table)
-    whole = [load for load in loads if load.stream is None]
     tailed = [load for load in loads if load.stream is not None]
+    keyed = {
+        id(load): load if load.rows.height + load.rejects.height else replace(
+            load, sha256=no_lines_key(load.source, load.sha256)
+        )
+        for load in loads
+        if load.stream is None
+    }
+    whole = list(keyed.values())
     before = loaded_before(con, [load.sha256 for load in whole if not load.forget])
     fresh: dict[str, FileLoad] = {}
     for load in whole:
-        if load.sha256 not in before and load.rows.height + load.rejects.height > 0:
+        if load.sha256 not in before:
             fresh.setdefault(load.sha256, load)
     if lake_dir is not None:
         from pipelines import lake
@@ -336,7 +345,8 @@ def load_files(
         raise
     out = []
     seen: set[str] = set()
-    for load in loads:
+    for original in loads:
+        load = keyed.get(id(original), original)
         if load.stream is not None:
             out.append(load.counts())
         elif load.sha256 in before:
@@ -367,6 +377,14 @@ _FILES_SCHEMA = {
     "n_held": pl.Int64,
     "loaded_at": pl.Datetime("us", "UTC"),
 }
+
+
+def no_lines_key(source: str, sha256: str) -> str:
+    """The key a whole file is recorded under when ``source``'s parser found no line of its in it:
+    per source, so that the same bytes still load under the right source later."""
+    import hashlib
+
+    return hashlib.sha256(f"no {source} lines:{sha256}".encode()).hexdigest()
 
 
 def _file_record(load: FileLoad, now: datetime, key: str | None = None) -> dict[str, object]:
@@ -445,7 +463,7 @@ def _forget(con: duckdb.DuckDBPyConnection, path: str, key: str, *, lake: bool) 
                 f"select count(*) from {table} where source_file = $p", {"p": old_path}
             ).fetchall()
             con.execute(f"delete from {table} where source_file = $p", {"p": old_path})
-        for lineage in ("raw_quarantine", "raw_quality_results", "raw_ingest_files"):
+        for lineage in _LINEAGE_TABLES:
             con.execute(f"delete from {lineage} where file_sha256 = $k", {"k": old_key})
         con.execute("delete from raw_streams where stream_id = $k", {"k": old_key})
         con.execute("update raw_stream_reads set superseded = true where stream_id = $k",

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import polars as pl
 
+from pipelines.streams import codec_of
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -75,7 +77,8 @@ def split_lines(data: bytes) -> pl.DataFrame:
     """
     if not data:
         return pl.DataFrame(schema=_LINE_SCHEMA)
-    if not data.startswith(codecs.BOM_UTF8) and _UNIT_SEPARATOR not in data:
+    # polars' reader would decompress bytes that start like an archive: text only
+    if not data.startswith(codecs.BOM_UTF8) and _UNIT_SEPARATOR not in data and not codec_of(data):
         try:
             frame = pl.read_csv(
                 data,

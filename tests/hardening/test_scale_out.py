@@ -79,7 +79,9 @@ def test_views_over_the_lake_match_the_views_over_tables(landing: Path, tmp_path
     assert parts
     with warehouse.connect(lake_db, read_only=True) as con:
         shas = {r[0][:8]: r[1] for r in con.execute(
-            "select file_sha256, source from raw_ingest_files").fetchall()}  # fmt: skip
+            "select file_sha256, source from raw_ingest_files union all "  # whole files
+            "select read_key, source from raw_stream_reads join raw_streams using (stream_id)"
+        ).fetchall()}  # fmt: skip
         assert con.execute("select count(*) from duckdb_tables() where table_name = "
                            "'raw_slurm_jobs'").fetchone() == (0,)  # fmt: skip
         assert lake.lake_of(con) == root.resolve()

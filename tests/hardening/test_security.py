@@ -369,6 +369,8 @@ def test_report_shows_hostile_text_escaped(tmp_path: Path) -> None:
     assert "unknown State &#39;&lt;script&gt;alert(1)&lt;/script&gt;&#39;" in html
     assert "unknown State &#39;&#39;; drop table raw_fleet; --&#39;" in html
     assert "[/bold][link=file:///etc/passwd]x[/link]" in html  # text, never markup
+    assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]", html)  # #12: C0/C1 stripped
+    assert "unknown State &#39;red&#39;" in html
 
 
 def test_cli_output_keeps_hostile_text_inert(hostile_landing: Path, tmp_path: Path) -> None:
@@ -381,6 +383,6 @@ def test_cli_output_keeps_hostile_text_inert(hostile_landing: Path, tmp_path: Pa
     for args in (["ingest", str(hostile_landing), "--db", db], ["summary", "--db", db]):
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
-        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", result.output)
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", result.output)
     assert "[/bold]" in result.output  # shown as text, not taken as markup
-    assert "\\x1b[2J" in result.output  # the escape shown, not obeyed
+    assert "[2J" not in result.output  # #12: escape sequences stripped whole, never obeyed
