@@ -199,6 +199,35 @@ def _parse(
     return ParsedFile(item, data, sha256, table, parsed)
 
 
+def _parse_together(
+    members: list[tuple[LandingFile, bytes, str]], extra: dict[str, dict[str, Any]]
+) -> list[ParsedFile]:
+    """Parse files of one source whose parser reads many files in one pass (``parse_many``:
+    kernel logs), each with its own options; any failure falls back to file by file, so one bad
+    file is one quarantine row."""
+    if not members:
+        return []
+    source = members[0][0].source
+    table, parser = PARSERS[source]
+    build = _OPTION_BUILDERS.get(source, lambda _p: {})
+    inputs = [
+        (data, str(item.path.resolve()), build(item.path) | extra.get(source, {}))
+        for item, data, _ in members
+    ]
+    try:
+        results = parser.parse_many(inputs)
+    except Exception:
+        return [_parse(item, data, sha, extra.get(source)) for item, data, sha in members]
+    return [
+        ParsedFile(item, data, sha, table, parsed)
+        for (item, data, sha), parsed in zip(members, results, strict=True)
+    ]
+
+
+PARSE_TOGETHER_FILES = 512
+"""Files parsed in one pass by a parser that takes many (``parse_many``)."""
+
+
 def _file_reject(parser: Any, source_file: str, reason: str) -> Parsed:
     """A parse result of no rows and one file-level reject (``line_no = 0``)."""
     rows = pl.DataFrame(schema=parser.SCHEMA)
@@ -252,6 +281,7 @@ def parse_files(
 def _parse_read(read: list[_Read], extra: dict[str, dict[str, Any]]) -> Iterator[ParsedFile]:
     """Parse files already read; files :mod:`pipelines.sources.batch` can join go in groups."""
     groups: dict[tuple[str, bytes], list[_Read]] = {}
+    together: dict[str, list[tuple[LandingFile, bytes, str]]] = {}
     for item, data, sha, problem in read:
         parser = PARSERS[item.source][1]
         if problem is not None:
@@ -259,6 +289,9 @@ def _parse_read(read: list[_Read], extra: dict[str, dict[str, Any]]) -> Iterator
                 source_file = str(item.path.resolve())
                 yield ParsedFile(item, data, sha, PARSERS[item.source][0],
                                  _file_reject(parser, source_file, problem))  # fmt: skip
+            continue
+        if hasattr(parser, "parse_many"):
+            together.setdefault(item.source, []).append((item, data, sha))
             continue
         header = None
         if (
@@ -281,6 +314,8 @@ def _parse_read(read: list[_Read], extra: dict[str, dict[str, Any]]) -> Iterator
             results = [_parse(i, d, sh).parsed for i, d, sh, _ in members]
         for (item, data, sha, _), parsed in zip(members, results, strict=True):
             yield ParsedFile(item, data, sha, table, parsed)
+    for items in together.values():
+        yield from _parse_together(items, extra)
 
 
 def _file_load(
@@ -525,9 +560,47 @@ def _tailed_reads(
     not read at all. The others are matched to their streams in two passes
     (:class:`pipelines.streams.StreamIndex`): first files that continue a stream, then the
     rest, re-read (only new and rewritten logs, a few a run), so a run holds one file at a time.
-    Only a read's new complete lines are parsed. Streams whose rows carry a ``forced`` path are
-    forgotten: their files are read as new streams.
+    Only a read's new complete lines are parsed, many files' in one pass
+    (:data:`PARSE_TOGETHER_FILES`). Streams whose rows carry a ``forced`` path are forgotten:
+    their files are read as new streams.
     """
+    planned: list[ParsedFile] = []
+    for pending in _planned_reads(con, files, quiet_s=quiet_s, on_known=on_known, forced=forced):
+        if pending.stream is None or not pending.data:  # a broken archive, or nothing to parse
+            yield pending
+            continue
+        planned.append(pending)
+        if len(planned) >= PARSE_TOGETHER_FILES:
+            yield from _parse_chunks(planned, extra)
+            planned = []
+    yield from _parse_chunks(planned, extra)
+
+
+def _parse_chunks(planned: list[ParsedFile], extra: dict[str, dict[str, Any]]) -> list[ParsedFile]:
+    """Parse planned stream reads (their new lines) of one source together."""
+    if not planned:
+        return []
+    members = [(p.item, p.data, p.sha256) for p in planned]
+    parser = PARSERS[planned[0].item.source][1]
+    if hasattr(parser, "parse_many"):
+        done = _parse_together(members, extra)
+    else:
+        done = [_parse(item, data, sha, extra.get(item.source)) for item, data, sha in members]
+    return [
+        ParsedFile(p.item, p.data, p.sha256, p.table, d.parsed, p.stream)
+        for p, d in zip(planned, done, strict=True)
+    ]
+
+
+def _planned_reads(
+    con: duckdb.DuckDBPyConnection,
+    files: list[LandingFile],
+    *,
+    quiet_s: float,
+    on_known: Callable[[list[warehouse.LoadCounts]], None],
+    forced: set[str] | frozenset[str],
+) -> Iterator[ParsedFile]:
+    """The reads of tailed files, planned but not parsed (:func:`_tailed_reads`)."""
     now_ns = time.time_ns()
     broken: list[LandingFile] = []
     by_source: dict[str, list[LandingFile]] = {}
@@ -557,8 +630,8 @@ def _tailed_reads(
             if before is None:
                 deferred.append((item, stat))
                 continue
-            yield from _planned(index, item, content, codec, stat, before, extra, table,
-                                now_ns, quiet_s, on_known)  # fmt: skip
+            yield from _planned(index, item, content, codec, stat, before, table, now_ns,
+                                quiet_s, on_known)  # fmt: skip
         for item, stat in deferred:
             read = _tailed_content(item, on_known, broken)
             if read is None:
@@ -566,10 +639,10 @@ def _tailed_reads(
             content, codec = read
             path = str(item.path.resolve())
             before = index.continuation(path, content) or index.rest(path, content)
-            yield from _planned(index, item, content, codec, stat, before, extra, table,
-                                now_ns, quiet_s, on_known)  # fmt: skip
+            yield from _planned(index, item, content, codec, stat, before, table, now_ns,
+                                quiet_s, on_known)  # fmt: skip
     # broken archives: one quarantine row each, keyed by their bytes like a whole file
-    yield from _parsed_new_files(con, broken, extra, None, on_known=on_known)
+    yield from _parsed_new_files(con, broken, {}, None, on_known=on_known)
 
 
 def _tailed_content(
@@ -600,7 +673,6 @@ def _planned(
     codec: str | None,
     stat: os.stat_result,
     before: streams.StreamState | None,
-    extra: dict[str, dict[str, Any]],
     table: str,
     now_ns: int,
     quiet_s: float,
@@ -621,13 +693,9 @@ def _planned(
     ):
         on_known([_unchanged(item)])
         return
-    if read.chunk:
-        pending = _parse(item, read.chunk, read.after.stream_id, extra.get(item.source))
-    else:
-        parser = PARSERS[item.source][1]
-        nothing = Parsed(pl.DataFrame(schema=parser.SCHEMA), pl.DataFrame(schema=REJECT_SCHEMA), 0)
-        pending = ParsedFile(item, b"", read.after.stream_id, table, nothing)
-    yield ParsedFile(pending.item, pending.data, pending.sha256, table, pending.parsed, read)
+    parser = PARSERS[item.source][1]
+    nothing = Parsed(pl.DataFrame(schema=parser.SCHEMA), pl.DataFrame(schema=REJECT_SCHEMA), 0)
+    yield ParsedFile(item, read.chunk, read.after.stream_id, table, nothing, read)
 
 
 def _unchanged(item: LandingFile) -> warehouse.LoadCounts:

@@ -130,13 +130,23 @@ def lines_containing(data: bytes, marker: str) -> tuple[pl.DataFrame, int]:
     cut out, numbered and decoded (undecodable bytes kept as ``\\xNN`` escapes, with
     ``utf8_ok`` False), exactly as :func:`split_lines` would give them.
     """
-    if not data:
-        return pl.DataFrame(schema=_LINE_SCHEMA), 0
-    needle = marker.encode()
-    n_lines = data.count(b"\n") + (not data.endswith(b"\n"))
     line_nos: list[int] = []
     lines: list[str] = []
     ok: list[bool] = []
+    n_lines = find_lines(data, marker.encode(), line_nos, lines, ok)
+    found = pl.DataFrame({"line_no": line_nos, "line": lines, "utf8_ok": ok}, schema=_LINE_SCHEMA)
+    return found, n_lines
+
+
+def find_lines(
+    data: bytes, needle: bytes, line_nos: list[int], lines: list[str], ok: list[bool]
+) -> int:
+    """Append the lines of ``data`` holding ``needle`` to the three lists (number, decoded text,
+    valid UTF-8) and return the file's number of lines: :func:`lines_containing` without the
+    frame, for callers that gather many files' lines into one."""
+    if not data:
+        return 0
+    n_lines = data.count(b"\n") + (not data.endswith(b"\n"))
     line_no, counted_to = 1, 0
     pos = data.find(needle)
     while pos != -1:
@@ -154,10 +164,7 @@ def lines_containing(data: bytes, marker: str) -> tuple[pl.DataFrame, int]:
             ok.append(False)
         line_nos.append(line_no)
         pos = data.find(needle, end)
-    found = pl.DataFrame(
-        {"line_no": line_nos, "line": lines, "utf8_ok": ok}, schema=_LINE_SCHEMA
-    )
-    return found, n_lines
+    return n_lines
 
 
 def _is_utf8(line: bytes) -> bool:
@@ -295,24 +302,28 @@ def empty_rows(schema: dict[str, pl.DataType]) -> pl.DataFrame:
 
 
 def parsed_from(
-    frame: pl.DataFrame, *, schema: dict[str, pl.DataType], source_file: str, n_ignored: int
+    frame: pl.DataFrame,
+    *,
+    schema: dict[str, pl.DataType],
+    source_file: str | pl.Expr,
+    n_ignored: int,
 ) -> Parsed:
     """Split a checked frame into rows and rejects.
 
     ``frame`` holds ``line_no``, ``line``, ``reason`` (null for a good line) and the row columns
-    except ``source_file``; rows are cast to ``schema`` and keep its column order.
+    except ``source_file`` (a path, or an expression over ``frame`` when it holds several
+    files); rows are cast to ``schema`` and keep its column order.
     """
     good = pl.col("reason").is_null()
+    source = source_file if isinstance(source_file, pl.Expr) else pl.lit(source_file)
     rows = frame.filter(good).select(
         [
-            pl.lit(source_file).cast(dtype).alias(name)
-            if name == "source_file"
-            else pl.col(name).cast(dtype)
+            source.cast(dtype).alias(name) if name == "source_file" else pl.col(name).cast(dtype)
             for name, dtype in schema.items()
         ]
     )
     rejects = frame.filter(~good).select(
-        pl.lit(source_file).alias("source_file"),
+        source.cast(pl.String).alias("source_file"),
         pl.col("line_no").cast(pl.Int64),
         pl.col("line").alias("raw"),
         pl.col("reason"),

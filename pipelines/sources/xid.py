@@ -16,7 +16,8 @@ as polars expressions over the whole file.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
+from typing import Any
 
 import polars as pl
 
@@ -26,8 +27,8 @@ from pipelines.sources.common import (
     empty_rows,
     empty_to_null,
     file_stem,
+    find_lines,
     in_future,
-    lines_containing,
     parsed_from,
     utc_now,
     with_reasons,
@@ -131,27 +132,91 @@ def parse(
     >>> parse(line, source_file="gpu0001.log").rows.select("host", "xid", "message").row(0)
     ('gpu0001', 79, 'Off.')
     """
-    if not data:
-        return Parsed(empty_rows(SCHEMA), empty_file_reject(source_file), 0)
+    return parse_many([(data, source_file, {"file_mtime": file_mtime})], now=now)[0]
+
+
+def parse_many(
+    files: list[tuple[bytes, str, dict[str, Any]]], *, now: datetime | None = None
+) -> list[Parsed]:
+    """Parse several kernel logs in one pass: one polars plan for all their Xid lines.
+
+    ``files`` holds ``(data, source_file, options)`` with the keyword options of :func:`parse`
+    (``file_mtime``); the results come in the same order and equal :func:`parse` file by file.
+    A plan costs milliseconds while a log holds a few Xid lines, so a fleet's logs are parsed
+    together (the marker is still searched in each file's bytes on its own).
+    """
     now_utc = utc_now(now)
-    reference = utc_now(file_mtime) if file_mtime is not None else now_utc
-    in_scope, n_lines = lines_containing(data, MARKER)
-    n_ignored = n_lines - in_scope.height
-    stem = file_stem(source_file)
-    # A file holds one style: guess it from a sample, and look again only if lines were missed.
+    out: list[Parsed | None] = [None] * len(files)
+    line_nos: list[int] = []
+    lines: list[str] = []
+    ok: list[bool] = []
+    counts: list[int] = []  # in-scope lines per file, in the order of ``parsed``
+    parsed: list[int] = []
+    ignored: list[int] = []
+    references: list[datetime] = []
+    stems: list[str | None] = []
+    needle = MARKER.encode()
+    for i, (data, source_file, options) in enumerate(files):
+        if not data:
+            out[i] = Parsed(empty_rows(SCHEMA), empty_file_reject(source_file), 0)
+            continue
+        before = len(lines)
+        n_lines = find_lines(data, needle, line_nos, lines, ok)
+        mtime = options.get("file_mtime")
+        parsed.append(i)
+        counts.append(len(lines) - before)
+        ignored.append(n_lines - counts[-1])
+        references.append(utc_now(mtime) if mtime is not None else now_utc)
+        stems.append(file_stem(source_file) or None)
+    if not parsed:
+        return [p for p in out if p is not None]
+    per_line = [k for k, n in enumerate(counts) for _ in range(n)]
+    in_scope = pl.DataFrame(
+        {"line_no": line_nos, "line": lines, "utf8_ok": ok, "_file": per_line},
+        schema={"line_no": pl.Int64, "line": pl.String, "utf8_ok": pl.Boolean, "_file": pl.Int32},
+    )
+    per_file = pl.DataFrame(
+        {
+            "_file": range(len(parsed)),
+            "_reference": references,
+            "_stem": stems,
+            "_source_file": [files[i][1] for i in parsed],
+        },
+        schema={
+            "_file": pl.Int32,
+            "_reference": pl.Datetime("us", "UTC"),
+            "_stem": pl.String,
+            "_source_file": pl.String,
+        },
+    )
+    in_scope = in_scope.join(per_file, on="_file", how="left", maintain_order="left")
+    # A file holds one style: guess them from a sample, look again only if lines were missed.
     styles = _candidate_styles(in_scope.gather_every(max(1, in_scope.height // 64)))
-    checked = _checked(in_scope, styles, reference, now_utc, stem)
+    checked = _checked(in_scope, styles, now_utc)
     missed = checked.filter(pl.col("log_format").is_null() & pl.col("utf8_ok"))
     more = [s for s in _candidate_styles(missed) if s not in styles]
     if more:
-        checked = _checked(in_scope, styles + more, reference, now_utc, stem)
-    return parsed_from(checked, schema=SCHEMA, source_file=source_file, n_ignored=n_ignored)
+        checked = _checked(in_scope, styles + more, now_utc)
+    # rows and rejects of all files at once, then cut per file (splitting is cheap, a plan is not)
+    split = parsed_from(
+        checked, schema=SCHEMA | {"_file": pl.Int32()}, source_file=pl.col("_source_file"),
+        n_ignored=0,
+    )  # fmt: skip
+    reject_files = checked.filter(pl.col("reason").is_not_null())["_file"]
+    row_parts = split.rows.partition_by("_file", as_dict=True, include_key=False)
+    reject_parts = split.rejects.with_columns(reject_files).partition_by(
+        "_file", as_dict=True, include_key=False
+    )
+    no_rows, no_rejects = split.rows.head(0).drop("_file"), split.rejects.head(0)
+    for k, i in enumerate(parsed):
+        rows, rejects = row_parts.get((k,), no_rows), reject_parts.get((k,), no_rejects)
+        out[i] = Parsed(rows, rejects, ignored[k])
+    return [p for p in out if p is not None]
 
 
-def _checked(
-    in_scope: pl.DataFrame, styles: list[str], reference: datetime, now: datetime, stem: str
-) -> pl.DataFrame:
-    """Parse and check the in-scope lines, assuming the prefixes are of ``styles``."""
+def _checked(in_scope: pl.DataFrame, styles: list[str], now: datetime) -> pl.DataFrame:
+    """Parse and check the in-scope lines, assuming the prefixes are of ``styles``; each line
+    carries its file's ``_reference`` time (the syslog year) and ``_stem`` (host fallback)."""
     # One lazy plan, collected once; each step is a column the next steps read, so every string
     # is cut once (nested expressions would be recomputed per use). Long text is copied once, for
     # the message; everything else is cut from the short prefix and a short window after the
@@ -170,7 +235,7 @@ def _checked(
             pl.col("window").str.find("): ", literal=True).alias("pci_end"),
         )
     )
-    frame = _with_xid_fields(_with_time_and_host(frame, styles, reference, stem))
+    frame = _with_xid_fields(_with_time_and_host(frame, styles))
     window = pl.col("window")
     return with_reasons(
         frame,
@@ -216,9 +281,7 @@ def _log_format(prefix: pl.Expr, styles: list[str]) -> pl.Expr:
     return chain
 
 
-def _with_time_and_host(
-    frame: pl.LazyFrame, styles: list[str], reference: datetime, stem: str
-) -> pl.LazyFrame:
+def _with_time_and_host(frame: pl.LazyFrame, styles: list[str]) -> pl.LazyFrame:
     """Add ``ts_text`` (as printed), ``ts`` (UTC) and ``host``.
 
     ``dmesg -T`` and syslog clocks are taken as UTC; ISO styles carry their offset. The host is
@@ -240,9 +303,7 @@ def _with_time_and_host(
         hosts.append((["syslog"], prefix.str.slice(16).str.splitn(" ", 2).struct.field("field_0")))
     frame = frame.with_columns(
         _by_style(style, texts).cast(pl.String).alias("ts_text"),
-        pl.coalesce(_by_style(style, hosts).cast(pl.String), pl.lit(stem or None, pl.String)).alias(
-            "host"
-        ),
+        pl.coalesce(_by_style(style, hosts).cast(pl.String), pl.col("_stem")).alias("host"),
     )
     text = pl.col("ts_text")
     values: list[tuple[list[str], pl.Expr]] = []
@@ -257,7 +318,7 @@ def _with_time_and_host(
         )
         values.append((iso, value))
     if "syslog" in styles:
-        values.append((["syslog"], _syslog_ts(text, reference)))
+        values.append((["syslog"], _syslog_ts(text, pl.col("_reference"))))
     return frame.with_columns(_by_style(style, values).cast(pl.Datetime("us", "UTC")).alias("ts"))
 
 
@@ -282,13 +343,14 @@ def _naive_utc(text: pl.Expr, fmt: str) -> pl.Expr:
     return text.str.strptime(pl.Datetime("us"), fmt, strict=False).dt.replace_time_zone("UTC")
 
 
-def _syslog_ts(text: pl.Expr, reference: datetime) -> pl.Expr:
+def _syslog_ts(text: pl.Expr, reference: pl.Expr) -> pl.Expr:
     """A year-less syslog time in the year that puts it at most one day after ``reference``."""
-    latest = pl.lit(reference + timedelta(days=1), dtype=pl.Datetime("us", "UTC"))
+    latest = reference + pl.duration(days=1)
     day = text.str.slice(0, 6)  # "Jun  1"
+    year = reference.dt.year()
     clock = pl.duration(seconds=_clock_s(text, 7))
-    this_year = _naive_utc(day + f" {reference.year}", "%b %e %Y") + clock
-    year_before = _naive_utc(day + f" {reference.year - 1}", "%b %e %Y") + clock
+    this_year = _naive_utc(day + " " + year.cast(pl.String), "%b %e %Y") + clock
+    year_before = _naive_utc(day + " " + (year - 1).cast(pl.String), "%b %e %Y") + clock
     return pl.when(this_year <= latest).then(this_year).otherwise(year_before)
 
 

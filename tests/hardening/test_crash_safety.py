@@ -86,11 +86,11 @@ def assert_nothing_half_loaded(db_path: Path) -> int:
         if "raw_ingest_files" not in tables:
             return 0  # killed before the schema was in place: nothing can be loaded
         files = con.execute(
-            "select file_sha256, path, target_table, n_read, n_loaded, n_quarantined "
+            "select file_sha256, path, target_table, n_read, n_loaded, n_quarantined, n_held "
             "from raw_ingest_files"
         ).fetchall()
-        for sha, path, table, n_read, n_loaded, n_quarantined in files:
-            assert n_read == n_loaded + n_quarantined
+        for sha, path, table, n_read, n_loaded, n_quarantined, n_held in files:
+            assert n_read == n_loaded + n_quarantined + n_held
             (in_table,) = con.execute(
                 f"select count(*) from {warehouse._identifier(table)} where source_file = $p",
                 {"p": path},
@@ -104,7 +104,15 @@ def assert_nothing_half_loaded(db_path: Path) -> int:
             "where file_sha256 not in (select file_sha256 from raw_ingest_files)"
         ).fetchone()
         assert orphans == 0
-        for table in tables - {"raw_ingest_files", "raw_quarantine", "raw_quality_results"}:
+        # a stream's state, its reads and its lineage row commit together
+        (unrecorded,) = con.execute(
+            "select count(*) from raw_streams "
+            "where stream_id not in (select file_sha256 from raw_ingest_files)"
+        ).fetchone()
+        assert unrecorded == 0
+        lineage = {"raw_ingest_files", "raw_quarantine", "raw_quality_results", "raw_streams",
+                   "raw_stream_reads"}  # fmt: skip
+        for table in tables - lineage:
             (orphans,) = con.execute(
                 f"select count(*) from {table} "
                 "where source_file not in (select path from raw_ingest_files)"

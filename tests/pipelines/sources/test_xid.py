@@ -336,3 +336,50 @@ def test_xid_any_input_is_accounted_for_without_raising(lines: list[str]) -> Non
         _assert_accounted(result, n_in_scope=n_marked, n_ignored=len(lines) - n_marked)
     else:
         _assert_accounted(result, n_in_scope=1, n_ignored=0)  # the empty-file reject
+
+
+_STYLE_LINES = [
+    b"[Mon Jun  1 00:00:00 2026] NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=x, Off the bus.",
+    b"2026-06-01T00:00:00+0000 gpu0002 kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=7, name=py, DBE",
+    b"Jun  1 00:00:00 gpu0003 kernel: [ 12.5] NVRM: Xid (PCI:0000:86:00): 13, Graphics Exception",
+    b"Dec 31 23:59:00 gpu0004 kernel: NVRM: Xid (PCI:0000:86:00): 31, pid=9, name=a, fault",
+    b"2026-06-01T00:00:00.5+00:00 gpu0005 kernel: NVRM: Xid (PCI:0000:18:00): 94, pid=1, Contained",
+    b"kern  :warn  : 2026-06-01T00:00:00,000000+00:00 NVRM: Xid (PCI:0000:af:00): 119, pid=1, GSP",
+    b"2026-06-01T00:00:00+0000 gpu0002 kernel: NVRM: Xid (PCI:0000:3b:00): oops",
+    b"\xff\xfe NVRM: Xid (PCI:0000:3b:00): 79, bad bytes",
+    b"2026-06-01T00:00:00+0000 gpu0002 kernel: eth0: link up",
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    files=st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(_STYLE_LINES), max_size=12),
+            st.sampled_from(["gpu0001.log", "kern.log.1", "gpu0009.log.2.gz", "dmesg"]),
+            st.datetimes(min_value=datetime(2025, 1, 1), max_value=datetime(2027, 1, 1)),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_xid_parse_many_equals_file_by_file(
+    files: list[tuple[list[bytes], str, datetime, bool]],
+) -> None:
+    """One pass over many logs (per-file syslog years and host fallbacks) equals parsing each
+    file on its own: nothing leaks from one file to another (#12 §5)."""
+    from pipelines.sources.xid import parse_many
+
+    inputs = []
+    for k, (lines, name, mtime, final_newline) in enumerate(files):
+        data = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
+        inputs.append(
+            (data, f"/landing/kernel/{k}/{name}", {"file_mtime": mtime.replace(tzinfo=UTC)})
+        )
+    together = parse_many(inputs, now=NOW)
+    for (data, source_file, options), result in zip(inputs, together, strict=True):
+        alone = parse(data, source_file=source_file, now=NOW, **options)
+        assert_frame_equal(result.rows, alone.rows)
+        assert_frame_equal(result.rejects, alone.rejects)
+        assert result.n_ignored == alone.n_ignored
