@@ -168,6 +168,93 @@ def test_lives_age_across_moves_with_left_truncation(hand: duckdb.DuckDBPyConnec
 
 
 # ---------------------------------------------------------------------------------------------
+# Lives never have zero length (issue #12)
+
+TOUCH_MAPPING = """
+    dataset: hand_touch
+    kind: events
+    unit: node
+    time: {unit: hours, origin: 2026-06-01T00:00:00Z}
+    start: down_h
+    end: up_h
+    categories: [part]
+    classes: {column: part, map: {gpu: gpu, nic: nic}}
+    population: 3
+    window: {start: 0, end: 100}
+"""
+# node t: a gpu fault exactly at the window start [0, 5] (downtime, not a failure), a gpu fault
+# [10, 20] and a nic fault [20, 25] that starts the instant the gpu repair ends (one outage)
+# node u: down over the whole window: no life at all
+TOUCH = """
+    node,part,down_h,up_h
+    t,gpu,0,5
+    t,gpu,10,20
+    t,nic,20,25
+    u,gpu,-10,200
+"""
+
+TOUCH_LIVES_MAPPING = """
+    dataset: hand_touch_lives
+    kind: lives
+    unit: serial
+    start: inserted
+    end: removed
+    failed: {column: event, true_values: [DBE]}
+    classes: {column: event, map: {DBE: gpu_memory}, default: gpu}
+    window: {start: 2026-06-01T00:00:00Z, end: 2026-06-11T00:00:00Z}
+"""
+# h1 fails exactly at the window start (no life), then serves from 06-02 to the window end
+TOUCH_LIVES = """
+    serial,inserted,removed,event
+    h1,2026-05-31T00:00:00Z,2026-06-01T00:00:00Z,DBE
+    h1,2026-06-02T00:00:00Z,,
+"""
+
+
+@pytest.fixture(scope="module")
+def touch() -> duckdb.DuckDBPyConnection:
+    con = _connect()
+    _load(con, _inline(TOUCH_MAPPING, TOUCH))
+    _load(con, _inline(TOUCH_LIVES_MAPPING, TOUCH_LIVES))
+    warehouse.create_views(con)
+    return con
+
+
+def test_touching_faults_merge_and_window_start_is_no_failure_12(
+    touch: duckdb.DuckDBPyConnection,
+) -> None:
+    # t: outages [0, 5] (no failure: at the window start) and [10, 25] {gpu, nic}: uptime 5
+    # before it, 100 - 5 - 15 = 80 in all, so 75 after it; u has no uptime, so no life
+    assert _lives(touch, "hand_touch") == [
+        ("hand_touch-unobserved-1", "gpu", 1, 0.0, 100.0, False),
+        ("hand_touch-unobserved-1", "nic", 1, 0.0, 100.0, False),
+        ("t", "gpu", 1, 0.0, 5.0, True),
+        ("t", "gpu", 2, 0.0, 75.0, False),
+        ("t", "nic", 1, 0.0, 5.0, True),
+        ("t", "nic", 2, 0.0, 75.0, False),
+    ]
+
+
+def test_lives_failure_at_window_start_is_no_life_12(touch: duckdb.DuckDBPyConnection) -> None:
+    # h1's first segment (24 h) ends at the window start; the second starts at age 24 h and is
+    # censored at the window end, 9 days later: 24 + 216 = 240 h
+    assert _lives(touch, "hand_touch_lives") == [("h1", "gpu_memory", 2, 24.0, 240.0, False)]
+
+
+def test_fault_lives_have_length_and_fit_12(touch: duckdb.DuckDBPyConnection) -> None:
+    from models.exceptions import FewFailuresWarning
+    from pipelines.fit import fit_table, read_lives
+
+    lives = read_lives(touch, view="int_fault_lives")
+    assert (lives["exit_h"] > lives["entry_h"]).all()
+    with pytest.warns(FewFailuresWarning, match="fewer than 2 failures"):
+        results = fit_table(
+            lives.filter(pl.col("dataset") == "hand_touch"), families=("exponential",)
+        )
+    assert sorted(results["component_class"].unique()) == ["gpu", "nic"]
+
+
+# ---------------------------------------------------------------------------------------------
 # The real data sets
 
 REAL_FILES = [
