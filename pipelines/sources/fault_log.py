@@ -73,6 +73,9 @@ COMPONENT_CLASSES: tuple[str, ...] = (
     "nccl",
     "application",
     "maintenance",
+    "software",
+    "human_error",
+    "facilities",
     "unknown",
 )
 
