@@ -47,11 +47,14 @@ import polars as pl
 import yaml
 
 from pipelines.sources.common import (
+    EARLIEST,
     REJECT_SCHEMA,
     UTC_TS,
     Parsed,
     empty_file_reject,
+    in_future,
     split_lines,
+    utc_now,
 )
 
 COMPONENT_CLASSES: tuple[str, ...] = (
@@ -87,6 +90,7 @@ SCHEMA: dict[str, pl.DataType] = {
     "end_line_no": pl.Int64(),
     "dataset": pl.String(),
     "unit_id": pl.String(),
+    "unit_group": pl.String(),
     "record_kind": pl.String(),
     "component_class": pl.String(),
     "category_l1": pl.String(),
@@ -111,6 +115,7 @@ _RECORD_COLUMNS = [
     "__line_no",
     "end_line_no",
     "unit_id",
+    "unit_group",
     "record_kind",
     "component_class",
     "category_l1",
@@ -121,6 +126,9 @@ _RECORD_COLUMNS = [
     "duration_s",
     "failed",
     "cohort_json",
+    "population",
+    "window_start",
+    "window_end",
     "__reason",
     "__raw",
 ]
@@ -140,7 +148,9 @@ class TimeSpec:
     Absolute timestamps use ``format`` (strptime; ISO 8601 when None) in ``timezone`` unless
     the text carries its own offset; ``ambiguous`` settles wall times a DST change makes
     ambiguous (``earliest``, ``latest`` or ``reject``). Relative times are numbers of ``unit``
-    (days, hours, minutes, seconds) counted from ``origin``.
+    (days, hours, minutes, seconds) counted from ``origin``. A time before ``earliest`` (by
+    default 2000-01-01, the range of every other source) or more than a day after the ingest
+    is a reject; a historical trace sets ``earliest`` to its first year.
     """
 
     format: str | None = None
@@ -148,6 +158,7 @@ class TimeSpec:
     ambiguous: Literal["earliest", "latest", "reject"] = "earliest"
     unit: str | None = None
     origin: datetime | None = None
+    earliest: datetime = EARLIEST
 
     @property
     def relative(self) -> bool:
@@ -179,6 +190,33 @@ class ClassRule:
 
 
 @dataclass(frozen=True)
+class GroupSpec:
+    """Groups of units (the systems of a multi-system trace), each with its window and population.
+
+    ``population_column`` names a column holding the group's number of units (the same on every
+    record of the group); ``values`` gives per group (by the text of ``column``) a population
+    and / or a window, which win over the column and over the mapping's top-level ones.
+    """
+
+    column: str
+    population_column: str | None = None
+    values: tuple[tuple[str, int | None, datetime | None, datetime | None], ...] = ()
+
+    def table(self) -> pl.DataFrame:
+        """``values`` as a frame: ``__group, __g_population, __g_start, __g_end``."""
+        return pl.DataFrame(
+            [list(v) for v in self.values],
+            schema={
+                "__group": pl.String,
+                "__g_population": pl.Int64,
+                "__g_start": UTC_TS,
+                "__g_end": UTC_TS,
+            },
+            orient="row",
+        )
+
+
+@dataclass(frozen=True)
 class FaultLogMapping:
     """A validated column mapping; build it with ``load_mapping`` or ``mapping_from_dict``.
 
@@ -204,12 +242,14 @@ class FaultLogMapping:
     events: EventSpec | None = None
     categories: tuple[str, ...] = ()
     class_rules: tuple[ClassRule, ...] = ()
+    blame: tuple[tuple[str, str], ...] = ()  # (one-hot column, component class)
     default_class: str = "unknown"
     cohorts: tuple[tuple[str, str], ...] = ()  # (cohort name, column)
     cohort_pattern: tuple[str, str] | None = None  # (column, regex with named groups)
     population: int | None = None
     window_start: datetime | None = None
     window_end: datetime | None = None
+    groups: GroupSpec | None = None
 
     def columns(self) -> list[str]:
         """Every column the mapping reads, in a stable order without repeats."""
@@ -223,8 +263,11 @@ class FaultLogMapping:
             *(self.events.pair_on if self.events else ()),
             *self.categories,
             *(rule.column for rule in self.class_rules),
+            *(column for column, _ in self.blame),
             *(column for _, column in self.cohorts),
             self.cohort_pattern[0] if self.cohort_pattern else None,
+            self.groups.column if self.groups else None,
+            self.groups.population_column if self.groups else None,
         ]
         return list(dict.fromkeys(c for c in named if c is not None))
 
@@ -248,10 +291,12 @@ _TOP_KEYS = {
     "events",
     "categories",
     "classes",
+    "blame",
     "cohorts",
     "cohort_pattern",
     "population",
     "window",
+    "groups",
 }
 
 
@@ -317,7 +362,10 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
         _fail(where, "unit", "is required: the column (or list of columns) naming the unit")
 
     time = _time_spec(
-        _section(raw, "time", where, {"format", "timezone", "ambiguous", "unit", "origin"}), where
+        _section(
+            raw, "time", where, {"format", "timezone", "ambiguous", "unit", "origin", "earliest"}
+        ),
+        where,
     )
     start = _optional_str(raw, "start", where)
     end = _optional_str(raw, "end", where)
@@ -370,8 +418,6 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
             )
 
     categories = tuple(_str_list(raw.get("categories", []), "categories", where))
-    if len(categories) > 3:
-        _fail(where, "categories", f"lists {len(categories)} columns; at most 3 (l1, l2, l3)")
     if events is not None and events_pair is None:
         events = EventSpec(
             events.type_column,
@@ -388,10 +434,16 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
         section = _section(raw, "cohort_pattern", where, {"column", "regex"})
         regex = _required_str(section, "regex", where, "cohort_pattern.regex")
         try:
-            groups = re.compile(regex).groupindex
-        except re.error as error:
-            _fail(where, "cohort_pattern.regex", f"is not a valid regular expression: {error}")
-        if not groups:
+            names = _regex_names(regex)
+        except pl.exceptions.PolarsError as error:
+            problem = str(error).strip().splitlines()[-1].removeprefix("error: ")
+            _fail(
+                where,
+                "cohort_pattern.regex",
+                f"is not a regular expression the parser (Rust regex) runs: {problem}; "
+                "look-around and back-references are not supported",
+            )
+        if not names:
             _fail(where, "cohort_pattern.regex", "needs named groups, e.g. (?P<cage>\\d)")
         pattern = (_required_str(section, "column", where, "cohort_pattern.column"), regex)
 
@@ -408,6 +460,8 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
     window_end = _mapping_time(window.get("end"), time, where, "window.end")
     if window_start and window_end and window_end <= window_start:
         _fail(where, "window.end", "must be later than window.start")
+    blame = _blame(raw.get("blame"), where)
+    groups = _groups(raw, time, where, (window_start, window_end))
 
     mapping = FaultLogMapping(
         dataset=dataset,
@@ -429,12 +483,14 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
         events=events,
         categories=categories,
         class_rules=rules,
+        blame=blame,
         default_class=default_class,
         cohorts=cohorts,
         cohort_pattern=pattern,
         population=population,
         window_start=window_start,
         window_end=window_end,
+        groups=groups,
     )
     _check_kind(mapping, where)
     return mapping
@@ -454,6 +510,14 @@ def _check_kind(m: FaultLogMapping, where: str) -> None:
             )
         if m.population is not None:
             _fail(where, "population", "applies to kind: events (files listing failing units)")
+        if m.groups is not None and (
+            m.groups.population_column or any(v[1] is not None for v in m.groups.values)
+        ):
+            _fail(
+                where,
+                "groups.population",
+                "applies to kind: events (files listing failing units)",
+            )
     else:
         if m.failed is not None or m.point_events:
             _fail(
@@ -549,11 +613,20 @@ def _time_spec(section: dict[str, Any], where: str) -> TimeSpec:
             _fail(where, "time.origin", "is required with time.unit: relative times need a zero")
     elif section.get("origin") is not None:
         _fail(where, "time.unit", "is required with time.origin (days, hours, ... from origin)")
-    spec = TimeSpec(format=fmt, timezone=tz, ambiguous=ambiguous, unit=unit)  # type: ignore[arg-type]
+    earliest = EARLIEST
+    if section.get("earliest") is not None:
+        earliest = _mapping_time(section["earliest"], TimeSpec(timezone=tz), where, "time.earliest")
+        assert earliest is not None
+    spec = TimeSpec(format=fmt, timezone=tz, ambiguous=ambiguous, unit=unit, earliest=earliest)  # type: ignore[arg-type]
     if unit is not None:
         origin = _mapping_time(section["origin"], TimeSpec(timezone=tz), where, "time.origin")
         spec = TimeSpec(
-            format=None, timezone=tz, ambiguous=spec.ambiguous, unit=unit, origin=origin
+            format=None,
+            timezone=tz,
+            ambiguous=spec.ambiguous,
+            unit=unit,
+            origin=origin,
+            earliest=earliest,
         )
     return spec
 
@@ -633,6 +706,72 @@ def _cohorts(value: object, where: str) -> tuple[tuple[str, str], ...]:
         if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
             _fail(where, "cohorts", f"name {name!r} must be letters, digits and _")
     return tuple(pairs)
+
+
+def _regex_names(regex: str) -> list[str]:
+    """The named groups of ``regex`` as polars (Rust ``regex``) compiles it, which runs it.
+
+    Raises ``polars.exceptions.PolarsError`` when that engine rejects the pattern (look-around,
+    back-references: Python's ``re`` accepts them, the parser could not run them).
+    """
+    dtype = pl.Series([""], dtype=pl.String).str.extract_groups(regex).dtype
+    assert isinstance(dtype, pl.Struct)
+    return [f.name for f in dtype.fields if not f.name.isdigit()]
+
+
+def _blame(value: object, where: str) -> tuple[tuple[str, str], ...]:
+    """One-hot cause columns ``{column: component_class}``: the filled column names the class."""
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or not value:
+        _fail(where, "blame", "must map one-hot cause columns to component classes")
+    pairs = []
+    for column, target in value.items():
+        if not isinstance(column, str) or not column.strip():
+            _fail(where, "blame", f"column {column!r} must be a column name")
+        _check_class(target, where, f"blame[{column!r}]")
+        pairs.append((column.strip(), str(target)))
+    return tuple(pairs)
+
+
+def _groups(
+    raw: dict[str, Any],
+    time: TimeSpec,
+    where: str,
+    window: tuple[datetime | None, datetime | None],
+) -> GroupSpec | None:
+    """The ``groups`` section: a group column, a population column and per-group values."""
+    if raw.get("groups") is None:
+        return None
+    section = _section(raw, "groups", where, {"column", "population", "values"})
+    column = _required_str(section, "column", where, "groups.column")
+    population_column = None
+    if section.get("population") is not None:
+        population_column = _required_str(section, "population", where, "groups.population")
+    values = section.get("values") or {}
+    if not isinstance(values, dict):
+        _fail(where, "groups.values", "must map each group to {population, window}")
+    rows = []
+    for group, spec in values.items():
+        key = f"groups.values[{_value_text(group)!r}]"
+        if not isinstance(spec, dict) or not set(spec) <= {"population", "window"} or not spec:
+            _fail(where, key, "must be a mapping with population and / or window {start, end}")
+        population = spec.get("population")
+        if population is not None and (
+            isinstance(population, bool) or not isinstance(population, int) or population < 1
+        ):
+            _fail(
+                where, f"{key}.population", f"must be a positive whole number, not {population!r}"
+            )
+        own = _section(spec, "window", where, {"start", "end"})
+        start = _mapping_time(own.get("start"), time, where, f"{key}.window.start") or window[0]
+        end = _mapping_time(own.get("end"), time, where, f"{key}.window.end") or window[1]
+        if start and end and end <= start:
+            _fail(where, f"{key}.window.end", "must be later than the window start")
+        if population is not None and (start is None or end is None):
+            _fail(where, f"{key}.window", "a population needs a window {start, end} (here or top)")
+        rows.append((_value_text(group), population, start, end))
+    return GroupSpec(column=column, population_column=population_column, values=tuple(rows))
 
 
 # --------------------------------------------------------------------------------------------
@@ -829,8 +968,17 @@ def _require_columns(mapping: FaultLogMapping, present: list[str], source_file: 
         **dict.fromkeys(mapping.events.pair_on if mapping.events else (), "events.pair_on"),
         **dict.fromkeys(mapping.categories, "categories"),
         **{rule.column: "classes.column" for rule in mapping.class_rules},
+        **dict.fromkeys((column for column, _ in mapping.blame), "blame"),
         **{column: f"cohorts.{name}" for name, column in mapping.cohorts},
         **({mapping.cohort_pattern[0]: "cohort_pattern.column"} if mapping.cohort_pattern else {}),
+        **(
+            {
+                mapping.groups.column: "groups.column",
+                mapping.groups.population_column: "groups.population",
+            }
+            if mapping.groups
+            else {}
+        ),
     }
     for column, key in keys.items():
         if column is not None and column not in present:
@@ -884,7 +1032,99 @@ def _time_hint(spec: TimeSpec) -> str:
     return f"format {spec.format or 'ISO 8601'} in {spec.timezone}"
 
 
-def _typed(records: pl.DataFrame, mapping: FaultLogMapping) -> pl.DataFrame:
+def _blamed(m: FaultLogMapping) -> tuple[pl.Expr, pl.Expr, pl.Expr, pl.Expr]:
+    """From the one-hot cause columns: the class, the column name, its text, and a reject reason
+    when more than one is filled."""
+    null = pl.lit(None, dtype=pl.String)
+    if not m.blame:
+        return null, null, null, null
+    filled = [pl.col(column).is_not_null() for column, _ in m.blame]
+    first: Any = pl
+    for (column, target), is_filled in zip(m.blame, filled, strict=True):
+        first = first.when(is_filled).then(pl.struct(
+            pl.lit(target).alias("cls"), pl.lit(column).alias("name"), pl.col(column).alias("text")
+        ))  # fmt: skip
+    chosen = first.otherwise(pl.lit(None, dtype=pl.Struct(
+        {"cls": pl.String, "name": pl.String, "text": pl.String}
+    )))  # fmt: skip
+    names = pl.concat_str(
+        [pl.when(f).then(pl.lit(column)) for (column, _), f in zip(m.blame, filled, strict=True)],
+        separator=", ",
+        ignore_nulls=True,
+    )
+    several = pl.sum_horizontal([f.cast(pl.Int32) for f in filled]) > 1
+    reason = pl.when(several).then(
+        pl.format("several blame columns are filled ({}); a record must name one cause", names)
+    )
+    return (
+        chosen.struct.field("cls"),
+        chosen.struct.field("name"),
+        chosen.struct.field("text"),
+        reason,
+    )
+
+
+def _with_groups(frame: pl.DataFrame, m: FaultLogMapping) -> tuple[pl.DataFrame, pl.Expr]:
+    """Add ``unit_group``, ``population``, ``window_start``, ``window_end`` per record, and the
+    reason to reject a record whose group, population or window is unusable."""
+    population = pl.lit(m.population, dtype=pl.Int64)
+    start = pl.lit(m.window_start, dtype=UTC_TS)
+    end = pl.lit(m.window_end, dtype=UTC_TS)
+    if m.groups is None:
+        frame = frame.with_columns(
+            pl.lit(None, dtype=pl.String).alias("unit_group"),
+            population.alias("population"),
+            start.alias("window_start"),
+            end.alias("window_end"),
+        )
+        return frame, pl.lit(None, dtype=pl.String)
+    g = m.groups
+    group = pl.col(g.column)
+    table = g.table()
+
+    def per_group(column: str, dtype: pl.DataType) -> pl.Expr:
+        known = table.filter(pl.col(column).is_not_null())
+        return group.replace_strict(
+            known["__group"], known[column], default=None, return_dtype=dtype
+        )
+
+    column_population = (
+        pl.col(g.population_column).cast(pl.Int64, strict=False)
+        if g.population_column
+        else pl.lit(None, dtype=pl.Int64)
+    )
+    frame = frame.with_columns(
+        group.alias("unit_group"),
+        pl.coalesce(per_group("__g_population", pl.Int64()), column_population, population).alias(
+            "population"
+        ),
+        pl.coalesce(per_group("__g_start", UTC_TS), start).alias("window_start"),
+        pl.coalesce(per_group("__g_end", UTC_TS), end).alias("window_end"),
+    )
+    reason: Any = pl.when(group.is_null()).then(pl.lit(f"missing group (column {g.column})"))
+    if g.population_column:
+        raw = pl.col(g.population_column)
+        reason = reason.when(raw.is_not_null() & ~(column_population >= 1).fill_null(False)).then(
+            pl.format(
+                f"bad population '{{}}' in column {g.population_column} (expected a positive "
+                "whole number of units)",
+                raw,
+            )
+        )
+    reason = reason.when(
+        pl.col("population").is_not_null()
+        & (pl.col("window_start").is_null() | pl.col("window_end").is_null())
+    ).then(
+        pl.format(
+            "group '{}' has a population but no window; give it one under "
+            "groups.values or a top-level window {start, end}",
+            group,
+        )
+    )
+    return frame, reason.otherwise(pl.lit(None, dtype=pl.String))
+
+
+def _typed(records: pl.DataFrame, mapping: FaultLogMapping, *, now: datetime) -> pl.DataFrame:
     """Per record: unit, times, categories, class, cohorts, flags and the first reason to reject."""
     m = mapping
     unit = (
@@ -892,24 +1132,30 @@ def _typed(records: pl.DataFrame, mapping: FaultLogMapping) -> pl.DataFrame:
         if len(m.unit) == 1
         else pl.concat_str([pl.col(c) for c in m.unit], separator="/")
     )
+    blame_class, blame_name, blame_text, blame_reason = _blamed(m)
     cats = [pl.col(c) for c in m.categories]
+    if m.blame:
+        cats = [blame_name, blame_text, *cats]
+    if len(cats) > 3:  # the third level holds the rest, in mapping order
+        rest = pl.concat_str(cats[2:], separator=" / ", ignore_nulls=True)
+        cats = [*cats[:2], pl.when(rest.str.len_bytes() > 0).then(rest)]
     cats += [pl.lit(None, dtype=pl.String)] * (3 - len(cats))
     classes = [
         pl.col(rule.column).replace_strict(rule.as_dict(), default=None, return_dtype=pl.String)
         for rule in m.class_rules
     ]
-    component = pl.coalesce([*classes, pl.lit(m.default_class)])
+    component = pl.coalesce([*classes, blame_class, pl.lit(m.default_class)])
     cohort_cols = [pl.col(column).alias(name) for name, column in m.cohorts]
     frame = records.with_columns(
         unit.alias("unit_id"),
         *(c.alias(f"category_l{i + 1}") for i, c in enumerate(cats)),
         component.alias("component_class"),
     )
+    frame, group_reason = _with_groups(frame, m)
     if m.cohort_pattern is not None:
         column, regex = m.cohort_pattern
         frame = frame.with_columns(pl.col(column).str.extract_groups(regex).alias("__groups"))
-        groups = list(re.compile(regex).groupindex)
-        cohort_cols += [pl.col("__groups").struct.field(g).alias(g) for g in groups]
+        cohort_cols += [pl.col("__groups").struct.field(g).alias(g) for g in _regex_names(regex)]
     if cohort_cols:
         cohort = pl.struct(cohort_cols).struct.json_encode()
     else:
@@ -919,6 +1165,8 @@ def _typed(records: pl.DataFrame, mapping: FaultLogMapping) -> pl.DataFrame:
     checks: list[tuple[pl.Expr, pl.Expr]] = [
         (pl.col(_PRE).is_not_null(), pl.col(_PRE)),
         (pl.col("unit_id").is_null(), pl.lit(f"missing unit id (column {'/'.join(m.unit)})")),
+        (blame_reason.is_not_null(), blame_reason),
+        (group_reason.is_not_null(), group_reason),
     ]
     times = {"start": m.start, "end": m.end}
     if m.events is not None:
@@ -934,6 +1182,25 @@ def _typed(records: pl.DataFrame, mapping: FaultLogMapping) -> pl.DataFrame:
                 pl.format(
                     f"bad {what} time '{{}}' in column {column} (expected {_time_hint(m.time)})",
                     pl.col(column),
+                ),
+            )
+        )
+        earliest = m.time.earliest
+        checks.append(
+            (
+                parsed[what] < pl.lit(earliest, dtype=UTC_TS),
+                pl.format(
+                    f"{what} time '{{}}' in column {column} is before {earliest:%Y-%m-%d}; "
+                    "set time.earliest in the mapping if the trace is that old",
+                    pl.col(column),
+                ),
+            )
+        )
+        checks.append(
+            (
+                in_future(parsed[what], now),
+                pl.format(
+                    f"{what} time '{{}}' in column {column} is in the future", pl.col(column)
                 ),
             )
         )
@@ -1126,7 +1393,9 @@ def _empty_rows() -> pl.DataFrame:
     return pl.DataFrame(schema=SCHEMA)
 
 
-def parse(data: bytes, *, source_file: str, mapping: FaultLogMapping) -> Parsed:
+def parse(
+    data: bytes, *, source_file: str, mapping: FaultLogMapping, now: datetime | None = None
+) -> Parsed:
     """Parse one fault-log file (CSV or JSON) through a column mapping.
 
     Parameters
@@ -1137,6 +1406,9 @@ def parse(data: bytes, *, source_file: str, mapping: FaultLogMapping) -> Parsed:
         Path recorded in every row and reject.
     mapping
         The column mapping (``load_mapping``).
+    now
+        The ingest time (default: the current UTC time); a time more than a day after it, or
+        before the mapping's ``time.earliest`` (2000-01-01 unless set), is a reject.
 
     Returns
     -------
@@ -1144,12 +1416,16 @@ def parse(data: bytes, *, source_file: str, mapping: FaultLogMapping) -> Parsed:
         ``rows`` with the columns of ``raw_fault_events`` (``SCHEMA``): ``source_file``,
         ``line_no`` (1-based line where the record starts; for a paired fault, its start
         event), ``end_line_no`` (the paired end event), ``dataset``, ``unit_id``,
-        ``record_kind`` (``life``, ``fault`` or ``event``), ``component_class``,
-        ``category_l1..3`` (the source's own text), ``start_ts``/``end_ts`` (UTC; an ``event``
+        ``unit_group`` (the ``groups.column`` text, else null), ``record_kind`` (``life``,
+        ``fault`` or ``event``), ``component_class``,
+        ``category_l1..3`` (the source's own text; with ``blame``, the filled column's name
+        and text come first; a fourth category and later ones join the third with `` / ``),
+        ``start_ts``/``end_ts`` (UTC; an ``event``
         has both at its instant; an open fault has no end), ``duration_s`` (seconds, when the
         mapping reads a duration), ``failed``, ``cohort_json``, ``population``,
-        ``window_start``/``window_end`` (from the mapping). ``rejects`` has ``source_file,
-        line_no, raw, reason``; ``n_ignored`` counts headers, blank lines and paired end events.
+        ``window_start``/``window_end`` (from the mapping; per group with ``groups``).
+        ``rejects`` has ``source_file, line_no, raw, reason``; ``n_ignored`` counts headers,
+        blank lines and paired end events.
 
     Raises
     ------
@@ -1164,7 +1440,7 @@ def parse(data: bytes, *, source_file: str, mapping: FaultLogMapping) -> Parsed:
     records = reader(data, mapping, source_file)
     if records.frame.height == 0:
         return Parsed(_empty_rows(), records.file_rejects, records.n_ignored)
-    typed = _typed(records.frame, mapping)
+    typed = _typed(records.frame, mapping, now=utc_now(now))
     n_ignored = records.n_ignored
     if mapping.kind == "lives":
         typed = _lives(typed, mapping)
@@ -1183,6 +1459,7 @@ def parse(data: bytes, *, source_file: str, mapping: FaultLogMapping) -> Parsed:
             pl.col(c)
             for c in (
                 "unit_id",
+                "unit_group",
                 "record_kind",
                 "component_class",
                 "category_l1",
@@ -1193,11 +1470,11 @@ def parse(data: bytes, *, source_file: str, mapping: FaultLogMapping) -> Parsed:
                 "duration_s",
                 "failed",
                 "cohort_json",
+                "population",
+                "window_start",
+                "window_end",
             )
         ),
-        pl.lit(mapping.population, dtype=pl.Int64).alias("population"),
-        pl.lit(mapping.window_start, dtype=UTC_TS).alias("window_start"),
-        pl.lit(mapping.window_end, dtype=UTC_TS).alias("window_end"),
     ).cast(SCHEMA)  # type: ignore[arg-type]
     rejects = pl.concat(
         [
