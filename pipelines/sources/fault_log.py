@@ -1117,7 +1117,7 @@ def _with_groups(frame: pl.DataFrame, m: FaultLogMapping) -> tuple[pl.DataFrame,
     ).then(
         pl.format(
             "group '{}' has a population but no window; give it one under "
-            "groups.values or a top-level window {start, end}",
+            "groups.values or a top-level window (start and end)",
             group,
         )
     )
