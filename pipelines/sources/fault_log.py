@@ -648,15 +648,19 @@ def _mapping_time(value: object, spec: TimeSpec, where: str, key: str) -> dateti
         return datetime(
             value.year, value.month, value.day, tzinfo=ZoneInfo(spec.timezone)
         ).astimezone(UTC)
-    text_spec = TimeSpec(format=spec.format, timezone=spec.timezone, ambiguous=spec.ambiguous)
-    parsed = (
-        pl.DataFrame({"t": [str(value)]})
-        .select(_absolute_ts(pl.col("t").str.strip_chars(), text_spec))
-        .item()
-    )
-    if parsed is None:
-        _fail(where, key, f"{value!r} is not a timestamp (format {spec.format or 'ISO 8601'})")
-    return parsed
+    # the file's format, else ISO 8601 (a mapping's own times are often written that way)
+    formats = dict.fromkeys([spec.format, None])
+    for fmt in formats:
+        text_spec = TimeSpec(format=fmt, timezone=spec.timezone, ambiguous=spec.ambiguous)
+        parsed = (
+            pl.DataFrame({"t": [str(value)]})
+            .select(_absolute_ts(pl.col("t").str.strip_chars(), text_spec))
+            .item()
+        )
+        if parsed is not None:
+            return parsed
+    shown = " or ".join(f or "ISO 8601" for f in formats)
+    _fail(where, key, f"{value!r} is not a timestamp (format {shown})")
 
 
 def _seconds_delta(seconds: float) -> timedelta:
