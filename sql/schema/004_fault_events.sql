@@ -8,7 +8,8 @@ create table if not exists raw_fault_events (
     end_line_no integer,         -- the paired end event of a fault, null otherwise
     dataset varchar not null,    -- the mapping's data set name
     unit_id varchar,
-    unit_group varchar,          -- the unit's group (system of a multi-system trace), or null
+    unit_group varchar,          -- the unit's group (system of a multi-system trace), or null;
+                                 -- added later: warehouse.ADDED_COLUMNS adds it to old tables
     record_kind varchar,         -- life, fault, event
     component_class varchar,     -- mapped from the source categories (classes: in the mapping)
     category_l1 varchar,         -- the source's own category text, coarsest first
@@ -25,5 +26,3 @@ create table if not exists raw_fault_events (
     window_end timestamptz
 );
 
--- added with per-group windows and populations; a warehouse made before gains the column empty
-alter table raw_fault_events add column if not exists unit_group varchar;

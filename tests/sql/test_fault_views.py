@@ -254,6 +254,24 @@ def test_fault_lives_have_length_and_fit_12(touch: duckdb.DuckDBPyConnection) ->
     assert sorted(results["component_class"].unique()) == ["gpu", "nic"]
 
 
+def test_warehouse_before_groups_gains_the_column_12(touch: duckdb.DuckDBPyConnection) -> None:
+    con = duckdb.connect()
+    columns = touch.execute(
+        "select column_name, data_type from information_schema.columns "
+        "where table_name = 'raw_fault_events' and column_name != 'unit_group' "
+        "order by ordinal_position"
+    ).fetchall()
+    con.execute(f"create table raw_fault_events ({', '.join(f'{c} {t}' for c, t in columns)})")
+    _load(con, _inline(TOUCH_MAPPING, TOUCH).drop("unit_group"))
+    warehouse.apply_schema(con)
+    warehouse.create_views(con)
+    assert con.execute("select count(*), count(unit_group) from raw_fault_events").fetchone() == (
+        4,
+        0,
+    )
+    assert _lives(con, "hand_touch") == _lives(touch, "hand_touch")
+
+
 # ---------------------------------------------------------------------------------------------
 # The real data sets
 
