@@ -13,8 +13,22 @@ observation window. ``parse`` turns one file into rows of ``raw_fault_events``:
   record, or start and end event records paired per (unit, categories) in time order. A record
   with only a start column is a failure instant (``event``, no repair time known).
 
-Every record in scope is a row or a reject with a reason (bad timestamp, missing unit, end before
-start, end event with no open start, ...). A paired end event is carried by its start's row
+For traces of many systems (LANL / CFDR style, ``data_samples/mappings/lanl_failures.yaml``):
+
+- ``groups: {column, population, values}`` makes each value of ``column`` (a system) a group
+  with its own population (the ``population`` column, or ``values[g].population``) and window
+  (``values[g].window``, else the top-level one); rows carry them, and ``int_fault_lives``
+  counts each group's never-failing units as censored lives over the group's window.
+- ``blame: {column: class, ...}`` reads one-hot cause columns: the filled one names the class
+  (a record with several filled is a reject); its name and text become categories l1 and l2.
+  ``classes`` rules, checked first, can refine it from the text.
+- ``categories`` may list any number of columns: l1 and l2 take the first two, l3 the rest
+  joined with `` / ``.
+- ``time.earliest`` lowers the 2000-01-01 bound for an older trace (see below).
+
+Every record in scope is a row or a reject with a reason (bad timestamp, a time before
+``time.earliest`` or more than a day after the ingest, missing unit, end before start, end event
+with no open start, ...). A paired end event is carried by its start's row
 (``end_line_no``) and counted with the headers and blank lines in ``n_ignored``, so
 ``rows.height + rejects.height + n_ignored`` is every line (CSV) or record (JSON) of the file.
 

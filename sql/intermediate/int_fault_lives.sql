@@ -345,6 +345,9 @@ class_failures as (
         on outage_failures.dataset = outage_uptime.dataset
         and outage_failures.unit_id = outage_uptime.unit_id
         and outage_failures.outage_no = outage_uptime.outage_no
+    -- a fault that begins inside an outage already open at the window start fails at no uptime
+    -- (a life of zero length): downtime, like a fault at the window start
+    where outage_uptime.uptime_s > 0
     window class_outages as (
         partition by
             outage_failures.dataset, outage_failures.unit_id, outage_failures.component_class

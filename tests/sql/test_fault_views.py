@@ -179,18 +179,22 @@ TOUCH_MAPPING = """
     end: up_h
     categories: [part]
     classes: {column: part, map: {gpu: gpu, nic: nic}}
-    population: 3
+    population: 4
     window: {start: 0, end: 100}
 """
 # node t: a gpu fault exactly at the window start [0, 5] (downtime, not a failure), a gpu fault
 # [10, 20] and a nic fault [20, 25] that starts the instant the gpu repair ends (one outage)
 # node u: down over the whole window: no life at all
+# node v: down from before the window to 10 h; a nic fault [3, 4] inside that outage fails at no
+# uptime, so it is downtime too
 TOUCH = """
     node,part,down_h,up_h
     t,gpu,0,5
     t,gpu,10,20
     t,nic,20,25
     u,gpu,-10,200
+    v,gpu,-5,10
+    v,nic,3,4
 """
 
 TOUCH_LIVES_MAPPING = """
@@ -224,7 +228,8 @@ def test_touching_faults_merge_and_window_start_is_no_failure_12(
     touch: duckdb.DuckDBPyConnection,
 ) -> None:
     # t: outages [0, 5] (no failure: at the window start) and [10, 25] {gpu, nic}: uptime 5
-    # before it, 100 - 5 - 15 = 80 in all, so 75 after it; u has no uptime, so no life
+    # before it, 100 - 5 - 15 = 80 in all, so 75 after it; u has no uptime, so no life; v is up
+    # from 10 h: 90 h; one of the 4 units is not in the file
     assert _lives(touch, "hand_touch") == [
         ("hand_touch-unobserved-1", "gpu", 1, 0.0, 100.0, False),
         ("hand_touch-unobserved-1", "nic", 1, 0.0, 100.0, False),
@@ -232,6 +237,8 @@ def test_touching_faults_merge_and_window_start_is_no_failure_12(
         ("t", "gpu", 2, 0.0, 75.0, False),
         ("t", "nic", 1, 0.0, 5.0, True),
         ("t", "nic", 2, 0.0, 75.0, False),
+        ("v", "gpu", 1, 0.0, 90.0, False),
+        ("v", "nic", 1, 0.0, 90.0, False),
     ]
 
 
@@ -265,10 +272,8 @@ def test_warehouse_before_groups_gains_the_column_12(touch: duckdb.DuckDBPyConne
     _load(con, _inline(TOUCH_MAPPING, TOUCH).drop("unit_group"))
     warehouse.apply_schema(con)
     warehouse.create_views(con)
-    assert con.execute("select count(*), count(unit_group) from raw_fault_events").fetchone() == (
-        4,
-        0,
-    )
+    counts = con.execute("select count(*), count(unit_group) from raw_fault_events").fetchone()
+    assert counts == (6, 0)
     assert _lives(con, "hand_touch") == _lives(touch, "hand_touch")
 
 
