@@ -10,6 +10,8 @@ import duckdb
 import polars as pl
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipelines import warehouse
 from pipelines.sources.fault_log import load_mapping, mapping_from_dict, parse
@@ -275,6 +277,44 @@ def test_warehouse_before_groups_gains_the_column_12(touch: duckdb.DuckDBPyConne
     counts = con.execute("select count(*), count(unit_group) from raw_fault_events").fetchone()
     assert counts == (6, 0)
     assert _lives(con, "hand_touch") == _lives(touch, "hand_touch")
+
+
+_FAULT = st.tuples(
+    st.sampled_from(["a", "b"]),  # unit
+    st.sampled_from(["gpu", "nic"]),  # part
+    st.integers(-3, 12),  # start, hours; the window is [0, 10]
+    st.one_of(st.none(), st.integers(0, 4)),  # length (none: still open)
+)
+
+
+@pytest.fixture(scope="module")
+def scratch() -> duckdb.DuckDBPyConnection:
+    con = _connect()
+    warehouse.create_views(con)
+    return con
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(faults=st.lists(_FAULT, min_size=1, max_size=8))
+def test_fault_lives_never_have_zero_length_12(
+    scratch: duckdb.DuckDBPyConnection, faults: list[tuple[str, str, int, int | None]]
+) -> None:
+    mapping = TOUCH_MAPPING.replace("end: 100", "end: 10")
+    text = "node,part,down_h,up_h\n" + "\n".join(
+        f"{unit},{part},{start},{'' if length is None else start + length}"
+        for unit, part, start, length in faults
+    )
+    scratch.execute("delete from raw_fault_events")
+    _load(scratch, _inline(mapping, text))
+    counts = scratch.execute(
+        "select count_if(exit_h <= entry_h), count(*) from int_fault_lives"
+    ).fetchone()
+    assert counts is not None
+    n_empty, n_lives = counts
+    assert n_empty == 0
+    assert n_lives > 0  # the unobserved units at least
 
 
 # ---------------------------------------------------------------------------------------------
