@@ -330,8 +330,9 @@ def load_mapping(path: Path | str) -> FaultLogMapping:
     Raises
     ------
     MappingError
-        When a key is unknown, missing, of the wrong type or names an unknown component class;
-        the message names the key and the file.
+        When a key is unknown, missing, of the wrong type or names an unknown component class,
+        or when ``cohort_pattern.regex`` is a pattern the parser's engine (polars, Rust
+        ``regex``) cannot run; the message names the key and the file.
     """
     path = Path(path)
     try:
@@ -455,7 +456,7 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
                 where,
                 "cohort_pattern.regex",
                 f"is not a regular expression the parser (Rust regex) runs: {problem}; "
-                "look-around and back-references are not supported",
+                "rewrite it without look-around or back-references",
             )
         if not names:
             _fail(where, "cohort_pattern.regex", "needs named groups, e.g. (?P<cage>\\d)")
