@@ -15,10 +15,11 @@ observation window. ``parse`` turns one file into rows of ``raw_fault_events``:
 
 For traces of many systems (LANL / CFDR style, ``data_samples/mappings/lanl_failures.yaml``):
 
-- ``groups: {column, population, values}`` makes each value of ``column`` (a system) a group
-  with its own population (the ``population`` column, or ``values[g].population``) and window
-  (``values[g].window``, else the top-level one); rows carry them, and ``int_fault_lives``
-  counts each group's never-failing units as censored lives over the group's window.
+- ``groups: {column, population, values}`` makes each value of ``column`` (a system; it must
+  also be a ``unit`` column) a group with its own population (the ``population`` column, or
+  ``values[g].population``) and window (``values[g].window``, else the top-level one); rows
+  carry them, and ``int_fault_lives`` counts each group's never-failing units as censored lives
+  over the group's window.
 - ``blame: {column: class, ...}`` reads one-hot cause columns: the filled one names the class
   (a record with several filled is a reject); its name and text become categories l1 and l2.
   ``classes`` rules, checked first, can refine it from the text.
@@ -512,6 +513,13 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
 
 
 def _check_kind(m: FaultLogMapping, where: str) -> None:
+    if m.groups is not None and m.groups.column not in m.unit:
+        _fail(
+            where,
+            "groups.column",
+            f"{m.groups.column!r} must also be a unit column (unit: [{m.groups.column}, ...]), "
+            "so that units of different groups stay apart",
+        )
     if m.kind == "lives":
         if m.events is not None:
             _fail(where, "events", "applies to kind: events; lives files have start/end columns")

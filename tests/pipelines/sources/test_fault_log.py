@@ -577,11 +577,19 @@ def test_mapping_errors_for_groups_and_blame_12(change: dict[str, object], match
 
 def test_groups_population_applies_to_events_only_12() -> None:
     raw = yaml.safe_load(textwrap.dedent(LIVES_MAPPING))
+    raw["unit"] = ["location", "SN"]
     raw["groups"] = {"column": "location", "population": "nodes"}
     with pytest.raises(MappingError, match=r"key 'groups.population' applies to kind: events"):
         mapping_from_dict(raw)
     raw["groups"] = {"column": "location"}  # a window per group is fine for lives
     assert mapping_from_dict(raw).groups == fault_log.GroupSpec(column="location")
+
+
+def test_group_column_is_part_of_the_unit_12() -> None:
+    raw = yaml.safe_load(textwrap.dedent(GROUPS_MAPPING))
+    raw["unit"] = "node"
+    with pytest.raises(MappingError, match=r"key 'groups.column' 'System' must also be a unit"):
+        mapping_from_dict(raw, where="inline")
 
 
 @pytest.mark.parametrize(
