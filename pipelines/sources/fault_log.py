@@ -19,7 +19,7 @@ For traces of many systems (LANL / CFDR style, ``data_samples/mappings/lanl_fail
   also be a ``unit`` column) a group with its own population (the ``population`` column, or
   ``values[g].population``) and window (``values[g].window``, else the top-level one); rows
   carry them, and ``int_fault_lives`` counts each group's never-failing units as censored lives
-  over the group's window.
+  over the group's window (a group with no record in the file is not counted).
 - ``blame: {column: class, ...}`` reads one-hot cause columns: the filled one names the class
   (a record with several filled is a reject); its name and text become categories l1 and l2.
   ``classes`` rules, checked first, can refine it from the text.

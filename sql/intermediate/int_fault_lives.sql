@@ -23,7 +23,8 @@
 -- Groups (unit_group, e.g. the systems of a multi-system trace) each have their own window and
 -- population: a unit is observed over its group's window, and each group's units that never
 -- appear are censored lives with ids <dataset>-<group>-unobserved-<n>. Without groups a data set
--- is one group (unit_group null).
+-- is one group (unit_group null). A group is known from its records: one with no record at all
+-- (a system that never failed) is not in the warehouse, and its units are not counted.
 --
 -- No life has zero length: a life that would end where it begins (a failure exactly at the window
 -- start, a unit down over its whole window) is left out.

@@ -317,6 +317,73 @@ def test_fault_lives_never_have_zero_length_12(
     assert n_lives > 0  # the unobserved units at least
 
 
+GROUPED_MAPPING = """
+    dataset: grouped
+    kind: events
+    unit: [sys, node]
+    time: {unit: hours, origin: 2026-06-01T00:00:00Z}
+    start: down_h
+    end: up_h
+    categories: [part]
+    classes: {column: part, map: {gpu: gpu, nic: nic}}
+    groups:
+      column: sys
+      values:
+        s1: {population: 3, window: {start: 0, end: 10}}
+        s2: {population: 2, window: {start: 5, end: 12}}
+"""
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(faults=st.lists(st.tuples(st.sampled_from(["s1", "s2"]), _FAULT), min_size=1, max_size=8))
+def test_grouped_lives_split_each_units_uptime_12(
+    scratch: duckdb.DuckDBPyConnection,
+    faults: list[tuple[str, tuple[str, str, int, int | None]]],
+) -> None:
+    text = "sys,node,part,down_h,up_h\n" + "\n".join(
+        f"{sys},{unit},{part},{start},{'' if length is None else start + length}"
+        for sys, (unit, part, start, length) in faults
+    )
+    scratch.execute("delete from raw_fault_events")
+    _load(scratch, _inline(GROUPED_MAPPING, text))
+    per_unit = scratch.sql(
+        """
+        with by_class as (
+            select unit_group, unit_id, component_class, sum(exit_h - entry_h) as uptime_h
+            from int_fault_lives
+            group by all
+        )
+
+        select
+            unit_group,
+            unit_id,
+            count(*) as n_classes,
+            count(distinct round(uptime_h, 6)) as n_uptimes,
+            max(uptime_h) as uptime_h
+        from by_class
+        group by all
+        """
+    ).pl()
+    n_classes = len({part for _, (_, part, _, _) in faults})
+    # every unit with uptime is at risk for every class, and each class's lives split it
+    assert (per_unit["n_classes"] == n_classes).all()
+    assert (per_unit["n_uptimes"] == 1).all()
+    window_h = {"s1": 10.0, "s2": 7.0}
+    assert (per_unit["uptime_h"] <= per_unit["unit_group"].replace_strict(window_h)).all()
+    unobserved = per_unit.filter(pl.col("unit_id").str.contains("unobserved"))
+    observed = {(sys, f"{sys}/{unit}") for sys, (unit, _, _, _) in faults}
+    for group, population in (("s1", 3), ("s2", 2)):
+        n_seen = sum(1 for g, _ in observed if g == group)
+        # a group known only from the mapping (no record in the file) is not in the warehouse
+        n_unseen = population - n_seen if n_seen else 0
+        assert unobserved.filter(pl.col("unit_group") == group).height == n_unseen
+        assert (
+            unobserved.filter(pl.col("unit_group") == group)["uptime_h"] == window_h[group]
+        ).all()
+
+
 # ---------------------------------------------------------------------------------------------
 # The real data sets
 
