@@ -258,6 +258,7 @@ class FaultLogMapping:
     categories: tuple[str, ...] = ()
     class_rules: tuple[ClassRule, ...] = ()
     blame: tuple[tuple[str, str], ...] = ()  # (one-hot column, component class)
+    blame_empty: tuple[str, ...] = ()  # values that leave a blame column unfilled ("0", ...)
     default_class: str = "unknown"
     cohorts: tuple[tuple[str, str], ...] = ()  # (cohort name, column)
     cohort_pattern: tuple[str, str] | None = None  # (column, regex with named groups)
@@ -476,7 +477,7 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
     window_end = _mapping_time(window.get("end"), time, where, "window.end")
     if window_start and window_end and window_end <= window_start:
         _fail(where, "window.end", "must be later than window.start")
-    blame = _blame(raw.get("blame"), where)
+    blame, blame_empty = _blame(raw.get("blame"), where)
     groups = _groups(raw, time, where, (window_start, window_end))
 
     mapping = FaultLogMapping(
@@ -500,6 +501,7 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
         categories=categories,
         class_rules=rules,
         blame=blame,
+        blame_empty=blame_empty,
         default_class=default_class,
         cohorts=cohorts,
         cohort_pattern=pattern,
@@ -746,10 +748,20 @@ def _regex_names(regex: str) -> list[str]:
     return [f.name for f in dtype.fields if not f.name.isdigit()]
 
 
-def _blame(value: object, where: str) -> tuple[tuple[str, str], ...]:
-    """One-hot cause columns ``{column: component_class}``: the filled column names the class."""
+def _blame(value: object, where: str) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """One-hot cause columns: the filled column names the class.
+
+    Either ``{column: component_class, ...}`` or ``{columns: {column: class, ...}, empty: [...]}``
+    where ``empty`` lists values that mean "not this cause" (``0``, ``FALSE``) besides an empty
+    cell. Returns the ``(column, class)`` pairs in mapping order and the ``empty`` values.
+    """
     if value is None:
-        return ()
+        return (), ()
+    empty: list[str] = []
+    if isinstance(value, dict) and "columns" in value:
+        section = _section({"blame": value}, "blame", where, {"columns", "empty"})
+        empty = _value_list(section.get("empty"), "blame.empty", where)
+        value = section["columns"]
     if not isinstance(value, dict) or not value:
         _fail(where, "blame", "must map one-hot cause columns to component classes")
     pairs = []
@@ -758,7 +770,7 @@ def _blame(value: object, where: str) -> tuple[tuple[str, str], ...]:
             _fail(where, "blame", f"column {column!r} must be a column name")
         _check_class(target, where, f"blame[{column!r}]")
         pairs.append((column.strip(), str(target)))
-    return tuple(pairs)
+    return tuple(pairs), tuple(empty)
 
 
 def _groups(
@@ -790,7 +802,9 @@ def _groups(
             _fail(
                 where, f"{key}.population", f"must be a positive whole number, not {population!r}"
             )
-        own = _section(spec, "window", where, {"start", "end"})
+        own = spec.get("window") or {}
+        if not isinstance(own, dict) or not set(own) <= {"start", "end"}:
+            _fail(where, f"{key}.window", "must be a mapping with keys start and / or end")
         start = _mapping_time(own.get("start"), time, where, f"{key}.window.start") or window[0]
         end = _mapping_time(own.get("end"), time, where, f"{key}.window.end") or window[1]
         if start and end and end <= start:
@@ -1065,7 +1079,8 @@ def _blamed(m: FaultLogMapping) -> tuple[pl.Expr, pl.Expr, pl.Expr, pl.Expr]:
     null = pl.lit(None, dtype=pl.String)
     if not m.blame:
         return null, null, null, null
-    filled = [pl.col(column).is_not_null() for column, _ in m.blame]
+    empty = pl.Series(m.blame_empty, dtype=pl.String).implode()
+    filled = [pl.col(column).is_not_null() & ~pl.col(column).is_in(empty) for column, _ in m.blame]
     first: Any = pl
     for (column, target), is_filled in zip(m.blame, filled, strict=True):
         first = first.when(is_filled).then(pl.struct(

@@ -564,6 +564,10 @@ def test_parse_groups_blame_and_categories_12() -> None:
         ({"groups": {"column": "System",
                      "values": {"2": {"window": {"start": "1999-02-01", "end": "1999-01-01"}}}}},
          r"key \"groups.values\['2'\].window.end\" must be later than the window start"),
+        ({"groups": {"column": "System", "values": {"2": {"window": ["1999-01-01"]}}}},
+         r"key \"groups.values\['2'\].window\" must be a mapping with keys start and / or end"),
+        ({"blame": {"columns": {"Software": "software"}, "empty": [["0"]]}},
+         r"key 'blame.empty' must be a value or a list of plain values"),
         ({"time": {"format": "%m/%d/%Y %H:%M", "earliest": "long ago"}},
          r"key 'time.earliest' 'long ago' is not a timestamp"),
     ],
@@ -635,4 +639,32 @@ def test_parse_time_range_uses_the_other_sources_bounds_12() -> None:
         "start time '1999-12-31T23:00:00Z' in column down is before 2000-01-01; set "
         "time.earliest in the mapping if the trace is that old",
         "start time '2026-06-03T00:00:00Z' in column down is in the future",
+    ]
+
+
+def test_parse_blame_flags_with_empty_values_12() -> None:
+    mapping = _mapping("""
+        dataset: flags
+        kind: events
+        unit: node
+        start: down
+        blame:
+          columns: {hw: unknown, sw: software, net: network}
+          empty: ["0"]
+    """)
+    data = _bytes("""
+        node,down,hw,sw,net
+        a,2021-05-01T10:00:00Z,0,1,0
+        b,2021-05-02T10:00:00Z,0,0,0
+        c,2021-05-03T10:00:00Z,1,0,1
+    """)
+    result = parse(data, source_file="flags.csv", mapping=mapping)
+    assert result.rows.select(
+        "unit_id", "component_class", "category_l1", "category_l2"
+    ).rows() == [
+        ("a", "software", "sw", "1"),
+        ("b", "unknown", None, None),
+    ]
+    assert result.rejects["reason"].to_list() == [
+        "several blame columns are filled (hw, net); a record must name one cause"
     ]
