@@ -15,14 +15,16 @@ observation window. ``parse`` turns one file into rows of ``raw_fault_events``:
 
 For traces of many systems (LANL / CFDR style, ``data_samples/mappings/lanl_failures.yaml``):
 
-- ``groups: {column, population, values}`` makes each value of ``column`` (a system; it must
-  also be a ``unit`` column) a group with its own population (the ``population`` column, or
-  ``values[g].population``) and window (``values[g].window``, else the top-level one); rows
+- ``groups: {column, population, window, values}`` makes each value of ``column`` (a system;
+  it must also be a ``unit`` column) a group with its own population (``values[g].population``,
+  else the ``population`` column) and window (``values[g].window``, else the span of the
+  service-date columns ``window: {start, end, format, open}``, else the top-level window); rows
   carry them, and ``int_fault_lives`` counts each group's never-failing units as censored lives
   over the group's window (a group with no record in the file is not counted).
-- ``blame: {column: class, ...}`` reads one-hot cause columns: the filled one names the class
-  (a record with several filled is a reject); its name and text become categories l1 and l2.
-  ``classes`` rules, checked first, can refine it from the text.
+- ``blame: {column: class, ...}`` (or ``{columns: {...}, empty: ["0"]}`` for 0/1 flags) reads
+  one-hot cause columns: the filled one names the class (a record with several filled is a
+  reject); its name and text become categories l1 and l2. ``classes`` rules, checked first,
+  can refine it from the text.
 - ``categories`` may list any number of columns: l1 and l2 take the first two, l3 the rest
   joined with `` / ``.
 - ``time.earliest`` lowers the 2000-01-01 bound for an older trace (see below).
@@ -209,13 +211,20 @@ class GroupSpec:
     """Groups of units (the systems of a multi-system trace), each with its window and population.
 
     ``population_column`` names a column holding the group's number of units (the same on every
-    record of the group); ``values`` gives per group (by the text of ``column``) a population
-    and / or a window, which win over the column and over the mapping's top-level ones.
+    record of the group); ``start_column`` / ``end_column`` hold service dates (a group's window
+    runs from its records' earliest start to their latest end; an end in ``open_values`` means
+    still in service, i.e. the top-level window end), read with ``window_time``. ``values``
+    gives per group (by the text of ``column``) a population and / or a window, which win over
+    the columns and over the mapping's top-level ones.
     """
 
     column: str
     population_column: str | None = None
     values: tuple[tuple[str, int | None, datetime | None, datetime | None], ...] = ()
+    start_column: str | None = None
+    end_column: str | None = None
+    window_time: TimeSpec | None = None
+    open_values: tuple[str, ...] = ()
 
     def table(self) -> pl.DataFrame:
         """``values`` as a frame: ``__group, __g_population, __g_start, __g_end``."""
@@ -284,6 +293,8 @@ class FaultLogMapping:
             self.cohort_pattern[0] if self.cohort_pattern else None,
             self.groups.column if self.groups else None,
             self.groups.population_column if self.groups else None,
+            self.groups.start_column if self.groups else None,
+            self.groups.end_column if self.groups else None,
         ]
         return list(dict.fromkeys(c for c in named if c is not None))
 
@@ -554,7 +565,12 @@ def _check_kind(m: FaultLogMapping, where: str) -> None:
             _fail(where, "start", "kind: events needs a start column or an events section")
         if m.events is not None and (m.start or m.end or m.duration):
             _fail(where, "events", "give either an events section or start/end columns, not both")
-        if m.population is not None and (m.window_start is None or m.window_end is None):
+        per_group = m.groups is not None and (m.groups.window_time or m.groups.values)
+        if (
+            m.population is not None
+            and (m.window_start is None or m.window_end is None)
+            and (not per_group)
+        ):
             _fail(where, "window", "population needs a window {start, end} to give exposure")
 
 
@@ -782,11 +798,21 @@ def _groups(
     """The ``groups`` section: a group column, a population column and per-group values."""
     if raw.get("groups") is None:
         return None
-    section = _section(raw, "groups", where, {"column", "population", "values"})
+    section = _section(raw, "groups", where, {"column", "population", "window", "values"})
     column = _required_str(section, "column", where, "groups.column")
     population_column = None
     if section.get("population") is not None:
         population_column = _required_str(section, "population", where, "groups.population")
+    columns = _section(section, "window", where, {"start", "end", "format", "open"})
+    start_column = _optional_str(columns, "start", f"{where}: groups.window")
+    end_column = _optional_str(columns, "end", f"{where}: groups.window")
+    window_time = None
+    if start_column or end_column:
+        fmt = columns.get("format")
+        if fmt is not None and (not isinstance(fmt, str) or "%" not in fmt):
+            _fail(where, "groups.window.format", f"must be a strptime format, not {fmt!r}")
+        window_time = time if fmt is None else TimeSpec(format=fmt, timezone=time.timezone)
+    open_values = tuple(_value_list(columns.get("open"), "groups.window.open", where))
     values = section.get("values") or {}
     if not isinstance(values, dict):
         _fail(where, "groups.values", "must map each group to {population, window}")
@@ -805,14 +831,23 @@ def _groups(
         own = spec.get("window") or {}
         if not isinstance(own, dict) or not set(own) <= {"start", "end"}:
             _fail(where, f"{key}.window", "must be a mapping with keys start and / or end")
-        start = _mapping_time(own.get("start"), time, where, f"{key}.window.start") or window[0]
-        end = _mapping_time(own.get("end"), time, where, f"{key}.window.end") or window[1]
+        own_start = _mapping_time(own.get("start"), time, where, f"{key}.window.start")
+        own_end = _mapping_time(own.get("end"), time, where, f"{key}.window.end")
+        start, end = own_start or window[0], own_end or window[1]
         if start and end and end <= start:
             _fail(where, f"{key}.window.end", "must be later than the window start")
-        if population is not None and (start is None or end is None):
+        if population is not None and window_time is None and (start is None or end is None):
             _fail(where, f"{key}.window", "a population needs a window {start, end} (here or top)")
-        rows.append((_value_text(group), population, start, end))
-    return GroupSpec(column=column, population_column=population_column, values=tuple(rows))
+        rows.append((_value_text(group), population, own_start, own_end))
+    return GroupSpec(
+        column=column,
+        population_column=population_column,
+        values=tuple(rows),
+        start_column=start_column,
+        end_column=end_column,
+        window_time=window_time,
+        open_values=open_values,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1016,6 +1051,8 @@ def _require_columns(mapping: FaultLogMapping, present: list[str], source_file: 
             {
                 mapping.groups.column: "groups.column",
                 mapping.groups.population_column: "groups.population",
+                mapping.groups.start_column: "groups.window.start",
+                mapping.groups.end_column: "groups.window.end",
             }
             if mapping.groups
             else {}
@@ -1057,7 +1094,11 @@ def _absolute_ts(raw: pl.Expr, spec: TimeSpec) -> pl.Expr:
 
 def _time(column: str, spec: TimeSpec) -> pl.Expr:
     """A time column as ``Datetime(us, UTC)``: absolute text, or a number from the origin."""
-    raw = pl.col(column)
+    return _time_of(pl.col(column), spec)
+
+
+def _time_of(raw: pl.Expr, spec: TimeSpec) -> pl.Expr:
+    """Text as ``Datetime(us, UTC)``: absolute text, or a number from the origin."""
     if not spec.relative:
         return _absolute_ts(raw, spec)
     seconds = raw.cast(pl.Float64, strict=False) * TIME_UNITS_S[str(spec.unit)]
@@ -1135,15 +1176,44 @@ def _with_groups(frame: pl.DataFrame, m: FaultLogMapping) -> tuple[pl.DataFrame,
         if g.population_column
         else pl.lit(None, dtype=pl.Int64)
     )
+    null_ts = pl.lit(None, dtype=UTC_TS)
+    service: dict[str, pl.Expr] = {}
+    for what, column in (("start", g.start_column), ("end", g.end_column)):
+        if column is None or g.window_time is None:
+            service[what] = null_ts
+            continue
+        text = pl.col(column)
+        if what == "end" and g.open_values:
+            still_open = text.is_in(pl.Series(g.open_values, dtype=pl.String).implode())
+            text = pl.when(~still_open).then(text)
+        service[what] = _time_of(text, g.window_time)
     frame = frame.with_columns(
         group.alias("unit_group"),
         pl.coalesce(per_group("__g_population", pl.Int64()), column_population, population).alias(
             "population"
         ),
-        pl.coalesce(per_group("__g_start", UTC_TS), start).alias("window_start"),
-        pl.coalesce(per_group("__g_end", UTC_TS), end).alias("window_end"),
+        pl.coalesce(per_group("__g_start", UTC_TS), service["start"], start).alias("window_start"),
+        pl.coalesce(per_group("__g_end", UTC_TS), service["end"], end).alias("window_end"),
+        service["start"].alias("__service_start"),
+        service["end"].alias("__service_end"),
     )
     reason: Any = pl.when(group.is_null()).then(pl.lit(f"missing group (column {g.column})"))
+    for what, column in (("start", g.start_column), ("end", g.end_column)):
+        if column is None or g.window_time is None:
+            continue
+        text = pl.col(column)
+        unparsed = text.is_not_null() & pl.col(f"__service_{what}").is_null()
+        if what == "end" and g.open_values:
+            unparsed = unparsed & ~text.is_in(pl.Series(g.open_values, dtype=pl.String).implode())
+        reason = reason.when(unparsed).then(
+            pl.format(
+                f"bad service {what} '{{}}' in column {column} (expected "
+                f"{_time_hint(g.window_time)}"
+                + (f" or one of {list(g.open_values)}" if what == "end" and g.open_values else "")
+                + ")",
+                text,
+            )
+        )
     if g.population_column:
         raw = pl.col(g.population_column)
         reason = reason.when(raw.is_not_null() & ~(column_population >= 1).fill_null(False)).then(
@@ -1159,7 +1229,7 @@ def _with_groups(frame: pl.DataFrame, m: FaultLogMapping) -> tuple[pl.DataFrame,
     ).then(
         pl.format(
             "group '{}' has a population but no window; give it one under "
-            "groups.values or a top-level window (start and end)",
+            "groups.values, groups.window or a top-level window (start and end)",
             group,
         )
     )

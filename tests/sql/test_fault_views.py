@@ -384,6 +384,49 @@ def test_grouped_lives_split_each_units_uptime_12(
         ).all()
 
 
+SERVICE_MAPPING = """
+    dataset: service
+    kind: events
+    unit: [sys, node]
+    time: {unit: hours, origin: 2026-06-01T00:00:00Z}
+    start: down_h
+    end: up_h
+    categories: [part]
+    classes: {column: part, map: {gpu: gpu}}
+    groups:
+      column: sys
+      population: nodes
+      window: {start: prod_h, end: decom_h, open: [current]}
+    window: {end: 50}
+"""
+# s1 (3 nodes) serves from its earliest start, 0 h, to its latest end, 50 h (n1 is "current":
+# the top-level end); s2 (2 nodes) from 10 h to 30 h
+SERVICE = """
+    sys,nodes,node,prod_h,decom_h,part,down_h,up_h
+    s1,3,n1,0,current,gpu,20,25
+    s1,3,n2,5,40,gpu,30,31
+    s2,2,n3,10,30,gpu,15,16
+"""
+
+
+def test_group_window_spans_its_service_dates_12() -> None:
+    con = _connect()
+    _load(con, _inline(SERVICE_MAPPING, SERVICE))
+    warehouse.create_views(con)
+    # s1: n1 down [20, 25]: 20 h up, then 50 - 25 = 25 h; n2 down [30, 31]: 30 h, then 19 h;
+    # one unseen node over 50 h. s2: n3 down [15, 16]: 5 h, then 14 h; one unseen over 20 h
+    assert _lives(con, "service") == [
+        ("s1/n1", "gpu", 1, 0.0, 20.0, True),
+        ("s1/n1", "gpu", 2, 0.0, 25.0, False),
+        ("s1/n2", "gpu", 1, 0.0, 30.0, True),
+        ("s1/n2", "gpu", 2, 0.0, 19.0, False),
+        ("s2/n3", "gpu", 1, 0.0, 5.0, True),
+        ("s2/n3", "gpu", 2, 0.0, 14.0, False),
+        ("service-s1-unobserved-1", "gpu", 1, 0.0, 50.0, False),
+        ("service-s2-unobserved-1", "gpu", 1, 0.0, 20.0, False),
+    ]
+
+
 # ---------------------------------------------------------------------------------------------
 # The real data sets
 

@@ -540,8 +540,8 @@ def test_parse_groups_blame_and_categories_12() -> None:
     assert reasons == {
         6: "several blame columns are filled (Hardware, Human Error); a record must name one cause",
         7: "bad population 'many' in column nodes (expected a positive whole number of units)",
-        8: "group '4' has a population but no window; give it one under groups.values or a "
-        "top-level window (start and end)",
+        8: "group '4' has a population but no window; give it one under groups.values, "
+        "groups.window or a top-level window (start and end)",
         9: "missing unit id (column System/node)",  # the group is part of the unit id
         10: "start time '1/15/1995 0:00' in column Prob Started is before 1996-01-01; set "
         "time.earliest in the mapping if the trace is that old",
@@ -667,4 +667,41 @@ def test_parse_blame_flags_with_empty_values_12() -> None:
     ]
     assert result.rejects["reason"].to_list() == [
         "several blame columns are filled (hw, net); a record must name one cause"
+    ]
+
+
+SERVICE_MAPPING = """
+    dataset: service
+    kind: events
+    unit: [sys, node]
+    time: {format: "%m/%d/%Y %H:%M"}
+    start: down
+    end: up
+    groups:
+      column: sys
+      population: nodes
+      window: {start: prod, end: decom, format: "%m/%d/%Y", open: [current]}
+    window: {end: 2001-01-01}
+"""
+
+
+def test_parse_group_windows_from_service_date_columns_12() -> None:
+    data = _bytes("""
+        sys,nodes,node,prod,decom,down,up
+        s1,4,n1,01/01/2000,current,03/01/2000 10:00,03/01/2000 12:00
+        s1,4,n2,02/01/2000,06/30/2000,03/02/2000 10:00,03/02/2000 12:00
+        s2,2,n3,never,current,03/03/2000 10:00,03/03/2000 12:00
+        s2,2,n4,03/01/2000,soon,03/04/2000 10:00,03/04/2000 12:00
+    """)
+    result = parse(data, source_file="service.csv", mapping=_mapping(SERVICE_MAPPING))
+    rows = result.rows.select("unit_id", "population", "window_start", "window_end").rows()
+    assert rows == [
+        # "current": still in service, so the top-level window end
+        ("s1/n1", 4, _ts("2000-01-01T00:00:00Z"), _ts("2001-01-01T00:00:00Z")),
+        ("s1/n2", 4, _ts("2000-02-01T00:00:00Z"), _ts("2000-06-30T00:00:00Z")),
+    ]
+    assert result.rejects["reason"].to_list() == [
+        "bad service start 'never' in column prod (expected format %m/%d/%Y in UTC)",
+        "bad service end 'soon' in column decom (expected format %m/%d/%Y in UTC or one of "
+        "['current'])",
     ]
