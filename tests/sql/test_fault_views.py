@@ -317,6 +317,51 @@ def test_fault_lives_never_have_zero_length_12(
     assert n_lives > 0  # the unobserved units at least
 
 
+LIVES_WINDOW_MAPPING = """
+    dataset: hand_window_lives
+    kind: lives
+    unit: serial
+    time: {unit: hours, origin: 2026-06-01T00:00:00Z}
+    start: inserted
+    end: removed
+    failed: {column: event, true_values: [DBE]}
+    classes: {column: event, map: {DBE: gpu_memory}, default: gpu}
+    window: {start: 0, end: 10}
+"""
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    segments=st.lists(
+        st.tuples(
+            st.sampled_from(["g1", "g2"]),
+            st.integers(-4, 12),  # inserted, hours
+            st.one_of(st.none(), st.integers(0, 5)),  # length (none: still in service)
+            st.booleans(),  # ended in a failure
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_window_lives_never_have_zero_length_12(
+    scratch: duckdb.DuckDBPyConnection, segments: list[tuple[str, int, int | None, bool]]
+) -> None:
+    text = "serial,inserted,removed,event\n" + "\n".join(
+        f"{unit},{start},{'' if length is None else start + length},"
+        f"{'DBE' if failed and length is not None else ''}"
+        for unit, start, length, failed in segments
+    )
+    scratch.execute("delete from raw_fault_events")
+    _load(scratch, _inline(LIVES_WINDOW_MAPPING, text))
+    counts = scratch.execute(
+        "select count(*) filter (where exit_h <= entry_h), count(*) filter (where exit_h <= 0) "
+        "from int_fault_lives"
+    ).fetchone()
+    assert counts == (0, 0)
+
+
 GROUPED_MAPPING = """
     dataset: grouped
     kind: events
