@@ -295,7 +295,7 @@ def scratch() -> duckdb.DuckDBPyConnection:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(faults=st.lists(_FAULT, min_size=1, max_size=8))
 def test_fault_lives_never_have_zero_length_12(
@@ -331,7 +331,7 @@ LIVES_WINDOW_MAPPING = """
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     segments=st.lists(
@@ -380,7 +380,7 @@ GROUPED_MAPPING = """
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(faults=st.lists(st.tuples(st.sampled_from(["s1", "s2"]), _FAULT), min_size=1, max_size=8))
 def test_grouped_lives_split_each_units_uptime_12(
