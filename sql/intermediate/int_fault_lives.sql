@@ -16,7 +16,9 @@
 -- the previous outage holding a class-c fault (or the window start) to the start of the next one
 -- (failed) or the window end (censored), less the downtime of the other outages in between; a
 -- fault that begins while the unit is already down is a failure at that outage's start. A fault
--- that begins at or before the window start is downtime, not a failure in the window. Units of
+-- that begins at or before the window start, or inside an outage already open then, is downtime,
+-- not a failure in the window (without a window in the mapping the window starts at the data set's
+-- first record, so that first fault is downtime too). Units of
 -- the population that never appear in the file are censored lives over the whole window, with
 -- ids <dataset>-unobserved-<n>.
 --
