@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from pipelines.sources.common import EARLIEST
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 FUTURE_TOLERANCE = timedelta(days=1)
-EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 
 SLURM_STATES = [
     "BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",

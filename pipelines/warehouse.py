@@ -35,6 +35,10 @@ RAW_TABLES = ("raw_slurm_jobs", "raw_xid_events", "raw_inventory", "raw_fleet", 
 _LINEAGE_TABLES = ("raw_quarantine", "raw_quality_results", "raw_ingest_files")
 """Lineage tables keyed by ``file_sha256`` (a file's content hash or a stream's id)."""
 SEEDS = {"seed_xid": "dim_xid.csv", "seed_component_class": "dim_component_class.csv"}
+ADDED_COLUMNS = (("raw_fault_events", "unit_group", "varchar"),)
+"""Columns added to a raw table after it first shipped: ``(table, column, type)``. A warehouse
+made before gains them (empty) when its schema is applied; a table the lake has replaced by a
+view is left alone (its new Parquet parts carry the column)."""
 
 
 class WarehouseBusyError(RuntimeError):
@@ -94,6 +98,17 @@ def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Run every ``sql/schema/*.sql`` file (idempotent DDL) and (re)load the seed tables."""
     for path in sorted((SQL_DIR / "schema").glob("*.sql")):
         con.execute(path.read_text())
+    for table, column, sql_type in ADDED_COLUMNS:
+        kind = con.execute(
+            "select table_type from information_schema.tables "
+            "where table_schema = current_schema() and table_name = $table",
+            {"table": table},
+        ).fetchone()
+        if kind == ("BASE TABLE",):
+            con.execute(
+                f"alter table {_identifier(table)} "
+                f"add column if not exists {_identifier(column)} {sql_type}"
+            )
     for table, file_name in SEEDS.items():
         seed = SQL_DIR / "seeds" / file_name
         con.execute(

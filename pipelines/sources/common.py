@@ -178,6 +178,8 @@ def _is_utf8(line: bytes) -> bool:
 # --- Building blocks of the parsers' vectorised checks -------------------------------------------
 
 FUTURE_TOLERANCE = timedelta(days=1)
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+"""The earliest plausible telemetry time; ``pipelines.quality`` checks the raw tables with it."""
 
 
 def utc_now(now: datetime | None) -> datetime:

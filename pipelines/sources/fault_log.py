@@ -13,8 +13,25 @@ observation window. ``parse`` turns one file into rows of ``raw_fault_events``:
   record, or start and end event records paired per (unit, categories) in time order. A record
   with only a start column is a failure instant (``event``, no repair time known).
 
-Every record in scope is a row or a reject with a reason (bad timestamp, missing unit, end before
-start, end event with no open start, ...). A paired end event is carried by its start's row
+For traces of many systems (LANL / CFDR style, ``data_samples/mappings/lanl_failures.yaml``):
+
+- ``groups: {column, population, window, values}`` makes each value of ``column`` (a system;
+  it must also be a ``unit`` column) a group with its own population (``values[g].population``,
+  else the ``population`` column) and window (``values[g].window``, else the span of the
+  service-date columns ``window: {start, end, format, open}``, else the top-level window); rows
+  carry them, and ``int_fault_lives`` counts each group's never-failing units as censored lives
+  over the group's window (a group with no record in the file is not counted).
+- ``blame: {column: class, ...}`` (or ``{columns: {...}, empty: ["0"]}`` for 0/1 flags) reads
+  one-hot cause columns: the filled one names the class (a record with several filled is a
+  reject); its name and text become categories l1 and l2. ``classes`` rules, checked first,
+  can refine it from the text.
+- ``categories`` may list any number of columns: l1 and l2 take the first two, l3 the rest
+  joined with `` / ``.
+- ``time.earliest`` lowers the 2000-01-01 bound for an older trace (see below).
+
+Every record in scope is a row or a reject with a reason (bad timestamp, a time before
+``time.earliest`` or more than a day after the ingest, missing unit, end before start, end event
+with no open start, ...). A paired end event is carried by its start's row
 (``end_line_no``) and counted with the headers and blank lines in ``n_ignored``, so
 ``rows.height + rejects.height + n_ignored`` is every line (CSV) or record (JSON) of the file.
 
@@ -47,11 +64,14 @@ import polars as pl
 import yaml
 
 from pipelines.sources.common import (
+    EARLIEST,
     REJECT_SCHEMA,
     UTC_TS,
     Parsed,
     empty_file_reject,
+    in_future,
     split_lines,
+    utc_now,
 )
 
 COMPONENT_CLASSES: tuple[str, ...] = (
@@ -73,6 +93,9 @@ COMPONENT_CLASSES: tuple[str, ...] = (
     "nccl",
     "application",
     "maintenance",
+    "software",
+    "human_error",
+    "facilities",
     "unknown",
 )
 
@@ -84,6 +107,7 @@ SCHEMA: dict[str, pl.DataType] = {
     "end_line_no": pl.Int64(),
     "dataset": pl.String(),
     "unit_id": pl.String(),
+    "unit_group": pl.String(),
     "record_kind": pl.String(),
     "component_class": pl.String(),
     "category_l1": pl.String(),
@@ -108,6 +132,7 @@ _RECORD_COLUMNS = [
     "__line_no",
     "end_line_no",
     "unit_id",
+    "unit_group",
     "record_kind",
     "component_class",
     "category_l1",
@@ -118,6 +143,9 @@ _RECORD_COLUMNS = [
     "duration_s",
     "failed",
     "cohort_json",
+    "population",
+    "window_start",
+    "window_end",
     "__reason",
     "__raw",
 ]
@@ -137,7 +165,9 @@ class TimeSpec:
     Absolute timestamps use ``format`` (strptime; ISO 8601 when None) in ``timezone`` unless
     the text carries its own offset; ``ambiguous`` settles wall times a DST change makes
     ambiguous (``earliest``, ``latest`` or ``reject``). Relative times are numbers of ``unit``
-    (days, hours, minutes, seconds) counted from ``origin``.
+    (days, hours, minutes, seconds) counted from ``origin``. A time before ``earliest`` (by
+    default 2000-01-01, the range of every other source) or more than a day after the ingest
+    is a reject; a historical trace sets ``earliest`` to its first year.
     """
 
     format: str | None = None
@@ -145,6 +175,7 @@ class TimeSpec:
     ambiguous: Literal["earliest", "latest", "reject"] = "earliest"
     unit: str | None = None
     origin: datetime | None = None
+    earliest: datetime = EARLIEST
 
     @property
     def relative(self) -> bool:
@@ -176,6 +207,40 @@ class ClassRule:
 
 
 @dataclass(frozen=True)
+class GroupSpec:
+    """Groups of units (the systems of a multi-system trace), each with its window and population.
+
+    ``population_column`` names a column holding the group's number of units (the same on every
+    record of the group); ``start_column`` / ``end_column`` hold service dates (a group's window
+    runs from its records' earliest start to their latest end; an end in ``open_values`` means
+    still in service, i.e. the top-level window end), read with ``window_time``. ``values``
+    gives per group (by the text of ``column``) a population and / or a window, which win over
+    the columns and over the mapping's top-level ones.
+    """
+
+    column: str
+    population_column: str | None = None
+    values: tuple[tuple[str, int | None, datetime | None, datetime | None], ...] = ()
+    start_column: str | None = None
+    end_column: str | None = None
+    window_time: TimeSpec | None = None
+    open_values: tuple[str, ...] = ()
+
+    def table(self) -> pl.DataFrame:
+        """``values`` as a frame: ``__group, __g_population, __g_start, __g_end``."""
+        return pl.DataFrame(
+            [list(v) for v in self.values],
+            schema={
+                "__group": pl.String,
+                "__g_population": pl.Int64,
+                "__g_start": UTC_TS,
+                "__g_end": UTC_TS,
+            },
+            orient="row",
+        )
+
+
+@dataclass(frozen=True)
 class FaultLogMapping:
     """A validated column mapping; build it with ``load_mapping`` or ``mapping_from_dict``.
 
@@ -201,12 +266,15 @@ class FaultLogMapping:
     events: EventSpec | None = None
     categories: tuple[str, ...] = ()
     class_rules: tuple[ClassRule, ...] = ()
+    blame: tuple[tuple[str, str], ...] = ()  # (one-hot column, component class)
+    blame_empty: tuple[str, ...] = ()  # values that leave a blame column unfilled ("0", ...)
     default_class: str = "unknown"
     cohorts: tuple[tuple[str, str], ...] = ()  # (cohort name, column)
     cohort_pattern: tuple[str, str] | None = None  # (column, regex with named groups)
     population: int | None = None
     window_start: datetime | None = None
     window_end: datetime | None = None
+    groups: GroupSpec | None = None
 
     def columns(self) -> list[str]:
         """Every column the mapping reads, in a stable order without repeats."""
@@ -220,8 +288,13 @@ class FaultLogMapping:
             *(self.events.pair_on if self.events else ()),
             *self.categories,
             *(rule.column for rule in self.class_rules),
+            *(column for column, _ in self.blame),
             *(column for _, column in self.cohorts),
             self.cohort_pattern[0] if self.cohort_pattern else None,
+            self.groups.column if self.groups else None,
+            self.groups.population_column if self.groups else None,
+            self.groups.start_column if self.groups else None,
+            self.groups.end_column if self.groups else None,
         ]
         return list(dict.fromkeys(c for c in named if c is not None))
 
@@ -245,10 +318,12 @@ _TOP_KEYS = {
     "events",
     "categories",
     "classes",
+    "blame",
     "cohorts",
     "cohort_pattern",
     "population",
     "window",
+    "groups",
 }
 
 
@@ -268,8 +343,9 @@ def load_mapping(path: Path | str) -> FaultLogMapping:
     Raises
     ------
     MappingError
-        When a key is unknown, missing, of the wrong type or names an unknown component class;
-        the message names the key and the file.
+        When a key is unknown, missing, of the wrong type or names an unknown component class,
+        or when ``cohort_pattern.regex`` is a pattern the parser's engine (polars, Rust
+        ``regex``) cannot run; the message names the key and the file.
     """
     path = Path(path)
     try:
@@ -314,7 +390,10 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
         _fail(where, "unit", "is required: the column (or list of columns) naming the unit")
 
     time = _time_spec(
-        _section(raw, "time", where, {"format", "timezone", "ambiguous", "unit", "origin"}), where
+        _section(
+            raw, "time", where, {"format", "timezone", "ambiguous", "unit", "origin", "earliest"}
+        ),
+        where,
     )
     start = _optional_str(raw, "start", where)
     end = _optional_str(raw, "end", where)
@@ -367,8 +446,6 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
             )
 
     categories = tuple(_str_list(raw.get("categories", []), "categories", where))
-    if len(categories) > 3:
-        _fail(where, "categories", f"lists {len(categories)} columns; at most 3 (l1, l2, l3)")
     if events is not None and events_pair is None:
         events = EventSpec(
             events.type_column,
@@ -385,10 +462,16 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
         section = _section(raw, "cohort_pattern", where, {"column", "regex"})
         regex = _required_str(section, "regex", where, "cohort_pattern.regex")
         try:
-            groups = re.compile(regex).groupindex
-        except re.error as error:
-            _fail(where, "cohort_pattern.regex", f"is not a valid regular expression: {error}")
-        if not groups:
+            names = _regex_names(regex)
+        except pl.exceptions.PolarsError as error:
+            problem = str(error).strip().splitlines()[-1].removeprefix("error: ")
+            _fail(
+                where,
+                "cohort_pattern.regex",
+                f"is not a regular expression the parser (Rust regex) runs: {problem}; "
+                "rewrite it without look-around or back-references",
+            )
+        if not names:
             _fail(where, "cohort_pattern.regex", "needs named groups, e.g. (?P<cage>\\d)")
         pattern = (_required_str(section, "column", where, "cohort_pattern.column"), regex)
 
@@ -405,6 +488,8 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
     window_end = _mapping_time(window.get("end"), time, where, "window.end")
     if window_start and window_end and window_end <= window_start:
         _fail(where, "window.end", "must be later than window.start")
+    blame, blame_empty = _blame(raw.get("blame"), where)
+    groups = _groups(raw, time, where, (window_start, window_end))
 
     mapping = FaultLogMapping(
         dataset=dataset,
@@ -426,18 +511,28 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
         events=events,
         categories=categories,
         class_rules=rules,
+        blame=blame,
+        blame_empty=blame_empty,
         default_class=default_class,
         cohorts=cohorts,
         cohort_pattern=pattern,
         population=population,
         window_start=window_start,
         window_end=window_end,
+        groups=groups,
     )
     _check_kind(mapping, where)
     return mapping
 
 
 def _check_kind(m: FaultLogMapping, where: str) -> None:
+    if m.groups is not None and m.groups.column not in m.unit:
+        _fail(
+            where,
+            "groups.column",
+            f"{m.groups.column!r} must also be a unit column (unit: [{m.groups.column}, ...]), "
+            "so that units of different groups stay apart",
+        )
     if m.kind == "lives":
         if m.events is not None:
             _fail(where, "events", "applies to kind: events; lives files have start/end columns")
@@ -451,6 +546,14 @@ def _check_kind(m: FaultLogMapping, where: str) -> None:
             )
         if m.population is not None:
             _fail(where, "population", "applies to kind: events (files listing failing units)")
+        if m.groups is not None and (
+            m.groups.population_column or any(v[1] is not None for v in m.groups.values)
+        ):
+            _fail(
+                where,
+                "groups.population",
+                "applies to kind: events (files listing failing units)",
+            )
     else:
         if m.failed is not None or m.point_events:
             _fail(
@@ -462,7 +565,12 @@ def _check_kind(m: FaultLogMapping, where: str) -> None:
             _fail(where, "start", "kind: events needs a start column or an events section")
         if m.events is not None and (m.start or m.end or m.duration):
             _fail(where, "events", "give either an events section or start/end columns, not both")
-        if m.population is not None and (m.window_start is None or m.window_end is None):
+        per_group = m.groups is not None and (m.groups.window_time or m.groups.values)
+        if (
+            m.population is not None
+            and (m.window_start is None or m.window_end is None)
+            and (not per_group)
+        ):
             _fail(where, "window", "population needs a window {start, end} to give exposure")
 
 
@@ -546,11 +654,20 @@ def _time_spec(section: dict[str, Any], where: str) -> TimeSpec:
             _fail(where, "time.origin", "is required with time.unit: relative times need a zero")
     elif section.get("origin") is not None:
         _fail(where, "time.unit", "is required with time.origin (days, hours, ... from origin)")
-    spec = TimeSpec(format=fmt, timezone=tz, ambiguous=ambiguous, unit=unit)  # type: ignore[arg-type]
+    earliest = EARLIEST
+    if section.get("earliest") is not None:
+        earliest = _mapping_time(section["earliest"], TimeSpec(timezone=tz), where, "time.earliest")
+        assert earliest is not None
+    spec = TimeSpec(format=fmt, timezone=tz, ambiguous=ambiguous, unit=unit, earliest=earliest)  # type: ignore[arg-type]
     if unit is not None:
         origin = _mapping_time(section["origin"], TimeSpec(timezone=tz), where, "time.origin")
         spec = TimeSpec(
-            format=None, timezone=tz, ambiguous=spec.ambiguous, unit=unit, origin=origin
+            format=None,
+            timezone=tz,
+            ambiguous=spec.ambiguous,
+            unit=unit,
+            origin=origin,
+            earliest=earliest,
         )
     return spec
 
@@ -572,15 +689,19 @@ def _mapping_time(value: object, spec: TimeSpec, where: str, key: str) -> dateti
         return datetime(
             value.year, value.month, value.day, tzinfo=ZoneInfo(spec.timezone)
         ).astimezone(UTC)
-    text_spec = TimeSpec(format=spec.format, timezone=spec.timezone, ambiguous=spec.ambiguous)
-    parsed = (
-        pl.DataFrame({"t": [str(value)]})
-        .select(_absolute_ts(pl.col("t").str.strip_chars(), text_spec))
-        .item()
-    )
-    if parsed is None:
-        _fail(where, key, f"{value!r} is not a timestamp (format {spec.format or 'ISO 8601'})")
-    return parsed
+    # the file's format, else ISO 8601 (a mapping's own times are often written that way)
+    formats = dict.fromkeys([spec.format, None])
+    for fmt in formats:
+        text_spec = TimeSpec(format=fmt, timezone=spec.timezone, ambiguous=spec.ambiguous)
+        parsed = (
+            pl.DataFrame({"t": [str(value)]})
+            .select(_absolute_ts(pl.col("t").str.strip_chars(), text_spec))
+            .item()
+        )
+        if parsed is not None:
+            return parsed
+    shown = " or ".join(f or "ISO 8601" for f in formats)
+    _fail(where, key, f"{value!r} is not a timestamp (format {shown})")
 
 
 def _seconds_delta(seconds: float) -> timedelta:
@@ -630,6 +751,103 @@ def _cohorts(value: object, where: str) -> tuple[tuple[str, str], ...]:
         if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
             _fail(where, "cohorts", f"name {name!r} must be letters, digits and _")
     return tuple(pairs)
+
+
+def _regex_names(regex: str) -> list[str]:
+    """The named groups of ``regex`` as polars (Rust ``regex``) compiles it, which runs it.
+
+    Raises ``polars.exceptions.PolarsError`` when that engine rejects the pattern (look-around,
+    back-references: Python's ``re`` accepts them, the parser could not run them).
+    """
+    dtype = pl.Series([""], dtype=pl.String).str.extract_groups(regex).dtype
+    assert isinstance(dtype, pl.Struct)
+    return [f.name for f in dtype.fields if not f.name.isdigit()]
+
+
+def _blame(value: object, where: str) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """One-hot cause columns: the filled column names the class.
+
+    Either ``{column: component_class, ...}`` or ``{columns: {column: class, ...}, empty: [...]}``
+    where ``empty`` lists values that mean "not this cause" (``0``, ``FALSE``) besides an empty
+    cell. Returns the ``(column, class)`` pairs in mapping order and the ``empty`` values.
+    """
+    if value is None:
+        return (), ()
+    empty: list[str] = []
+    if isinstance(value, dict) and "columns" in value:
+        section = _section({"blame": value}, "blame", where, {"columns", "empty"})
+        empty = _value_list(section.get("empty"), "blame.empty", where)
+        value = section["columns"]
+    if not isinstance(value, dict) or not value:
+        _fail(where, "blame", "must map one-hot cause columns to component classes")
+    pairs = []
+    for column, target in value.items():
+        if not isinstance(column, str) or not column.strip():
+            _fail(where, "blame", f"column {column!r} must be a column name")
+        _check_class(target, where, f"blame[{column!r}]")
+        pairs.append((column.strip(), str(target)))
+    return tuple(pairs), tuple(empty)
+
+
+def _groups(
+    raw: dict[str, Any],
+    time: TimeSpec,
+    where: str,
+    window: tuple[datetime | None, datetime | None],
+) -> GroupSpec | None:
+    """The ``groups`` section: a group column, a population column and per-group values."""
+    if raw.get("groups") is None:
+        return None
+    section = _section(raw, "groups", where, {"column", "population", "window", "values"})
+    column = _required_str(section, "column", where, "groups.column")
+    population_column = None
+    if section.get("population") is not None:
+        population_column = _required_str(section, "population", where, "groups.population")
+    columns = _section(section, "window", where, {"start", "end", "format", "open"})
+    start_column = _optional_str(columns, "start", f"{where}: groups.window")
+    end_column = _optional_str(columns, "end", f"{where}: groups.window")
+    window_time = None
+    if start_column or end_column:
+        fmt = columns.get("format")
+        if fmt is not None and (not isinstance(fmt, str) or "%" not in fmt):
+            _fail(where, "groups.window.format", f"must be a strptime format, not {fmt!r}")
+        window_time = time if fmt is None else TimeSpec(format=fmt, timezone=time.timezone)
+    open_values = tuple(_value_list(columns.get("open"), "groups.window.open", where))
+    values = section.get("values") or {}
+    if not isinstance(values, dict):
+        _fail(where, "groups.values", "must map each group to {population, window}")
+    rows = []
+    for group, spec in values.items():
+        key = f"groups.values[{_value_text(group)!r}]"
+        if not isinstance(spec, dict) or not set(spec) <= {"population", "window"} or not spec:
+            _fail(where, key, "must be a mapping with population and / or window {start, end}")
+        population = spec.get("population")
+        if population is not None and (
+            isinstance(population, bool) or not isinstance(population, int) or population < 1
+        ):
+            _fail(
+                where, f"{key}.population", f"must be a positive whole number, not {population!r}"
+            )
+        own = spec.get("window") or {}
+        if not isinstance(own, dict) or not set(own) <= {"start", "end"}:
+            _fail(where, f"{key}.window", "must be a mapping with keys start and / or end")
+        own_start = _mapping_time(own.get("start"), time, where, f"{key}.window.start")
+        own_end = _mapping_time(own.get("end"), time, where, f"{key}.window.end")
+        start, end = own_start or window[0], own_end or window[1]
+        if start and end and end <= start:
+            _fail(where, f"{key}.window.end", "must be later than the window start")
+        if population is not None and window_time is None and (start is None or end is None):
+            _fail(where, f"{key}.window", "a population needs a window {start, end} (here or top)")
+        rows.append((_value_text(group), population, own_start, own_end))
+    return GroupSpec(
+        column=column,
+        population_column=population_column,
+        values=tuple(rows),
+        start_column=start_column,
+        end_column=end_column,
+        window_time=window_time,
+        open_values=open_values,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -826,8 +1044,19 @@ def _require_columns(mapping: FaultLogMapping, present: list[str], source_file: 
         **dict.fromkeys(mapping.events.pair_on if mapping.events else (), "events.pair_on"),
         **dict.fromkeys(mapping.categories, "categories"),
         **{rule.column: "classes.column" for rule in mapping.class_rules},
+        **dict.fromkeys((column for column, _ in mapping.blame), "blame"),
         **{column: f"cohorts.{name}" for name, column in mapping.cohorts},
         **({mapping.cohort_pattern[0]: "cohort_pattern.column"} if mapping.cohort_pattern else {}),
+        **(
+            {
+                mapping.groups.column: "groups.column",
+                mapping.groups.population_column: "groups.population",
+                mapping.groups.start_column: "groups.window.start",
+                mapping.groups.end_column: "groups.window.end",
+            }
+            if mapping.groups
+            else {}
+        ),
     }
     for column, key in keys.items():
         if column is not None and column not in present:
@@ -865,7 +1094,11 @@ def _absolute_ts(raw: pl.Expr, spec: TimeSpec) -> pl.Expr:
 
 def _time(column: str, spec: TimeSpec) -> pl.Expr:
     """A time column as ``Datetime(us, UTC)``: absolute text, or a number from the origin."""
-    raw = pl.col(column)
+    return _time_of(pl.col(column), spec)
+
+
+def _time_of(raw: pl.Expr, spec: TimeSpec) -> pl.Expr:
+    """Text as ``Datetime(us, UTC)``: absolute text, or a number from the origin."""
     if not spec.relative:
         return _absolute_ts(raw, spec)
     seconds = raw.cast(pl.Float64, strict=False) * TIME_UNITS_S[str(spec.unit)]
@@ -881,7 +1114,129 @@ def _time_hint(spec: TimeSpec) -> str:
     return f"format {spec.format or 'ISO 8601'} in {spec.timezone}"
 
 
-def _typed(records: pl.DataFrame, mapping: FaultLogMapping) -> pl.DataFrame:
+def _blamed(m: FaultLogMapping) -> tuple[pl.Expr, pl.Expr, pl.Expr, pl.Expr]:
+    """From the one-hot cause columns: the class, the column name, its text, and a reject reason
+    when more than one is filled."""
+    null = pl.lit(None, dtype=pl.String)
+    if not m.blame:
+        return null, null, null, null
+    empty = pl.Series(m.blame_empty, dtype=pl.String).implode()
+    filled = [pl.col(column).is_not_null() & ~pl.col(column).is_in(empty) for column, _ in m.blame]
+    first: Any = pl
+    for (column, target), is_filled in zip(m.blame, filled, strict=True):
+        first = first.when(is_filled).then(pl.struct(
+            pl.lit(target).alias("cls"), pl.lit(column).alias("name"), pl.col(column).alias("text")
+        ))  # fmt: skip
+    chosen = first.otherwise(pl.lit(None, dtype=pl.Struct(
+        {"cls": pl.String, "name": pl.String, "text": pl.String}
+    )))  # fmt: skip
+    names = pl.concat_str(
+        [pl.when(f).then(pl.lit(column)) for (column, _), f in zip(m.blame, filled, strict=True)],
+        separator=", ",
+        ignore_nulls=True,
+    )
+    several = pl.sum_horizontal([f.cast(pl.Int32) for f in filled]) > 1
+    reason = pl.when(several).then(
+        pl.format("several blame columns are filled ({}); a record must name one cause", names)
+    )
+    return (
+        chosen.struct.field("cls"),
+        chosen.struct.field("name"),
+        chosen.struct.field("text"),
+        reason,
+    )
+
+
+def _with_groups(frame: pl.DataFrame, m: FaultLogMapping) -> tuple[pl.DataFrame, pl.Expr]:
+    """Add ``unit_group``, ``population``, ``window_start``, ``window_end`` per record, and the
+    reason to reject a record whose group, population or window is unusable."""
+    population = pl.lit(m.population, dtype=pl.Int64)
+    start = pl.lit(m.window_start, dtype=UTC_TS)
+    end = pl.lit(m.window_end, dtype=UTC_TS)
+    if m.groups is None:
+        frame = frame.with_columns(
+            pl.lit(None, dtype=pl.String).alias("unit_group"),
+            population.alias("population"),
+            start.alias("window_start"),
+            end.alias("window_end"),
+        )
+        return frame, pl.lit(None, dtype=pl.String)
+    g = m.groups
+    group = pl.col(g.column)
+    table = g.table()
+
+    def per_group(column: str, dtype: pl.DataType) -> pl.Expr:
+        known = table.filter(pl.col(column).is_not_null())
+        return group.replace_strict(
+            known["__group"], known[column], default=None, return_dtype=dtype
+        )
+
+    column_population = (
+        pl.col(g.population_column).cast(pl.Int64, strict=False)
+        if g.population_column
+        else pl.lit(None, dtype=pl.Int64)
+    )
+    null_ts = pl.lit(None, dtype=UTC_TS)
+    service: dict[str, pl.Expr] = {}
+    for what, column in (("start", g.start_column), ("end", g.end_column)):
+        if column is None or g.window_time is None:
+            service[what] = null_ts
+            continue
+        text = pl.col(column)
+        if what == "end" and g.open_values:
+            still_open = text.is_in(pl.Series(g.open_values, dtype=pl.String).implode())
+            text = pl.when(~still_open).then(text)
+        service[what] = _time_of(text, g.window_time)
+    frame = frame.with_columns(
+        group.alias("unit_group"),
+        pl.coalesce(per_group("__g_population", pl.Int64()), column_population, population).alias(
+            "population"
+        ),
+        pl.coalesce(per_group("__g_start", UTC_TS), service["start"], start).alias("window_start"),
+        pl.coalesce(per_group("__g_end", UTC_TS), service["end"], end).alias("window_end"),
+        service["start"].alias("__service_start"),
+        service["end"].alias("__service_end"),
+    )
+    reason: Any = pl.when(group.is_null()).then(pl.lit(f"missing group (column {g.column})"))
+    for what, column in (("start", g.start_column), ("end", g.end_column)):
+        if column is None or g.window_time is None:
+            continue
+        text = pl.col(column)
+        unparsed = text.is_not_null() & pl.col(f"__service_{what}").is_null()
+        if what == "end" and g.open_values:
+            unparsed = unparsed & ~text.is_in(pl.Series(g.open_values, dtype=pl.String).implode())
+        reason = reason.when(unparsed).then(
+            pl.format(
+                f"bad service {what} '{{}}' in column {column} (expected "
+                f"{_time_hint(g.window_time)}"
+                + (f" or one of {list(g.open_values)}" if what == "end" and g.open_values else "")
+                + ")",
+                text,
+            )
+        )
+    if g.population_column:
+        raw = pl.col(g.population_column)
+        reason = reason.when(raw.is_not_null() & ~(column_population >= 1).fill_null(False)).then(
+            pl.format(
+                f"bad population '{{}}' in column {g.population_column} (expected a positive "
+                "whole number of units)",
+                raw,
+            )
+        )
+    reason = reason.when(
+        pl.col("population").is_not_null()
+        & (pl.col("window_start").is_null() | pl.col("window_end").is_null())
+    ).then(
+        pl.format(
+            "group '{}' has a population but no window; give it one under "
+            "groups.values, groups.window or a top-level window (start and end)",
+            group,
+        )
+    )
+    return frame, reason.otherwise(pl.lit(None, dtype=pl.String))
+
+
+def _typed(records: pl.DataFrame, mapping: FaultLogMapping, *, now: datetime) -> pl.DataFrame:
     """Per record: unit, times, categories, class, cohorts, flags and the first reason to reject."""
     m = mapping
     unit = (
@@ -889,24 +1244,30 @@ def _typed(records: pl.DataFrame, mapping: FaultLogMapping) -> pl.DataFrame:
         if len(m.unit) == 1
         else pl.concat_str([pl.col(c) for c in m.unit], separator="/")
     )
+    blame_class, blame_name, blame_text, blame_reason = _blamed(m)
     cats = [pl.col(c) for c in m.categories]
+    if m.blame:
+        cats = [blame_name, blame_text, *cats]
+    if len(cats) > 3:  # the third level holds the rest, in mapping order
+        rest = pl.concat_str(cats[2:], separator=" / ", ignore_nulls=True)
+        cats = [*cats[:2], pl.when(rest.str.len_bytes() > 0).then(rest)]
     cats += [pl.lit(None, dtype=pl.String)] * (3 - len(cats))
     classes = [
         pl.col(rule.column).replace_strict(rule.as_dict(), default=None, return_dtype=pl.String)
         for rule in m.class_rules
     ]
-    component = pl.coalesce([*classes, pl.lit(m.default_class)])
+    component = pl.coalesce([*classes, blame_class, pl.lit(m.default_class)])
     cohort_cols = [pl.col(column).alias(name) for name, column in m.cohorts]
     frame = records.with_columns(
         unit.alias("unit_id"),
         *(c.alias(f"category_l{i + 1}") for i, c in enumerate(cats)),
         component.alias("component_class"),
     )
+    frame, group_reason = _with_groups(frame, m)
     if m.cohort_pattern is not None:
         column, regex = m.cohort_pattern
         frame = frame.with_columns(pl.col(column).str.extract_groups(regex).alias("__groups"))
-        groups = list(re.compile(regex).groupindex)
-        cohort_cols += [pl.col("__groups").struct.field(g).alias(g) for g in groups]
+        cohort_cols += [pl.col("__groups").struct.field(g).alias(g) for g in _regex_names(regex)]
     if cohort_cols:
         cohort = pl.struct(cohort_cols).struct.json_encode()
     else:
@@ -916,6 +1277,8 @@ def _typed(records: pl.DataFrame, mapping: FaultLogMapping) -> pl.DataFrame:
     checks: list[tuple[pl.Expr, pl.Expr]] = [
         (pl.col(_PRE).is_not_null(), pl.col(_PRE)),
         (pl.col("unit_id").is_null(), pl.lit(f"missing unit id (column {'/'.join(m.unit)})")),
+        (blame_reason.is_not_null(), blame_reason),
+        (group_reason.is_not_null(), group_reason),
     ]
     times = {"start": m.start, "end": m.end}
     if m.events is not None:
@@ -931,6 +1294,25 @@ def _typed(records: pl.DataFrame, mapping: FaultLogMapping) -> pl.DataFrame:
                 pl.format(
                     f"bad {what} time '{{}}' in column {column} (expected {_time_hint(m.time)})",
                     pl.col(column),
+                ),
+            )
+        )
+        earliest = m.time.earliest
+        checks.append(
+            (
+                parsed[what] < pl.lit(earliest, dtype=UTC_TS),
+                pl.format(
+                    f"{what} time '{{}}' in column {column} is before {earliest:%Y-%m-%d}; "
+                    "set time.earliest in the mapping if the trace is that old",
+                    pl.col(column),
+                ),
+            )
+        )
+        checks.append(
+            (
+                in_future(parsed[what], now),
+                pl.format(
+                    f"{what} time '{{}}' in column {column} is in the future", pl.col(column)
                 ),
             )
         )
@@ -1123,7 +1505,9 @@ def _empty_rows() -> pl.DataFrame:
     return pl.DataFrame(schema=SCHEMA)
 
 
-def parse(data: bytes, *, source_file: str, mapping: FaultLogMapping) -> Parsed:
+def parse(
+    data: bytes, *, source_file: str, mapping: FaultLogMapping, now: datetime | None = None
+) -> Parsed:
     """Parse one fault-log file (CSV or JSON) through a column mapping.
 
     Parameters
@@ -1134,6 +1518,9 @@ def parse(data: bytes, *, source_file: str, mapping: FaultLogMapping) -> Parsed:
         Path recorded in every row and reject.
     mapping
         The column mapping (``load_mapping``).
+    now
+        The ingest time (default: the current UTC time); a time more than a day after it, or
+        before the mapping's ``time.earliest`` (2000-01-01 unless set), is a reject.
 
     Returns
     -------
@@ -1141,12 +1528,16 @@ def parse(data: bytes, *, source_file: str, mapping: FaultLogMapping) -> Parsed:
         ``rows`` with the columns of ``raw_fault_events`` (``SCHEMA``): ``source_file``,
         ``line_no`` (1-based line where the record starts; for a paired fault, its start
         event), ``end_line_no`` (the paired end event), ``dataset``, ``unit_id``,
-        ``record_kind`` (``life``, ``fault`` or ``event``), ``component_class``,
-        ``category_l1..3`` (the source's own text), ``start_ts``/``end_ts`` (UTC; an ``event``
+        ``unit_group`` (the ``groups.column`` text, else null), ``record_kind`` (``life``,
+        ``fault`` or ``event``), ``component_class``,
+        ``category_l1..3`` (the source's own text; with ``blame``, the filled column's name
+        and text come first; a fourth category and later ones join the third with `` / ``),
+        ``start_ts``/``end_ts`` (UTC; an ``event``
         has both at its instant; an open fault has no end), ``duration_s`` (seconds, when the
         mapping reads a duration), ``failed``, ``cohort_json``, ``population``,
-        ``window_start``/``window_end`` (from the mapping). ``rejects`` has ``source_file,
-        line_no, raw, reason``; ``n_ignored`` counts headers, blank lines and paired end events.
+        ``window_start``/``window_end`` (from the mapping; per group with ``groups``).
+        ``rejects`` has ``source_file, line_no, raw, reason``; ``n_ignored`` counts headers,
+        blank lines and paired end events.
 
     Raises
     ------
@@ -1161,7 +1552,7 @@ def parse(data: bytes, *, source_file: str, mapping: FaultLogMapping) -> Parsed:
     records = reader(data, mapping, source_file)
     if records.frame.height == 0:
         return Parsed(_empty_rows(), records.file_rejects, records.n_ignored)
-    typed = _typed(records.frame, mapping)
+    typed = _typed(records.frame, mapping, now=utc_now(now))
     n_ignored = records.n_ignored
     if mapping.kind == "lives":
         typed = _lives(typed, mapping)
@@ -1180,6 +1571,7 @@ def parse(data: bytes, *, source_file: str, mapping: FaultLogMapping) -> Parsed:
             pl.col(c)
             for c in (
                 "unit_id",
+                "unit_group",
                 "record_kind",
                 "component_class",
                 "category_l1",
@@ -1190,11 +1582,11 @@ def parse(data: bytes, *, source_file: str, mapping: FaultLogMapping) -> Parsed:
                 "duration_s",
                 "failed",
                 "cohort_json",
+                "population",
+                "window_start",
+                "window_end",
             )
         ),
-        pl.lit(mapping.population, dtype=pl.Int64).alias("population"),
-        pl.lit(mapping.window_start, dtype=UTC_TS).alias("window_start"),
-        pl.lit(mapping.window_end, dtype=UTC_TS).alias("window_end"),
     ).cast(SCHEMA)  # type: ignore[arg-type]
     rejects = pl.concat(
         [

@@ -38,7 +38,7 @@ no life (data contract §1)."""
 COMPONENT_CLASSES: tuple[str, ...] = (
     "gpu", "gpu_memory", "gpu_sram", "gsp", "nvlink", "pcie", "nic", "network", "host_cpu",
     "host_memory", "storage", "power", "cooling", "chassis", "driver", "nccl", "application",
-    "maintenance", "unknown",
+    "maintenance", "software", "human_error", "facilities", "unknown",
 )  # fmt: skip
 """The component taxonomy (DESIGN.md §3); ``sql/seeds/dim_component_class.csv`` lists the same.
 Ticket classes are checked against the seed at validation, not here."""

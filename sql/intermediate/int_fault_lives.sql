@@ -11,12 +11,25 @@
 --
 -- events data sets (records 'fault' and 'event'), times between failures per unit and class on
 -- the calendar scale within the window, counting uptime only (a unit is not at risk while down in
--- repair). Overlapping faults of a unit merge into one outage. A class-c life runs from the end of
+-- repair). Overlapping or touching faults of a unit (one starts when or before the other ends)
+-- merge into one outage, as in int_node_unavailability. A class-c life runs from the end of
 -- the previous outage holding a class-c fault (or the window start) to the start of the next one
 -- (failed) or the window end (censored), less the downtime of the other outages in between; a
--- fault that begins while the unit is already down is a failure at that outage's start. Units of
+-- fault that begins while the unit is already down is a failure at that outage's start. A fault
+-- that begins at or before the window start, or inside an outage already open then, is downtime,
+-- not a failure in the window (without a window in the mapping the window starts at the data set's
+-- first record, so that first fault is downtime too). Units of
 -- the population that never appear in the file are censored lives over the whole window, with
 -- ids <dataset>-unobserved-<n>.
+--
+-- Groups (unit_group, e.g. the systems of a multi-system trace) each have their own window and
+-- population: a unit is observed over its group's window, and each group's units that never
+-- appear are censored lives with ids <dataset>-<group>-unobserved-<n>. Without groups a data set
+-- is one group (unit_group null). A group is known from its records: one with no record at all
+-- (a system that never failed) is not in the warehouse, and its units are not counted.
+--
+-- No life has zero length: a life that would end where it begins (a failure exactly at the window
+-- start, a unit down over its whole window) is left out.
 with records as (select * from stg_fault_events),
 
 datasets as (
@@ -25,13 +38,21 @@ datasets as (
         case
             when count_if(records.record_kind = 'life') > 0 then 'lives' else 'events'
         end as kind,
-        max(records.population) as population,
-        min(records.window_start) as window_start,
-        max(records.window_end) as window_end,
         min(records.start_ts) as first_ts,
         max(coalesce(records.end_ts, records.start_ts)) as last_ts
     from records
     group by records.dataset
+),
+
+groups as (
+    select
+        records.dataset,
+        records.unit_group,
+        max(records.population) as population,
+        min(records.window_start) as window_start,
+        max(records.window_end) as window_end
+    from records
+    group by records.dataset, records.unit_group
 ),
 
 failure_classes as (
@@ -62,13 +83,16 @@ life_records as (
         -- a life still open when the file ends lasts to the window end (or the last time seen)
         coalesce(
             records.length_s,
-            epoch(coalesce(datasets.window_end, datasets.last_ts) - records.start_ts)
+            epoch(coalesce(groups.window_end, datasets.last_ts) - records.start_ts)
         ) as length_s,
-        datasets.window_start as data_window_start,
-        datasets.window_end as data_window_end
+        groups.window_start as data_window_start,
+        groups.window_end as data_window_end
     from records
     inner join datasets
         on records.dataset = datasets.dataset
+    inner join groups
+        on records.dataset = groups.dataset
+        and records.unit_group is not distinct from groups.unit_group
     where records.record_kind = 'life'
 ),
 
@@ -125,6 +149,7 @@ end_events as (
 life_rows as (
     select
         clipped.dataset,
+        clipped.unit_group,
         clipped.unit_id,
         clipped.life_no,
         classes.component_class,
@@ -152,39 +177,44 @@ life_rows as (
         and clipped.unit_id = end_events.unit_id
         and clipped.end_ts = end_events.end_ts
         and classes.component_class = end_events.component_class
-    where
-        clipped.to_window_end_s > clipped.before_window_s
-        or (clipped.to_window_end_s = clipped.before_window_s and clipped.failed)
+    -- a life of zero length (a failure exactly at the window start) is no life
+    where clipped.to_window_end_s > clipped.before_window_s
 ),
 
 -- events data sets ------------------------------------------------------------------------------
 
 event_sets as (
     select
-        datasets.dataset,
-        datasets.population,
-        -- without a window in the mapping, the span of the data
-        coalesce(datasets.window_start, datasets.first_ts) as window_start,
-        coalesce(datasets.window_end, datasets.last_ts) as window_end
-    from datasets
+        groups.dataset,
+        groups.unit_group,
+        groups.population,
+        -- without a window in the mapping, the span of the data set
+        coalesce(groups.window_start, datasets.first_ts) as window_start,
+        coalesce(groups.window_end, datasets.last_ts) as window_end
+    from groups
+    inner join datasets
+        on groups.dataset = datasets.dataset
     where datasets.kind = 'events'
 ),
 
 faults as (
     select
         records.dataset,
+        records.unit_group,
         records.unit_id,
         records.component_class,
         records.source_file,
         records.line_no,
-        -- a fault that began before the window is downtime, not a failure in it
-        records.start_ts >= event_sets.window_start as began_in_window,
+        -- a fault that began before (or exactly at) the window start is downtime, not a
+        -- failure in the window: a failure at the start would end a life of zero length
+        records.start_ts > event_sets.window_start as began_in_window,
         greatest(records.start_ts, event_sets.window_start) as down_ts,
         -- a fault still open when the file ends keeps the unit down to the window end
         least(coalesce(records.end_ts, event_sets.window_end), event_sets.window_end) as up_ts
     from records
     inner join event_sets
         on records.dataset = event_sets.dataset
+        and records.unit_group is not distinct from event_sets.unit_group
     where
         records.record_kind in ('fault', 'event')
         and records.start_ts < event_sets.window_end
@@ -208,10 +238,11 @@ stacked as (
 numbered as (
     select
         stacked.*,
-        -- a fault that starts while an earlier one is still open joins that outage
+        -- a fault that starts while an earlier one is still open, or the instant it ends,
+        -- joins that outage (no life of zero length between them)
         sum(
             case
-                when stacked.earlier_up_ts is null or stacked.down_ts >= stacked.earlier_up_ts
+                when stacked.earlier_up_ts is null or stacked.down_ts > stacked.earlier_up_ts
                     then 1
                 else 0
             end
@@ -226,12 +257,13 @@ numbered as (
 outages as (
     select
         numbered.dataset,
+        numbered.unit_group,
         numbered.unit_id,
         numbered.outage_no,
         min(numbered.down_ts) as down_ts,
         max(numbered.up_ts) as up_ts
     from numbered
-    group by numbered.dataset, numbered.unit_id, numbered.outage_no
+    group by numbered.dataset, numbered.unit_group, numbered.unit_id, numbered.outage_no
 ),
 
 outage_uptime as (
@@ -251,22 +283,26 @@ outage_uptime as (
     from outages
     inner join event_sets
         on outages.dataset = event_sets.dataset
+        and outages.unit_group is not distinct from event_sets.unit_group
 ),
 
 observed_units as (
     select
         records.dataset,
+        records.unit_group,
         records.unit_id,
         any_value(records.cohort_json) as cohort_json
     from records
     inner join event_sets
         on records.dataset = event_sets.dataset
-    group by records.dataset, records.unit_id
+        and records.unit_group is not distinct from event_sets.unit_group
+    group by records.dataset, records.unit_group, records.unit_id
 ),
 
 unit_uptime as (
     select
         observed_units.dataset,
+        observed_units.unit_group,
         observed_units.unit_id,
         observed_units.cohort_json,
         -- seconds of uptime over the whole window
@@ -275,10 +311,15 @@ unit_uptime as (
     from observed_units
     inner join event_sets
         on observed_units.dataset = event_sets.dataset
+        and observed_units.unit_group is not distinct from event_sets.unit_group
     left join outages
         on observed_units.dataset = outages.dataset
         and observed_units.unit_id = outages.unit_id
-    group by observed_units.dataset, observed_units.unit_id, observed_units.cohort_json
+    group by
+        observed_units.dataset,
+        observed_units.unit_group,
+        observed_units.unit_id,
+        observed_units.cohort_json
 ),
 
 outage_failures as (
@@ -307,6 +348,9 @@ class_failures as (
         on outage_failures.dataset = outage_uptime.dataset
         and outage_failures.unit_id = outage_uptime.unit_id
         and outage_failures.outage_no = outage_uptime.outage_no
+    -- a fault that begins inside an outage already open at the window start fails at no uptime
+    -- (a life of zero length): downtime, like a fault at the window start
+    where outage_uptime.uptime_s > 0
     window class_outages as (
         partition by
             outage_failures.dataset, outage_failures.unit_id, outage_failures.component_class
@@ -317,6 +361,7 @@ class_failures as (
 failed_lives as (
     select
         class_failures.dataset,
+        unit_uptime.unit_group,
         class_failures.unit_id,
         class_failures.life_no,
         class_failures.component_class,
@@ -329,11 +374,12 @@ failed_lives as (
         true as failed,
         'uptime' as time_scale
     from class_failures
-    inner join event_sets
-        on class_failures.dataset = event_sets.dataset
     inner join unit_uptime
         on class_failures.dataset = unit_uptime.dataset
         and class_failures.unit_id = unit_uptime.unit_id
+    inner join event_sets
+        on unit_uptime.dataset = event_sets.dataset
+        and unit_uptime.unit_group is not distinct from event_sets.unit_group
 ),
 
 last_failures as (
@@ -351,6 +397,7 @@ last_failures as (
 censored_lives as (
     select
         unit_uptime.dataset,
+        unit_uptime.unit_group,
         unit_uptime.unit_id,
         coalesce(last_failures.n_failures, 0) + 1 as life_no,
         classes.component_class,
@@ -364,33 +411,43 @@ censored_lives as (
     from unit_uptime
     inner join event_sets
         on unit_uptime.dataset = event_sets.dataset
+        and unit_uptime.unit_group is not distinct from event_sets.unit_group
     inner join classes
         on unit_uptime.dataset = classes.dataset
     left join last_failures
         on unit_uptime.dataset = last_failures.dataset
         and unit_uptime.unit_id = last_failures.unit_id
         and classes.component_class = last_failures.component_class
-    -- no life after a failure whose repair outlasts the window
-    where last_failures.up_ts is null or last_failures.up_ts < event_sets.window_end
+    where
+        -- no life after a failure whose repair outlasts the window
+        (last_failures.up_ts is null or last_failures.up_ts < event_sets.window_end)
+        -- nor for a unit down over the whole window (a life of zero length)
+        and unit_uptime.uptime_s > coalesce(last_failures.uptime_s, 0)
 ),
 
 unobserved_numbers as (
     select
         event_sets.dataset,
+        event_sets.unit_group,
         unnest(
             range(1, greatest(event_sets.population - count(observed_units.unit_id), 0) + 1)
         ) as n
     from event_sets
     left join observed_units
         on event_sets.dataset = observed_units.dataset
+        and event_sets.unit_group is not distinct from observed_units.unit_group
     where event_sets.population is not null
-    group by event_sets.dataset, event_sets.population
+    group by event_sets.dataset, event_sets.unit_group, event_sets.population
 ),
 
 unobserved_lives as (
     select
         unobserved_numbers.dataset,
-        unobserved_numbers.dataset || '-unobserved-' || unobserved_numbers.n as unit_id,
+        unobserved_numbers.unit_group,
+        unobserved_numbers.dataset
+        || coalesce('-' || unobserved_numbers.unit_group, '')
+        || '-unobserved-'
+        || unobserved_numbers.n as unit_id,
         1 as life_no,
         classes.component_class,
         cast(null as varchar) as cohort_json,
@@ -403,6 +460,7 @@ unobserved_lives as (
     from unobserved_numbers
     inner join event_sets
         on unobserved_numbers.dataset = event_sets.dataset
+        and unobserved_numbers.unit_group is not distinct from event_sets.unit_group
     inner join classes
         on unobserved_numbers.dataset = classes.dataset
 ),
@@ -420,6 +478,7 @@ all_lives as (
 final as (
     select
         all_lives.dataset,
+        all_lives.unit_group,
         all_lives.unit_id,
         all_lives.life_no,
         all_lives.component_class,

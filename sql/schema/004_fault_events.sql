@@ -8,6 +8,8 @@ create table if not exists raw_fault_events (
     end_line_no integer,         -- the paired end event of a fault, null otherwise
     dataset varchar not null,    -- the mapping's data set name
     unit_id varchar,
+    unit_group varchar,          -- the unit's group (system of a multi-system trace), or null;
+                                 -- added later: warehouse.ADDED_COLUMNS adds it to old tables
     record_kind varchar,         -- life, fault, event
     component_class varchar,     -- mapped from the source categories (classes: in the mapping)
     category_l1 varchar,         -- the source's own category text, coarsest first
@@ -18,7 +20,9 @@ create table if not exists raw_fault_events (
     duration_s double,           -- seconds, when the file states a length
     failed boolean,              -- life ended in a failure; true for every fault and event
     cohort_json varchar,         -- JSON object of cohort values (batch, cage, location, ...)
-    population integer,          -- units observed, when the file lists only failing units
-    window_start timestamptz,    -- observation window from the mapping
+    population integer,          -- units observed (in the unit's group), when the file lists only
+                                 -- failing units
+    window_start timestamptz,    -- observation window (of the unit's group) from the mapping
     window_end timestamptz
 );
+

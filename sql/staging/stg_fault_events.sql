@@ -8,6 +8,7 @@ final as (
         source.end_line_no,
         source.dataset,
         source.unit_id,
+        source.unit_group,
         source.record_kind,
         source.component_class,
         source.category_l1,

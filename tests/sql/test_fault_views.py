@@ -10,6 +10,8 @@ import duckdb
 import polars as pl
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipelines import warehouse
 from pipelines.sources.fault_log import load_mapping, mapping_from_dict, parse
@@ -165,6 +167,309 @@ def test_lives_age_across_moves_with_left_truncation(hand: duckdb.DuckDBPyConnec
         "order by all"
     ).fetchall()
     assert batches == [("g1", "old"), ("g2", "new")]
+
+
+# ---------------------------------------------------------------------------------------------
+# Lives never have zero length (issue #12)
+
+TOUCH_MAPPING = """
+    dataset: hand_touch
+    kind: events
+    unit: node
+    time: {unit: hours, origin: 2026-06-01T00:00:00Z}
+    start: down_h
+    end: up_h
+    categories: [part]
+    classes: {column: part, map: {gpu: gpu, nic: nic}}
+    population: 4
+    window: {start: 0, end: 100}
+"""
+# node t: a gpu fault exactly at the window start [0, 5] (downtime, not a failure), a gpu fault
+# [10, 20] and a nic fault [20, 25] that starts the instant the gpu repair ends (one outage)
+# node u: down over the whole window: no life at all
+# node v: down from before the window to 10 h; a nic fault [3, 4] inside that outage fails at no
+# uptime, so it is downtime too
+TOUCH = """
+    node,part,down_h,up_h
+    t,gpu,0,5
+    t,gpu,10,20
+    t,nic,20,25
+    u,gpu,-10,200
+    v,gpu,-5,10
+    v,nic,3,4
+"""
+
+TOUCH_LIVES_MAPPING = """
+    dataset: hand_touch_lives
+    kind: lives
+    unit: serial
+    start: inserted
+    end: removed
+    failed: {column: event, true_values: [DBE]}
+    classes: {column: event, map: {DBE: gpu_memory}, default: gpu}
+    window: {start: 2026-06-01T00:00:00Z, end: 2026-06-11T00:00:00Z}
+"""
+# h1 fails exactly at the window start (no life), then serves from 06-02 to the window end
+TOUCH_LIVES = """
+    serial,inserted,removed,event
+    h1,2026-05-31T00:00:00Z,2026-06-01T00:00:00Z,DBE
+    h1,2026-06-02T00:00:00Z,,
+"""
+
+
+@pytest.fixture(scope="module")
+def touch() -> duckdb.DuckDBPyConnection:
+    con = _connect()
+    _load(con, _inline(TOUCH_MAPPING, TOUCH))
+    _load(con, _inline(TOUCH_LIVES_MAPPING, TOUCH_LIVES))
+    warehouse.create_views(con)
+    return con
+
+
+def test_touching_faults_merge_and_window_start_is_no_failure_12(
+    touch: duckdb.DuckDBPyConnection,
+) -> None:
+    # t: outages [0, 5] (no failure: at the window start) and [10, 25] {gpu, nic}: uptime 5
+    # before it, 100 - 5 - 15 = 80 in all, so 75 after it; u has no uptime, so no life; v is up
+    # from 10 h: 90 h; one of the 4 units is not in the file
+    assert _lives(touch, "hand_touch") == [
+        ("hand_touch-unobserved-1", "gpu", 1, 0.0, 100.0, False),
+        ("hand_touch-unobserved-1", "nic", 1, 0.0, 100.0, False),
+        ("t", "gpu", 1, 0.0, 5.0, True),
+        ("t", "gpu", 2, 0.0, 75.0, False),
+        ("t", "nic", 1, 0.0, 5.0, True),
+        ("t", "nic", 2, 0.0, 75.0, False),
+        ("v", "gpu", 1, 0.0, 90.0, False),
+        ("v", "nic", 1, 0.0, 90.0, False),
+    ]
+
+
+def test_lives_failure_at_window_start_is_no_life_12(touch: duckdb.DuckDBPyConnection) -> None:
+    # h1's first segment (24 h) ends at the window start; the second starts at age 24 h and is
+    # censored at the window end, 9 days later: 24 + 216 = 240 h
+    assert _lives(touch, "hand_touch_lives") == [("h1", "gpu_memory", 2, 24.0, 240.0, False)]
+
+
+def test_fault_lives_have_length_and_fit_12(touch: duckdb.DuckDBPyConnection) -> None:
+    from models.exceptions import FewFailuresWarning
+    from pipelines.fit import fit_table, read_lives
+
+    lives = read_lives(touch, view="int_fault_lives")
+    assert (lives["exit_h"] > lives["entry_h"]).all()
+    with pytest.warns(FewFailuresWarning, match="fewer than 2 failures"):
+        results = fit_table(
+            lives.filter(pl.col("dataset") == "hand_touch"), families=("exponential",)
+        )
+    assert sorted(results["component_class"].unique()) == ["gpu", "nic"]
+
+
+def test_warehouse_before_groups_gains_the_column_12(touch: duckdb.DuckDBPyConnection) -> None:
+    con = duckdb.connect()
+    columns = touch.execute(
+        "select column_name, data_type from information_schema.columns "
+        "where table_name = 'raw_fault_events' and column_name != 'unit_group' "
+        "order by ordinal_position"
+    ).fetchall()
+    con.execute(f"create table raw_fault_events ({', '.join(f'{c} {t}' for c, t in columns)})")
+    _load(con, _inline(TOUCH_MAPPING, TOUCH).drop("unit_group"))
+    warehouse.apply_schema(con)
+    warehouse.create_views(con)
+    counts = con.execute("select count(*), count(unit_group) from raw_fault_events").fetchone()
+    assert counts == (6, 0)
+    assert _lives(con, "hand_touch") == _lives(touch, "hand_touch")
+
+
+_FAULT = st.tuples(
+    st.sampled_from(["a", "b"]),  # unit
+    st.sampled_from(["gpu", "nic"]),  # part
+    st.integers(-3, 12),  # start, hours; the window is [0, 10]
+    st.one_of(st.none(), st.integers(0, 4)),  # length (none: still open)
+)
+
+
+@pytest.fixture(scope="module")
+def scratch() -> duckdb.DuckDBPyConnection:
+    con = _connect()
+    warehouse.create_views(con)
+    return con
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(faults=st.lists(_FAULT, min_size=1, max_size=8))
+def test_fault_lives_never_have_zero_length_12(
+    scratch: duckdb.DuckDBPyConnection, faults: list[tuple[str, str, int, int | None]]
+) -> None:
+    mapping = TOUCH_MAPPING.replace("end: 100", "end: 10")
+    text = "node,part,down_h,up_h\n" + "\n".join(
+        f"{unit},{part},{start},{'' if length is None else start + length}"
+        for unit, part, start, length in faults
+    )
+    scratch.execute("delete from raw_fault_events")
+    _load(scratch, _inline(mapping, text))
+    counts = scratch.execute(
+        "select count_if(exit_h <= entry_h), count(*) from int_fault_lives"
+    ).fetchone()
+    assert counts is not None
+    n_empty, n_lives = counts
+    assert n_empty == 0
+    assert n_lives > 0  # the unobserved units at least
+
+
+LIVES_WINDOW_MAPPING = """
+    dataset: hand_window_lives
+    kind: lives
+    unit: serial
+    time: {unit: hours, origin: 2026-06-01T00:00:00Z}
+    start: inserted
+    end: removed
+    failed: {column: event, true_values: [DBE]}
+    classes: {column: event, map: {DBE: gpu_memory}, default: gpu}
+    window: {start: 0, end: 10}
+"""
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    segments=st.lists(
+        st.tuples(
+            st.sampled_from(["g1", "g2"]),
+            st.integers(-4, 12),  # inserted, hours
+            st.one_of(st.none(), st.integers(0, 5)),  # length (none: still in service)
+            st.booleans(),  # ended in a failure
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_window_lives_never_have_zero_length_12(
+    scratch: duckdb.DuckDBPyConnection, segments: list[tuple[str, int, int | None, bool]]
+) -> None:
+    text = "serial,inserted,removed,event\n" + "\n".join(
+        f"{unit},{start},{'' if length is None else start + length},"
+        f"{'DBE' if failed and length is not None else ''}"
+        for unit, start, length, failed in segments
+    )
+    scratch.execute("delete from raw_fault_events")
+    _load(scratch, _inline(LIVES_WINDOW_MAPPING, text))
+    counts = scratch.execute(
+        "select count(*) filter (where exit_h <= entry_h), count(*) filter (where exit_h <= 0) "
+        "from int_fault_lives"
+    ).fetchone()
+    assert counts == (0, 0)
+
+
+GROUPED_MAPPING = """
+    dataset: grouped
+    kind: events
+    unit: [sys, node]
+    time: {unit: hours, origin: 2026-06-01T00:00:00Z}
+    start: down_h
+    end: up_h
+    categories: [part]
+    classes: {column: part, map: {gpu: gpu, nic: nic}}
+    groups:
+      column: sys
+      values:
+        s1: {population: 3, window: {start: 0, end: 10}}
+        s2: {population: 2, window: {start: 5, end: 12}}
+"""
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(faults=st.lists(st.tuples(st.sampled_from(["s1", "s2"]), _FAULT), min_size=1, max_size=8))
+def test_grouped_lives_split_each_units_uptime_12(
+    scratch: duckdb.DuckDBPyConnection,
+    faults: list[tuple[str, tuple[str, str, int, int | None]]],
+) -> None:
+    text = "sys,node,part,down_h,up_h\n" + "\n".join(
+        f"{sys},{unit},{part},{start},{'' if length is None else start + length}"
+        for sys, (unit, part, start, length) in faults
+    )
+    scratch.execute("delete from raw_fault_events")
+    _load(scratch, _inline(GROUPED_MAPPING, text))
+    per_unit = scratch.sql(
+        """
+        with by_class as (
+            select unit_group, unit_id, component_class, sum(exit_h - entry_h) as uptime_h
+            from int_fault_lives
+            group by all
+        )
+
+        select
+            unit_group,
+            unit_id,
+            count(*) as n_classes,
+            count(distinct round(uptime_h, 6)) as n_uptimes,
+            max(uptime_h) as uptime_h
+        from by_class
+        group by all
+        """
+    ).pl()
+    n_classes = len({part for _, (_, part, _, _) in faults})
+    # every unit with uptime is at risk for every class, and each class's lives split it
+    assert (per_unit["n_classes"] == n_classes).all()
+    assert (per_unit["n_uptimes"] == 1).all()
+    window_h = {"s1": 10.0, "s2": 7.0}
+    assert (per_unit["uptime_h"] <= per_unit["unit_group"].replace_strict(window_h)).all()
+    unobserved = per_unit.filter(pl.col("unit_id").str.contains("unobserved"))
+    observed = {(sys, f"{sys}/{unit}") for sys, (unit, _, _, _) in faults}
+    for group, population in (("s1", 3), ("s2", 2)):
+        n_seen = sum(1 for g, _ in observed if g == group)
+        # a group known only from the mapping (no record in the file) is not in the warehouse
+        n_unseen = population - n_seen if n_seen else 0
+        assert unobserved.filter(pl.col("unit_group") == group).height == n_unseen
+        assert (
+            unobserved.filter(pl.col("unit_group") == group)["uptime_h"] == window_h[group]
+        ).all()
+
+
+SERVICE_MAPPING = """
+    dataset: service
+    kind: events
+    unit: [sys, node]
+    time: {unit: hours, origin: 2026-06-01T00:00:00Z}
+    start: down_h
+    end: up_h
+    categories: [part]
+    classes: {column: part, map: {gpu: gpu}}
+    groups:
+      column: sys
+      population: nodes
+      window: {start: prod_h, end: decom_h, open: [current]}
+    window: {end: 50}
+"""
+# s1 (3 nodes) serves from its earliest start, 0 h, to its latest end, 50 h (n1 is "current":
+# the top-level end); s2 (2 nodes) from 10 h to 30 h
+SERVICE = """
+    sys,nodes,node,prod_h,decom_h,part,down_h,up_h
+    s1,3,n1,0,current,gpu,20,25
+    s1,3,n2,5,40,gpu,30,31
+    s2,2,n3,10,30,gpu,15,16
+"""
+
+
+def test_group_window_spans_its_service_dates_12() -> None:
+    con = _connect()
+    _load(con, _inline(SERVICE_MAPPING, SERVICE))
+    warehouse.create_views(con)
+    # s1: n1 down [20, 25]: 20 h up, then 50 - 25 = 25 h; n2 down [30, 31]: 30 h, then 19 h;
+    # one unseen node over 50 h. s2: n3 down [15, 16]: 5 h, then 14 h; one unseen over 20 h
+    assert _lives(con, "service") == [
+        ("s1/n1", "gpu", 1, 0.0, 20.0, True),
+        ("s1/n1", "gpu", 2, 0.0, 25.0, False),
+        ("s1/n2", "gpu", 1, 0.0, 30.0, True),
+        ("s1/n2", "gpu", 2, 0.0, 19.0, False),
+        ("s2/n3", "gpu", 1, 0.0, 5.0, True),
+        ("s2/n3", "gpu", 2, 0.0, 14.0, False),
+        ("service-s1-unobserved-1", "gpu", 1, 0.0, 50.0, False),
+        ("service-s2-unobserved-1", "gpu", 1, 0.0, 20.0, False),
+    ]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -314,7 +314,9 @@ def test_component_classes_are_the_seed_vocabulary() -> None:
     assert sorted(fault_log.COMPONENT_CLASSES) == sorted(seed["component_class"])
 
 
-@pytest.mark.parametrize("name", ["titan_gc_full", "titan_gc_summary", "infinitehbd"])
+@pytest.mark.parametrize(
+    "name", ["titan_gc_full", "titan_gc_summary", "infinitehbd", "lanl_failures"]
+)
 def test_shipped_mappings_load(name: str) -> None:
     mapping = load_mapping(MAPPINGS / f"{name}.yaml")
     assert mapping.dataset == name
@@ -462,3 +464,244 @@ def test_parse_json_lines_and_instant_failures() -> None:
     ]
     assert result.rows["start_ts"][0] == result.rows["end_ts"][0]
     assert result.rejects["reason"][0].startswith("bad start time 'yesterday'")
+
+
+# ---------------------------------------------------------------------------------------------
+# Multi-system traces: groups, one-hot blame columns, many categories, time range (issue #12)
+
+GROUPS_MAPPING = """
+    dataset: systems
+    kind: events
+    unit: [System, node]
+    time: {format: "%m/%d/%Y %H:%M", timezone: UTC, earliest: 1996-01-01}
+    start: Prob Started
+    end: Prob Fixed
+    blame: {Facilities: facilities, Hardware: unknown, Human Error: human_error, Software: software}
+    classes: {column: Hardware, map: {CPU: host_cpu}}
+    categories: [fru type, purpose]
+    groups:
+      column: System
+      population: nodes
+      values:
+        "2": {population: 5, window: {start: 1999-01-01, end: 1999-02-01}}
+        "3": {window: {start: 1999-01-10, end: 1999-01-20}}
+"""
+
+GROUPS_HEADER = (
+    "System,nodes,node,fru type,purpose,Prob Started,Prob Fixed,Facilities,Hardware,Human Error,"
+    "Software"
+)
+GROUPS_RECORDS = [  # System, nodes, node, fru type, purpose, times, then the blame columns
+    "2,49,0,part,compute,1/2/1999 0:00,1/2/1999 6:00,,CPU,,",  # 2
+    "2,49,1,part,compute,1/3/1999 0:00,1/3/1999 1:00,,Disk,,",  # 3
+    "3,8,4,part,graphics,1/11/1999 0:00,1/11/1999 1:00,Power Outage,,,",  # 4
+    "3,8,4,,,1/12/1999 0:00,1/12/1999 1:00,,,,",  # 5: no cause given
+    "3,8,5,part,compute,1/13/1999 0:00,1/13/1999 1:00,,CPU,Wrong cable,",  # 6: two causes
+    "4,many,6,part,compute,1/14/1999 0:00,1/14/1999 1:00,,,,OS",  # 7
+    "4,2,7,part,compute,1/15/1999 0:00,1/15/1999 1:00,,,,OS",  # 8: group 4 has no window
+    ",2,8,part,compute,1/15/1999 0:00,1/15/1999 1:00,,,,OS",  # 9
+    "4,,9,part,compute,1/15/1995 0:00,1/15/1995 1:00,,,,OS",  # 10
+    "4,,9,part,compute,1/15/2099 0:00,1/15/2099 1:00,,,,OS",  # 11
+]
+
+
+def test_parse_groups_blame_and_categories_12() -> None:
+    result = parse(
+        "\n".join([GROUPS_HEADER, *GROUPS_RECORDS]).encode(),
+        source_file="systems.csv",
+        mapping=_mapping(GROUPS_MAPPING),
+        now=datetime(2026, 6, 1, tzinfo=UTC),
+    )
+    rows = result.rows.select(
+        "line_no",
+        "unit_id",
+        "unit_group",
+        "component_class",
+        "category_l1",
+        "category_l2",
+        "category_l3",
+        "population",
+        "window_start",
+        "window_end",
+    ).rows()
+    jan = [_ts(f"1999-01-{d:02d}T00:00:00Z") for d in (1, 10, 20)]
+    feb = _ts("1999-02-01T00:00:00Z")
+    assert rows == [
+        # the Hardware text refines the blame column's class; the population of the mapping
+        # wins over the nodes column; categories: blame column, its text, then the rest joined
+        (2, "2/0", "2", "host_cpu", "Hardware", "CPU", "part / compute", 5, jan[0], feb),
+        (3, "2/1", "2", "unknown", "Hardware", "Disk", "part / compute", 5, jan[0], feb),
+        (4, "3/4", "3", "facilities", "Facilities", "Power Outage", "part / graphics", 8,
+         jan[1], jan[2]),
+        # no blame column filled: the default class, no categories
+        (5, "3/4", "3", "unknown", None, None, None, 8, jan[1], jan[2]),
+    ]  # fmt: skip
+    reasons = dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True))
+    assert reasons == {
+        6: "several blame columns are filled (Hardware, Human Error); a record must name one cause",
+        7: "bad population 'many' in column nodes (expected a positive whole number of units)",
+        8: "group '4' has a population but no window; give it one under groups.values, "
+        "groups.window or a top-level window (start and end)",
+        9: "missing unit id (column System/node)",  # the group is part of the unit id
+        10: "start time '1/15/1995 0:00' in column Prob Started is before 1996-01-01; set "
+        "time.earliest in the mapping if the trace is that old",
+        11: "start time '1/15/2099 0:00' in column Prob Started is in the future",
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"blame": {"Software": "os"}}, r"key \"blame\['Software'\]\" is 'os', not a component"),
+        ({"blame": ["Software"]}, r"key 'blame' must map one-hot cause columns"),
+        ({"groups": {"population": "nodes"}}, r"key 'groups.column' is required"),
+        ({"groups": {"column": "System", "values": {"2": {"nodes": 4}}}},
+         r"key \"groups.values\['2'\]\" must be a mapping with population and / or window"),
+        ({"groups": {"column": "System", "values": {"2": {"population": 0}}}},
+         r"key \"groups.values\['2'\].population\" must be a positive whole number"),
+        ({"groups": {"column": "System", "values": {"2": {"population": 4}}}},
+         r"key \"groups.values\['2'\].window\" a population needs a window"),
+        ({"groups": {"column": "System",
+                     "values": {"2": {"window": {"start": "1999-02-01", "end": "1999-01-01"}}}}},
+         r"key \"groups.values\['2'\].window.end\" must be later than the window start"),
+        ({"groups": {"column": "System", "values": {"2": {"window": ["1999-01-01"]}}}},
+         r"key \"groups.values\['2'\].window\" must be a mapping with keys start and / or end"),
+        ({"blame": {"columns": {"Software": "software"}, "empty": [["0"]]}},
+         r"key 'blame.empty' must be a value or a list of plain values"),
+        ({"time": {"format": "%m/%d/%Y %H:%M", "earliest": "long ago"}},
+         r"key 'time.earliest' 'long ago' is not a timestamp"),
+    ],
+)  # fmt: skip
+def test_mapping_errors_for_groups_and_blame_12(change: dict[str, object], match: str) -> None:
+    raw = yaml.safe_load(textwrap.dedent(GROUPS_MAPPING))
+    raw.update(change)
+    with pytest.raises(MappingError, match=match):
+        mapping_from_dict(raw, where="inline")
+
+
+def test_groups_population_applies_to_events_only_12() -> None:
+    raw = yaml.safe_load(textwrap.dedent(LIVES_MAPPING))
+    raw["unit"] = ["location", "SN"]
+    raw["groups"] = {"column": "location", "population": "nodes"}
+    with pytest.raises(MappingError, match=r"key 'groups.population' applies to kind: events"):
+        mapping_from_dict(raw)
+    raw["groups"] = {"column": "location"}  # a window per group is fine for lives
+    assert mapping_from_dict(raw).groups == fault_log.GroupSpec(column="location")
+
+
+def test_group_column_is_part_of_the_unit_12() -> None:
+    raw = yaml.safe_load(textwrap.dedent(GROUPS_MAPPING))
+    raw["unit"] = "node"
+    with pytest.raises(MappingError, match=r"key 'groups.column' 'System' must also be a unit"):
+        mapping_from_dict(raw, where="inline")
+
+
+@pytest.mark.parametrize(
+    ("regex", "problem"),
+    [
+        (r"^c(?P<col>\d+)(?=-)", "look-around"),
+        (r"^(?P<col>\d)\1", "backreferences"),
+    ],
+)
+def test_cohort_regex_is_checked_by_the_engine_that_runs_it_12(regex: str, problem: str) -> None:
+    raw = yaml.safe_load(textwrap.dedent(LIVES_MAPPING))
+    raw["cohort_pattern"]["regex"] = regex  # Python's re compiles both
+    with pytest.raises(MappingError, match=rf"cohort_pattern.regex' .*Rust regex.*{problem}"):
+        mapping_from_dict(raw, where="inline")
+
+
+def test_cohort_regex_named_groups_in_rust_syntax_12() -> None:
+    raw = yaml.safe_load(textwrap.dedent(LIVES_MAPPING))
+    raw["cohort_pattern"]["regex"] = r"^c(?<col>\d+)-(?<row>\d+)c(?<cage>\d)"  # not Python re
+    mapping = mapping_from_dict(raw, where="inline")
+    result = parse(_bytes(LIVES_CSV), source_file="gc.csv", mapping=mapping)
+    cohort = json.loads(result.rows["cohort_json"][0])
+    assert cohort == {"location": "c11-2c1s4n1", "col": "11", "row": "2", "cage": "1"}
+
+
+def test_parse_time_range_uses_the_other_sources_bounds_12() -> None:
+    data = _bytes("""
+        node,down,up
+        a,1999-12-31T23:00:00Z,2000-01-01T01:00:00Z
+        b,2026-06-02T00:00:00Z,2026-06-02T01:00:00Z
+        c,2026-06-03T00:00:00Z,
+    """)
+    mapping = _mapping("""
+        dataset: bounds
+        kind: events
+        unit: node
+        start: down
+        end: up
+    """)
+    result = parse(data, source_file="b.csv", mapping=mapping, now=_ts("2026-06-01T12:00:00Z"))
+    assert result.rows["unit_id"].to_list() == ["b"]  # within a day of the ingest
+    assert result.rejects["reason"].to_list() == [
+        "start time '1999-12-31T23:00:00Z' in column down is before 2000-01-01; set "
+        "time.earliest in the mapping if the trace is that old",
+        "start time '2026-06-03T00:00:00Z' in column down is in the future",
+    ]
+
+
+def test_parse_blame_flags_with_empty_values_12() -> None:
+    mapping = _mapping("""
+        dataset: flags
+        kind: events
+        unit: node
+        start: down
+        blame:
+          columns: {hw: unknown, sw: software, net: network}
+          empty: ["0"]
+    """)
+    data = _bytes("""
+        node,down,hw,sw,net
+        a,2021-05-01T10:00:00Z,0,1,0
+        b,2021-05-02T10:00:00Z,0,0,0
+        c,2021-05-03T10:00:00Z,1,0,1
+    """)
+    result = parse(data, source_file="flags.csv", mapping=mapping)
+    assert result.rows.select(
+        "unit_id", "component_class", "category_l1", "category_l2"
+    ).rows() == [
+        ("a", "software", "sw", "1"),
+        ("b", "unknown", None, None),
+    ]
+    assert result.rejects["reason"].to_list() == [
+        "several blame columns are filled (hw, net); a record must name one cause"
+    ]
+
+
+SERVICE_MAPPING = """
+    dataset: service
+    kind: events
+    unit: [sys, node]
+    time: {format: "%m/%d/%Y %H:%M"}
+    start: down
+    end: up
+    groups:
+      column: sys
+      population: nodes
+      window: {start: prod, end: decom, format: "%m/%d/%Y", open: [current]}
+    window: {end: 2001-01-01}
+"""
+
+
+def test_parse_group_windows_from_service_date_columns_12() -> None:
+    data = _bytes("""
+        sys,nodes,node,prod,decom,down,up
+        s1,4,n1,01/01/2000,current,03/01/2000 10:00,03/01/2000 12:00
+        s1,4,n2,02/01/2000,06/30/2000,03/02/2000 10:00,03/02/2000 12:00
+        s2,2,n3,never,current,03/03/2000 10:00,03/03/2000 12:00
+        s2,2,n4,03/01/2000,soon,03/04/2000 10:00,03/04/2000 12:00
+    """)
+    result = parse(data, source_file="service.csv", mapping=_mapping(SERVICE_MAPPING))
+    rows = result.rows.select("unit_id", "population", "window_start", "window_end").rows()
+    assert rows == [
+        # "current": still in service, so the top-level window end
+        ("s1/n1", 4, _ts("2000-01-01T00:00:00Z"), _ts("2001-01-01T00:00:00Z")),
+        ("s1/n2", 4, _ts("2000-02-01T00:00:00Z"), _ts("2000-06-30T00:00:00Z")),
+    ]
+    assert result.rejects["reason"].to_list() == [
+        "bad service start 'never' in column prod (expected format %m/%d/%Y in UTC)",
+        "bad service end 'soon' in column decom (expected format %m/%d/%Y in UTC or one of "
+        "['current'])",
+    ]

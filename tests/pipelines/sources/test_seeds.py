@@ -130,7 +130,8 @@ def test_seeds_component_classes_are_the_taxonomy(classes: pl.DataFrame) -> None
     for name in ("nic", "network", "host_cpu", "host_memory", "storage", "power", "cooling",
                  "chassis"):  # fmt: skip
         assert levels[name] == "node"
-    for name in ("driver", "nccl", "application", "maintenance", "unknown"):
+    for name in ("driver", "nccl", "application", "maintenance", "software", "human_error",
+                 "facilities", "unknown"):  # fmt: skip
         assert levels[name] == "none"
 
 
