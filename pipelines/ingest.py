@@ -565,14 +565,16 @@ def _tailed_reads(
     their files are read as new streams.
     """
     planned: list[ParsedFile] = []
+    size = 0
     for pending in _planned_reads(con, files, quiet_s=quiet_s, on_known=on_known, forced=forced):
         if pending.stream is None or not pending.data:  # a broken archive, or nothing to parse
             yield pending
             continue
         planned.append(pending)
-        if len(planned) >= PARSE_TOGETHER_FILES:
+        size += len(pending.data)
+        if len(planned) >= PARSE_TOGETHER_FILES or size >= LOOKUP_BYTES:
             yield from _parse_chunks(planned, extra)
-            planned = []
+            planned, size = [], 0
     yield from _parse_chunks(planned, extra)
 
 

@@ -95,27 +95,34 @@ def connect(
 
 
 def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Run every ``sql/schema/*.sql`` file (idempotent DDL) and (re)load the seed tables."""
-    for path in sorted((SQL_DIR / "schema").glob("*.sql")):
-        con.execute(path.read_text())
-    for table, column, sql_type in ADDED_COLUMNS:
-        kind = con.execute(
-            "select table_type from information_schema.tables "
-            "where table_schema = current_schema() and table_name = $table",
-            {"table": table},
-        ).fetchone()
-        if kind == ("BASE TABLE",):
+    """Run every ``sql/schema/*.sql`` file (idempotent DDL) and (re)load the seed tables, in one
+    transaction: a process killed half-way leaves the schema as it was."""
+    con.execute("begin transaction")
+    try:
+        for path in sorted((SQL_DIR / "schema").glob("*.sql")):
+            con.execute(path.read_text())
+        for table, column, sql_type in ADDED_COLUMNS:
+            kind = con.execute(
+                "select table_type from information_schema.tables "
+                "where table_schema = current_schema() and table_name = $table",
+                {"table": table},
+            ).fetchall()
+            if kind == [("BASE TABLE",)]:
+                con.execute(
+                    f"alter table {_identifier(table)} "
+                    f"add column if not exists {_identifier(column)} {sql_type}"
+                )
+        for table, file_name in SEEDS.items():
+            seed = SQL_DIR / "seeds" / file_name
             con.execute(
-                f"alter table {_identifier(table)} "
-                f"add column if not exists {_identifier(column)} {sql_type}"
+                f"create or replace table {_identifier(table)} as "
+                "select * from read_csv($path, header = true, auto_detect = true)",
+                {"path": str(seed)},
             )
-    for table, file_name in SEEDS.items():
-        seed = SQL_DIR / "seeds" / file_name
-        con.execute(
-            f"create or replace table {_identifier(table)} as "
-            "select * from read_csv($path, header = true, auto_detect = true)",
-            {"path": str(seed)},
-        )
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise
 
 
 def view_files() -> list[Path]:
