@@ -241,10 +241,10 @@ def _file_reject(parser: Any, source_file: str, reason: str) -> Parsed:
 def _looks_binary(data: bytes) -> bool:
     """True when the head holds NUL bytes or is mostly control bytes: not a text log or table."""
     head = data[:BINARY_SNIFF_BYTES]
-    if not head:
+    if b"\0" not in head:
         return False
     controls = sum(head.count(bytes([b])) for b in (*range(9), *range(14, 27), *range(28, 32)))
-    return b"\0" in head and controls * 10 >= len(head)
+    return controls * 10 >= len(head)
 
 
 def _plain_whole(item: LandingFile, raw: bytes) -> tuple[bytes, str, str | None]:

@@ -161,6 +161,17 @@ class StreamRead:
     n_held_bytes: int
     released: bool
     codec: str | None
+    displaces: bool = False  # another stream's rows carry this path: they must move first
+
+    @property
+    def in_place(self) -> bool:
+        """New lines of a stream that stays where its rows say (or a new stream at a free path):
+        loading needs no row moved, replaced or renamed."""
+        return (
+            self.action in (NEW, APPEND, UNCHANGED)
+            and not self.displaces
+            and (self.before is None or self.before.rows_path == self.path)
+        )
 
     @property
     def n_held(self) -> int:
@@ -169,8 +180,12 @@ class StreamRead:
 
     @property
     def read_key(self) -> str:
-        """Hex key of this read (stream and the byte it starts at); names lake parts."""
-        return sha256_hex(self.after.stream_id.encode(), b":", str(self.byte_offset).encode())
+        """Hex key of this read (stream, the byte it starts at and the bytes consumed after it: a
+        rewrite read again from byte 0 is another read); names lake parts."""
+        return sha256_hex(
+            self.after.stream_id.encode(), b":", str(self.byte_offset).encode(), b":",
+            self.after.prefix_sha.encode(),
+        )  # fmt: skip
 
 
 class StreamIndex:
@@ -328,6 +343,8 @@ def plan_read(
     )
     if action == APPEND and not chunk:
         action = UNCHANGED
+    holder = index.at_path(path)
+    displaces = holder is not None and holder.stream_id != stream_id
     index.put(after)
     index.claimed.add(stream_id)
     return StreamRead(
@@ -341,6 +358,7 @@ def plan_read(
         n_held_bytes=held,
         released=released,
         codec=codec,
+        displaces=displaces,
     )
 
 

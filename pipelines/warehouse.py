@@ -279,13 +279,21 @@ def load_file(
     return load_files(con, [load], lake_dir=lake_dir)[0]
 
 
-def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
-    """Insert a frame by column name into a table named by the caller's fixed set."""
+def _insert(
+    con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame, *, replace: bool = False
+) -> None:
+    """Insert a frame by column name into a table named by the caller's fixed set (``replace``:
+    rows whose primary key exists replace them)."""
     if frame.height == 0:
         return
     con.register("incoming_frame", frame.to_arrow())
     try:
-        con.execute(f"insert into {_identifier(table)} by name select * from incoming_frame")
+        if replace:
+            con.execute(
+                f"insert or replace into {_identifier(table)} by name select * from incoming_frame"
+            )
+        else:
+            con.execute(f"insert into {_identifier(table)} by name select * from incoming_frame")
     finally:
         con.unregister("incoming_frame")
 
@@ -359,8 +367,7 @@ def load_files(
             _insert(con, "raw_quarantine", pl.concat(quarantine, how="vertical_relaxed"))
         _insert(con, "raw_quality_results", checks)
         _insert(con, "raw_ingest_files", files)
-        for load in tailed:
-            _load_stream_read(con, load, now, lake=lake_dir is not None)
+        _load_stream_reads(con, tailed, now, lake=lake_dir is not None)
         con.execute("commit")
     except BaseException:
         con.execute("rollback")
@@ -559,6 +566,106 @@ def _rename_rows(
     )
 
 
+def _load_stream_reads(
+    con: duckdb.DuckDBPyConnection, loads: list[FileLoad], now: datetime, *, lake: bool
+) -> None:
+    """Apply reads of streams inside the caller's transaction, in order.
+
+    Reads that move or replace rows (a rotation, a rewrite, a displaced stream) and streams read
+    twice in the batch go one by one (:func:`_load_stream_read`); the rest, the new lines of
+    streams that stay where they are (nearly every read of a 15-minute tick), are written with a
+    handful of set-wise statements for the whole batch.
+    """
+    times: dict[str, int] = {}
+    for load in loads:
+        assert load.stream is not None
+        times[load.stream.after.stream_id] = times.get(load.stream.after.stream_id, 0) + 1
+    bulk: list[FileLoad] = []
+    for load in loads:
+        assert load.stream is not None
+        if load.stream.in_place and times[load.stream.after.stream_id] == 1:
+            bulk.append(load)
+        else:
+            _load_stream_read(con, load, now, lake=lake)
+    if not bulk:
+        return
+    tables = {load.table for load in bulk}
+    if not lake:
+        for table in sorted(tables):
+            parts = [load.rows for load in bulk if load.table == table and load.rows.height]
+            if parts:
+                _insert(con, table, pl.concat(parts, how="vertical_relaxed"))
+    rejects = [q for load in bulk if (q := _quarantine_rows(load, load.sha256, now)).height]
+    if rejects:
+        _insert(con, "raw_quarantine", pl.concat(rejects, how="vertical_relaxed"))
+    _insert(con, "raw_quality_results", _checks_frame(bulk, now))
+    states = pl.DataFrame(
+        [_state_record(load, now) for load in bulk], schema=_STREAM_SCHEMA, orient="row"
+    )
+    _insert(con, "raw_streams", states, replace=True)
+    reads = [_read_record(load, now) for load in bulk if load.stream and load.stream.chunk]
+    if reads:
+        _insert(con, "raw_stream_reads", pl.DataFrame(reads, schema=_READ_SCHEMA, orient="row"))
+    _upsert_stream_files(con, _files_frame([_file_record(load, now) for load in bulk]))
+
+
+def _upsert_stream_files(con: duckdb.DuckDBPyConnection, files: pl.DataFrame) -> None:
+    con.register("incoming_streams", files.to_arrow())
+    try:
+        con.execute(_UPSERT_STREAM_FILES)
+    finally:
+        con.unregister("incoming_streams")
+
+
+_STREAM_SCHEMA = {
+    "stream_id": pl.String, "source": pl.String, "target_table": pl.String,
+    "rows_path": pl.String, "head_len": pl.Int32, "head_sha": pl.String,
+    "consumed_bytes": pl.Int64, "consumed_lines": pl.Int64, "prefix_sha": pl.String,
+    "held_bytes": pl.Int64, "file_size": pl.Int64, "file_mtime_ns": pl.Int64,
+    "updated_at": pl.Datetime("us", "UTC"),
+}  # fmt: skip
+_READ_SCHEMA = {
+    "read_key": pl.String, "stream_id": pl.String, "path": pl.String, "action": pl.String,
+    "codec": pl.String, "from_byte": pl.Int64, "to_byte": pl.Int64, "first_line": pl.Int64,
+    "n_read": pl.Int64, "n_loaded": pl.Int64, "n_quarantined": pl.Int64, "n_held": pl.Int64,
+    "n_ignored": pl.Int64, "released": pl.Boolean, "superseded": pl.Boolean,
+    "read_at": pl.Datetime("us", "UTC"),
+}  # fmt: skip
+_UPSERT_STREAM_FILES = (
+    "insert into raw_ingest_files by name select * from incoming_streams "
+    "on conflict (file_sha256) do update set path = excluded.path, "
+    "n_read = raw_ingest_files.n_read - raw_ingest_files.n_held + excluded.n_read, "
+    "n_loaded = raw_ingest_files.n_loaded + excluded.n_loaded, "
+    "n_quarantined = raw_ingest_files.n_quarantined + excluded.n_quarantined, "
+    "n_ignored = raw_ingest_files.n_ignored + excluded.n_ignored, "
+    "n_held = excluded.n_held, loaded_at = excluded.loaded_at"
+)
+"""A stream's lineage row: totals over its reads (n_held: what is held now; the line held
+before is read again by this read, so it leaves ``n_read`` first)."""
+
+
+def _state_record(load: FileLoad, now: datetime) -> tuple[object, ...]:
+    assert load.stream is not None
+    state = load.stream.after
+    return (
+        state.stream_id, state.source, state.table, state.rows_path, state.head_len,
+        state.head_sha, state.consumed_bytes, state.consumed_lines, state.prefix_sha,
+        state.held_bytes, state.file_size, state.file_mtime_ns, now,
+    )  # fmt: skip
+
+
+def _read_record(load: FileLoad, now: datetime) -> tuple[object, ...]:
+    read = load.stream
+    assert read is not None
+    counts = load.counts()
+    return (
+        read.read_key, read.after.stream_id, read.path, read.action, read.codec,
+        read.byte_offset, read.after.consumed_bytes, read.line_offset + 1, counts.n_read,
+        counts.n_loaded, counts.n_quarantined, counts.n_held, counts.n_ignored, read.released,
+        False, now,
+    )  # fmt: skip
+
+
 def _load_stream_read(
     con: duckdb.DuckDBPyConnection, load: FileLoad, now: datetime, *, lake: bool
 ) -> None:
@@ -592,51 +699,12 @@ def _load_stream_read(
     if rejects.height:
         _insert(con, "raw_quarantine", rejects)
     _insert(con, "raw_quality_results", _checks_frame([load], now, key=sid))
-    counts = load.counts()
-    con.execute(
-        "insert or replace into raw_streams values ($id, $source, $table, $path, $head_len, "
-        "$head_sha, $consumed_bytes, $consumed_lines, $prefix_sha, $held, $size, $mtime, $now)",
-        {
-            "id": sid, "source": state.source, "table": state.table, "path": state.rows_path,
-            "head_len": state.head_len, "head_sha": state.head_sha,
-            "consumed_bytes": state.consumed_bytes, "consumed_lines": state.consumed_lines,
-            "prefix_sha": state.prefix_sha, "held": state.held_bytes, "size": state.file_size,
-            "mtime": state.file_mtime_ns, "now": now,
-        },
-    )  # fmt: skip
+    _insert(con, "raw_streams", pl.DataFrame([_state_record(load, now)], schema=_STREAM_SCHEMA,
+                                              orient="row"), replace=True)  # fmt: skip
     if read.chunk or read.action == "replace":
-        con.execute(
-            "insert or replace into raw_stream_reads values ($key, $id, $path, $action, $codec, "
-            "$from, $to, $first, $n_read, $n_loaded, $n_quarantined, $n_held, $n_ignored, "
-            "$released, false, $now)",
-            {
-                "key": read.read_key, "id": sid, "path": read.path, "action": read.action,
-                "codec": read.codec, "from": read.byte_offset, "to": state.consumed_bytes,
-                "first": read.line_offset + 1, "n_read": counts.n_read,
-                "n_loaded": counts.n_loaded, "n_quarantined": counts.n_quarantined,
-                "n_held": counts.n_held, "n_ignored": counts.n_ignored,
-                "released": read.released, "now": now,
-            },
-        )  # fmt: skip
-    # the stream's lineage row: totals over its reads (held: what is held now)
-    con.execute(
-        "insert into raw_ingest_files by name "
-        "select $id as file_sha256, $path as path, $source as source, $table as target_table, "
-        "$n_read as n_read, $n_loaded as n_loaded, $n_q as n_quarantined, $n_ign as n_ignored, "
-        "$n_held as n_held, $now as loaded_at "
-        "on conflict (file_sha256) do update set path = excluded.path, "
-        "n_read = raw_ingest_files.n_read - raw_ingest_files.n_held + excluded.n_read, "
-        "n_loaded = raw_ingest_files.n_loaded + excluded.n_loaded, "
-        "n_quarantined = raw_ingest_files.n_quarantined + excluded.n_quarantined, "
-        "n_ignored = raw_ingest_files.n_ignored + excluded.n_ignored, "
-        "n_held = excluded.n_held, loaded_at = excluded.loaded_at",
-        {
-            "id": sid, "path": state.rows_path, "source": load.source, "table": load.table,
-            "n_read": counts.n_read, "n_loaded": counts.n_loaded,
-            "n_q": counts.n_quarantined, "n_ign": counts.n_ignored, "n_held": counts.n_held,
-            "now": now,
-        },
-    )  # fmt: skip
+        record = pl.DataFrame([_read_record(load, now)], schema=_READ_SCHEMA, orient="row")
+        _insert(con, "raw_stream_reads", record)
+    _upsert_stream_files(con, _files_frame([_file_record(load, now)]))
 
 
 def query(
