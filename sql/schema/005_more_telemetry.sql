@@ -77,6 +77,7 @@ create table if not exists raw_elastic_events (
     group_rank integer,
     n_nodes integer,                 -- world size of the rendezvous (agents)
     world_size integer,              -- workers (global_world_sizes)
+    restart_count integer,           -- of the latest rendezvous result block (attempt - 1)
     local_rank integer,
     exit_code integer,               -- as printed: negative for a signal
     pid bigint,

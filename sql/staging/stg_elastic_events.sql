@@ -21,6 +21,7 @@ final as (
         deduplicated.group_rank,
         deduplicated.n_nodes,
         deduplicated.world_size,
+        deduplicated.restart_count,
         deduplicated.local_rank,
         deduplicated.exit_code,
         deduplicated.pid,
