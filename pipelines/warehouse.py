@@ -30,7 +30,11 @@ SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 VIEW_LAYERS = ("staging", "intermediate", "marts")
 _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 RAW_TABLES = ("raw_slurm_jobs", "raw_xid_events", "raw_inventory", "raw_fleet", "raw_repairs")
-SEEDS = {"seed_xid": "dim_xid.csv", "seed_component_class": "dim_component_class.csv"}
+SEEDS = {
+    "seed_xid": "dim_xid.csv",
+    "seed_component_class": "dim_component_class.csv",
+    "seed_planned_reason": "dim_planned_reason.csv",
+}
 
 
 class WarehouseBusyError(RuntimeError):
