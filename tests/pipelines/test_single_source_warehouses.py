@@ -1,7 +1,8 @@
 """Warehouses fed by one kind of telemetry only (issue #12, section 3): a Kubernetes-only, a
 torchrun-only and a DCGM-only warehouse each get an observation window from their own
 timestamps, and the first two yield attempts and interruptions with causes and restart
-overheads. The files are written here by hand and every expectation is read off them.
+overheads. Planned work (a drain for a scheduled firmware update) is maintenance, not an unknown
+failure. The files are written here by hand and every expectation is read off them.
 """
 
 from __future__ import annotations
@@ -33,14 +34,20 @@ def _query(db: Path, sql: str) -> list[tuple[Any, ...]]:
 
 
 def _pod(
-    name: str, uid: str, node: str, status: dict[str, Any], *, conditions: list[Any] | None = None
+    name: str,
+    uid: str,
+    node: str,
+    status: dict[str, Any],
+    *,
+    conditions: list[Any] | None = None,
+    job: str = "train-1",
 ) -> dict[str, Any]:
     labels = {
-        "training.kubeflow.org/job-name": "train-1",
+        "training.kubeflow.org/job-name": job,
         "training.kubeflow.org/replica-index": "0",
         "training.kubeflow.org/replica-type": "master",
     }
-    owner = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "train-1"}
+    owner = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": job}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -292,4 +299,99 @@ def test_dcgm_only_warehouse_has_a_window_and_no_interruptions(tmp_path: Path) -
     assert _query(db, "select count(*) from int_job_interruptions") == [(0,)]
     assert _query(db, "select host, count(*) from stg_dcgm_samples group by all") == [
         ("gpu0001", 2)
+    ]
+
+
+# --- planned work ------------------------------------------------------------------------------
+
+SACCTMGR = """\
+Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User
+alpha|gpu0001|2026-06-03T10:00:00|2026-06-03T12:00:00|DRAIN|scheduled firmware update|root(0)
+alpha|gpu0002|2026-06-03T10:00:00|2026-06-03T11:00:00|DRAIN|Kill task failed|root(0)
+alpha|gpu0003|2026-06-03T10:00:00|2026-06-03T10:30:00|DRAIN|GSP firmware error|root(0)
+alpha|gpu0004|2026-06-03T10:00:00|2026-06-03T10:45:00|DRAIN|reseat requested after link errors|root(0)
+"""  # noqa: E501
+
+
+def _lost(job: str, uid: str, node: str) -> dict[str, Any]:
+    """A pod whose node went away under it at 10:00:30 (NODE_FAIL)."""
+    return _pod(
+        f"{job}-master-0", uid, node,
+        _container({"terminated": _terminated(
+            137, "ContainerStatusUnknown", "2026-06-03T08:00:00Z", "2026-06-03T10:00:30Z")})
+        | {"phase": "Failed"},
+        conditions=[{"type": "DisruptionTarget", "status": "True",
+                     "reason": "DeletionByTaintManager"}],
+        job=job,
+    )  # fmt: skip
+
+
+def test_scheduled_firmware_update_drain_is_planned_not_an_unknown_failure(
+    tmp_path: Path,
+) -> None:
+    for folder, name, text in (
+        ("node_events", "sacctmgr_events_20260603.txt", SACCTMGR),
+        ("k8s_pods", "pods_20260603T113000Z.json", _kube_list([
+            _lost("fw-1", "c0000000-0000-4000-8000-000000000001", "gpu0001"),
+            _lost("kill-1", "c0000000-0000-4000-8000-000000000002", "gpu0002"),
+        ])),
+    ):  # fmt: skip
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / name).write_text(text)
+    db = tmp_path / "relia.duckdb"
+    ingest.ingest(db, ingest.discover([tmp_path]))
+
+    assert _query(
+        db,
+        "select node, unavailability_class, is_planned, planned_work from stg_node_events "
+        "order by node",
+    ) == [
+        ("gpu0001", "maintenance", True, "firmware_update"),
+        ("gpu0002", "unknown", False, None),
+        ("gpu0003", "unknown", False, None),  # a firmware error is no planned work
+        ("gpu0004", "maintenance", False, "reseat"),  # corrective, not planned
+    ]
+    assert _query(
+        db,
+        "select node, unavailability_class, is_planned from int_node_unavailability "
+        "order by node",
+    ) == [
+        ("gpu0001", "maintenance", True),
+        ("gpu0002", "unknown", False),
+        ("gpu0003", "unknown", False),
+        ("gpu0004", "maintenance", False),
+    ]
+    # the job on gpu0001 lost its node to the firmware update: maintenance, not unknown
+    assert _query(
+        db,
+        "select job_id_raw, state, cause_class, attribution from int_job_interruptions "
+        "order by job_id_raw",
+    ) == [
+        ("k8s:ml/fw-1", "NODE_FAIL", "maintenance", "scheduler-only"),
+        ("k8s:ml/kill-1", "NODE_FAIL", "unknown", "scheduler-only"),
+    ]
+
+
+def test_kubernetes_node_events_of_planned_work(tmp_path: Path) -> None:
+    def event(uid: str, node: str, reason: str, message: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1", "kind": "Event", "count": 1,
+            "firstTimestamp": "2026-06-03T10:00:00Z", "lastTimestamp": "2026-06-03T10:00:00Z",
+            "involvedObject": {"kind": "Node", "name": node, "uid": node},
+            "message": message, "metadata": {"name": uid, "namespace": "default", "uid": uid},
+            "reason": reason, "source": {"component": "ops"}, "type": "Normal",
+        }  # fmt: skip
+
+    (tmp_path / "k8s_events").mkdir()
+    (tmp_path / "k8s_events" / "events_20260603.json").write_text(_kube_list([
+        event("e-1", "gpu0005", "DrainScheduled", "Drain scheduled for node upgrade"),
+        event("e-2", "gpu0006", "NodeNotReady", "Node gpu0006 status is now: NodeNotReady"),
+        event("e-3", "gpu0007", "Rebooted", "Node gpu0007 has been rebooted, boot id: 42"),
+    ]))  # fmt: skip
+    db = tmp_path / "relia.duckdb"
+    ingest.ingest(db, ingest.discover([tmp_path]))
+    assert _query(db, "select node, node_signal from stg_k8s_events order by node") == [
+        ("gpu0005", "planned_work"),
+        ("gpu0006", "node_not_ready"),
+        ("gpu0007", "node_rebooted"),
     ]
