@@ -488,9 +488,9 @@ def _with_context(
     filled = checked.sort("line_no").with_columns(
         pl.when(good).then(pl.col("round_joined")).forward_fill().alias("round"),
         pl.when(good).then(pl.col("restart_count_here")).forward_fill().alias("restart_count"),
-        _carried(
-            pl.when(good).then(pl.col("line_run_id")), launch_run, run, name_run
-        ).alias("run_id"),
+        _carried(pl.when(good).then(pl.col("line_run_id")), launch_run, run, name_run).alias(
+            "run_id"
+        ),
         _carried(
             pl.when(good).then(pl.coalesce("line_host", "master_host")), host, name_host
         ).alias("host"),
@@ -521,8 +521,10 @@ def _with_context(
 
 def _short_host(name: pl.Expr) -> pl.Expr:
     """A host name without its domain; an IP address as it is."""
-    return pl.when(name.str.contains(r"^[0-9.]+$")).then(name).otherwise(
-        name.str.split(".").list.first()
+    return (
+        pl.when(name.str.contains(r"^[0-9.]+$"))
+        .then(name)
+        .otherwise(name.str.split(".").list.first())
     )
 
 

@@ -92,6 +92,7 @@ def parse(
     source_file: str,
     file_mtime: datetime | None = None,
     now: datetime | None = None,
+    host: str | None = None,
 ) -> Parsed:
     """Parse the Xid lines of one kernel log.
 
@@ -101,7 +102,7 @@ def parse(
         The file's bytes.
     source_file
         Path recorded on every row and reject; its name up to the first dot is the host for
-        styles that print none (``dmesg_t``, ``dmesg_iso``).
+        styles that print none (``dmesg_t``, ``dmesg_iso``) when ``host`` is not given.
     file_mtime
         The file's modification time, for the year of traditional syslog lines (which print
         none): the mtime's year, or the year before when that would put the line more than a
@@ -109,6 +110,9 @@ def parse(
     now
         Reference time for the "not in the future" check (default: current UTC time). Lines
         more than one day after it are rejects.
+    host
+        The node the log is from, for styles that print no host (``relia ingest --host``); a
+        host the line prints wins.
 
     Returns
     -------
@@ -137,7 +141,7 @@ def parse(
     reference = utc_now(file_mtime) if file_mtime is not None else now_utc
     in_scope, n_lines = lines_containing(data, MARKER)
     n_ignored = n_lines - in_scope.height
-    stem = file_stem(source_file)
+    stem = host if host is not None else file_stem(source_file)
     # A file holds one style: guess it from a sample, and look again only if lines were missed.
     styles = _candidate_styles(in_scope.gather_every(max(1, in_scope.height // 64)))
     checked = _checked(in_scope, styles, reference, now_utc, stem)

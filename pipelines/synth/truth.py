@@ -198,7 +198,9 @@ def interruptions(
         classes: set[str] = set()
         has_xid = False
         for keys, cls, is_xid in (
-            (inc_key, inc_cls, True), (tk_key, tk_cls, False), (pl_keys, pl_cls, False)
+            (inc_key, inc_cls, True),
+            (tk_key, tk_cls, False),
+            (pl_keys, pl_cls, False),
         ):
             lo = np.searchsorted(keys, nodes + lo_t, side="left")
             hi = np.searchsorted(keys, nodes + hi_t, side="right")

@@ -353,8 +353,7 @@ def test_scheduled_firmware_update_drain_is_planned_not_an_unknown_failure(
     ]
     assert _query(
         db,
-        "select node, unavailability_class, is_planned from int_node_unavailability "
-        "order by node",
+        "select node, unavailability_class, is_planned from int_node_unavailability order by node",
     ) == [
         ("gpu0001", "maintenance", True),
         ("gpu0002", "unknown", False),
