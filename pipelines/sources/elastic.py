@@ -135,11 +135,9 @@ _PREFIXES: dict[str, str] = {
         r"(?:([A-Z]+):(\S+):)? *$"
     ),
 }
-_BLOCK_FIELDS = (
-    "restart_count", "master_addr", "master_port", "group_rank", "group_world_size",
-    "local_ranks", "role_ranks", "global_ranks", "role_world_sizes", "global_world_sizes",
-)  # fmt: skip
-_BLOCK_LINE = r"(?:^|\s)(" + "|".join(_BLOCK_FIELDS) + r")=(\S*)\s*$"
+# a line of a result block: "  <key>=<value>" (a list value may hold spaces), with or without a
+# log prefix; any key, so a field a torch version adds does not end the block
+_BLOCK_LINE = r"(?:^|\s)([a-z_]+)=(\[[^\]]*\]|\S*)\s*$"
 _RESULT_HEADER = r"Rendezvous complete for workers\. Result:\s*$"
 _LAUNCH_RUN_ID = r"(?:^|\s)run_id +: (\S+)\s*$"
 _LOOPBACK = r"^(?:localhost|127\.[0-9.]+|::1|0\.0\.0\.0|\[::1\])$"

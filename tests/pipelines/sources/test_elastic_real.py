@@ -202,3 +202,30 @@ def test_elastic_content_beats_option_beats_file_name() -> None:
     assert no_run.rejects["reason"].to_list() == [
         "run unknown: pass --run or name the file <run>__<host>.log"
     ]
+
+
+def test_elastic_result_block_with_list_values_and_an_unknown_field() -> None:
+    # list fields hold spaces and a field torch may add must not end the block before
+    # restart_count; an IP master_addr is kept whole as the host
+    result = _text(
+        f"""
+        [2026-06-01 00:00:05,000] {AGENT}: [INFO] [default] Rendezvous complete for workers. Result:
+          local_ranks=[0, 1]
+          some_new_field=abc
+          restart_count=4
+          master_addr=10.0.0.7
+          group_rank=0
+          group_world_size=3
+          global_world_sizes=[6, 6]
+        [2026-06-01 00:00:05,100] {AGENT}: [INFO] [default] Starting worker group
+        """,
+        run="llm-4",
+    )
+    assert result.rejects.height == 0
+    assert result.rows.select(
+        "event", "restart_count", "group_rank", "n_nodes", "world_size", "host"
+    ).rows() == [
+        ("rendezvous_complete", 4, 0, 3, None, "10.0.0.7"),
+        ("world_sizes", 4, None, None, 6, "10.0.0.7"),
+        ("workers_started", 4, None, None, None, "10.0.0.7"),
+    ]
