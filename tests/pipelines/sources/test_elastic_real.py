@@ -59,6 +59,23 @@ def test_elastic_real_torch_1_10_without_host_names_the_option() -> None:
     }
 
 
+def test_elastic_real_torch_2_2_bracket_run_id_from_launch_config() -> None:
+    # aws-samples/awsome-distributed-training cpu-ddp example output: 26 lines; the launch
+    # config (each line with its prefix) names run_id 5982; in scope are line 16 (starting
+    # workers) and lines 21 and 23 (worker group successfully finished, from both agents that
+    # srun merged into the file); the rest are ignored
+    result = _sample("awsome_distributed_training_cpu_ddp_torch2_2.log", host="node-a")
+    assert result.rejects.height == 0
+    assert result.n_ignored == 23
+    assert result.rows.select("line_no", "event", "ts", "run_id", "host", "level").rows() == [
+        (16, "agent_start", _ts("2024-03-12T08:22:45.552"), "5982", "node-a", "INFO"),
+        (21, "group_succeeded", _ts("2024-03-12T08:22:56.574"), "5982", "node-a", "INFO"),
+        (23, "group_succeeded", _ts("2024-03-12T08:22:56.575"), "5982", "node-a", "INFO"),
+    ]
+    assert set(result.rows["log_format"]) == {"torch_bracket"}
+    assert set(result.rows["logger"]) == {"torch.distributed.elastic.agent.server.api"}
+
+
 def test_elastic_real_torch_2_glog_failure_and_restart() -> None:
     # pytorch/pytorch#147064 (2025-02-13): exit code 1 of local rank 0 (pid 876053), 3/3 attempts
     # left, stop, re-rendezvous; glog prints no year: the file's mtime gives 2025
