@@ -303,18 +303,29 @@ def _result_blocks(lines: pl.DataFrame) -> pl.DataFrame:
     prefix: torch 2.3+ prints the block as one multi-line message); any other line ends it.
     """
     line = pl.col("line")
+    # cheap literal tests first: worker output can be millions of lines
+    candidates = lines.lazy().filter(
+        line.str.contains("=", literal=True) | line.str.contains("Result:", literal=True)
+    )
     field = line.str.extract_groups(_BLOCK_LINE)
-    marked = lines.with_columns(
-        pl.when(line.str.contains(_RESULT_HEADER))
-        .then(pl.col("line_no"))
-        .when(field.struct.field("1").is_not_null())
-        .then(None)
-        .otherwise(-1)
-        .forward_fill()
-        .alias("block"),
-        field.struct.field("1").alias("key"),
-        field.struct.field("2").alias("value"),
-    ).filter((pl.col("block") > 0) & pl.col("key").is_not_null())
+    marked = (
+        candidates.with_columns(
+            line.str.contains(_RESULT_HEADER).alias("is_header"),
+            field.struct.field("1").alias("key"),
+            field.struct.field("2").alias("value"),
+        )
+        .filter(pl.col("is_header") | pl.col("key").is_not_null())
+        .with_columns(
+            # a block runs over consecutive lines from its header
+            (pl.col("is_header") | (pl.col("line_no").diff() != 1).fill_null(value=True))
+            .cum_sum()
+            .alias("segment")
+        )
+        .with_columns(
+            pl.col("line_no").filter(pl.col("is_header")).first().over("segment").alias("block")
+        )
+        .filter(pl.col("block").is_not_null() & ~pl.col("is_header"))
+    )
 
     def value(key: str) -> pl.Expr:
         return pl.col("value").filter(pl.col("key") == key).first()
@@ -329,14 +340,18 @@ def _result_blocks(lines: pl.DataFrame) -> pl.DataFrame:
         )
         .rename({"block": "line_no"})
         .with_columns(pl.col("line_no").cast(lines.schema["line_no"]))
+        .collect()
     )
 
 
 def _launch_run_id(lines: pl.DataFrame) -> str | None:
     """The run id of the launch configuration torchrun prints first (``run_id : <id>``)."""
     found = (
-        lines.select(pl.col("line").str.extract(_LAUNCH_RUN_ID, 1).alias("run_id"))
+        lines.lazy()
+        .filter(pl.col("line").str.contains("run_id", literal=True))
+        .select(pl.col("line").str.extract(_LAUNCH_RUN_ID, 1).alias("run_id"))
         .filter(pl.col("run_id").is_not_null() & (pl.col("run_id") != "none"))
+        .collect()
         .to_series()
     )
     return found[0] if len(found) else None
