@@ -387,10 +387,24 @@ def test_kubernetes_node_events_of_planned_work(tmp_path: Path) -> None:
         event("e-2", "gpu0006", "NodeNotReady", "Node gpu0006 status is now: NodeNotReady"),
         event("e-3", "gpu0007", "Rebooted", "Node gpu0007 has been rebooted, boot id: 42"),
     ]))  # fmt: skip
+    (tmp_path / "k8s_pods").mkdir()
+    (tmp_path / "k8s_pods" / "pods_20260603T113000Z.json").write_text(_kube_list([
+        _lost("up-1", "d0000000-0000-4000-8000-000000000001", "gpu0005"),
+        _lost("nr-1", "d0000000-0000-4000-8000-000000000002", "gpu0006"),
+    ]))  # fmt: skip
     db = tmp_path / "relia.duckdb"
     ingest.ingest(db, ingest.discover([tmp_path]))
     assert _query(db, "select node, node_signal from stg_k8s_events order by node") == [
         ("gpu0005", "planned_work"),
         ("gpu0006", "node_not_ready"),
         ("gpu0007", "node_rebooted"),
+    ]
+    # both pods lost their node at 10:00:30, 30 s after the node's event
+    assert _query(
+        db,
+        "select job_id_raw, cause_class, attribution from int_job_interruptions "
+        "order by job_id_raw",
+    ) == [
+        ("k8s:ml/nr-1", "unknown", "scheduler-only"),
+        ("k8s:ml/up-1", "maintenance", "scheduler-only"),
     ]
