@@ -408,3 +408,32 @@ def test_kubernetes_node_events_of_planned_work(tmp_path: Path) -> None:
         ("k8s:ml/nr-1", "unknown", "scheduler-only"),
         ("k8s:ml/up-1", "maintenance", "scheduler-only"),
     ]
+
+
+def test_fleet_register_and_dcgm_without_nvidia_smi_give_gpu_lives(tmp_path: Path) -> None:
+    # gpu0001 installed 2026-01-01, one GPU seen by DCGM on 2026-06-03 (06:00 and 18:00): the
+    # window is that day; every life is left-truncated at 153 days (3672 h) and censored at the
+    # window end (3696 h): one per GPU-level class (6) for the GPU slot, one per node-level
+    # class (8) for the node
+    (tmp_path / "dcgm").mkdir()
+    (tmp_path / "dcgm" / "gpu0001.20260603T060000.prom").write_text(_scrape("06:00:00", 41))
+    (tmp_path / "dcgm" / "gpu0001.20260603T180000.prom").write_text(_scrape("18:00:00", 44))
+    (tmp_path / "fleet").mkdir()
+    (tmp_path / "fleet" / "fleet.csv").write_text(
+        "node,rack,cluster,batch,installed,removed\ngpu0001,r01,alpha,b1,2026-01-01,\n"
+    )
+    db = tmp_path / "relia.duckdb"
+    ingest.ingest(db, ingest.discover([tmp_path]))
+
+    rows = _query(
+        db,
+        "select unit_level, slot, count(*), min(entry_h), max(exit_h), bool_or(failed), "
+        "any_value(serial) from int_component_lives group by all order by unit_level, slot",
+    )
+    gpu_rows = [r for r in rows if r[0] == "gpu"]
+    node_rows = [r for r in rows if r[0] == "node"]
+    assert gpu_rows == [
+        ("gpu", "gpu0", 6, 3672.0, 3696.0, False, "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52")
+    ]
+    assert len(node_rows) == 8
+    assert {(r[2], r[3], r[4], r[5]) for r in node_rows} == {(1, 3672.0, 3696.0, False)}
