@@ -82,6 +82,9 @@ def _set_window(db_path: Path, start: str | None, end: str | None) -> None:
     if first is not None and last is not None and last <= first:
         msg = f"--window-end {end} is not after --window-start {start}: swap or widen them"
         raise typer.BadParameter(msg, param_hint="--window-end")
+    if not db_path.exists():
+        err.print(_error("error", "red", f"no warehouse at {db_path}: run relia ingest first"))
+        raise typer.Exit(1)
     from pipelines import warehouse
 
     with warehouse.connect(db_path, lock_timeout_s=30) as con:

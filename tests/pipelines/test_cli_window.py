@@ -70,3 +70,11 @@ def test_fit_takes_the_window_options() -> None:
     assert result.exit_code == 0
     assert "--window-start" in result.output
     assert "--window-end" in result.output
+
+
+def test_window_options_on_a_missing_warehouse_say_what_to_do(tmp_path: Path) -> None:
+    missing = tmp_path / "none.duckdb"
+    result = runner.invoke(app, ["summary", "--db", str(missing), "--window-start", "2026-06-01"])
+    assert result.exit_code == 1
+    assert "relia ingest" in result.output
+    assert not missing.exists()
