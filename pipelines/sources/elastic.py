@@ -184,7 +184,8 @@ def parse(
         ``rendezvous_joined`` line of the file), ``group_rank`` and ``n_nodes`` (joined lines),
         ``world_size`` (workers, from ``global_world_sizes``), ``restart_count`` (that of the
         latest ``Rendezvous complete`` result block of the file: the agent's attempt when the
-        log has no joined-round lines), ``local_rank``, ``exit_code``
+        log has no joined-round lines; in a log without result blocks, the number of
+        ``Starting worker group`` lines up to this one, minus one), ``local_rank``, ``exit_code``
         (as printed: negative for a signal) and ``pid`` (failed workers), ``restarts_left`` and
         ``max_restarts`` (restart lines), ``signal_name`` (death and closing signals),
         ``message`` and ``log_format``.
@@ -498,9 +499,15 @@ def _with_context(
     """
     good = pl.col("reason").is_null()
     name_run, name_host = _names_from_path(source_file)
+    from_blocks = pl.when(good).then(pl.col("restart_count_here")).forward_fill()
+    # a log without result blocks: the worker-group starts seen so far, minus one
+    starts_before = (good & (pl.col("event") == "workers_started")).cast(pl.Int32).cum_sum() - 1
+    from_starts = pl.when(pl.col("restart_count_here").is_null().all() & (starts_before >= 0)).then(
+        starts_before
+    )
     filled = checked.sort("line_no").with_columns(
         pl.when(good).then(pl.col("round_joined")).forward_fill().alias("round"),
-        pl.when(good).then(pl.col("restart_count_here")).forward_fill().alias("restart_count"),
+        pl.coalesce(from_blocks, from_starts).alias("restart_count"),
         _carried(pl.when(good).then(pl.col("line_run_id")), launch_run, run, name_run).alias(
             "run_id"
         ),

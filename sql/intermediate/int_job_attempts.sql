@@ -18,7 +18,7 @@
 -- round is the joined-round number of dynamic rendezvous logs; logs without joined-round lines
 -- (static rendezvous, torch versions or log levels that print none) use the restart_count of the
 -- agents' "Rendezvous complete" result blocks, which every agent of a run increments on each
--- group restart. The attempt's nodes are the agents that joined the round or started workers in
+-- group restart (a log without result blocks counts its "Starting worker group" lines instead). The attempt's nodes are the agents that joined the round or started workers in
 -- it. It starts when the first agent starts its workers and ends at the first worker failure
 -- (FAILED), the first death signal (CANCELLED) or the last successful finish (COMPLETED). A
 -- positive worker exit code is an application (Python) exit; a negative one is a signal.

@@ -8,11 +8,13 @@ failure. The files are written here by hand and every expectation is read off th
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pipelines import ingest, warehouse
+from tests.pipelines.sources.test_elastic_real import GLOG_STARTS_ONLY
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -265,6 +267,35 @@ def test_torchrun_only_warehouse_yields_interruptions_with_causes_and_overheads(
         (1, "application", "application", 120.5, "elastic"),
         (2, "unknown", "unattributed", 180.0, "elastic"),
     ]
+
+
+def test_torchrun_log_with_worker_group_starts_only(tmp_path: Path) -> None:
+    # one agent, glog (torch 2.3+), no result block and no joined line: attempt 1 starts at
+    # 08:00:00 and fails at 10:00:00 (exit 1: application); attempt 2 starts at 10:01:30
+    # (overhead 90 s) and finishes at 12:00:00
+    landing = tmp_path / "elastic"
+    landing.mkdir()
+    log = landing / "agent-0.log"
+    log.write_text(textwrap.dedent(GLOG_STARTS_ONLY).lstrip("\n"))
+    mtime = datetime(2026, 6, 2, tzinfo=UTC).timestamp()  # glog prints no year: the mtime's
+    os.utime(log, (mtime, mtime))
+    db = tmp_path / "relia.duckdb"
+    ingest.ingest(
+        db,
+        ingest.discover([landing]),
+        parser_options={"elastic": {"host": "gpu0001", "run": "llm-5"}},
+    )
+    june_1 = datetime(2026, 6, 1, tzinfo=UTC)
+    assert _query(
+        db, "select attempt, state, start_ts, end_ts from int_job_attempts order by attempt"
+    ) == [
+        (1, "FAILED", june_1.replace(hour=8), june_1.replace(hour=10)),
+        (2, "COMPLETED", june_1.replace(hour=10, minute=1, second=30), june_1.replace(hour=12)),
+    ]
+    assert _query(
+        db,
+        "select attempt, cause_class, attribution, restart_overhead_s from int_job_interruptions",
+    ) == [(1, "application", "application", 90.0)]
 
 
 # --- DCGM only ---------------------------------------------------------------------------------

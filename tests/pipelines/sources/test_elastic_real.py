@@ -246,3 +246,40 @@ def test_elastic_result_block_with_list_values_and_an_unknown_field() -> None:
         ("world_sizes", 4, None, None, 6, "10.0.0.7"),
         ("workers_started", 4, None, None, None, "10.0.0.7"),
     ]
+
+
+GLOG_STARTS_ONLY = """
+    I0601 08:00:00.000000 4242 torch/distributed/elastic/agent/server/api.py:870] [default] Starting worker group
+    step 1 | loss 2.5
+    E0601 10:00:00.000000 4242 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 0 (pid: 11) of binary: /usr/bin/python3
+    I0601 10:00:01.000000 4242 torch/distributed/elastic/agent/server/api.py:889] [default] Worker group FAILED. 2/3 attempts left; will restart worker group
+    I0601 10:00:01.500000 4242 torch/distributed/elastic/agent/server/api.py:699] [default] Stopping worker group
+    I0601 10:00:02.000000 4242 torch/distributed/elastic/agent/server/api.py:677] [default] Rendezvous'ing worker group
+    I0601 10:01:30.000000 4242 torch/distributed/elastic/agent/server/api.py:870] [default] Starting worker group
+    I0601 12:00:00.000000 4242 torch/distributed/elastic/agent/server/api.py:910] [default] worker group successfully finished. Waiting 300 seconds for other agents to finish.
+"""  # noqa: E501
+
+
+def test_elastic_without_blocks_or_joined_lines_counts_worker_group_starts() -> None:
+    # no result block, no joined line: the attempt is the number of "Starting worker group"
+    # lines so far, minus one (lines 1-6 belong to restart 0, 7-8 to restart 1)
+    data = textwrap.dedent(GLOG_STARTS_ONLY).lstrip("\n").encode()
+    result = parse(
+        data,
+        source_file="/landing/elastic/agent.log",
+        now=NOW,
+        file_mtime=datetime(2026, 6, 2, tzinfo=UTC),
+        host="gpu0001",
+        run="llm-5",
+    )
+    assert result.rejects.height == 0
+    assert result.n_ignored == 1
+    assert result.rows.select("line_no", "event", "restart_count", "round").rows() == [
+        (1, "workers_started", 0, None),
+        (3, "worker_failed", 0, None),
+        (4, "group_restart", 0, None),
+        (5, "group_stopping", 0, None),
+        (6, "rendezvous_start", 0, None),
+        (7, "workers_started", 1, None),
+        (8, "group_succeeded", 1, None),
+    ]
