@@ -203,8 +203,7 @@ def test_static_rendezvous_logs_without_join_lines_or_role_tag_still_give_attemp
     assert len(static_runs) >= 2  # the generator's real-format variant is present
     jobs = {f"elastic:{run}" for run in static_runs}
     attempts = con.execute(
-        "select job_id_raw, count(*) from int_job_attempts where scheduler = 'elastic' "
-        "group by all"
+        "select job_id_raw, count(*) from int_job_attempts where scheduler = 'elastic' group by all"
     ).fetchall()
     assert jobs <= {job for job, n in attempts if n >= 1}
     # and their interruptions are among those matched one by one against the truth above
