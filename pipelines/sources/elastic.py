@@ -36,7 +36,7 @@ descriptor is ``<fqdn>_<pid>_<n>``), the launch configuration's ``run_id`` and t
 agent's ``master_addr``; else from the ``run=`` / ``host=`` options (``relia ingest --run
 --host``); else, as a documented legacy fallback, from a file name ``<run_id>__<host>.log``.
 Logs without joined-round lines (static rendezvous, torch versions or log levels that print
-none) still give attempts: every line carries the ``restart_count`` of the agent's latest
+none) still give attempts: their ``round`` is the ``restart_count`` of the agent's latest
 ``Rendezvous complete`` result block.
 """  # noqa: E501
 
@@ -75,7 +75,6 @@ SCHEMA: dict[str, pl.DataType] = {
     "local_rank": pl.Int32(),
     "exit_code": pl.Int32(),
     "pid": pl.Int64(),
-    "restart_count": pl.Int32(),
     "restarts_left": pl.Int32(),
     "max_restarts": pl.Int32(),
     "signal_name": pl.String(),
@@ -180,12 +179,12 @@ def parse(
     Parsed
         ``rows`` with the ``raw_elastic_events`` columns (:data:`SCHEMA`): ``run_id``, ``host``
         (short name), ``ts``, ``level``, ``logger``, ``event`` (a key of :data:`EVENTS`),
-        ``role``, ``round`` (rendezvous round the agent was in: that of the latest
-        ``rendezvous_joined`` line of the file), ``group_rank`` and ``n_nodes`` (joined lines),
-        ``world_size`` (workers, from ``global_world_sizes``), ``restart_count`` (that of the
-        latest ``Rendezvous complete`` result block of the file: the agent's attempt when the
-        log has no joined-round lines; in a log without result blocks, the number of
-        ``Starting worker group`` lines up to this one, minus one), ``local_rank``, ``exit_code``
+        ``role``, ``round`` (the attempt round the agent was in: that of the latest
+        ``rendezvous_joined`` line of the file; in a log without joined-round lines, the
+        ``restart_count`` of the latest ``Rendezvous complete`` result block; in a log without
+        either, the number of ``Starting worker group`` lines up to this one, minus one),
+        ``group_rank`` and ``n_nodes`` (joined lines, result blocks),
+        ``world_size`` (workers, from ``global_world_sizes``), ``local_rank``, ``exit_code``
         (as printed: negative for a signal) and ``pid`` (failed workers), ``restarts_left`` and
         ``max_restarts`` (restart lines), ``signal_name`` (death and closing signals),
         ``message`` and ``log_format``.
@@ -490,7 +489,7 @@ def _with_context(
     host: str | None,
     run: str | None,
 ) -> pl.DataFrame:
-    """Round, restart count, run and host of every line; continuation times.
+    """Round (joined round, else restart count), run and host of every line; continuation times.
 
     The values of good lines are carried forward in file order (and the first one backward, to
     the lines before it). Run and host fall back on the launch configuration and the rank-0
@@ -499,6 +498,7 @@ def _with_context(
     """
     good = pl.col("reason").is_null()
     name_run, name_host = _names_from_path(source_file)
+    joined_round = pl.when(good).then(pl.col("round_joined")).forward_fill()
     from_blocks = pl.when(good).then(pl.col("restart_count_here")).forward_fill()
     # a log without result blocks: the worker-group starts seen so far, minus one
     starts_before = (good & (pl.col("event") == "workers_started")).cast(pl.Int32).cum_sum() - 1
@@ -506,8 +506,11 @@ def _with_context(
         starts_before
     )
     filled = checked.sort("line_no").with_columns(
-        pl.when(good).then(pl.col("round_joined")).forward_fill().alias("round"),
-        pl.coalesce(from_blocks, from_starts).alias("restart_count"),
+        # the joined-round number where the log prints one, else the restart count
+        pl.when((good & pl.col("round_joined").is_not_null()).any())
+        .then(joined_round)
+        .otherwise(pl.coalesce(from_blocks, from_starts))
+        .alias("round"),
         _carried(pl.when(good).then(pl.col("line_run_id")), launch_run, run, name_run).alias(
             "run_id"
         ),

@@ -15,10 +15,10 @@
 -- TIMEOUT, else FAILED. An exit code 1-127 with reason Error is an application (Python) exit.
 --
 -- elastic: each rendezvous round whose worker group started is an attempt (in start order). The
--- round is the joined-round number of dynamic rendezvous logs; logs without joined-round lines
--- (static rendezvous, torch versions or log levels that print none) use the restart_count of the
--- agents' "Rendezvous complete" result blocks, which every agent of a run increments on each
--- group restart (a log without result blocks counts its "Starting worker group" lines instead). The attempt's nodes are the agents that joined the round or started workers in
+-- round (stg_elastic_events.round) is the joined-round number of dynamic rendezvous logs; in logs
+-- without joined-round lines (static rendezvous, torch versions or log levels that print none) it
+-- is the restart_count of the agents' "Rendezvous complete" result blocks, which every agent of a
+-- run increments on each group restart (without result blocks: the worker-group starts so far). The attempt's nodes are the agents that joined the round or started workers in
 -- it. It starts when the first agent starts its workers and ends at the first worker failure
 -- (FAILED), the first death signal (CANCELLED) or the last successful finish (COMPLETED). A
 -- positive worker exit code is an application (Python) exit; a negative one is a signal.
@@ -182,11 +182,8 @@ k8s_attempts as (
 -- torchrun (elastic) -------------------------------------------------------------------------
 
 agent_lines as (
-    select
-        stg_elastic_events.* exclude (round),
-        coalesce(stg_elastic_events.round, stg_elastic_events.restart_count) as round
-    from stg_elastic_events
-    where coalesce(stg_elastic_events.round, stg_elastic_events.restart_count) is not null
+    select * from stg_elastic_events
+    where round is not null
 ),
 
 rounds as (

@@ -73,11 +73,10 @@ create table if not exists raw_elastic_events (
     logger varchar,
     event varchar,                   -- workers_started, worker_failed, group_restart, ...
     role varchar,
-    round integer,                   -- rendezvous round the agent was in
+    round integer,                   -- attempt round the agent was in (joined round, else restart count)
     group_rank integer,
     n_nodes integer,                 -- world size of the rendezvous (agents)
     world_size integer,              -- workers (global_world_sizes)
-    restart_count integer,           -- of the latest rendezvous result block (attempt - 1)
     local_rank integer,
     exit_code integer,               -- as printed: negative for a signal
     pid bigint,

@@ -21,7 +21,6 @@ final as (
         deduplicated.group_rank,
         deduplicated.n_nodes,
         deduplicated.world_size,
-        deduplicated.restart_count,
         deduplicated.local_rank,
         deduplicated.exit_code,
         deduplicated.pid,

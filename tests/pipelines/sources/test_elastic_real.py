@@ -133,7 +133,7 @@ def test_elastic_real_torch_1_9_basicconfig_with_collector_stamps() -> None:
     )
     assert result.rejects.height == 0
     assert result.rows.select(
-        "event", "ts", "level", "restart_count", "group_rank", "n_nodes", "world_size"
+        "event", "ts", "level", "round", "group_rank", "n_nodes", "world_size"
     ).rows() == [
         ("group_restart", _ts("2021-08-13T10:46:01.1"), "INFO", None, None, None, None),
         ("rendezvous_complete", _ts("2021-08-13T10:46:01.2"), "INFO", 1, 0, 1, None),
@@ -181,19 +181,20 @@ def test_elastic_result_blocks_without_joined_lines_or_role_tag() -> None:
     assert set(rows["host"]) == {"gpu0007"}
     assert set(rows["run_id"]) == {"llm-3"}
     assert rows["role"].null_count() == rows.height
-    assert rows.select("event", "restart_count", "round").rows() == [
-        ("agent_start", None, None),
-        ("rendezvous_start", None, None),
-        ("rendezvous_complete", 0, None),
-        ("world_sizes", 0, None),
-        ("workers_started", 0, None),
-        ("worker_failed", 0, None),
-        ("group_restart", 0, None),
-        ("group_stopping", 0, None),
-        ("rendezvous_start", 0, None),
-        ("rendezvous_complete", 1, None),
-        ("world_sizes", 1, None),
-        ("workers_started", 1, None),
+    # no joined round: the round is the result blocks' restart_count
+    assert rows.select("event", "round").rows() == [
+        ("agent_start", None),
+        ("rendezvous_start", None),
+        ("rendezvous_complete", 0),
+        ("world_sizes", 0),
+        ("workers_started", 0),
+        ("worker_failed", 0),
+        ("group_restart", 0),
+        ("group_stopping", 0),
+        ("rendezvous_start", 0),
+        ("rendezvous_complete", 1),
+        ("world_sizes", 1),
+        ("workers_started", 1),
     ]
     complete = rows.filter(pl.col("event") == "rendezvous_complete")
     assert complete.select("group_rank", "n_nodes").rows() == [(0, 2), (0, 2)]
@@ -240,7 +241,7 @@ def test_elastic_result_block_with_list_values_and_an_unknown_field() -> None:
     )
     assert result.rejects.height == 0
     assert result.rows.select(
-        "event", "restart_count", "group_rank", "n_nodes", "world_size", "host"
+        "event", "round", "group_rank", "n_nodes", "world_size", "host"
     ).rows() == [
         ("rendezvous_complete", 4, 0, 3, None, "10.0.0.7"),
         ("world_sizes", 4, None, None, 6, "10.0.0.7"),
@@ -274,12 +275,12 @@ def test_elastic_without_blocks_or_joined_lines_counts_worker_group_starts() -> 
     )
     assert result.rejects.height == 0
     assert result.n_ignored == 1
-    assert result.rows.select("line_no", "event", "restart_count", "round").rows() == [
-        (1, "workers_started", 0, None),
-        (3, "worker_failed", 0, None),
-        (4, "group_restart", 0, None),
-        (5, "group_stopping", 0, None),
-        (6, "rendezvous_start", 0, None),
-        (7, "workers_started", 1, None),
-        (8, "group_succeeded", 1, None),
+    assert result.rows.select("line_no", "event", "round").rows() == [
+        (1, "workers_started", 0),
+        (3, "worker_failed", 0),
+        (4, "group_restart", 0),
+        (5, "group_stopping", 0),
+        (6, "rendezvous_start", 0),
+        (7, "workers_started", 1),
+        (8, "group_succeeded", 1),
     ]
