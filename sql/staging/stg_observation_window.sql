@@ -13,6 +13,9 @@ inventory_span as (
     from stg_inventory
 ),
 
+-- the other sources' spans straight from their raw tables: a duplicate row (re-read file,
+-- overlapping dump) has the same times, so staging's deduplication (a window over every DCGM
+-- sample) would change nothing here but its cost
 telemetry_times as (
     select start_ts as ts from stg_slurm_jobs
     union all
@@ -20,21 +23,21 @@ telemetry_times as (
     union all
     select ts from stg_xid_events
     union all
-    select ts from stg_k8s_events
+    select coalesce(first_ts, event_time_ts, created_ts) as ts from raw_k8s_events
     union all
-    select last_seen_ts as ts from stg_k8s_events
+    select coalesce(last_ts, event_time_ts, first_ts, created_ts) as ts from raw_k8s_events
     union all
-    select started_ts as ts from stg_k8s_pods
+    select started_ts as ts from raw_k8s_pods
     union all
-    select finished_ts as ts from stg_k8s_pods
+    select finished_ts as ts from raw_k8s_pods
     union all
-    select ts from stg_elastic_events
+    select ts from raw_elastic_events
     union all
-    select ts from stg_dcgm_samples
+    select ts from raw_dcgm_samples
     union all
-    select start_ts as ts from stg_node_events
+    select start_ts as ts from raw_node_events
     union all
-    select end_ts as ts from stg_node_events
+    select end_ts as ts from raw_node_events
     union all
     select opened_ts as ts from stg_repairs
     union all
