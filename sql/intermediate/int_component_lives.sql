@@ -15,19 +15,23 @@ classes as (select * from seed_component_class),
 
 snapshots as (select * from stg_inventory),
 
+-- GPUs seen by DCGM, one row per (host, GPU index, UUID) at its first sample; read from the raw
+-- table: a duplicate sample changes neither, and staging's deduplication is a window over every
+-- sample
 dcgm_gpus as (
     select
-        stg_dcgm_samples.host,
-        stg_dcgm_samples.ts as snapshot_ts,
-        stg_dcgm_samples.gpu_index,
-        stg_dcgm_samples.uuid as serial
-    from stg_dcgm_samples
+        raw_dcgm_samples.host,
+        min(raw_dcgm_samples.ts) as snapshot_ts,
+        raw_dcgm_samples.gpu_index,
+        raw_dcgm_samples.uuid as serial
+    from raw_dcgm_samples
     where
-        stg_dcgm_samples.gpu_index is not null
-        and stg_dcgm_samples.host not in (
+        raw_dcgm_samples.gpu_index is not null
+        and raw_dcgm_samples.host not in (
             select snapshots.host from snapshots
             where snapshots.host is not null
         )
+    group by raw_dcgm_samples.host, raw_dcgm_samples.gpu_index, raw_dcgm_samples.uuid
 ),
 
 inventory as (
