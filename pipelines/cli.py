@@ -38,6 +38,58 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print results as JSON 
 TrackedOption = Annotated[
     bool, typer.Option("--tracked", help="Run as a tracked Prefect flow run (pays a server start).")
 ]
+WindowStartOption = Annotated[
+    str | None,
+    typer.Option(
+        "--window-start",
+        help="Observation window start, ISO date or time in UTC (default: the telemetry's span).",
+    ),
+]
+WindowEndOption = Annotated[
+    str | None,
+    typer.Option(
+        "--window-end",
+        help="Observation window end (exclusive), ISO date or time in UTC (default: telemetry).",
+    ),
+]
+
+
+def _window_epoch_s(option: str, text: str) -> float:
+    """Seconds since the epoch of an ISO date or date-time (UTC unless it names an offset)."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        msg = f"{option} {text!r} is not an ISO date: write e.g. 2026-03-01 or 2026-03-01T12:00"
+        raise typer.BadParameter(msg, param_hint=option) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def _set_window(db_path: Path, start: str | None, end: str | None) -> None:
+    """Store ``--window-start/--window-end`` as the views' window (cfg_params, kept for later)."""
+    if start is None and end is None:
+        return
+    bounds = {
+        name: _window_epoch_s(option, text)
+        for name, option, text in (
+            ("window_start_epoch_s", "--window-start", start),
+            ("window_end_epoch_s", "--window-end", end),
+        )
+        if text is not None
+    }
+    first, last = bounds.get("window_start_epoch_s"), bounds.get("window_end_epoch_s")
+    if first is not None and last is not None and last <= first:
+        msg = f"--window-end {end} is not after --window-start {start}: swap or widen them"
+        raise typer.BadParameter(msg, param_hint="--window-end")
+    if not db_path.exists():
+        err.print(_error("error", "red", f"no warehouse at {db_path}: run relia ingest first"))
+        raise typer.Exit(1)
+    from pipelines import warehouse
+
+    with warehouse.connect(db_path, lock_timeout_s=30) as con:
+        for name, value in bounds.items():
+            warehouse.set_param(con, name, value)
 
 
 def _prefect_defaults() -> None:
@@ -333,11 +385,17 @@ def _print_summary(db_path: Path, summary: dict[str, list[dict[str, Any]]]) -> N
 
 
 @app.command()
-def summary(db: DbOption = None, as_json: JsonOption = False) -> None:
+def summary(
+    db: DbOption = None,
+    as_json: JsonOption = False,
+    window_start: WindowStartOption = None,
+    window_end: WindowEndOption = None,
+) -> None:
     """Print the fleet summary from the warehouse."""
     from pipelines.settings import Settings
 
     settings = Settings.from_env(db_path=db)
+    _set_window(settings.db_path, window_start, window_end)
     result = _summary(settings.db_path)
     if as_json:
         _print_json(result)
@@ -402,6 +460,8 @@ def fit(
     db: DbOption = None,
     tracked: TrackedOption = False,
     as_json: JsonOption = False,
+    window_start: WindowStartOption = None,
+    window_end: WindowEndOption = None,
 ) -> None:
     """Fit MTBF per component class (and cohort), store it in fit_results, print the AIC choice."""
     import warnings
@@ -409,6 +469,7 @@ def fit(
     from pipelines.settings import Settings
 
     settings = Settings.from_env(db_path=db)
+    _set_window(settings.db_path, window_start, window_end)
     cohorts = list(by or [])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

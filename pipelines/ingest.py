@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from pipelines import lake, quality, streams, warehouse
-from pipelines.sources import PARSERS, batch
+from pipelines.sources import IDENTITY_OPTIONS, PARSERS, batch
 from pipelines.sources.common import REJECT_SCHEMA, Parsed
 
 if TYPE_CHECKING:
@@ -143,14 +143,12 @@ def identity_options(
     files: Iterable[LandingFile], *, host: str | None = None, run: str | None = None
 ) -> dict[str, dict[str, Any]]:
     """Parser options that name the host and run of files whose content does not
-    (``relia ingest --host/--run``), for each source of ``files`` whose parser takes them."""
-    import inspect
-
+    (``relia ingest --host/--run``), for each source of ``files`` whose parser takes them
+    (:data:`pipelines.sources.IDENTITY_OPTIONS`)."""
     given = {k: v for k, v in {"host": host, "run": run}.items() if v is not None}
     options: dict[str, dict[str, Any]] = {}
     for source in sorted({f.source for f in files}):
-        accepted = inspect.signature(PARSERS[source][1].parse).parameters
-        chosen = {k: v for k, v in given.items() if k in accepted}
+        chosen = {k: v for k, v in given.items() if k in IDENTITY_OPTIONS.get(source, ())}
         if chosen:
             options[source] = chosen
     return options

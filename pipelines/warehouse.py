@@ -34,7 +34,11 @@ _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 RAW_TABLES = ("raw_slurm_jobs", "raw_xid_events", "raw_inventory", "raw_fleet", "raw_repairs")
 _LINEAGE_TABLES = ("raw_quarantine", "raw_quality_results", "raw_ingest_files")
 """Lineage tables keyed by ``file_sha256`` (a file's content hash or a stream's id)."""
-SEEDS = {"seed_xid": "dim_xid.csv", "seed_component_class": "dim_component_class.csv"}
+SEEDS = {
+    "seed_xid": "dim_xid.csv",
+    "seed_component_class": "dim_component_class.csv",
+    "seed_planned_reason": "dim_planned_reason.csv",
+}
 ADDED_COLUMNS = (("raw_fault_events", "unit_group", "varchar"),)
 """Columns added to a raw table after it first shipped: ``(table, column, type)``. A warehouse
 made before gains them (empty) when its schema is applied; a table the lake has replaced by a

@@ -41,4 +41,13 @@ PARSERS: dict[str, tuple[str, ModuleType]] = {
 }
 """Source folder name → (raw table name, parser module)."""
 
-__all__ = ["PARSERS"]
+IDENTITY_OPTIONS: dict[str, tuple[str, ...]] = {
+    "elastic": ("host", "run"),
+    "kernel": ("host",),
+    "dcgm": ("host",),
+}
+"""Sources whose parser takes ``host=`` / ``run=`` (``relia ingest --host/--run``) for files
+that do not name them; what the content names wins, a file-name convention is the last
+fallback. Pass these options only to these sources."""
+
+__all__ = ["IDENTITY_OPTIONS", "PARSERS"]

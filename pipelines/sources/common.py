@@ -189,6 +189,28 @@ def utc_now(now: datetime | None) -> datetime:
     return now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
 
 
+GENERIC_LOG_NAMES = frozenset(
+    {"dmesg", "kern", "kernel", "syslog", "messages", "journal", "system", "all", "log", "current",
+     "daemon", "warn", "debug"}
+)  # fmt: skip
+"""File names (up to the first dot) that name a kind of log, not the host it came from."""
+
+
+def path_host(source_file: str, *, source_folders: frozenset[str] = frozenset()) -> str | None:
+    """The host a log's path names, for lines that print none: the file name up to its first
+    dot (``gpu0001.log.1`` → ``gpu0001``) unless it is a generic log name (``dmesg``,
+    ``kern.log.1``, :data:`GENERIC_LOG_NAMES`), then the folder (``kernel/gpu0001/dmesg.log`` →
+    ``gpu0001``) unless that is a source folder of the landing; else None."""
+    path = PurePath(source_file)
+    stem = path.name.split(".", 1)[0]
+    if stem and stem.lower() not in GENERIC_LOG_NAMES:
+        return stem
+    folder = path.parent.name
+    if folder and folder not in source_folders and folder.lower() not in GENERIC_LOG_NAMES:
+        return folder
+    return None
+
+
 def file_stem(source_file: str) -> str:
     """The file name up to its first dot: ``/landing/kernel/gpu0001.log.1`` → ``gpu0001``."""
     return PurePath(source_file).name.split(".", 1)[0]

@@ -105,7 +105,9 @@ _BY_TAG = {tag: column for column, (_, tag) in METRICS.items() if tag}
 _ISO_PREFIX = r"^([0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:]{8}(?:[.,][0-9]+)?(?:Z|[+-][0-9:]{2,5})?)\s+"
 
 
-def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Parsed:
+def parse(
+    data: bytes, *, source_file: str, now: datetime | None = None, host: str | None = None
+) -> Parsed:
     """Parse one DCGM file (dcgm-exporter scrapes or timestamped ``dcgmi dmon`` output).
 
     Parameters
@@ -115,10 +117,13 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
     source_file
         Path recorded on every row and reject. Its name up to the first dot (less a
         ``_<YYYYmmddTHHMMSSZ>`` suffix) is the host when the samples carry no ``Hostname``
-        label; a name ending ``_<YYYYmmddTHHMMSSZ>.prom`` gives the scrape time of samples
-        without a timestamp.
+        label and ``host`` is not given; a name ending ``_<YYYYmmddTHHMMSSZ>.prom`` gives the
+        scrape time of samples without a timestamp.
     now
         Reference time for the "not in the future" check (default: current UTC time).
+    host
+        The node the file is from (``relia ingest --host``), for samples without a
+        ``Hostname`` label and for ``dmon`` output (which prints none).
 
     Returns
     -------
@@ -152,9 +157,10 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
         return Parsed(empty_rows(SCHEMA), empty_file_reject(source_file), 0)
     now_utc = utc_now(now)
     lines = split_lines(data)
+    fallback_host = host if host is not None else _host_from_name(source_file)
     if b"#Entity" in data[: 1 << 16]:
-        return _parse_dmon(lines, source_file, now_utc)
-    return _parse_prometheus(lines, source_file, now_utc)
+        return _parse_dmon(lines, source_file, now_utc, fallback_host)
+    return _parse_prometheus(lines, source_file, now_utc, fallback_host)
 
 
 # --- dcgm-exporter text exposition ---------------------------------------------------------------
@@ -173,7 +179,9 @@ def _series(text: str) -> tuple[str | None, dict[str, str] | None, str | None]:
     return samples[0].name, dict(samples[0].labels), None
 
 
-def _parse_prometheus(lines: pl.DataFrame, source_file: str, now: datetime) -> Parsed:
+def _parse_prometheus(
+    lines: pl.DataFrame, source_file: str, now: datetime, stem_host: str
+) -> Parsed:
     line = pl.col("line")
     stripped = line.str.strip_chars()
     samples = lines.filter((stripped != "") & ~stripped.str.starts_with("#"))
@@ -199,7 +207,6 @@ def _parse_prometheus(lines: pl.DataFrame, source_file: str, now: datetime) -> P
     samples = samples.filter(known)
     parts = pl.col("rest").str.split(" ").list.eval(pl.element().filter(pl.element() != ""))
     scrape = snapshot_time(source_file)
-    stem_host = _host_from_name(source_file)
     frame = samples.lazy().with_columns(
         parts.list.len().alias("n_parts"),
         parts.list.get(0, null_on_oob=True).alias("value_text"),
@@ -321,7 +328,7 @@ def _blank_to_null(value: pl.Expr) -> pl.Expr:
 # --- dcgmi dmon --------------------------------------------------------------------------------
 
 
-def _parse_dmon(lines: pl.DataFrame, source_file: str, now: datetime) -> Parsed:
+def _parse_dmon(lines: pl.DataFrame, source_file: str, now: datetime, host: str) -> Parsed:
     line = pl.col("line")
     frame = lines.filter(line.str.strip_chars() != "").with_columns(
         line.str.extract(_ISO_PREFIX, 1).alias("ts_text"),
@@ -365,7 +372,7 @@ def _parse_dmon(lines: pl.DataFrame, source_file: str, now: datetime) -> Parsed:
         .cast(pl.Int32, strict=False)
         .alias("gpu_index"),
         iso_utc(pl.col("ts_text").str.replace(",", ".", literal=True)).alias("ts"),
-        pl.lit(_host_from_name(source_file)).alias("host"),
+        pl.lit(host).alias("host"),
     )
     parts: list[pl.DataFrame] = []
     for tags_text, group in data.partition_by(

@@ -26,10 +26,10 @@ from pipelines.sources.common import (
     empty_file_reject,
     empty_rows,
     empty_to_null,
-    file_stem,
     find_lines,
     in_future,
     parsed_from,
+    path_host,
     utc_now,
     with_reasons,
 )
@@ -46,6 +46,9 @@ SCHEMA: dict[str, pl.DataType] = {
     "message": pl.String(),
     "log_format": pl.String(),
 }
+
+_FOLDERS = frozenset({"kernel"})
+"""The landing folder of kernel logs: never a host name."""
 
 MARKER = "NVRM: Xid"
 """Lines holding this text are in scope."""
@@ -93,6 +96,7 @@ def parse(
     source_file: str,
     file_mtime: datetime | None = None,
     now: datetime | None = None,
+    host: str | None = None,
 ) -> Parsed:
     """Parse the Xid lines of one kernel log.
 
@@ -101,8 +105,10 @@ def parse(
     data
         The file's bytes.
     source_file
-        Path recorded on every row and reject; its name up to the first dot is the host for
-        styles that print none (``dmesg_t``, ``dmesg_iso``).
+        Path recorded on every row and reject. For styles that print no host (``dmesg_t``,
+        ``dmesg_iso``) and no ``host`` option, the host is its name up to the first dot, unless
+        that is a generic log name (``dmesg.log``, ``kern.log.1``): then its folder
+        (``kernel/gpu0001/dmesg.log``); with neither, the line is a reject naming ``--host``.
     file_mtime
         The file's modification time, for the year of traditional syslog lines (which print
         none): the mtime's year, or the year before when that would put the line more than a
@@ -110,6 +116,9 @@ def parse(
     now
         Reference time for the "not in the future" check (default: current UTC time). Lines
         more than one day after it are rejects.
+    host
+        The node the log is from, for styles that print no host (``relia ingest --host``); a
+        host the line prints wins.
 
     Returns
     -------
@@ -132,7 +141,7 @@ def parse(
     >>> parse(line, source_file="gpu0001.log").rows.select("host", "xid", "message").row(0)
     ('gpu0001', 79, 'Off.')
     """
-    return parse_many([(data, source_file, {"file_mtime": file_mtime})], now=now)[0]
+    return parse_many([(data, source_file, {"file_mtime": file_mtime, "host": host})], now=now)[0]
 
 
 def parse_many(
@@ -141,7 +150,8 @@ def parse_many(
     """Parse several kernel logs in one pass: one polars plan for all their Xid lines.
 
     ``files`` holds ``(data, source_file, options)`` with the keyword options of :func:`parse`
-    (``file_mtime``); the results come in the same order and equal :func:`parse` file by file.
+    (``file_mtime``, ``host``); the results come in the same order and equal :func:`parse` file
+    by file.
     A plan costs milliseconds while a log holds a few Xid lines, so a fleet's logs are parsed
     together (the marker is still searched in each file's bytes on its own).
     """
@@ -167,7 +177,7 @@ def parse_many(
         counts.append(len(lines) - before)
         ignored.append(n_lines - counts[-1])
         references.append(utc_now(mtime) if mtime is not None else now_utc)
-        stems.append(file_stem(source_file) or None)
+        stems.append(options.get("host") or path_host(source_file, source_folders=_FOLDERS))
     if not parsed:
         return [p for p in out if p is not None]
     per_line = [k for k, n in enumerate(counts) for _ in range(n)]
@@ -253,6 +263,11 @@ def _checked(in_scope: pl.DataFrame, styles: list[str], now: datetime) -> pl.Dat
                 .otherwise(pl.lit("malformed or truncated PCI bus id")),
             ),
             (pl.col("ts").is_null(), pl.format("unparseable timestamp '{}'", pl.col("ts_text"))),
+            (
+                pl.col("host").is_null(),
+                "host unknown: this style prints none and the file name is a generic log name; "
+                "pass --host or put the log in a folder named after its host",
+            ),
             (
                 in_future(pl.col("ts"), now),
                 pl.format("timestamp in the future: {}", pl.col("ts_text")),

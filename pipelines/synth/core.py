@@ -171,6 +171,7 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         jobs,
         attempts,
         node_evidence=more.get("node_evidence"),
+        planned_evidence=more.get("planned_evidence"),
         scheduler=scheduler,
         facts=more.get("facts"),
     )
@@ -282,7 +283,12 @@ def _more_telemetry(
         text, n_rows, n_bad = node_events_mod.sacctmgr_text(config, extra[3], fleet, events)
         day = formats.slurm_time(config.window_end_s)[:10].replace("-", "")
         more["node_events"] = {f"sacctmgr_events_{day}.txt": text}
-        evidence += [e.node * key + e.start for e in events]
+        # planned work (seed_planned_reason) is evidence of class maintenance, not a failure
+        is_planned = [e.reason.startswith(node_events_mod.PLANNED_REASON) for e in events]
+        keys = [e.node * key + e.start for e in events]
+        planned = [k for k, p in zip(keys, is_planned, strict=True) if p]
+        more["planned_evidence"] = np.sort(np.array(planned, dtype=np.int64))
+        evidence += [k for k, p in zip(keys, is_planned, strict=True) if not p]
         more["counts"]["raw_node_events"] = (n_rows, n_bad)
         more.setdefault("n_lines", {})["node_events"] = text.count("\n")
         more["node_unavailability"] = node_events_mod.unavailability_truth(config, events)

@@ -21,8 +21,11 @@ node failure  the lost node's agent falls silent; the others' workers abort (-6)
 
 After a failure with a next attempt the agents that stay log ``Worker group FAILED. k/100
 attempts left; will restart worker group`` and rejoin; those not in the next round are stopped
-(``death signal``). Worker output lines are mixed in. One file per run and node:
-``elastic/<run_id>__<host>.log``.
+(``death signal``). Worker output lines are mixed in. Every third run is written as a static
+rendezvous under a launcher without roles: no join lines, no ``[default]`` tag, only the
+``Rendezvous complete`` result blocks (whose ``restart_count`` numbers the attempts). One file
+per run and node: ``elastic/<run_id>__<host>.log`` (the documented legacy naming: these logs name
+neither run nor host).
 """
 
 from __future__ import annotations
@@ -59,6 +62,9 @@ class ElasticOutput:
     n_lines: int = 0
     #: (job, attempt number) -> (state the views see, application exit)
     facts: dict[tuple[int, int], tuple[str, bool]] = field(default_factory=dict)
+    #: jobs written, and those written as a static rendezvous (no join lines, no role tag)
+    files_by_run: list[int] = field(default_factory=list)
+    static_runs: list[int] = field(default_factory=list)
 
 
 def _stamp(ts: int, ms: int, style: str, logger: str, level: str) -> str:
@@ -86,7 +92,13 @@ def elastic_files(
     for j in sorted(by_job):
         runs = sorted(by_job[j], key=lambda a: a.number)
         style = ("torch_bracket", "elastic_v1")[int(rng.integers(0, 2))]
-        logs = _job_logs(config, rng, fleet, jobs, j, runs, style, out)
+        # every third run logs like a static rendezvous (torchrun --node_rank/--master_addr)
+        # with a launcher that sets no role tag: no join lines, only result blocks
+        static = len(out.static_runs) < (len(out.files_by_run) + 1) // 3
+        logs = _job_logs(config, rng, fleet, jobs, j, runs, style, out, static=static)
+        out.files_by_run.append(j)
+        if static:
+            out.static_runs.append(j)
         rid = run_id(jobs, j)
         for node, lines in sorted(logs.items()):
             lines.sort(key=lambda x: (x[0], x[1]))
@@ -112,8 +124,15 @@ def _job_logs(
     runs: list[Attempt],
     style: str,
     out: ElasticOutput,
+    *,
+    static: bool = False,
 ) -> dict[int, list[tuple[int, int, str]]]:
-    """Lines (time, order, text) of every node's agent log of one run."""
+    """Lines (time, order, text) of every node's agent log of one run.
+
+    ``static``: the agents print no rendezvous join lines and no ``[default]`` role tag (static
+    rendezvous under a launcher without roles); attempts then come from the result blocks'
+    ``restart_count``.
+    """
     rid = run_id(jobs, j)
     w1 = config.window_end_s
     g = fleet.gpus_per_node
@@ -132,6 +151,10 @@ def _job_logs(
         scope: bool = True,
     ) -> None:
         nonlocal seq
+        if static and logger == RDZV:
+            return  # a static rendezvous prints no join lines
+        if static:
+            message = message.removeprefix("[default] ")
         seq += 1
         logs[node].append((ts, seq, _stamp(ts, ms, style, logger, level) + message))
         out.n_rows += scope
@@ -168,6 +191,9 @@ def _job_logs(
                 f"{rank} in a world of size {n}.")  # fmt: skip
             log(node, a.start_s - 1, AGENT, "INFO",
                 "[default] Rendezvous complete for workers. Result:")  # fmt: skip
+            if static:  # fields of the result block that are no rows
+                raw(node, a.start_s - 1, f"  group_rank={rank}")
+                raw(node, a.start_s - 1, f"  group_world_size={n}")
             if style == "torch_bracket":
                 log(node, a.start_s - 1, AGENT, "INFO", f"  restart_count={rnd}", scope=False)
                 log(node, a.start_s - 1, AGENT, "INFO",

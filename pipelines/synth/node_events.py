@@ -45,6 +45,10 @@ _NODE_REASONS = {
 }
 
 
+PLANNED_REASON = "planned maintenance"
+"""How the reason of a planned drain starts (planned work in sql/seeds/dim_planned_reason.csv)."""
+
+
 @dataclass(frozen=True)
 class NodeEvent:
     """One node event: ``end`` is the true end (printed only when before the window end);
@@ -93,7 +97,7 @@ def plan_node_events(
         if action == PLANNED:
             events.append(
                 NodeEvent(node, opened - DRAIN_LEAD_S, back, "DRAIN",
-                          f"planned maintenance: replace {cls} ({ticket})", "root(0)",
+                          f"{PLANNED_REASON}: replace {cls} ({ticket})", "root(0)",
                           "maintenance")
             )  # fmt: skip
             continue

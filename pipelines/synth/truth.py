@@ -149,6 +149,7 @@ def interruptions(
     attempts: list[Attempt],
     *,
     node_evidence: np.ndarray | None = None,
+    planned_evidence: np.ndarray | None = None,
     scheduler: np.ndarray | None = None,
     facts: dict[tuple[int, int], tuple[str, bool]] | None = None,
 ) -> list[dict[str, Any]]:
@@ -159,6 +160,8 @@ def interruptions(
     node_evidence
         Sorted keys ``node * 2**40 + time`` of node events (Slurm node events starting, a
         Kubernetes NodeNotReady): scheduler evidence without a class.
+    planned_evidence
+        Sorted keys of node events that are planned work: evidence of class ``maintenance``.
     scheduler
         The scheduler of every job (:mod:`pipelines.synth.schedulers`); None: all Slurm.
     facts
@@ -169,6 +172,8 @@ def interruptions(
 
     w0, w1 = config.window_start_s, config.window_end_s
     ev_keys = np.empty(0, dtype=np.int64) if node_evidence is None else node_evidence
+    pl_keys = np.empty(0, dtype=np.int64) if planned_evidence is None else planned_evidence
+    pl_cls = np.full(len(pl_keys), "maintenance", dtype=object)
     inc_node, inc_ts, inc_cls = failure_incidents(xids)
     inc_key = inc_node * _KEY + inc_ts
     inc_order = np.argsort(inc_key, kind="stable")
@@ -192,7 +197,11 @@ def interruptions(
         lo_t, hi_t = a.end_s - ATTRIBUTION_BEFORE_S, a.end_s + ATTRIBUTION_AFTER_S
         classes: set[str] = set()
         has_xid = False
-        for keys, cls, is_xid in ((inc_key, inc_cls, True), (tk_key, tk_cls, False)):
+        for keys, cls, is_xid in (
+            (inc_key, inc_cls, True),
+            (tk_key, tk_cls, False),
+            (pl_keys, pl_cls, False),
+        ):
             lo = np.searchsorted(keys, nodes + lo_t, side="left")
             hi = np.searchsorted(keys, nodes + hi_t, side="right")
             for i, j in zip(lo[lo < hi].tolist(), hi[lo < hi].tolist(), strict=True):

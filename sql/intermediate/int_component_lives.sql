@@ -4,13 +4,51 @@
 -- [tk.closed, removed or window end). A GPU slot's life is at risk for every GPU-level class; it
 -- fails only for the ticket's class when the action is replace (competing risks). Lives are clipped
 -- to the observation window: entry_h > 0 is left truncation, failed = false is right censoring.
+-- GPU slots come from the nvidia-smi snapshots; a node with none takes its GPU slots from its
+-- DCGM samples (GPU index; the UUID stands in for the serial), so a fleet register with DCGM
+-- scrapes alone still gives GPU lives.
 with fleet as (select * from stg_fleet),
 
 observation as (select * from stg_observation_window),
 
 classes as (select * from seed_component_class),
 
-inventory as (select * from stg_inventory),
+snapshots as (select * from stg_inventory),
+
+-- GPUs seen by DCGM, one row per (host, GPU index, UUID) at its first sample; read from the raw
+-- table: a duplicate sample changes neither, and staging's deduplication is a window over every
+-- sample
+dcgm_gpus as (
+    select
+        raw_dcgm_samples.host,
+        min(raw_dcgm_samples.ts) as snapshot_ts,
+        raw_dcgm_samples.gpu_index,
+        raw_dcgm_samples.uuid as serial
+    from raw_dcgm_samples
+    where
+        raw_dcgm_samples.gpu_index is not null
+        and raw_dcgm_samples.host not in (
+            select snapshots.host from snapshots
+            where snapshots.host is not null
+        )
+    group by raw_dcgm_samples.host, raw_dcgm_samples.gpu_index, raw_dcgm_samples.uuid
+),
+
+inventory as (
+    select
+        snapshots.host,
+        snapshots.snapshot_ts,
+        snapshots.slot,
+        snapshots.serial
+    from snapshots
+    union all
+    select
+        dcgm_gpus.host,
+        dcgm_gpus.snapshot_ts,
+        'gpu' || dcgm_gpus.gpu_index as slot,
+        dcgm_gpus.serial
+    from dcgm_gpus
+),
 
 tickets as (
     select * from stg_repairs

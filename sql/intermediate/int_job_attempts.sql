@@ -14,8 +14,12 @@
 -- NodeLost, a DisruptionTarget condition) NODE_FAIL, OOMKilled OUT_OF_MEMORY, DeadlineExceeded
 -- TIMEOUT, else FAILED. An exit code 1-127 with reason Error is an application (Python) exit.
 --
--- elastic: each rendezvous round whose worker group started is an attempt (in start order). It
--- starts when the first agent starts its workers and ends at the first worker failure
+-- elastic: each rendezvous round whose worker group started is an attempt (in start order). The
+-- round (stg_elastic_events.round) is the joined-round number of dynamic rendezvous logs; in logs
+-- without joined-round lines (static rendezvous, torch versions or log levels that print none) it
+-- is the restart_count of the agents' "Rendezvous complete" result blocks, which every agent of a
+-- run increments on each group restart (without result blocks: the worker-group starts so far). The attempt's nodes are the agents that joined the round or started workers in
+-- it. It starts when the first agent starts its workers and ends at the first worker failure
 -- (FAILED), the first death signal (CANCELLED) or the last successful finish (COMPLETED). A
 -- positive worker exit code is an application (Python) exit; a negative one is a signal.
 with jobs as (
@@ -186,7 +190,10 @@ rounds as (
     select
         agent_lines.run_id,
         agent_lines.round,
-        min(agent_lines.ts) filter (where agent_lines.event = 'rendezvous_joined') as submit_ts,
+        coalesce(
+            min(agent_lines.ts) filter (where agent_lines.event = 'rendezvous_joined'),
+            min(agent_lines.ts) filter (where agent_lines.event = 'rendezvous_complete')
+        ) as submit_ts,
         min(agent_lines.ts) filter (where agent_lines.event = 'workers_started') as start_ts,
         min(agent_lines.ts) filter (where agent_lines.event = 'worker_failed') as failed_ts,
         first(
@@ -196,7 +203,7 @@ rounds as (
         min(agent_lines.ts) filter (where agent_lines.event = 'death_signal') as signal_ts,
         max(agent_lines.ts) filter (where agent_lines.event = 'group_succeeded') as succeeded_ts,
         list(distinct agent_lines.host order by agent_lines.host)
-            filter (where agent_lines.event = 'rendezvous_joined') as nodes,
+            filter (where agent_lines.event in ('rendezvous_joined', 'workers_started')) as nodes,
         max(agent_lines.world_size) as world_size
     from agent_lines
     group by agent_lines.run_id, agent_lines.round

@@ -4,11 +4,13 @@
 -- nodes, and replace tickets opened on those nodes, within
 -- [end - attribution_before_s, end + attribution_after_s]. C = their component classes. Node
 -- events in the same interval on those nodes (a Slurm node event starting, a Kubernetes
--- NodeNotReady / Rebooted / GPU-unhealthy event) are scheduler evidence without a class. The
--- DCGM Xid gauge is never evidence: failures come from kernel-log Xid lines only.
+-- NodeNotReady / Rebooted / GPU-unhealthy event) are scheduler evidence without a class, unless
+-- they are planned work (stg_node_events.is_planned, a Kubernetes planned_work event, from
+-- seed_planned_reason): then they are a candidate of class 'maintenance' (planned work is not
+-- failure). The DCGM Xid gauge is never evidence: failures come from kernel-log Xid lines only.
 --   |C| > 1                                   -> ambiguous / ambiguous
 --   |C| = 1 with an Xid                       -> that class / hardware-confirmed
---   |C| = 1, ticket only                      -> that class / scheduler-only
+--   |C| = 1, ticket or planned work only      -> that class / scheduler-only
 --   |C| = 0 and (NODE_FAIL or a node event)   -> unknown / scheduler-only
 --   |C| = 0 and (OUT_OF_MEMORY, a Kubernetes OOMKilled, or an application exit: Kubernetes
 --             reason Error with code 1-127, torchrun worker exit code > 0)
@@ -27,14 +29,19 @@ tickets as (select * from stg_repairs where action = 'replace'),
 node_events as (
     select
         stg_node_events.node,
-        stg_node_events.start_ts as ts
+        stg_node_events.start_ts as ts,
+        stg_node_events.is_planned
     from stg_node_events
     union all
     select
         stg_k8s_events.node,
-        stg_k8s_events.ts
+        stg_k8s_events.ts,
+        stg_k8s_events.node_signal = 'planned_work' as is_planned
     from stg_k8s_events
-    where stg_k8s_events.node_signal in ('node_not_ready', 'node_rebooted', 'gpu_unhealthy')
+    where
+        stg_k8s_events.node_signal in (
+            'node_not_ready', 'node_rebooted', 'gpu_unhealthy', 'planned_work'
+        )
 ),
 
 interrupted as (
@@ -86,8 +93,8 @@ candidates as (
     select
         attempt_nodes.job_id_raw,
         attempt_nodes.attempt,
-        cast(null as varchar) as component_class,
-        'node_event' as evidence,
+        case when node_events.is_planned then 'maintenance' end as component_class,
+        case when node_events.is_planned then 'planned' else 'node_event' end as evidence,
         cast(null as varchar) as incident_id,
         attempt_nodes.node
     from attempt_nodes

@@ -3,7 +3,8 @@
 -- slurm: a node's events (down, drain, fail...) that overlap or touch merge into one outage, from
 -- the first start to the last end (null while an event is still open). The outage takes the
 -- reason of its first event and the class of its first event whose reason maps to one
--- (stg_node_events.unavailability_class; 'unknown' if none does).
+-- (stg_node_events.unavailability_class; 'unknown' if none does). is_planned: the outage began
+-- with planned work (stg_node_events.is_planned, from seed_planned_reason), not a failure.
 -- fault_log: every fault interval of int_fault_repairs (unit down from start_ts to end_ts), with
 -- its data set's class and category text.
 --
@@ -63,7 +64,11 @@ slurm_outages as (
             'unknown'
         ) as unavailability_class,
         list(numbered.state_base order by numbered.start_ts, numbered.line_no) as states,
-        count(*) as n_events
+        count(*) as n_events,
+        first(
+            numbered.is_planned
+            order by numbered.start_ts, numbered.source_file, numbered.line_no
+        ) as is_planned
     from numbered
     group by numbered.node, numbered.outage_no
 ),
@@ -87,7 +92,8 @@ fault_outages as (
         ) as reason,
         coalesce(fault_repairs.component_class, 'unknown') as unavailability_class,
         cast([] as varchar[]) as states,
-        1 as n_events
+        1 as n_events,
+        false as is_planned
     from fault_repairs
 ),
 
@@ -112,6 +118,7 @@ final as (
         outages.unavailability_class,
         outages.states,
         outages.n_events,
+        outages.is_planned,
         avg(epoch(outages.end_ts - outages.start_ts) / 3600.0) over (
             partition by outages.source, outages.dataset, outages.unavailability_class
         ) as mttr_class_h,

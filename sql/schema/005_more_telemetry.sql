@@ -73,7 +73,7 @@ create table if not exists raw_elastic_events (
     logger varchar,
     event varchar,                   -- workers_started, worker_failed, group_restart, ...
     role varchar,
-    round integer,                   -- rendezvous round the agent was in
+    round integer,                   -- attempt round the agent was in (joined round, else restart count)
     group_rank integer,
     n_nodes integer,                 -- world size of the rendezvous (agents)
     world_size integer,              -- workers (global_world_sizes)

@@ -1,7 +1,12 @@
 -- Kubernetes events, one row per event: overlapping dumps repeat an event (with a growing count),
 -- the latest version wins. node_signal sorts the events that tell about a node's health or a
--- pod's end: node_not_ready, node_ready, node_rebooted, gpu_unhealthy, eviction, oom.
+-- pod's end: node_not_ready, node_ready, node_rebooted, gpu_unhealthy, planned_work, eviction,
+-- oom. planned_work: a Node event whose reason or message matches a planned pattern of
+-- seed_planned_reason (an upgrade, a scheduled reboot, a cordon for maintenance, ...) and none of
+-- its corrective patterns: planned work, not a failure.
 with source as (select * from raw_k8s_events),
+
+vocabulary as (select * from seed_planned_reason),
 
 ranked as (
     select
@@ -28,6 +33,21 @@ ranked as (
                 source.line_no desc
         ) as version_rank
     from source
+),
+
+node_texts as (
+    select distinct concat_ws(' ', ranked.event_reason, ranked.message) as text
+    from ranked
+    where ranked.version_rank = 1 and ranked.involved_kind = 'Node'
+),
+
+planned_texts as (
+    select node_texts.text
+    from node_texts
+    inner join vocabulary
+        on regexp_matches(node_texts.text, '(?i)' || vocabulary.pattern)
+    group by node_texts.text
+    having bool_or(vocabulary.is_planned) and not bool_or(not vocabulary.is_planned)
 ),
 
 final as (
@@ -65,6 +85,7 @@ final as (
                     '(?i)\bxid\b|gpu.*(unhealthy|lost|fallen|not ready)'
                 )
                 then 'gpu_unhealthy'
+            when planned_texts.text is not null then 'planned_work'
             when ranked.event_reason in ('Evicted', 'TaintManagerEviction', 'Preempted')
                 then 'eviction'
             when ranked.event_reason in ('OOMKilling', 'SystemOOM') then 'oom'
@@ -72,6 +93,10 @@ final as (
         ranked.source_file,
         ranked.line_no
     from ranked
+    left join planned_texts
+        on
+            ranked.involved_kind = 'Node'
+            and concat_ws(' ', ranked.event_reason, ranked.message) = planned_texts.text
     where ranked.version_rank = 1
 )
 

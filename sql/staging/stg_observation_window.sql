@@ -1,5 +1,9 @@
--- The observation window [window_start, window_end): set in cfg_params, or else the span of the
--- nvidia-smi snapshots (falling back to Slurm and Xid times) widened to whole UTC days.
+-- The observation window [window_start, window_end): set in cfg_params (window_start_epoch_s,
+-- window_end_epoch_s; `relia fit|summary --window-start/--window-end`), or else the span of the
+-- nvidia-smi snapshots, or else the span of every timestamp any other source holds (Slurm jobs,
+-- kernel-log Xid lines, Kubernetes events and pods, torchrun agent lines, DCGM scrapes, Slurm
+-- node events, repair tickets), widened to whole UTC days. So a warehouse with only Kubernetes,
+-- only torchrun or only DCGM data still has a window.
 with params as (select * from stg_params),
 
 inventory_span as (
@@ -9,17 +13,42 @@ inventory_span as (
     from stg_inventory
 ),
 
+-- the other sources' spans straight from their raw tables: a duplicate row (re-read file,
+-- overlapping dump) has the same times, so staging's deduplication (a window over every DCGM
+-- sample) would change nothing here but its cost
+telemetry_times as (
+    select start_ts as ts from stg_slurm_jobs
+    union all
+    select end_ts as ts from stg_slurm_jobs
+    union all
+    select ts from stg_xid_events
+    union all
+    select coalesce(first_ts, event_time_ts, created_ts) as ts from raw_k8s_events
+    union all
+    select coalesce(last_ts, event_time_ts, first_ts, created_ts) as ts from raw_k8s_events
+    union all
+    select started_ts as ts from raw_k8s_pods
+    union all
+    select finished_ts as ts from raw_k8s_pods
+    union all
+    select ts from raw_elastic_events
+    union all
+    select ts from raw_dcgm_samples
+    union all
+    select start_ts as ts from raw_node_events
+    union all
+    select end_ts as ts from raw_node_events
+    union all
+    select opened_ts as ts from stg_repairs
+    union all
+    select closed_ts as ts from stg_repairs
+),
+
 other_span as (
     select
-        min(ts) as first_ts,
-        max(ts) as last_ts
-    from (
-        select start_ts as ts from stg_slurm_jobs
-        union all
-        select end_ts as ts from stg_slurm_jobs
-        union all
-        select ts from stg_xid_events
-    )
+        min(telemetry_times.ts) as first_ts,
+        max(telemetry_times.ts) as last_ts
+    from telemetry_times
 ),
 
 span as (

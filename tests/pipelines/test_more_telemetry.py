@@ -189,3 +189,22 @@ def test_gpu_health_counters_match_truth_and_never_go_negative(
     # the Xid gauge shows codes, yet every interruption matched the truth built from kernel
     # logs alone (test above): the gauge is never a failure
     assert n_xid_hours > 0
+
+
+def test_static_rendezvous_logs_without_join_lines_or_role_tag_still_give_attempts(
+    con: duckdb.DuckDBPyConnection, mixed: tuple[Path, dict]
+) -> None:
+    landing = mixed[0].parent / "landing" / "elastic"
+    static_runs = {
+        path.name.split("__")[0]
+        for path in landing.glob("*.log")
+        if "has joined round" not in (text := path.read_text()) and "[default]" not in text
+    }
+    assert len(static_runs) >= 2  # the generator's real-format variant is present
+    jobs = {f"elastic:{run}" for run in static_runs}
+    attempts = con.execute(
+        "select job_id_raw, count(*) from int_job_attempts where scheduler = 'elastic' group by all"
+    ).fetchall()
+    assert jobs <= {job for job, n in attempts if n >= 1}
+    # and their interruptions are among those matched one by one against the truth above
+    assert any(r["job_id_raw"] in jobs for r in mixed[1]["interruptions"])

@@ -141,3 +141,26 @@ def test_seeds_every_xid_class_has_a_hardware_level_when_it_fails(
     joined = xids.join(classes, on="component_class", how="left", suffix="_class")
     assert joined["unit_level"].null_count() == 0
     assert set(joined.filter("is_failure")["unit_level"]) == {"gpu"}
+
+
+PLANNED_SCHEMA = {
+    "pattern": pl.String,
+    "work_class": pl.String,
+    "is_planned": pl.Boolean,
+    "description": pl.String,
+}
+
+
+def test_seeds_planned_reasons_are_valid_patterns() -> None:
+    import duckdb
+
+    with (SEEDS / "dim_planned_reason.csv").open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle, strict=True))
+    assert rows[0] == list(PLANNED_SCHEMA)
+    assert all(len(row) == len(PLANNED_SCHEMA) for row in rows[1:])
+    reasons = _read("dim_planned_reason.csv", PLANNED_SCHEMA)
+    assert reasons["pattern"].is_unique().all()
+    assert reasons["is_planned"].null_count() == 0
+    con = duckdb.connect()
+    for pattern in reasons["pattern"]:  # every pattern compiles as DuckDB (RE2) reads it
+        con.execute("select regexp_matches('x', '(?i)' || $p)", {"p": pattern}).fetchone()

@@ -285,7 +285,9 @@ def test_xid_real_dmesg_ctime_capture_with_gsp_dump() -> None:
 
 def test_xid_real_dmesg_decode_iso_capture() -> None:
     path = REAL / "dmesg.decode.iso.log"
-    result = parse(path.read_bytes(), source_file=str(path), now=NOW)
+    # dmesg prints no host and "dmesg.decode.iso.log" names a kind of log, not a host (#12):
+    # the host comes from --host
+    result = parse(path.read_bytes(), source_file=str(path), now=NOW, host="dmesg")
     rows = result.rows
     assert rows["line_no"].to_list() == list(range(1, 18))
     assert rows["xid"].to_list() == [13] * 16 + [43]
@@ -383,3 +385,23 @@ def test_xid_parse_many_equals_file_by_file(
         assert_frame_equal(result.rows, alone.rows)
         assert_frame_equal(result.rejects, alone.rejects)
         assert result.n_ignored == alone.n_ignored
+
+
+def test_xid_dmesg_host_comes_from_option_or_folder_never_a_generic_name() -> None:
+    """#12: dmesg-style lines print no host; ``dmesg.log`` or ``kern.log.1`` name a kind of
+    log, so the host is the ``host`` option, else the folder, else the line is a reject."""
+    line = b"[Mon Jun  1 00:00:00 2026] NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=x, Off.\n"
+    in_source_folder = parse(line, source_file="/landing/kernel/dmesg.log", now=NOW)
+    assert in_source_folder.rows.height == 0
+    assert "--host" in in_source_folder.rejects["reason"][0]
+    by_folder = parse(line, source_file="/landing/kernel/gpu0042/kern.log.1", now=NOW)
+    assert by_folder.rows["host"].to_list() == ["gpu0042"]
+    by_option = parse(line, source_file="/landing/kernel/dmesg.log", now=NOW, host="gpu0007")
+    assert by_option.rows["host"].to_list() == ["gpu0007"]
+    by_name = parse(line, source_file="/landing/kernel/gpu0003.log.2.gz", now=NOW)
+    assert by_name.rows["host"].to_list() == ["gpu0003"]
+    printed = parse(
+        b"Jun  1 00:00:00 gpu0009 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=x, Off.\n",
+        source_file="/landing/kernel/dmesg.log", now=NOW, host="gpu0007",
+    )  # fmt: skip
+    assert printed.rows["host"].to_list() == ["gpu0009"]  # the line's own host wins

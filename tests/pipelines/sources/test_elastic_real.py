@@ -1,0 +1,286 @@
+"""torchrun agent logs as real users pasted them (samples/elastic/, provenance in its README),
+and logs without the ``<run>__<host>.log`` naming: run and host from the content, the ``run=`` /
+``host=`` options, or a reject naming the option. Expectations are read off the lines by hand.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+
+from pipelines.sources.common import Parsed
+from pipelines.sources.elastic import parse
+
+NOW = datetime(2026, 9, 1, tzinfo=UTC)
+SAMPLES = Path(__file__).parent / "samples" / "elastic"
+AGENT = "torch.distributed.elastic.agent.server.api"
+MP = "torch.distributed.elastic.multiprocessing.api"
+
+
+def _sample(name: str, **options: object) -> Parsed:
+    path = SAMPLES / name
+    return parse(path.read_bytes(), source_file=f"/landing/elastic/{name}", now=NOW, **options)
+
+
+def _text(text: str, **options: object) -> Parsed:
+    data = textwrap.dedent(text).lstrip("\n").encode()
+    return parse(data, source_file="/landing/elastic/agent.log", now=NOW, **options)
+
+
+def _ts(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def test_elastic_real_torch_1_10_run_id_from_launch_config_host_from_option() -> None:
+    # kubeflow/trainer#1504: 21 lines; the launch config names run_id v2-pytorch-1208202754389,
+    # lines 20-21 are the agent's "starting workers" and "Rendezvous'ing"; no line names the host
+    host = "v2-pytorch-1208202754389-worker-0"
+    result = _sample("kubeflow_trainer_1504_torch1_10.log", host=host)
+    assert result.rejects.height == 0
+    assert result.n_ignored == 19
+    assert result.rows.select("line_no", "event", "ts", "run_id", "host", "role").rows() == [
+        (20, "agent_start", _ts("2021-12-08T12:28:26.101"), "v2-pytorch-1208202754389", host,
+         "default"),
+        (21, "rendezvous_start", _ts("2021-12-08T12:28:26.101"), "v2-pytorch-1208202754389",
+         host, "default"),
+    ]  # fmt: skip
+    assert set(result.rows["log_format"]) == {"elastic_v1"}
+
+
+def test_elastic_real_torch_1_10_without_host_names_the_option() -> None:
+    result = _sample("kubeflow_trainer_1504_torch1_10.log")
+    assert result.rows.height == 0
+    assert result.rejects["line_no"].to_list() == [20, 21]
+    assert set(result.rejects["reason"]) == {
+        "host unknown: pass --host or name the file <run>__<host>.log"
+    }
+
+
+def test_elastic_real_torch_2_2_bracket_run_id_from_launch_config() -> None:
+    # aws-samples/awsome-distributed-training cpu-ddp example output: 26 lines; the launch
+    # config (each line with its prefix) names run_id 5982; in scope are line 16 (starting
+    # workers) and lines 21 and 23 (worker group successfully finished, from both agents that
+    # srun merged into the file); the rest are ignored
+    result = _sample("awsome_distributed_training_cpu_ddp_torch2_2.log", host="node-a")
+    assert result.rejects.height == 0
+    assert result.n_ignored == 23
+    assert result.rows.select("line_no", "event", "ts", "run_id", "host", "level").rows() == [
+        (16, "agent_start", _ts("2024-03-12T08:22:45.552"), "5982", "node-a", "INFO"),
+        (21, "group_succeeded", _ts("2024-03-12T08:22:56.574"), "5982", "node-a", "INFO"),
+        (23, "group_succeeded", _ts("2024-03-12T08:22:56.575"), "5982", "node-a", "INFO"),
+    ]
+    assert set(result.rows["log_format"]) == {"torch_bracket"}
+    assert set(result.rows["logger"]) == {"torch.distributed.elastic.agent.server.api"}
+
+
+def test_elastic_real_torch_2_glog_failure_and_restart() -> None:
+    # pytorch/pytorch#147064 (2025-02-13): exit code 1 of local rank 0 (pid 876053), 3/3 attempts
+    # left, stop, re-rendezvous; glog prints no year: the file's mtime gives 2025
+    result = _sample(
+        "pytorch_147064_torch2_glog.log",
+        file_mtime=datetime(2025, 2, 14, tzinfo=UTC),
+        host="desktop",
+        run="repro",
+    )
+    assert result.rejects.height == 0
+    assert result.n_ignored == 0
+    assert result.rows.select(
+        "event", "ts", "level", "exit_code", "local_rank", "pid", "restarts_left", "max_restarts"
+    ).rows() == [
+        ("worker_failed", _ts("2025-02-13T12:07:20.086"), "ERROR", 1, 0, 876053, None, None),
+        ("group_restart", _ts("2025-02-13T12:07:20.086"), "INFO", None, None, None, 3, 3),
+        ("group_stopping", _ts("2025-02-13T12:07:20.086"), "INFO", None, None, None, None, None),
+        ("rendezvous_start", _ts("2025-02-13T12:07:20.087"), "INFO", None, None, None, None,
+         None),
+    ]  # fmt: skip
+    assert set(result.rows["run_id"]) == {"repro"}
+    assert set(result.rows["host"]) == {"desktop"}
+    assert set(result.rows["log_format"]) == {"glog"}
+
+
+def test_elastic_real_torch_1_9_basicconfig_lines_carry_no_time() -> None:
+    # shun-zheng/Doc2EDAG#24: 17 lines; the agent lines 1-4 and 16 print no time (Python's
+    # default format), line 14 (global_world_sizes) continues a block that has none either
+    result = _sample("doc2edag_24_torch1_9_basicconfig.log", host="node0", run="doc2edag")
+    assert result.rows.height == 0
+    reasons = dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True))
+    assert sorted(reasons) == [1, 2, 3, 4, 14, 16]
+    for line_no in (1, 2, 3, 4, 16):
+        assert reasons[line_no].startswith("unrecognised log prefix")
+        assert "kubectl logs --timestamps" in reasons[line_no]
+    assert reasons[14] == "continuation line with no timed line before it"
+    assert result.n_ignored == 11
+
+
+def test_elastic_real_torch_1_9_basicconfig_with_collector_stamps() -> None:
+    # the same agent lines as Doc2EDAG#24, as `kubectl logs --timestamps` prints them
+    result = _text(
+        f"""
+        2021-08-13T10:46:01.100000000Z INFO:{AGENT}:[default] Worker group FAILED. 3/3 attempts left; will restart worker group
+        2021-08-13T10:46:01.200000000Z INFO:{AGENT}:[default] Rendezvous complete for workers. Result:
+        2021-08-13T10:46:01.200000000Z   restart_count=1
+        2021-08-13T10:46:01.200000000Z   master_addr=127.0.0.1
+        2021-08-13T10:46:01.200000000Z   group_rank=0
+        2021-08-13T10:46:01.200000000Z   group_world_size=1
+        2021-08-13T10:46:01.200000000Z   global_world_sizes=[4, 4, 4, 4]
+        2021-08-13T10:46:01.300000000Z INFO:{AGENT}:[default] Starting worker group
+        """,  # noqa: E501
+        host="node0",
+        run="doc2edag",
+    )
+    assert result.rejects.height == 0
+    assert result.rows.select(
+        "event", "ts", "level", "round", "group_rank", "n_nodes", "world_size"
+    ).rows() == [
+        ("group_restart", _ts("2021-08-13T10:46:01.1"), "INFO", None, None, None, None),
+        ("rendezvous_complete", _ts("2021-08-13T10:46:01.2"), "INFO", 1, 0, 1, None),
+        ("world_sizes", _ts("2021-08-13T10:46:01.2"), None, 1, None, None, 4),
+        ("workers_started", _ts("2021-08-13T10:46:01.3"), "INFO", 1, None, None, None),
+    ]
+    assert set(result.rows["log_format"]) == {"stamped_default"}
+    assert result.n_ignored == 4  # restart_count, master_addr, group_rank, group_world_size
+
+
+RESULT_BLOCKS = f"""
+    [2026-06-01 00:00:00,120] {AGENT}: [INFO] starting workers for entrypoint: python
+    [2026-06-01 00:00:00,121] {AGENT}: [INFO] Rendezvous'ing worker group
+    [2026-06-01 00:00:05,000] {AGENT}: [INFO] Rendezvous complete for workers. Result:
+      restart_count=0
+      master_addr=gpu0007.cluster.local
+      master_port=29500
+      group_rank=0
+      group_world_size=2
+      global_world_sizes=[16, 16, 16, 16, 16, 16, 16, 16]
+
+    [2026-06-01 00:00:05,010] {AGENT}: [INFO] Starting worker group
+    [2026-06-01 03:00:00,000] {MP}: [ERROR] failed (exitcode: -6) local_rank: 2 (pid: 901) of binary: /usr/bin/python3
+    [2026-06-01 03:00:01,000] {AGENT}: [INFO] Worker group FAILED. 2/3 attempts left; will restart worker group
+    [2026-06-01 03:00:01,001] {AGENT}: [INFO] Stopping worker group
+    [2026-06-01 03:00:02,000] {AGENT}: [INFO] Rendezvous'ing worker group
+    [2026-06-01 03:02:00,000] {AGENT}: [INFO] Rendezvous complete for workers. Result:
+      restart_count=1
+      master_addr=gpu0007.cluster.local
+      master_port=29500
+      group_rank=0
+      group_world_size=2
+      global_world_sizes=[16, 16, 16, 16, 16, 16, 16, 16]
+
+    [2026-06-01 03:02:00,500] {AGENT}: [INFO] Starting worker group
+"""  # noqa: E501
+
+
+def test_elastic_result_blocks_without_joined_lines_or_role_tag() -> None:
+    # static rendezvous: no joined-round line; no [default] tag. The rank-0 agent's master_addr
+    # is its own host (gpu0007); the run comes from the option.
+    result = _text(RESULT_BLOCKS, run="llm-3")
+    assert result.rejects.height == 0
+    rows = result.rows
+    assert set(rows["host"]) == {"gpu0007"}
+    assert set(rows["run_id"]) == {"llm-3"}
+    assert rows["role"].null_count() == rows.height
+    # no joined round: the round is the result blocks' restart_count
+    assert rows.select("event", "round").rows() == [
+        ("agent_start", None),
+        ("rendezvous_start", None),
+        ("rendezvous_complete", 0),
+        ("world_sizes", 0),
+        ("workers_started", 0),
+        ("worker_failed", 0),
+        ("group_restart", 0),
+        ("group_stopping", 0),
+        ("rendezvous_start", 0),
+        ("rendezvous_complete", 1),
+        ("world_sizes", 1),
+        ("workers_started", 1),
+    ]
+    complete = rows.filter(pl.col("event") == "rendezvous_complete")
+    assert complete.select("group_rank", "n_nodes").rows() == [(0, 2), (0, 2)]
+    # 2 x (master_addr, master_port, group_rank, group_world_size, restart_count, blank line)
+    assert result.n_ignored == 12
+
+
+def test_elastic_content_beats_option_beats_file_name() -> None:
+    joined = (
+        "[2026-06-01 00:00:21,512] torch.distributed.elastic.rendezvous.dynamic_rendezvous: [INFO] "
+        "The node 'gpu0003_4242_0' has joined round 0 of the rendezvous 'job-9' as rank 0 in a "
+        "world of size 1.\n"
+    )
+    named = "/landing/elastic/old-run__gpu0099.log"
+    from_content = parse(joined.encode(), source_file=named, now=NOW, host="x", run="y")
+    assert from_content.rows.select("run_id", "host").row(0) == ("job-9", "gpu0003")
+    started = f"[2026-06-01 00:00:21,533] {AGENT}: [INFO] [default] Starting worker group\n"
+    from_option = parse(started.encode(), source_file=named, now=NOW, host="gpu0001", run="r1")
+    assert from_option.rows.select("run_id", "host").row(0) == ("r1", "gpu0001")
+    from_name = parse(started.encode(), source_file=named, now=NOW)
+    assert from_name.rows.select("run_id", "host").row(0) == ("old-run", "gpu0099")
+    no_run = parse(started.encode(), source_file="/landing/agent.log", now=NOW, host="gpu0001")
+    assert no_run.rejects["reason"].to_list() == [
+        "run unknown: pass --run or name the file <run>__<host>.log"
+    ]
+
+
+def test_elastic_result_block_with_list_values_and_an_unknown_field() -> None:
+    # list fields hold spaces and a field torch may add must not end the block before
+    # restart_count; an IP master_addr is kept whole as the host
+    result = _text(
+        f"""
+        [2026-06-01 00:00:05,000] {AGENT}: [INFO] [default] Rendezvous complete for workers. Result:
+          local_ranks=[0, 1]
+          some_new_field=abc
+          restart_count=4
+          master_addr=10.0.0.7
+          group_rank=0
+          group_world_size=3
+          global_world_sizes=[6, 6]
+        [2026-06-01 00:00:05,100] {AGENT}: [INFO] [default] Starting worker group
+        """,
+        run="llm-4",
+    )
+    assert result.rejects.height == 0
+    assert result.rows.select(
+        "event", "round", "group_rank", "n_nodes", "world_size", "host"
+    ).rows() == [
+        ("rendezvous_complete", 4, 0, 3, None, "10.0.0.7"),
+        ("world_sizes", 4, None, None, 6, "10.0.0.7"),
+        ("workers_started", 4, None, None, None, "10.0.0.7"),
+    ]
+
+
+GLOG_STARTS_ONLY = """
+    I0601 08:00:00.000000 4242 torch/distributed/elastic/agent/server/api.py:870] [default] Starting worker group
+    step 1 | loss 2.5
+    E0601 10:00:00.000000 4242 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 0 (pid: 11) of binary: /usr/bin/python3
+    I0601 10:00:01.000000 4242 torch/distributed/elastic/agent/server/api.py:889] [default] Worker group FAILED. 2/3 attempts left; will restart worker group
+    I0601 10:00:01.500000 4242 torch/distributed/elastic/agent/server/api.py:699] [default] Stopping worker group
+    I0601 10:00:02.000000 4242 torch/distributed/elastic/agent/server/api.py:677] [default] Rendezvous'ing worker group
+    I0601 10:01:30.000000 4242 torch/distributed/elastic/agent/server/api.py:870] [default] Starting worker group
+    I0601 12:00:00.000000 4242 torch/distributed/elastic/agent/server/api.py:910] [default] worker group successfully finished. Waiting 300 seconds for other agents to finish.
+"""  # noqa: E501
+
+
+def test_elastic_without_blocks_or_joined_lines_counts_worker_group_starts() -> None:
+    # no result block, no joined line: the attempt is the number of "Starting worker group"
+    # lines so far, minus one (lines 1-6 belong to restart 0, 7-8 to restart 1)
+    data = textwrap.dedent(GLOG_STARTS_ONLY).lstrip("\n").encode()
+    result = parse(
+        data,
+        source_file="/landing/elastic/agent.log",
+        now=NOW,
+        file_mtime=datetime(2026, 6, 2, tzinfo=UTC),
+        host="gpu0001",
+        run="llm-5",
+    )
+    assert result.rejects.height == 0
+    assert result.n_ignored == 1
+    assert result.rows.select("line_no", "event", "round").rows() == [
+        (1, "workers_started", 0),
+        (3, "worker_failed", 0),
+        (4, "group_restart", 0),
+        (5, "group_stopping", 0),
+        (6, "rendezvous_start", 0),
+        (7, "workers_started", 1),
+        (8, "group_succeeded", 1),
+    ]
