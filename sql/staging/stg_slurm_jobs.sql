@@ -1,20 +1,41 @@
 -- Slurm job records (allocations and steps), one row per (job_id, step, start).
--- The same record seen in several sacct dumps (a job still RUNNING in one, ended in the next) is
--- kept once: the version with an end time wins, then the latest file.
+-- The same record seen in several sacct dumps (a job still RUNNING in one, ended in the next, or
+-- two dumps that disagree) is kept once, by this rule (never by file name):
+--   1. a version with an end time wins over one without (a RUNNING snapshot is superseded);
+--   2. then the latest end time;
+--   3. then the version from the dump that reaches furthest in time (its latest end, start or
+--      submit time): a later sacct run reflects later accounting;
+--   4. then the version loaded last, then the last line.
+-- Versions that disagree on how the attempt ended are listed by the job-conflicts staging view.
 with source as (select * from raw_slurm_jobs),
+
+files as (select * from raw_ingest_files),
+
+versions as (
+    select
+        source.*,
+        max(coalesce(source.end_ts, source.start_ts, source.submit_ts))
+            over (partition by source.source_file) as dump_reaches_ts,
+        files.loaded_at
+    from source
+    left join files
+        on source.source_file = files.path
+        and files.target_table = 'raw_slurm_jobs'
+),
 
 ranked as (
     select
-        source.*,
+        versions.*,
         row_number() over (
-            partition by source.job_id, coalesce(source.step, ''), source.start_ts
+            partition by versions.job_id, coalesce(versions.step, ''), versions.start_ts
             order by
-                source.end_ts is null,
-                source.end_ts desc,
-                source.source_file desc,
-                source.line_no desc
+                versions.end_ts is null,
+                versions.end_ts desc,
+                versions.dump_reaches_ts desc,
+                versions.loaded_at desc nulls last,
+                versions.line_no desc
         ) as version_rank
-    from source
+    from versions
 ),
 
 final as (
