@@ -499,8 +499,7 @@ def _forget(con: duckdb.DuckDBPyConnection, path: str, key: str, *, lake: bool) 
         for lineage in _LINEAGE_TABLES:
             con.execute(f"delete from {lineage} where file_sha256 = $k", {"k": old_key})
         con.execute("delete from raw_streams where stream_id = $k", {"k": old_key})
-        con.execute("update raw_stream_reads set superseded = true where stream_id = $k",
-                    {"k": old_key})  # fmt: skip
+        con.execute("delete from raw_stream_reads where stream_id = $k", {"k": old_key})
         log.warning("--force: %s loaded %d %s rows before; replacing them", old_path, n, old_table)
 
 

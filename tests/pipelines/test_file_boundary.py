@@ -164,3 +164,24 @@ def test_the_cli_refuses_a_link_out_of_the_folder_it_was_given(tmp_path: Path) -
     (landing / "kernel" / "kern.log").unlink()
     ok = runner.invoke(app, ["ingest", str(landing), "--db", str(db)])  # the link inside is fine
     assert ok.exit_code == 0, ok.output
+
+
+def test_host_option_names_the_node_of_a_dmesg_capture(tmp_path: Path) -> None:
+    """A `dmesg -T` capture saved as dmesg.log names no host; `--host` does (#12 §3)."""
+    log = tmp_path / "kernel" / "dmesg.log"
+    log.parent.mkdir()
+    log.write_text(
+        "[Mon Jun  1 00:00:00 2026] NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=x, Off the bus.\n"
+    )
+    db = tmp_path / "w.duckdb"
+    without = runner.invoke(app, ["ingest", str(log), "--db", str(db), "--json"])
+    (counts,) = json.loads(without.stdout)
+    assert (counts["n_loaded"], counts["n_quarantined"]) == (0, 1)
+    [(reason,)] = _rows(db, "select reason from raw_quarantine")
+    assert "--host" in reason
+    forced = runner.invoke(
+        app, ["ingest", str(log), "--host", "gpu0042", "--force", "--db", str(db), "--json"]
+    )
+    assert forced.exit_code == 0, forced.output
+    assert _rows(db, "select host, xid from raw_xid_events") == [("gpu0042", 79)]
+    assert _rows(db, "select count(*) from raw_quarantine") == [(0,)]
