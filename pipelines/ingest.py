@@ -180,6 +180,7 @@ class ParsedFile:
     parsed: Parsed
     stream: streams.StreamRead | None = None
     forget: bool = False  # replace whatever this path or content loaded before (--force)
+    stat: tuple[int, int] | None = None  # a whole file's size and mtime (ns) before it was read
 
 
 def _parse(
@@ -354,6 +355,7 @@ def _file_load(
         quality_results=tuple(results),
         stream=read,
         forget=pending.forget,
+        stat=pending.stat,
     )
 
 
@@ -520,7 +522,8 @@ def _parsed_new_files(
     """
     queued: set[tuple[str, str]] = set()
     new: list[LandingFile] = []
-    for chunk in _hashed_chunks(files):
+    stats: dict[str, tuple[int, int]] = {}
+    for chunk in _hashed_chunks(_changed_files(con, files, stats, on_known, force=force)):
         keys = [k for item, _, sha, _ in chunk
                 for k in (sha, warehouse.no_lines_key(item.source, sha))]  # fmt: skip
         before = {} if force else warehouse.loaded_before(con, keys)
@@ -536,11 +539,47 @@ def _parsed_new_files(
             queued.add((sha, item.source))
             fresh.append((item, data, sha, problem))
         if parse_many is None:
-            yield from _parse_read(fresh, extra)
+            for pending in _parse_read(fresh, extra):
+                pending.stat = stats.get(str(pending.item.path.resolve()))
+                yield pending
         else:
             new.extend(item for item, _, _, _ in fresh)
     if new and parse_many is not None:
-        yield from parse_many(new)
+        for pending in parse_many(new):
+            pending.stat = stats.get(str(pending.item.path.resolve()))
+            yield pending
+
+
+def _changed_files(
+    con: duckdb.DuckDBPyConnection,
+    files: list[LandingFile],
+    stats: dict[str, tuple[int, int]],
+    on_known: Callable[[list[warehouse.LoadCounts]], None],
+    *,
+    force: bool,
+) -> Iterator[LandingFile]:
+    """The files to read: not those whose path, source, size and mtime are those recorded when
+    they were loaded (their counts go to ``on_known``; one query per :data:`LOOKUP_FILES`).
+    ``stats`` receives each file's ``(size, mtime_ns)``, taken before it is read."""
+    for start in range(0, len(files), LOOKUP_FILES):
+        group = files[start : start + LOOKUP_FILES]
+        paths = [str(item.path.resolve()) for item in group]
+        for item, path in zip(group, paths, strict=True):
+            st = item.path.stat()
+            stats[path] = (st.st_size, st.st_mtime_ns)
+        if force:
+            yield from group
+            continue
+        looked_up = [
+            (path, item.source, *stats[path]) for item, path in zip(group, paths, strict=True)
+        ]
+        known = warehouse.loaded_unchanged(con, looked_up)
+        for item, path in zip(group, paths, strict=True):
+            previous = known.get(path)
+            if previous is not None:
+                on_known([previous])
+            else:
+                yield item
 
 
 def _tailed_reads(

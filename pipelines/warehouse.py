@@ -218,6 +218,32 @@ def loaded_before(con: duckdb.DuckDBPyConnection, shas: list[str]) -> dict[str, 
     return {r[0]: LoadCounts(*r[1:], skipped=True) for r in rows}
 
 
+def loaded_unchanged(
+    con: duckdb.DuckDBPyConnection, stats: list[tuple[str, str, int, int]]
+) -> dict[str, LoadCounts]:
+    """Earlier loads of whole files by ``(path, source, size, mtime_ns)``, by path: a file whose
+    path, source, size and mtime are those recorded when it was read is not read again (one
+    query for the whole list)."""
+    if not stats:
+        return {}
+    con.complete()
+    frame = pl.DataFrame(
+        stats, schema={"path": pl.String, "source": pl.String, "size": pl.Int64,
+                       "mtime_ns": pl.Int64}, orient="row",
+    )  # fmt: skip
+    con.register("incoming_stats", frame.to_arrow())
+    try:
+        rows = con.execute(
+            "select f.path, f.source, f.target_table, f.n_read, f.n_loaded, f.n_quarantined, "
+            "f.n_ignored from raw_ingest_files as f join incoming_stats as s "
+            "on f.path = s.path and f.source = s.source and f.file_size = s.size "
+            "and f.file_mtime_ns = s.mtime_ns"
+        ).fetchall()
+    finally:
+        con.unregister("incoming_stats")
+    return {r[0]: LoadCounts(*r, skipped=True) for r in rows}
+
+
 @dataclass(frozen=True)
 class FileLoad:
     """One file's outcome, ready to load: its rows, its rejects and its quality results.
@@ -236,6 +262,7 @@ class FileLoad:
     quality_results: tuple[dict[str, object], ...] = ()
     stream: StreamRead | None = None  # a read of a tailed stream (rows already renumbered)
     forget: bool = False  # first remove what this path or content loaded before (--force)
+    stat: tuple[int, int] | None = None  # a whole file's size and mtime (ns) when it was read
 
     def counts(self) -> LoadCounts:
         n_held = 0 if self.stream is None else self.stream.n_held
@@ -409,6 +436,8 @@ _FILES_SCHEMA = {
     "n_ignored": pl.Int64,
     "n_held": pl.Int64,
     "loaded_at": pl.Datetime("us", "UTC"),
+    "file_size": pl.Int64,
+    "file_mtime_ns": pl.Int64,
 }
 
 
@@ -433,6 +462,8 @@ def _file_record(load: FileLoad, now: datetime, key: str | None = None) -> dict[
         "n_ignored": counts.n_ignored,
         "n_held": counts.n_held,
         "loaded_at": now,
+        "file_size": load.stat[0] if load.stat else None,
+        "file_mtime_ns": load.stat[1] if load.stat else None,
     }
 
 

@@ -38,3 +38,6 @@ create table if not exists raw_stream_reads (
 );
 
 alter table raw_ingest_files add column if not exists n_held bigint default 0;
+-- stat of a whole file when it was read: the same path, size and mtime is not read again
+alter table raw_ingest_files add column if not exists file_size bigint;
+alter table raw_ingest_files add column if not exists file_mtime_ns bigint;

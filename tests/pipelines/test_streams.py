@@ -280,3 +280,23 @@ def test_incomplete_archives_are_told_from_broken_ones() -> None:
     with pytest.raises(ValueError, match="not a valid gzip"):
         streams.decompress(b"\x1f\x8b" + b"garbage" * 10)
     assert streams.decompress(b"plain\n") == (b"plain\n", None)
+
+
+def test_a_tick_with_nothing_new_reads_no_file(
+    finished: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scheduled ingest over an unchanged landing costs a stat per file: no file is read."""
+    done, _ = finished
+    landing = tmp_path / "landing"
+    shutil.copytree(done, landing)
+    db = tmp_path / "w.duckdb"
+    first = ingest.ingest(db, ingest.discover([landing]))
+    assert sum(c.n_loaded for c in first) > 100
+
+    def refuse(self: Path) -> bytes:
+        raise AssertionError(f"{self} was read although it has not changed")
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    again = ingest.ingest(db, ingest.discover([landing]))
+    assert len(again) == len(first)
+    assert all(c.skipped for c in again)
