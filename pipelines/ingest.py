@@ -661,6 +661,12 @@ def _planned_reads(
                 index.claimed.add(here.stream_id)
                 on_known([_unchanged(item)])
                 continue
+            if here is not None:  # a grown log: read its head, a window and the new bytes
+                partial = streams.read_partial(path, here.consumed_bytes)
+                if partial is not None and index.continues(here, partial):
+                    yield from _planned(index, item, partial, None, stat, here, table, now_ns,
+                                        quiet_s, on_known)  # fmt: skip
+                    continue
             read = _tailed_content(item, on_known, broken)
             if read is None:
                 continue
@@ -708,7 +714,7 @@ def _tailed_content(
 def _planned(
     index: streams.StreamIndex,
     item: LandingFile,
-    content: bytes,
+    content: bytes | streams.Partial,
     codec: str | None,
     stat: os.stat_result,
     before: streams.StreamState | None,

@@ -14,9 +14,15 @@ is what the warehouse records with the rows of each read, in the same transactio
   finds the stream again after ``kern.log`` became ``kern.log.1`` or ``kern.log.2.gz``;
 - ``consumed_bytes`` and ``consumed_lines``: how far the rows go; a grown file loads only what
   follows, and line numbers continue;
-- ``prefix_sha``: the hash of the consumed bytes. Content whose head matches but whose consumed
-  prefix does not was truncated or rewritten: its stream is read again from the start and its
-  earlier rows are replaced (:data:`REPLACE`), never duplicated;
+- ``tail_sha`` over the last :data:`TAIL_BYTES` consumed bytes: content that is as long as the
+  consumed bytes and starts with the stream's head and holds its tail at the consumed offset
+  continues it, so a grown file is checked and read from the offset on (the head, one window and
+  the new bytes), never in full. Content whose head matches but whose length or tail does not
+  was truncated or rewritten: its stream is read again from the start and its earlier rows are
+  replaced (:data:`REPLACE`), never duplicated. As in Vector, Fluent Bit and Filebeat, a change
+  inside the consumed bytes that keeps the head, the tail and the length is not seen;
+- ``prefix_sha``: a hash of the consumed bytes, chained read by read (the hash of the previous
+  value and of each read's bytes), recorded for audit;
 - ``rows_path``: the ``source_file`` its rows carry, which follows the stream when it is renamed, so
   that lineage names the file that holds the line now.
 
@@ -40,6 +46,8 @@ if TYPE_CHECKING:
 
 HEAD_BYTES = 1024
 """Bytes of a stream's head that fingerprint it (fewer while the stream is shorter)."""
+TAIL_BYTES = 1024
+"""Consumed bytes before the offset whose hash tells a grown file from a rewritten one."""
 
 NEW = "new"
 APPEND = "append"
@@ -140,6 +148,7 @@ class StreamState:
     held_bytes: int = 0
     file_size: int = -1
     file_mtime_ns: int = -1
+    tail_sha: str = ""
 
 
 @dataclass(frozen=True)
@@ -234,6 +243,14 @@ class StreamIndex:
                 found.append(self._by_id[sid])
         return found
 
+    def continues(self, state: StreamState, content: bytes | Partial) -> bool:
+        """Whether ``content`` continues ``state`` (as long as its consumed bytes, with its head
+        and its tail at the offset); claims the stream when it does."""
+        if state.stream_id in self.claimed or not _continues(state, content):
+            return False
+        self.claimed.add(state.stream_id)
+        return True
+
     def continuation(self, path: str, content: bytes) -> StreamState | None:
         """The stream ``content`` continues: the one at ``path``, else an unclaimed one whose
         head and consumed bytes it starts with (claimed streams were found at their own path
@@ -262,10 +279,56 @@ class StreamIndex:
         return list(self._by_id.values())
 
 
-def _continues(state: StreamState, content: bytes) -> bool:
+class Partial:
+    """Parts of a file's plain bytes (its head, and everything from a window before an offset),
+    sliced like the whole content: enough to check and read a grown file without reading the
+    bytes consumed before."""
+
+    def __init__(self, size: int, parts: list[tuple[int, bytes]]) -> None:
+        self.size = size
+        self.parts = parts
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, key: slice) -> bytes:
+        start, stop, _ = key.indices(self.size)
+        stop = max(start, stop)
+        for at, data in self.parts:
+            if at <= start and stop <= at + len(data):
+                return data[start - at : stop - at]
+        msg = f"bytes {start}-{stop} were not read"
+        raise KeyError(msg)
+
+
+def read_partial(path: str, consumed: int) -> Partial | None:
+    """The head and the bytes from ``TAIL_BYTES`` before ``consumed`` of a plain file grown to
+    at least ``consumed`` bytes; None for a compressed or shorter file (read it whole)."""
+    with open(path, "rb") as handle:
+        head = handle.read(HEAD_BYTES)
+        if codec_of(head) is not None:
+            return None
+        size = handle.seek(0, 2)
+        if size < consumed:
+            return None
+        window_at = max(0, consumed - TAIL_BYTES)
+        if window_at <= len(head):
+            handle.seek(0)
+            return Partial(size, [(0, handle.read())])
+        handle.seek(window_at)
+        return Partial(size, [(0, head), (window_at, handle.read())])
+
+
+def _tail(content: bytes | Partial, consumed: int) -> bytes:
+    return content[max(0, consumed - TAIL_BYTES) : consumed]
+
+
+def _continues(state: StreamState, content: bytes | Partial) -> bool:
     if len(content) < state.consumed_bytes:
         return False
-    return sha256_hex(content[: state.consumed_bytes]) == state.prefix_sha
+    if sha256_hex(content[: state.head_len]) != state.head_sha:
+        return False
+    return sha256_hex(_tail(content, state.consumed_bytes)) == state.tail_sha
 
 
 def new_stream_id(source: str, content: bytes, path: str) -> str:
@@ -281,7 +344,7 @@ def plan_read(
     source: str,
     table: str,
     path: str,
-    content: bytes,
+    content: bytes | Partial,
     codec: str | None,
     file_size: int,
     file_mtime_ns: int,
@@ -316,7 +379,7 @@ def plan_read(
     else:
         action, start, first_line = REPLACE, 0, 0
         stream_id = before.stream_id
-    new = content[start:]
+    new = content[start : len(content)]
     cut = new.rfind(b"\n") + 1
     held = len(new) - cut
     renamed = before is not None and before.rows_path != path
@@ -336,10 +399,17 @@ def plan_read(
         head_sha=sha256_hex(content[:head_len]),
         consumed_bytes=consumed,
         consumed_lines=first_line + chunk.count(b"\n") + (1 if released else 0),
-        prefix_sha=sha256_hex(content[:consumed]),
+        prefix_sha=(
+            sha256_hex(content[:consumed])
+            if action != APPEND or before is None
+            else sha256_hex(before.prefix_sha.encode(), b":", sha256_hex(chunk).encode())
+            if chunk
+            else before.prefix_sha
+        ),
         held_bytes=held,
         file_size=file_size,
         file_mtime_ns=file_mtime_ns,
+        tail_sha=sha256_hex(_tail(content, consumed)),
     )
     if action == APPEND and not chunk:
         action = UNCHANGED

@@ -541,7 +541,8 @@ def stream_states(con: duckdb.DuckDBPyConnection, source: str) -> list[StreamSta
     con.complete()
     rows = con.execute(
         "select stream_id, source, target_table, rows_path, head_len, head_sha, consumed_bytes, "
-        "consumed_lines, prefix_sha, held_bytes, file_size, file_mtime_ns from raw_streams "
+        "consumed_lines, prefix_sha, held_bytes, file_size, file_mtime_ns, tail_sha "
+        "from raw_streams "
         "where source = $source",
         {"source": source},
     ).fetchall()
@@ -656,7 +657,7 @@ _STREAM_SCHEMA = {
     "rows_path": pl.String, "head_len": pl.Int32, "head_sha": pl.String,
     "consumed_bytes": pl.Int64, "consumed_lines": pl.Int64, "prefix_sha": pl.String,
     "held_bytes": pl.Int64, "file_size": pl.Int64, "file_mtime_ns": pl.Int64,
-    "updated_at": pl.Datetime("us", "UTC"),
+    "updated_at": pl.Datetime("us", "UTC"), "tail_sha": pl.String,
 }  # fmt: skip
 _READ_SCHEMA = {
     "read_key": pl.String, "stream_id": pl.String, "path": pl.String, "action": pl.String,
@@ -684,7 +685,7 @@ def _state_record(load: FileLoad, now: datetime) -> tuple[object, ...]:
     return (
         state.stream_id, state.source, state.table, state.rows_path, state.head_len,
         state.head_sha, state.consumed_bytes, state.consumed_lines, state.prefix_sha,
-        state.held_bytes, state.file_size, state.file_mtime_ns, now,
+        state.held_bytes, state.file_size, state.file_mtime_ns, now, state.tail_sha,
     )  # fmt: skip
 
 

@@ -11,7 +11,8 @@ create table if not exists raw_streams (
     head_sha varchar not null,         -- sha256 of those first bytes (of the plain, decompressed content)
     consumed_bytes bigint not null,    -- plain bytes whose lines are loaded or quarantined
     consumed_lines bigint not null,    -- lines in those bytes: the next line is consumed_lines + 1
-    prefix_sha varchar not null,       -- sha256 of the consumed bytes (a rewrite is told by it)
+    prefix_sha varchar not null,       -- sha256 of the consumed bytes, chained read by read (audit)
+    tail_sha varchar not null,         -- sha256 of the last 1024 consumed bytes (a rewrite is told by it)
     held_bytes bigint not null,        -- a last line without its newline, held back
     file_size bigint not null,         -- stat of the file at the last read (compressed size if so)
     file_mtime_ns bigint not null,

@@ -300,3 +300,28 @@ def test_a_tick_with_nothing_new_reads_no_file(
     again = ingest.ingest(db, ingest.discover([landing]))
     assert len(again) == len(first)
     assert all(c.skipped for c in again)
+
+
+def test_a_grown_log_is_read_from_its_offset_not_in_full(tmp_path: Path) -> None:
+    """A tick costs what the new bytes cost: the head, one window and the new lines are read."""
+    log = tmp_path / "kernel" / "kern.log"
+    log.parent.mkdir()
+    db = tmp_path / "w.duckdb"
+    log.write_bytes(_noise(1) * 4000 + _xid_line(2))  # ~290 KB
+    ingest.ingest(db, ingest.discover([log.parent]))
+    [state] = [s for s in warehouse_states(db) if s.rows_path == str(log.resolve())]
+    new = _xid_line(3, xid=48)
+    log.write_bytes(log.read_bytes() + new)
+    partial = streams.read_partial(str(log), state.consumed_bytes)
+    assert partial is not None
+    assert sum(
+        len(part) for _, part in partial.parts
+    ) == streams.HEAD_BYTES + streams.TAIL_BYTES + len(new)
+    (c,) = ingest.ingest(db, ingest.discover([log.parent]))
+    assert (c.status, c.n_loaded) == ("appended", 1)
+    assert _xid_rows(db) == [("kern.log", 4001, 79), ("kern.log", 4002, 48)]
+
+
+def warehouse_states(db: Path) -> list[streams.StreamState]:
+    with warehouse.connect(db, read_only=True) as con:
+        return warehouse.stream_states(con, "kernel")
