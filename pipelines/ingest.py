@@ -20,6 +20,7 @@ problem; every other file of the batch loads.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
@@ -60,6 +61,8 @@ its own, so a chunk of lines parses like the whole file. Others are read whole."
 HOLD_QUIET_S = 300.0
 """Default seconds after its last write when a held last line (no newline) is read as a line."""
 
+_NO_REJECTS = pl.DataFrame(schema=REJECT_SCHEMA | {"stage": pl.String()})
+
 BINARY_SNIFF_BYTES = 8192
 """Head bytes inspected to tell a binary file from telemetry text."""
 
@@ -70,6 +73,11 @@ class LandingFile:
 
     path: Path
     source: str
+
+    @functools.cached_property
+    def resolved(self) -> str:
+        """The absolute path with links resolved: what rows record as ``source_file``."""
+        return str(self.path.resolve())
 
 
 def _visible_files(folder: Path) -> list[Path]:
@@ -188,7 +196,7 @@ def _parse(
 ) -> ParsedFile:
     table, parser = PARSERS[item.source]
     options = _OPTION_BUILDERS.get(item.source, lambda _p: {})(item.path) | (extra or {})
-    source_file = str(item.path.resolve())
+    source_file = item.resolved
     try:
         parsed = parser.parse(data, source_file=source_file, **options)
     except Exception as error:  # a parser bug or an input no rule foresaw: quarantine the file
@@ -210,8 +218,7 @@ def _parse_together(
     table, parser = PARSERS[source]
     build = _OPTION_BUILDERS.get(source, lambda _p: {})
     inputs = [
-        (data, str(item.path.resolve()), build(item.path) | extra.get(source, {}))
-        for item, data, _ in members
+        (data, item.resolved, build(item.path) | extra.get(source, {})) for item, data, _ in members
     ]
     try:
         results = parser.parse_many(inputs)
@@ -285,7 +292,7 @@ def _parse_read(read: list[_Read], extra: dict[str, dict[str, Any]]) -> Iterator
         parser = PARSERS[item.source][1]
         if problem is not None:
             if not problem.startswith("held:"):
-                source_file = str(item.path.resolve())
+                source_file = item.resolved
                 yield ParsedFile(item, data, sha, PARSERS[item.source][0],
                                  _file_reject(parser, source_file, problem))  # fmt: skip
             continue
@@ -307,7 +314,7 @@ def _parse_read(read: list[_Read], extra: dict[str, dict[str, Any]]) -> Iterator
         table, parser = PARSERS[source]
         try:
             results = batch.parse_joined(
-                parser, [(str(item.path.resolve()), data) for item, data, _, _ in members]
+                parser, [(item.resolved, data) for item, data, _, _ in members]
             )
         except Exception:  # one bad member: parse them one by one, each failure its own reject
             results = [_parse(i, d, sh).parsed for i, d, sh, _ in members]
@@ -320,6 +327,15 @@ def _parse_read(read: list[_Read], extra: dict[str, dict[str, Any]]) -> Iterator
 def _file_load(
     pending: ParsedFile, good: pl.DataFrame, bad: pl.DataFrame, results: list[dict[str, Any]]
 ) -> warehouse.FileLoad:
+    read = pending.stream
+    if read is not None and good.height == bad.height == pending.parsed.rejects.height == 0:
+        # a read with no line in scope (most reads of a tick): nothing to renumber
+        return warehouse.FileLoad(
+            path=read.path, source=pending.item.source, table=pending.table,
+            sha256=pending.sha256, rows=good, rejects=_NO_REJECTS,
+            n_ignored=pending.parsed.n_ignored, quality_results=tuple(results), stream=read,
+            forget=pending.forget, stat=pending.stat,
+        )  # fmt: skip
     validation_rejects = pl.DataFrame(
         {
             "source_file": bad["source_file"],
@@ -334,8 +350,7 @@ def _file_load(
             validation_rejects.with_columns(stage=pl.lit("validate")),
         ]
     )
-    path = str(pending.item.path.resolve())
-    read = pending.stream
+    path = pending.item.resolved
     if read is not None:  # a chunk of a stream: its lines continue the stream's numbering
         path = read.path
         shift = pl.col("line_no") + read.line_offset
@@ -540,13 +555,13 @@ def _parsed_new_files(
             fresh.append((item, data, sha, problem))
         if parse_many is None:
             for pending in _parse_read(fresh, extra):
-                pending.stat = stats.get(str(pending.item.path.resolve()))
+                pending.stat = stats.get(pending.item.resolved)
                 yield pending
         else:
             new.extend(item for item, _, _, _ in fresh)
     if new and parse_many is not None:
         for pending in parse_many(new):
-            pending.stat = stats.get(str(pending.item.path.resolve()))
+            pending.stat = stats.get(pending.item.resolved)
             yield pending
 
 
@@ -563,7 +578,7 @@ def _changed_files(
     ``stats`` receives each file's ``(size, mtime_ns)``, taken before it is read."""
     for start in range(0, len(files), LOOKUP_FILES):
         group = files[start : start + LOOKUP_FILES]
-        paths = [str(item.path.resolve()) for item in group]
+        paths = [item.resolved for item in group]
         for item, path in zip(group, paths, strict=True):
             st = item.path.stat()
             stats[path] = (st.st_size, st.st_mtime_ns)
@@ -651,7 +666,7 @@ def _planned_reads(
         index = streams.StreamIndex(s for s in known if s.rows_path not in forced)
         deferred: list[tuple[LandingFile, os.stat_result]] = []
         for item in items:
-            path = str(item.path.resolve())
+            path = item.resolved
             stat = item.path.stat()
             here = index.at_path(path)
             if here is not None and streams.unchanged_since(
@@ -682,7 +697,7 @@ def _planned_reads(
             if read is None:
                 continue
             content, codec = read
-            path = str(item.path.resolve())
+            path = item.resolved
             before = index.continuation(path, content) or index.rest(path, content)
             yield from _planned(index, item, content, codec, stat, before, table, now_ns,
                                 quiet_s, on_known)  # fmt: skip
@@ -723,7 +738,7 @@ def _planned(
     quiet_s: float,
     on_known: Callable[[list[warehouse.LoadCounts]], None],
 ) -> Iterator[ParsedFile]:
-    path = str(item.path.resolve())
+    path = item.resolved
     read = streams.plan_read(
         index, before, source=item.source, table=table, path=path, content=content,
         codec=codec, file_size=stat.st_size,
@@ -738,28 +753,34 @@ def _planned(
     ):
         on_known([_unchanged(item)])
         return
-    parser = PARSERS[item.source][1]
-    nothing = Parsed(pl.DataFrame(schema=parser.SCHEMA), pl.DataFrame(schema=REJECT_SCHEMA), 0)
-    yield ParsedFile(item, read.chunk, read.after.stream_id, table, nothing, read)
+    yield ParsedFile(item, read.chunk, read.after.stream_id, table, _nothing(item.source), read)
+
+
+@functools.cache
+def _nothing(source: str) -> Parsed:
+    """No rows and no rejects, in ``source``'s row schema (a read not parsed yet, or empty)."""
+    return Parsed(
+        pl.DataFrame(schema=PARSERS[source][1].SCHEMA), pl.DataFrame(schema=REJECT_SCHEMA), 0
+    )
 
 
 def _unchanged(item: LandingFile) -> warehouse.LoadCounts:
     table, _ = PARSERS[item.source]
-    return warehouse.LoadCounts(str(item.path.resolve()), item.source, table, 0, 0, 0, 0, True,
+    return warehouse.LoadCounts(item.resolved, item.source, table, 0, 0, 0, 0, True,
                                 status="no new lines")  # fmt: skip
 
 
 def _status(item: LandingFile, status: str, *, n_held: int = 0) -> warehouse.LoadCounts:
     """Counts for a file nothing was loaded from, with what happened to it."""
     table, _ = PARSERS[item.source]
-    return warehouse.LoadCounts(str(item.path.resolve()), item.source, table, n_held, 0, 0, 0,
+    return warehouse.LoadCounts(item.resolved, item.source, table, n_held, 0, 0, 0,
                                 False, n_held=n_held, status=status)  # fmt: skip
 
 
 def _duplicate(item: LandingFile, sha: str) -> warehouse.LoadCounts:
     """Counts for a file whose bytes equal another file's in the same run (loaded once)."""
     table, _ = PARSERS[item.source]
-    return warehouse.LoadCounts(str(item.path.resolve()), item.source, table, 0, 0, 0, 0, True)
+    return warehouse.LoadCounts(item.resolved, item.source, table, 0, 0, 0, 0, True)
 
 
 def landing_files(landing_dir: Path) -> list[LandingFile]:

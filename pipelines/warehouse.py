@@ -630,7 +630,7 @@ def _load_stream_reads(
             parts = [load.rows for load in bulk if load.table == table and load.rows.height]
             if parts:
                 _insert(con, table, pl.concat(parts, how="vertical_relaxed"))
-    rejects = [q for load in bulk if (q := _quarantine_rows(load, load.sha256, now)).height]
+    rejects = [_quarantine_rows(load, load.sha256, now) for load in bulk if load.rejects.height]
     if rejects:
         _insert(con, "raw_quarantine", pl.concat(rejects, how="vertical_relaxed"))
     _insert(con, "raw_quality_results", _checks_frame(bulk, now))
