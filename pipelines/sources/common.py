@@ -146,8 +146,7 @@ def find_lines(
     frame, for callers that gather many files' lines into one."""
     if not data:
         return 0
-    n_lines = data.count(b"\n") + (not data.endswith(b"\n"))
-    line_no, counted_to = 1, 0
+    line_no, counted_to = 1, 0  # newlines are counted once, between matches and after the last
     pos = data.find(needle)
     while pos != -1:
         start = data.rfind(b"\n", 0, pos) + 1
@@ -164,7 +163,7 @@ def find_lines(
             ok.append(False)
         line_nos.append(line_no)
         pos = data.find(needle, end)
-    return n_lines
+    return line_no - 1 + data.count(b"\n", counted_to) + (not data.endswith(b"\n"))
 
 
 def _is_utf8(line: bytes) -> bool:
