@@ -328,13 +328,14 @@ def _file_load(
     pending: ParsedFile, good: pl.DataFrame, bad: pl.DataFrame, results: list[dict[str, Any]]
 ) -> warehouse.FileLoad:
     read = pending.stream
-    if read is not None and good.height == bad.height == pending.parsed.rejects.height == 0:
-        # a read with no line in scope (most reads of a tick): nothing to renumber
+    clean = bad.height == pending.parsed.rejects.height == 0
+    if clean and (read is None or good.height == 0):
+        # no reject, nothing to renumber (most small files, most reads of a tick): no frame work
         return warehouse.FileLoad(
-            path=read.path, source=pending.item.source, table=pending.table,
-            sha256=pending.sha256, rows=good, rejects=_NO_REJECTS,
-            n_ignored=pending.parsed.n_ignored, quality_results=tuple(results), stream=read,
-            forget=pending.forget, stat=pending.stat,
+            path=pending.item.resolved if read is None else read.path,
+            source=pending.item.source, table=pending.table, sha256=pending.sha256, rows=good,
+            rejects=_NO_REJECTS, n_ignored=pending.parsed.n_ignored,
+            quality_results=tuple(results), stream=read, forget=pending.forget, stat=pending.stat,
         )  # fmt: skip
     validation_rejects = pl.DataFrame(
         {

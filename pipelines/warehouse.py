@@ -379,7 +379,9 @@ def load_files(
                              rows=load.rows)  # fmt: skip
     now = datetime.now(UTC)
     files = _files_frame([_file_record(load, now) for load in fresh.values()])
-    quarantine = [_quarantine_rows(load, load.sha256, now) for load in fresh.values()]
+    quarantine = [
+        _quarantine_rows(load, load.sha256, now) for load in fresh.values() if load.rejects.height
+    ]
     checks = _checks_frame(list(fresh.values()), now)
     con.execute("begin transaction")
     try:
