@@ -16,7 +16,7 @@ as polars expressions over the whole file.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import polars as pl
@@ -46,6 +46,14 @@ SCHEMA: dict[str, pl.DataType] = {
     "message": pl.String(),
     "log_format": pl.String(),
 }
+
+_HOST_UNKNOWN = (
+    "host unknown: this style prints none and the file name is a generic log name; pass --host "
+    "or put the log in a folder named after its host"
+)
+_NO_HOST = "-relia-no-host-"
+"""Stands for the host of a journald record without ``_HOSTNAME`` until the fallback fills it."""
+_JOURNAL_KEYS = (b'"__REALTIME_TIMESTAMP"', b'"MESSAGE"')
 
 _FOLDERS = frozenset({"kernel"})
 """The landing folder of kernel logs: never a host name."""
@@ -165,13 +173,18 @@ def parse_many(
     ignored: list[int] = []
     references: list[datetime] = []
     stems: list[str | None] = []
+    raws: list[str | None] = []  # the JSON record, for lines rebuilt from journald exports
     needle = MARKER.encode()
     for i, (data, source_file, options) in enumerate(files):
         if not data:
             out[i] = Parsed(empty_rows(SCHEMA), empty_file_reject(source_file), 0)
             continue
         before = len(lines)
-        n_lines = find_lines(data, needle, line_nos, lines, ok)
+        if _is_journal_json(data):
+            n_lines = _journal_lines(data, line_nos, lines, ok, raws)
+        else:
+            n_lines = find_lines(data, needle, line_nos, lines, ok)
+            raws.extend([None] * (len(lines) - before))
         mtime = options.get("file_mtime")
         parsed.append(i)
         counts.append(len(lines) - before)
@@ -182,9 +195,12 @@ def parse_many(
         return [p for p in out if p is not None]
     per_line = [k for k, n in enumerate(counts) for _ in range(n)]
     in_scope = pl.DataFrame(
-        {"line_no": line_nos, "line": lines, "utf8_ok": ok, "_file": per_line},
-        schema={"line_no": pl.Int64, "line": pl.String, "utf8_ok": pl.Boolean, "_file": pl.Int32},
-    )
+        {"line_no": line_nos, "line": lines, "utf8_ok": ok, "_file": per_line, "_raw": raws},
+        schema={
+            "line_no": pl.Int64, "line": pl.String, "utf8_ok": pl.Boolean, "_file": pl.Int32,
+            "_raw": pl.String,
+        },
+    )  # fmt: skip
     per_file = pl.DataFrame(
         {
             "_file": range(len(parsed)),
@@ -207,6 +223,21 @@ def parse_many(
     more = [s for s in _candidate_styles(missed) if s not in styles]
     if more:
         checked = _checked(in_scope, styles + more, now_utc)
+    journal = pl.col("_raw").is_not_null()
+    checked = checked.with_columns(
+        pl.when(journal).then(pl.lit("journal_json")).otherwise(pl.col("log_format"))
+        .alias("log_format"),
+        pl.when(journal & (pl.col("host") == _NO_HOST)).then(pl.col("_stem"))
+        .otherwise(pl.col("host")).alias("host"),
+        pl.coalesce(pl.col("_raw"), pl.col("line")).alias("line"),
+    )  # fmt: skip
+    if checked.filter(pl.col("reason").is_null()).select(pl.col("host").is_null().any()).item():
+        checked = checked.with_columns(
+            pl.when(pl.col("reason").is_null() & pl.col("host").is_null())
+            .then(pl.lit(_HOST_UNKNOWN))
+            .otherwise(pl.col("reason"))
+            .alias("reason")
+        )
     # rows and rejects of all files at once, then cut per file (splitting is cheap, a plan is not)
     split = parsed_from(
         checked, schema=SCHEMA | {"_file": pl.Int32()}, source_file=pl.col("_source_file"),
@@ -222,6 +253,54 @@ def parse_many(
         rows, rejects = row_parts.get((k,), no_rows), reject_parts.get((k,), no_rejects)
         out[i] = Parsed(rows, rejects, ignored[k])
     return [p for p in out if p is not None]
+
+
+def _is_journal_json(data: bytes) -> bool:
+    """``journalctl -o json`` export: one JSON object a line with journald's fields."""
+    head = data[:4096].lstrip()
+    return head.startswith(b"{") and all(key in head for key in _JOURNAL_KEYS)
+
+
+def _journal_lines(
+    data: bytes, line_nos: list[int], lines: list[str], ok: list[bool], raws: list[str | None]
+) -> int:
+    """Append the Xid records of a ``journalctl -o json`` export as kernel-log lines.
+
+    Each record holding ``NVRM: Xid`` in its ``MESSAGE`` (a string, or an array of bytes when the
+    text is not UTF-8) becomes ``<__REALTIME_TIMESTAMP as RFC 3339> <_HOSTNAME> kernel:
+    <MESSAGE>``, parsed like an RFC 3339 syslog line; ``raws`` gets the JSON record itself (what a
+    reject shows). Other records are out of scope; a record that is not JSON but mentions the
+    marker is kept as is (it becomes a reject). Returns the number of lines.
+    """
+    import json
+
+    n_lines = data.count(b"\n") + (not data.endswith(b"\n"))
+    for line_no, raw in enumerate(data.split(b"\n")[:n_lines], start=1):
+        if MARKER.encode() not in raw and b'"MESSAGE" : [' not in raw and b'"MESSAGE":[' not in raw:
+            continue
+        text = raw.rstrip(b"\r").decode("utf-8", errors="backslashreplace")
+        try:
+            record = json.loads(text)
+            message = record["MESSAGE"]
+            if isinstance(message, list):
+                message = bytes(message).decode("utf-8", errors="backslashreplace")
+            stamp = datetime.fromtimestamp(int(record["__REALTIME_TIMESTAMP"]) / 1e6, tz=UTC)
+        except (ValueError, KeyError, TypeError, OverflowError):
+            if MARKER in text:
+                line_nos.append(line_no)
+                lines.append(text)
+                ok.append(True)
+                raws.append(text)
+            continue
+        if MARKER not in message:
+            continue
+        host = str(record.get("_HOSTNAME") or _NO_HOST).replace(" ", "_")
+        message = message.rstrip("\n").replace("\n", " ")
+        line_nos.append(line_no)
+        lines.append(f"{stamp.isoformat(timespec='microseconds')} {host} kernel: {message}")
+        ok.append(True)
+        raws.append(text)
+    return n_lines
 
 
 def _checked(in_scope: pl.DataFrame, styles: list[str], now: datetime) -> pl.DataFrame:
@@ -263,11 +342,7 @@ def _checked(in_scope: pl.DataFrame, styles: list[str], now: datetime) -> pl.Dat
                 .otherwise(pl.lit("malformed or truncated PCI bus id")),
             ),
             (pl.col("ts").is_null(), pl.format("unparseable timestamp '{}'", pl.col("ts_text"))),
-            (
-                pl.col("host").is_null(),
-                "host unknown: this style prints none and the file name is a generic log name; "
-                "pass --host or put the log in a folder named after its host",
-            ),
+            (pl.col("host").is_null(), _HOST_UNKNOWN),
             (
                 in_future(pl.col("ts"), now),
                 pl.format("timestamp in the future: {}", pl.col("ts_text")),

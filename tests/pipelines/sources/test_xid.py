@@ -405,3 +405,60 @@ def test_xid_dmesg_host_comes_from_option_or_folder_never_a_generic_name() -> No
         source_file="/landing/kernel/dmesg.log", now=NOW, host="gpu0007",
     )  # fmt: skip
     assert printed.rows["host"].to_list() == ["gpu0009"]  # the line's own host wins
+
+
+JOURNAL = Path(__file__).resolve().parent / "samples" / "journald" / "ext4_errors.json"
+_XID_119 = (
+    "NVRM: Xid (PCI:0000:9b:00): 119, pid=2024380, name=nvidia-smi, Timeout after 6s of waiting "
+    "for RPC response from GPU4 GSP! Expected function 103 (GSP_RM_ALLOC) (0x2081 0x4)."
+)  # a real driver message (shared/real/nvidia-xid-dmesg-samples/dmesg-with-xid-119.log)
+
+
+def _journal_record(message: object, *, stamp_us: str, host: str | None = "gpu0042") -> str:
+    """A record in the shape of the real export in samples/journald (``{ "KEY" : value, ...}``)."""
+    fields = {"__REALTIME_TIMESTAMP": stamp_us, "_TRANSPORT": "kernel",
+              "SYSLOG_IDENTIFIER": "kernel", "PRIORITY": "4", "MESSAGE": message}  # fmt: skip
+    if host is not None:
+        fields["_HOSTNAME"] = host
+    import json
+
+    return "{ " + ", ".join(f"{json.dumps(k)} : {json.dumps(v)}" for k, v in fields.items()) + " }"
+
+
+def test_xid_journald_json_real_export_is_recognised_and_out_of_scope() -> None:
+    """The real export (two EXT4 records, no Xid): read as journald JSON, nothing rejected."""
+    result = parse(JOURNAL.read_bytes(), source_file="/landing/kernel/journal.json", now=NOW)
+    _assert_accounted(result, n_in_scope=0, n_ignored=2)
+
+
+def test_xid_journald_json_records_give_host_and_time_from_their_fields() -> None:
+    real = JOURNAL.read_text().splitlines()
+    # 1599541804928338 us = 2020-09-08T05:10:04.928338Z; a byte-array MESSAGE (non-UTF-8 text)
+    array = list(b"NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=python, GPU has fallen off the bus.")
+    data = "\n".join([
+        real[0],
+        _journal_record(_XID_119, stamp_us="1599541805000001"),
+        real[1],
+        _journal_record(array, stamp_us="1599541806500000", host="gpu0043"),
+        _journal_record(_XID_119, stamp_us="1599541807000000", host=None),
+        '{ "MESSAGE" : "NVRM: Xid (PCI:0000:18:00): 79, cut',  # a record cut mid-write
+    ]).encode() + b"\n"  # fmt: skip
+    result = parse(data, source_file="/landing/kernel/journal.json", now=NOW, host="fallback01")
+    rows = result.rows
+    assert rows.select("line_no", "host", "xid", "pci_bus_id", "pid", "log_format").rows() == [
+        (2, "gpu0042", 119, "0000:9b:00", 2024380, "journal_json"),
+        (4, "gpu0043", 79, "0000:18:00", 1, "journal_json"),
+        (5, "fallback01", 119, "0000:9b:00", 2024380, "journal_json"),  # no _HOSTNAME: --host
+    ]
+    assert rows["ts"].to_list() == [
+        _ts("2020-09-08T05:10:05.000001+00:00"),
+        _ts("2020-09-08T05:10:06.500000+00:00"),
+        _ts("2020-09-08T05:10:07+00:00"),
+    ]
+    assert rows["message"][0] == (
+        "Timeout after 6s of waiting for RPC response from GPU4 GSP! Expected function 103 "
+        "(GSP_RM_ALLOC) (0x2081 0x4)."
+    )
+    assert result.rejects["line_no"].to_list() == [6]
+    assert result.rejects["raw"][0].startswith('{ "MESSAGE" : "NVRM: Xid')
+    assert result.n_ignored == 2
