@@ -85,7 +85,6 @@ def suite_for(table: str, *, now: datetime, component_classes: list[str]) -> lis
     suites: dict[str, Callable[[], list[Check]]] = {
         "raw_slurm_jobs": lambda: [
             _not_null("job_id_raw"),
-            _not_null("submit_ts"),
             _in_set("state", SLURM_STATES),
             _time_range("submit_ts", now),
             _time_range("start_ts", now),

@@ -39,7 +39,10 @@ SEEDS = {
     "seed_component_class": "dim_component_class.csv",
     "seed_planned_reason": "dim_planned_reason.csv",
 }
-ADDED_COLUMNS = (("raw_fault_events", "unit_group", "varchar"),)
+ADDED_COLUMNS = (
+    ("raw_fault_events", "unit_group", "varchar"),
+    ("raw_slurm_jobs", "cluster", "varchar"),
+)
 """Columns added to a raw table after it first shipped: ``(table, column, type)``. A warehouse
 made before gains them (empty) when its schema is applied; a table the lake has replaced by a
 view is left alone (its new Parquet parts carry the column)."""

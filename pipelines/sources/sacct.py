@@ -1,19 +1,30 @@
 """Parse Slurm accounting exports (``sacct --parsable2``) into ``raw_slurm_jobs`` rows.
 
-The landing files come from::
+Sites write their dumps in many shapes; every one that holds the fields the views need is read::
 
     sacct --parsable2 --allusers --duplicates \\
         --format=JobID,JobIDRaw,JobName,Partition,Account,User,AllocNodes,AllocTRES,NodeList,\\
                  Submit,Start,End,Elapsed,State,ExitCode,Restarts
 
-with a header line, ``|`` between fields and no trailing ``|``. Every field is cut and checked with
-polars string expressions over the whole file; only the expansion of compressed host lists calls
-python-hostlist, once per distinct ``NodeList``.
+is the reference form; what is required is a header line naming ``JobID``, ``State``, ``Start``,
+``End`` and ``NodeList`` (:data:`REQUIRED`), in any order, with any other sacct fields beside them
+(:data:`OPTIONAL` are read when present, the rest skipped). The delimiter is whatever separates
+the header's names (``|`` of ``--parsable2``, a ``--delimiter`` string; ``--parsable``'s trailing
+delimiter is one more empty field); sacct's fixed-width table output is refused with a reason,
+since its columns may be cut. Counts come from whichever field the dump has: nodes from
+``AllocNodes``, else ``NNodes``, else the expanded node list; GPUs from ``AllocTRES``, else
+``ReqTRES`` (the untyped ``gres/gpu=N`` entry, else the sum of the typed ``gres/gpu:<type>=N``
+entries, so a TRES string carrying both counts its GPUs once). Multi-cluster dumps (``sacct -M``
+with a ``Cluster`` column) keep the cluster on every row; staging keys a job by cluster and job id.
+
+Every field is cut and checked with polars string expressions over the whole file; only the
+expansion of compressed host lists calls python-hostlist, once per distinct ``NodeList``.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from datetime import datetime
 
 import hostlist
@@ -26,16 +37,25 @@ from pipelines.sources.common import (
     empty_rows,
     empty_to_null,
     parsed_from,
+    rejects_frame,
+    split_lines,
     time_check,
     utc_now,
     with_reasons,
 )
 
+REQUIRED: tuple[str, ...] = ("JobID", "State", "Start", "End", "NodeList")
+"""Header names a dump must carry (any order, any delimiter)."""
+OPTIONAL: tuple[str, ...] = (
+    "JobIDRaw", "Cluster", "JobName", "Partition", "Account", "User", "AllocNodes", "NNodes",
+    "AllocTRES", "ReqTRES", "Submit", "Elapsed", "ElapsedRaw", "ExitCode", "Restarts",
+)  # fmt: skip
+"""Header names read when present; a column the dump lacks is null (or derived, see parse)."""
 COLUMNS: tuple[str, ...] = (
     "JobID", "JobIDRaw", "JobName", "Partition", "Account", "User", "AllocNodes", "AllocTRES",
     "NodeList", "Submit", "Start", "End", "Elapsed", "State", "ExitCode", "Restarts",
 )  # fmt: skip
-"""Header names the file must carry (any order; further columns are skipped)."""
+"""The reference ``--format`` (what the synthetic fleet writes)."""
 
 STATES: frozenset[str] = frozenset(
     {
@@ -49,6 +69,7 @@ STATES: frozenset[str] = frozenset(
 SCHEMA: dict[str, pl.DataType] = {
     "source_file": pl.String(),
     "line_no": pl.Int64(),
+    "cluster": pl.String(),
     "job_id": pl.String(),
     "job_id_raw": pl.String(),
     "step": pl.String(),
@@ -76,13 +97,17 @@ SCHEMA: dict[str, pl.DataType] = {
 _JOB_ID = r"^\d+(?:_(?:\d+|\[[^\]]+\]))?(?:\+\d+)?(?:\.[A-Za-z0-9_]+)?$"
 _JOB_ID_RAW = r"^\d+(?:\.[A-Za-z0-9_]+)?$"
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S"
+_TS_ZONED = "%Y-%m-%dT%H:%M:%S%z"
+_HEADER_NAME = re.compile(r"\s*[A-Za-z][A-Za-z0-9_]*")
+_SEPARATOR = re.compile(r"[^A-Za-z0-9_]+")
+_ZONED = re.compile(rb"T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{2}")
 _NO_TIME = ("Unknown", "None", "")
 _NO_NODES = ("None assigned", "")
 _UID_MAX = 2**32 - 1
 
 
 def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Parsed:
-    """Parse one ``sacct --parsable2`` export.
+    """Parse one sacct export (``--parsable2``, ``--parsable`` or any ``--delimiter``).
 
     Parameters
     ----------
@@ -97,20 +122,26 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
     Returns
     -------
     Parsed
-        ``rows`` with the ``raw_slurm_jobs`` columns (:data:`SCHEMA`): ``job_id`` as printed,
-        ``job_id_raw`` (the allocation id without step), ``step`` (null for allocation rows),
-        ``job_name``, ``partition``, ``account``, ``user_name``, ``alloc_nodes``, ``alloc_tres``,
-        ``n_gpus`` (``gres/gpu=N``, 0 if absent), ``node_list`` (compressed, as printed), ``nodes``
-        (expanded; empty for ``None assigned``), ``submit_ts``/``start_ts``/``end_ts`` (UTC, null
-        for ``Unknown``/``None``), ``elapsed_s`` (seconds), ``state`` (base word), ``state_by_uid``
-        (from ``CANCELLED by <uid>``), ``exit_code``, ``exit_signal``, ``restarts``.
-        Blank lines and the header line are ignored; every other line is a row or a reject.
+        ``rows`` with the ``raw_slurm_jobs`` columns (:data:`SCHEMA`): ``cluster`` (from a
+        ``Cluster`` column, else null), ``job_id`` as printed, ``job_id_raw`` (the allocation id
+        without step: ``JobIDRaw``, else ``JobID`` up to its step), ``step`` (null for allocation
+        rows), ``job_name``, ``partition``, ``account``, ``user_name``, ``alloc_nodes``
+        (``AllocNodes``, else ``NNodes``, else the number of expanded nodes), ``alloc_tres`` (the
+        TRES text the GPUs were counted from: ``AllocTRES``, else ``ReqTRES``), ``n_gpus`` (0 if
+        there is no GPU entry), ``node_list`` (compressed, as printed), ``nodes`` (expanded; empty
+        for ``None assigned``), ``submit_ts``/``start_ts``/``end_ts`` (UTC, null for
+        ``Unknown``/``None``; a printed UTC offset is honoured), ``elapsed_s`` (``Elapsed``, else
+        ``ElapsedRaw``, else end minus start), ``state`` (base word), ``state_by_uid`` (from
+        ``CANCELLED by <uid>``), ``exit_code``, ``exit_signal``, ``restarts``. Columns the dump
+        lacks are null. Blank lines and header lines are ignored; every other line is a row or a
+        reject.
 
     Notes
     -----
-    Rejects: a header without the needed columns (then every line, with the missing names), a
-    wrong number of fields, bytes that are not UTF-8, a malformed JobID, JobIDRaw, timestamp,
-    Elapsed, ExitCode, AllocNodes, Restarts or NodeList, an unknown State word, and timestamps in
+    Rejects: a header without the needed columns (then every line, with the missing names),
+    fixed-width table output (every line: export with ``--parsable2``), a wrong number of fields,
+    bytes that are not UTF-8, a malformed JobID, JobIDRaw, timestamp, Elapsed, ElapsedRaw,
+    ExitCode, AllocNodes, NNodes, Restarts or NodeList, an unknown State word, and timestamps in
     the future. End before Start is left to validation.
 
     Examples
@@ -124,15 +155,34 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
     >>> result = parse(text.encode(), source_file="sacct_20260601.txt")
     >>> result.rows.select("job_id", "n_gpus", "nodes", "state").row(0)
     ('7', 16, ['gpu01', 'gpu02'], 'NODE_FAIL')
-    """
+    >>> other = "JobID;State;NodeList;Start;End\\n8;TIMEOUT;gpu03;2026-06-01T00:00:00;2026-06-01T02:00:00\\n"
+    >>> parse(other.encode(), source_file="s.txt").rows.select("alloc_nodes", "elapsed_s").row(0)
+    (1, 7200)
+    """  # noqa: E501
     if not data:
         return Parsed(empty_rows(SCHEMA), empty_file_reject(source_file), 0)
     now_utc = utc_now(now)
-    fields = delimited_fields(data, separator="|", columns=COLUMNS, what="sacct --parsable2 header")
-    job_id, job_id_raw, state = pl.col("JobID"), pl.col("JobIDRaw"), pl.col("State")
-    exit_text, elapsed = pl.col("ExitCode"), pl.col("Elapsed")
+    separator, names = _header(data)
+    if separator is None:
+        return _table_output(data, source_file)
+    wanted = [*REQUIRED, *(c for c in OPTIONAL if c in names)]
+    fields = delimited_fields(data, separator=separator, columns=wanted, what="sacct header")
+    has = set(wanted)
+    text = {c: pl.col(c) if c in has else pl.lit(None, pl.String) for c in (*REQUIRED, *OPTIONAL)}
+    job_id, state = pl.col("JobID"), pl.col("State")
+    job_id_raw = text["JobIDRaw"] if "JobIDRaw" in has else _before(job_id, ".")
+    exit_text, elapsed = text["ExitCode"], text["Elapsed"]
     by = state.str.find(" by ", literal=True)
     colon = exit_text.str.find(":", literal=True)
+    # The TRES the GPUs are counted from: the allocation's, else the request's (pending jobs and
+    # dumps whose --format has only ReqTRES).
+    tres = pl.when(text["AllocTRES"].fill_null("") != "").then(text["AllocTRES"])
+    tres = tres.otherwise(text["ReqTRES"])
+    tres_name = pl.when(text["AllocTRES"].fill_null("") != "").then(pl.lit("AllocTRES"))
+    tres_name = tres_name.otherwise(pl.lit("ReqTRES"))
+    typed = b"gres/gpu:" in data
+    zoned = _ZONED.search(data) is not None  # SLURM_TIME_FORMAT with %z
+    timestamps = {c: _timestamp(text[c], zoned=zoned) for c in ("Submit", "Start", "End")}
     # Values first, with cheap string operations; a value that does not convert is null, and the
     # checks below turn it into a reject naming the field.
     frame = fields.frame.with_columns(
@@ -142,14 +192,15 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
         state.str.slice(by + 4).cast(pl.Int64, strict=False).alias("state_by_uid"),
         exit_text.str.head(colon).cast(pl.Int32, strict=False).alias("exit_code"),
         exit_text.str.slice(colon + 1).cast(pl.Int32, strict=False).alias("exit_signal"),
-        _elapsed_s(elapsed).alias("elapsed_s"),
-        pl.col("AllocNodes").cast(pl.Int32, strict=False).alias("alloc_nodes"),
-        pl.col("Restarts").cast(pl.Int32, strict=False).alias("restarts"),
-        _gpu_count_text(pl.col("AllocTRES"), typed=b"gres/gpu:" in data).alias("gpu_text"),
-        *[_timestamp(pl.col(c)).alias(f"{c.lower()}_ts") for c in ("Submit", "Start", "End")],
-    )
-    frame = frame.with_columns(
-        pl.col("gpu_text").cast(pl.Int32, strict=False).alias("n_gpus"),
+        _elapsed_s(elapsed).alias("elapsed_text_s"),
+        text["ElapsedRaw"].cast(pl.Int64, strict=False).alias("elapsed_raw_s"),
+        text["AllocNodes"].cast(pl.Int32, strict=False).alias("alloc_nodes_field"),
+        text["NNodes"].cast(pl.Int32, strict=False).alias("n_nodes_field"),
+        text["Restarts"].cast(pl.Int32, strict=False).alias("restarts"),
+        tres.alias("tres"),
+        *[ts.alias(f"{c.lower()}_ts") for c, ts in timestamps.items()],
+    ).with_columns(
+        _gpu_count(pl.col("tres"), typed=typed).alias("n_gpus"),
     )
     checked = with_reasons(
         frame,
@@ -157,12 +208,13 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
             *fields.checks,
             (~job_id.str.contains(_JOB_ID), pl.format("malformed JobID '{}'", job_id)),
             (
-                ~job_id_raw.str.contains(_JOB_ID_RAW),
+                ~job_id_raw.str.contains(_JOB_ID_RAW).fill_null(value=True),
                 pl.format("malformed JobIDRaw '{}'", job_id_raw),
             ),
             *[
                 time_check(c, pl.col(f"{c.lower()}_ts"), now_utc, no_time=_NO_TIME)
                 for c in ("Submit", "Start", "End")
+                if c in has
             ],
             (~pl.col("state").is_in(sorted(STATES)), pl.format("unknown State '{}'", state)),
             (
@@ -170,35 +222,88 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
                 & ~pl.col("state_by_uid").is_between(0, _UID_MAX).fill_null(value=False),
                 pl.format("malformed uid in State '{}'", state),
             ),
-            _field_check(
-                "ExitCode",
-                colon.is_null() | _negative_or_null("exit_code") | _negative_or_null("exit_signal"),
-            ),
-            _field_check("Elapsed", _negative_or_null("elapsed_s")),
-            _field_check("AllocNodes", _negative_or_null("alloc_nodes")),
-            _field_check("Restarts", _negative_or_null("restarts")),
-            _field_check(
-                "AllocTRES", pl.col("gpu_text").is_not_null() & _negative_or_null("n_gpus")
+            *[
+                _field_check(column, failed)
+                for column, failed in (
+                    (
+                        "ExitCode",
+                        colon.is_null()
+                        | _negative_or_null("exit_code")
+                        | _negative_or_null("exit_signal"),
+                    ),
+                    ("Elapsed", _negative_or_null("elapsed_text_s")),
+                    ("ElapsedRaw", _negative_or_null("elapsed_raw_s")),
+                    ("AllocNodes", _negative_or_null("alloc_nodes_field")),
+                    ("NNodes", _negative_or_null("n_nodes_field")),
+                    ("Restarts", _negative_or_null("restarts")),
+                )
+                if column in has
+            ],
+            (
+                pl.col("n_gpus").is_null(),
+                pl.format("malformed {} '{}'", tres_name, pl.col("tres")),
             ),
         ],
     )
     checked = _with_nodes(checked)
+    start, end = pl.col("start_ts"), pl.col("end_ts")
     checked = checked.with_columns(
         job_id.alias("job_id"),
-        pl.col("n_gpus").fill_null(0),
+        pl.coalesce(
+            "alloc_nodes_field",
+            "n_nodes_field",
+            pl.when(pl.col("nodes").list.len() > 0).then(pl.col("nodes").list.len()),
+        ).alias("alloc_nodes"),
+        pl.coalesce("elapsed_text_s", "elapsed_raw_s", (end - start).dt.total_seconds()).alias(
+            "elapsed_s"
+        ),
+        empty_to_null(pl.col("tres")).alias("alloc_tres"),
         *[
-            empty_to_null(pl.col(field)).alias(column)
+            empty_to_null(text[field]).alias(column)
             for field, column in (
+                ("Cluster", "cluster"),
                 ("JobName", "job_name"),
                 ("Partition", "partition"),
                 ("Account", "account"),
                 ("User", "user_name"),
-                ("AllocTRES", "alloc_tres"),
                 ("NodeList", "node_list"),
             )
         ],
     )
     return parsed_from(checked, schema=SCHEMA, source_file=source_file, n_ignored=fields.n_ignored)
+
+
+def _header(data: bytes) -> tuple[str | None, set[str]]:
+    """The delimiter and the names of the first non-blank line (the header, if there is one).
+
+    The delimiter is the run of characters after the first name that cannot be part of a sacct
+    field name (``|``, ``;``, a tab, ``::``...): ``|`` when the line holds a single name, None
+    when the names are padded with spaces (sacct's fixed-width table output).
+    """
+    lines = split_lines(data[:65536])
+    first = lines.filter(pl.col("line").str.strip_chars() != "").head(1)["line"]
+    if not first.len():
+        return "|", set()
+    line = first[0].rstrip("\r")
+    name = _HEADER_NAME.match(line)
+    if name is None or name.end() == len(line):
+        return "|", {line.strip()}
+    separator = _SEPARATOR.match(line, name.end()).group(0)  # type: ignore[union-attr]
+    if separator.strip(" ") == "":
+        return None, set()
+    return separator, {n.strip() for n in line.split(separator)}
+
+
+def _table_output(data: bytes, source_file: str) -> Parsed:
+    """Every non-blank line of a fixed-width ``sacct`` table as a reject saying how to export."""
+    lines = split_lines(data)
+    kept = lines.filter(pl.col("line").str.strip_chars() != "")
+    reason = (
+        "sacct table output (space-padded columns, values may be cut) cannot be read: export "
+        "with --parsable2 (or --parsable / --delimiter)"
+    )
+    records = [(source_file, n, line, reason) for n, line in kept.select("line_no", "line").rows()]
+    return Parsed(empty_rows(SCHEMA), rejects_frame(records), lines.height - kept.height)
 
 
 def _before(text: pl.Expr, mark: str) -> pl.Expr:
@@ -207,10 +312,14 @@ def _before(text: pl.Expr, mark: str) -> pl.Expr:
     return pl.when(pos.is_null()).then(text).otherwise(text.str.head(pos))
 
 
-def _timestamp(text: pl.Expr) -> pl.Expr:
-    return text.str.strptime(pl.Datetime("us"), _TS_FORMAT, strict=False).dt.replace_time_zone(
-        "UTC"
-    )
+def _timestamp(text: pl.Expr, *, zoned: bool = False) -> pl.Expr:
+    """UTC time of sacct's ISO form; with ``zoned``, also of the form with a UTC offset."""
+    naive = text.str.strptime(pl.Datetime("us"), _TS_FORMAT, strict=False)
+    utc = naive.dt.replace_time_zone("UTC")
+    if not zoned:
+        return utc
+    offset = text.str.strptime(pl.Datetime("us", "UTC"), _TS_ZONED, strict=False)
+    return pl.coalesce(utc, offset)
 
 
 def _field_check(column: str, failed: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
@@ -224,19 +333,30 @@ def _negative_or_null(column: str) -> pl.Expr:
     return pl.col(column).is_null() | (pl.col(column) < 0)
 
 
-def _gpu_count_text(tres: pl.Expr, *, typed: bool) -> pl.Expr:
-    """The text of the GPU count in AllocTRES (null when there is no GPU entry).
+def _gpu_count(tres: pl.Expr, *, typed: bool) -> pl.Expr:
+    """GPUs in a TRES string: the untyped ``gres/gpu=N``, else the sum of the typed
+    ``gres/gpu:<type>=N`` entries (Slurm prints both for a typed request; they are the same GPUs),
+    0 without any; null when a count is not a number.
 
-    ``gres/gpu=N`` is found by plain string search, cheap enough to run on every line; the typed
-    form ``gres/gpu:<type>=N`` needs a regex and is looked for only when ``typed`` (the file
-    mentions it somewhere) and the plain form is absent.
+    The untyped entry is found by plain string search, cheap enough to run on every line; the
+    typed ones need a regex and are looked for only when ``typed`` (the file mentions them).
     """
     key = "gres/gpu="
     start = tres.str.find(key, literal=True)
-    plain = _before(tres.str.slice(start + len(key), 12), ",")
-    if not typed:
-        return plain
-    return pl.coalesce(plain, tres.str.extract(r"(?:^|,)gres/gpu:[^=,]+=([^,]*)", 1))
+    plain = _before(tres.str.slice(start + len(key), 12), ",").cast(pl.Int32, strict=False)
+    plain = pl.when(start.is_null()).then(None).otherwise(plain.fill_null(-1))
+    if typed:
+        counts = tres.str.extract_all(r"(?:^|,)gres/gpu:[^=,]+=[^,]*").list.eval(
+            pl.element().str.split("=").list.last().cast(pl.Int32, strict=False)
+        )
+        summed = pl.when(counts.list.len() > 0).then(
+            pl.when(counts.list.eval(pl.element().is_null()).list.any())
+            .then(-1)
+            .otherwise(counts.list.sum())
+        )
+        plain = pl.coalesce(plain, summed)
+    count = plain.fill_null(0)
+    return pl.when(count < 0).then(None).otherwise(count)
 
 
 def _elapsed_s(text: pl.Expr) -> pl.Expr:

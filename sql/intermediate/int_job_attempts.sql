@@ -1,6 +1,7 @@
 -- One row per job attempt, whatever ran the job (scheduler: slurm, kubernetes, elastic). Job ids
--- are namespaced so they cannot collide: Slurm keeps its JobIDRaw (1042), Kubernetes jobs are
--- k8s:<namespace>/<job>, torchrun runs elastic:<rendezvous id>.
+-- are namespaced so they cannot collide: Slurm keeps its JobIDRaw (1042; <cluster>/1042 for rows
+-- of a multi-cluster dump with a Cluster column), Kubernetes jobs are k8s:<namespace>/<job>,
+-- torchrun runs elastic:<rendezvous id>.
 --
 -- slurm: Slurm keeps a requeued job's earlier runs as extra allocation records with the same
 -- JobIDRaw (sacct --duplicates): ordered by start they are attempts 1, 2, ... Records that never
@@ -23,8 +24,12 @@
 -- (FAILED), the first death signal (CANCELLED) or the last successful finish (COMPLETED). A
 -- positive worker exit code is an application (Python) exit; a negative one is a signal.
 with jobs as (
-    select * from stg_slurm_jobs
-    where step is null and start_ts is not null
+    select
+        stg_slurm_jobs.* replace (
+            coalesce(stg_slurm_jobs.cluster || '/', '') || stg_slurm_jobs.job_id_raw as job_id_raw
+        )
+    from stg_slurm_jobs
+    where stg_slurm_jobs.step is null and stg_slurm_jobs.start_ts is not null
 ),
 
 ordered as (

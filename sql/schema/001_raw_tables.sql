@@ -24,7 +24,8 @@ create table if not exists raw_slurm_jobs (
     state_by_uid integer,
     exit_code integer,
     exit_signal integer,
-    restarts integer
+    restarts integer,
+    cluster varchar              -- Cluster column of a multi-cluster dump (sacct -M), else null
 );
 
 create table if not exists raw_xid_events (

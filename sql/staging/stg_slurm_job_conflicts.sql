@@ -1,5 +1,5 @@
 -- Slurm job records whose sacct dumps disagree on how an attempt ended: one row per version of a
--- (job_id, step, start) that has an end time, for every key with two or more such versions that
+-- (cluster, job_id, step, start) that has an end time, for every key with two or more such versions that
 -- differ in state, end time or exit code (a RUNNING snapshot later ended is no conflict).
 -- `chosen` marks the version stg_slurm_jobs keeps (its rule is documented there); the others are
 -- kept here, never dropped silently.
@@ -9,6 +9,7 @@ staged as (select * from stg_slurm_jobs),
 
 ended as (
     select
+        source.cluster,
         source.job_id,
         source.step,
         source.start_ts,
@@ -24,6 +25,7 @@ ended as (
 
 disputed as (
     select
+        coalesce(ended.cluster, '') as cluster_key,
         ended.job_id,
         coalesce(ended.step, '') as step_key,
         ended.start_ts,
@@ -31,13 +33,14 @@ disputed as (
             distinct (ended.state, ended.end_ts, ended.exit_code, ended.exit_signal)
         ) as n_versions
     from ended
-    group by ended.job_id, coalesce(ended.step, ''), ended.start_ts
+    group by coalesce(ended.cluster, ''), ended.job_id, coalesce(ended.step, ''), ended.start_ts
     having
         count(distinct (ended.state, ended.end_ts, ended.exit_code, ended.exit_signal)) > 1
 ),
 
 final as (
     select
+        ended.cluster,
         ended.job_id,
         ended.step,
         ended.start_ts,
@@ -53,11 +56,13 @@ final as (
         ) as chosen
     from ended
     inner join disputed
-        on ended.job_id = disputed.job_id
+        on coalesce(ended.cluster, '') = disputed.cluster_key
+        and ended.job_id = disputed.job_id
         and coalesce(ended.step, '') = disputed.step_key
         and ended.start_ts = disputed.start_ts
     left join staged
-        on ended.job_id = staged.job_id
+        on coalesce(ended.cluster, '') = coalesce(staged.cluster, '')
+        and ended.job_id = staged.job_id
         and coalesce(ended.step, '') = coalesce(staged.step, '')
         and ended.start_ts = staged.start_ts
 )

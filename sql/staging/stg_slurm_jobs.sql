@@ -1,4 +1,6 @@
--- Slurm job records (allocations and steps), one row per (job_id, step, start).
+-- Slurm job records (allocations and steps), one row per (cluster, job_id, step, start); cluster is
+-- null for dumps without a Cluster column (one cluster), so job ids of several clusters in
+-- multi-cluster dumps (sacct -M) never meet.
 -- The same record seen in several sacct dumps (a job still RUNNING in one, ended in the next, or
 -- two dumps that disagree) is kept once, by this rule (never by file name):
 --   1. a version with an end time wins over one without (a RUNNING snapshot is superseded);
@@ -27,7 +29,11 @@ ranked as (
     select
         versions.*,
         row_number() over (
-            partition by versions.job_id, coalesce(versions.step, ''), versions.start_ts
+            partition by
+                coalesce(versions.cluster, ''),
+                versions.job_id,
+                coalesce(versions.step, ''),
+                versions.start_ts
             order by
                 versions.end_ts is null,
                 versions.end_ts desc,
@@ -40,6 +46,7 @@ ranked as (
 
 final as (
     select
+        ranked.cluster,
         ranked.job_id,
         ranked.job_id_raw,
         ranked.step,

@@ -1,0 +1,195 @@
+"""sacct dumps as sites write them (#12 §3): any ``--format`` holding JobID, State, Start, End
+and NodeList, in any order, any ``--delimiter``, ``--parsable``'s trailing delimiter, node and GPU
+counts from whichever field the dump has, multi-cluster dumps keyed by cluster, and sacct's
+fixed-width table output refused with a reason. Real samples are in ``samples/sacct/`` (see its
+README); every expectation below was read off the sample lines by hand."""
+
+from __future__ import annotations
+
+import textwrap
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+
+from pipelines import ingest, warehouse
+from pipelines.sources.common import Parsed
+from pipelines.sources.sacct import parse
+
+SAMPLES = Path(__file__).parent / "samples" / "sacct"
+NOW = datetime(2026, 9, 1, tzinfo=UTC)
+
+
+def _parse(text: str | bytes, name: str = "sacct.txt") -> Parsed:
+    data = textwrap.dedent(text).lstrip("\n").encode() if isinstance(text, str) else text
+    return parse(data, source_file=name, now=NOW)
+
+
+def _ts(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def _reasons(result: Parsed) -> dict[int, str]:
+    return dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True))
+
+
+def test_real_simulator_dump_with_cluster_nnodes_and_reqtres() -> None:
+    # Slurm 23.02 (UB Slurm Simulator) --parsable2 with its own --format: no AllocNodes, AllocTRES
+    # or Restarts; Cluster, NNodes and ReqTRES instead; 26 fields, the last (NTasks) empty.
+    result = _parse((SAMPLES / "slurm_sim_micro_acct.txt").read_bytes())
+    assert result.rejects.height == 0
+    assert result.n_ignored == 1  # the header
+    got = result.rows.select(
+        "line_no", "cluster", "job_id", "job_id_raw", "step", "account", "user_name",
+        "partition", "job_name", "alloc_nodes", "n_gpus", "nodes", "start_ts", "end_ts",
+        "elapsed_s", "state", "exit_code", "exit_signal", "restarts",
+    ).rows()  # fmt: skip
+    assert got == [
+        (2, "micro", "1001", "1001", None, "account2", "user5", "normal", "jobid_1001", 1, 0,
+         ["b1"], _ts("2022-01-01T05:01:14"), _ts("2022-01-01T05:01:14"), 0, "COMPLETED", 0, 0,
+         None),
+        (3, "micro", "1002", "1002", None, "account1", "user1", "normal", "jobid_1002", 1, 0,
+         ["n1"], _ts("2022-01-01T05:01:16"), _ts("2022-01-01T05:02:16"), 60, "TIMEOUT", 0, 0,
+         None),
+        (4, "micro", "1003", "1003", None, "account2", "user4", "normal", "jobid_1003", 1, 0,
+         ["b1"], _ts("2022-01-01T05:01:16"), _ts("2022-01-01T05:01:21"), 5, "COMPLETED", 0, 0,
+         None),
+        # NNodes says 2 (its ReqTRES says node=1: the request, not the allocation)
+        (5, "micro", "1004", "1004", None, "account1", "user3", "normal", "jobid_1004", 2, 0,
+         ["b1", "g1"], _ts("2022-01-01T05:01:30"), _ts("2022-01-01T05:01:51"), 21, "COMPLETED",
+         0, 0, None),
+    ]  # fmt: skip
+    assert result.rows["alloc_tres"][3] == "billing=24,cpu=24,mem=67200M,node=1"
+    assert result.rows["submit_ts"][1] == _ts("2022-01-01T05:01:15")
+
+
+def test_real_table_output_is_refused_line_by_line_with_the_fix() -> None:
+    result = _parse((SAMPLES / "soperator_table_output.txt").read_bytes())
+    assert result.rows.height == 0
+    assert result.rejects["line_no"].to_list() == [1, 2, 3, 4, 5]
+    assert set(result.rejects["reason"]) == {
+        "sacct table output (space-padded columns, values may be cut) cannot be read: export "
+        "with --parsable2 (or --parsable / --delimiter)"
+    }
+    assert result.rejects["raw"][3].startswith("20                sleep")
+
+
+def test_minimal_format_in_any_order_with_another_delimiter() -> None:
+    # sacct -P --delimiter=';' --format=State,NodeList,End,JobID,Start
+    result = _parse(
+        """
+        State;NodeList;End;JobID;Start
+        NODE_FAIL;gpu[0001-0004];2026-06-01T03:30:00;77;2026-06-01T01:00:00
+        COMPLETED;gpu0009;2026-06-01T02:00:00;77.0;2026-06-01T01:00:05
+        PENDING;None assigned;Unknown;78;Unknown
+        """
+    )
+    assert result.rejects.height == 0
+    assert result.rows.select(
+        "job_id", "job_id_raw", "step", "alloc_nodes", "nodes", "elapsed_s", "submit_ts",
+        "account", "n_gpus",
+    ).rows() == [
+        ("77", "77", None, 4, ["gpu0001", "gpu0002", "gpu0003", "gpu0004"], 9000, None, None, 0),
+        ("77.0", "77", "0", 1, ["gpu0009"], 3595, None, None, 0),
+        ("78", "78", None, None, [], None, None, None, 0),
+    ]  # fmt: skip
+
+
+def test_tab_and_multi_character_delimiters() -> None:
+    tab = "JobID\tState\tStart\tEnd\tNodeList\n5\tFAILED\t2026-06-01T00:00:00\t2026-06-01T00:10:00\tg1\n"  # noqa: E501
+    colons = "JobID::NodeList::State::Start::End\n6::g[1-2]::TIMEOUT::2026-06-01T00:00:00::2026-06-01T01:00:00\n"  # noqa: E501
+    assert _parse(tab.encode()).rows.select("job_id", "state", "elapsed_s").row(0) == (
+        "5", "FAILED", 600)  # fmt: skip
+    assert _parse(colons.encode()).rows.select("job_id", "alloc_nodes", "state").row(0) == (
+        "6", 2, "TIMEOUT")  # fmt: skip
+
+
+def test_parsable_trailing_delimiter_is_one_more_empty_field() -> None:
+    # sacct --parsable (not --parsable2) ends every line, the header too, with the delimiter
+    result = _parse(
+        """
+        JobID|State|Start|End|NodeList|AllocTRES|
+        9|NODE_FAIL|2026-06-01T00:00:00|2026-06-01T05:00:00|gpu[01-02]|cpu=16,gres/gpu=16|
+        9|NODE_FAIL|2026-06-01T00:00:00|2026-06-01T05:00:00|gpu[01-02]
+        """
+    )
+    assert result.rows.select("job_id", "n_gpus", "alloc_nodes").rows() == [("9", 16, 2)]
+    assert _reasons(result) == {3: "expected 7 fields separated by '|', found 5"}
+
+
+def test_gpus_counted_once_from_typed_and_untyped_entries_and_from_reqtres() -> None:
+    result = _parse(
+        """
+        JobID|State|Start|End|NodeList|AllocTRES|ReqTRES|NNodes
+        1|COMPLETED|2026-06-01T00:00:00|2026-06-01T01:00:00|g1|billing=54,cpu=16,gres/gpu:a100=4,gres/gpu=4,mem=208G,node=1|gres/gpu=4|1
+        2|COMPLETED|2026-06-01T00:00:00|2026-06-01T01:00:00|g[1-2]|cpu=32,gres/gpu:a100=2,gres/gpu:v100=4,node=2||2
+        3|PENDING|Unknown|Unknown|None assigned||cpu=64,gres/gpu=16,node=2|2
+        4|COMPLETED|2026-06-01T00:00:00|2026-06-01T01:00:00|g1|cpu=8,gres/gpumem=40G,node=1||1
+        5|COMPLETED|2026-06-01T00:00:00|2026-06-01T01:00:00|g1|gres/gpu=many||1
+        """
+    )
+    gpus = dict(result.rows.select("job_id", "n_gpus").rows())
+    assert gpus == {"1": 4, "2": 6, "3": 16, "4": 0}
+    nodes = dict(result.rows.select("job_id", "alloc_nodes").rows())
+    assert nodes == {"1": 1, "2": 2, "3": 2, "4": 1}  # NNodes, even for the pending job
+    assert (
+        result.rows.filter(pl.col("job_id") == "3")["alloc_tres"][0] == "cpu=64,gres/gpu=16,node=2"
+    )
+    assert _reasons(result) == {6: "malformed AllocTRES 'gres/gpu=many'"}
+
+
+def test_times_printed_with_a_utc_offset_are_honoured() -> None:
+    # SLURM_TIME_FORMAT='%Y-%m-%dT%H:%M:%S%z'
+    result = _parse(
+        """
+        JobID|State|Submit|Start|End|NodeList
+        1481508|COMPLETED|2023-02-21T13:49:20+0100|2023-02-21T13:49:26+0100|2023-02-21T15:10:23+0100|compute-[0-2]
+        """
+    )
+    assert result.rows.select("start_ts", "end_ts", "alloc_nodes", "elapsed_s").row(0) == (
+        _ts("2023-02-21T12:49:26"), _ts("2023-02-21T14:10:23"), 3, 4857)  # fmt: skip
+
+
+def test_a_dump_without_a_needed_field_names_what_is_missing() -> None:
+    # the shape of a job-report paste: State and AllocTRES, but no Start, End or NodeList
+    result = _parse(
+        """
+        JobID|JobName|User|Account|State|ExitCode|Elapsed|AllocTRES
+        11|rccl|alice|project-a|COMPLETED|0:0|00:00:36|billing=448,cpu=448,gres/gpu=16,node=2
+        """
+    )
+    assert result.rows.height == 0
+    assert result.rejects["reason"][0].startswith(
+        "sacct header is missing columns Start, End, NodeList:"
+    )
+
+
+def _dump(cluster_a: str, cluster_b: str) -> str:
+    return (
+        "Cluster|JobID|JobIDRaw|State|Submit|Start|End|NodeList|AllocTRES\n"
+        f"{cluster_a}|1042|1042|NODE_FAIL|2026-06-01T00:00:00|2026-06-01T00:00:00|"
+        "2026-06-01T10:00:00|a[001-002]|gres/gpu=16\n"
+        f"{cluster_b}|1042|1042|COMPLETED|2026-06-01T01:00:00|2026-06-01T01:00:00|"
+        "2026-06-01T03:00:00|b001|gres/gpu=8\n"
+    )
+
+
+def test_multi_cluster_dump_keeps_one_job_id_per_cluster(tmp_path: Path) -> None:
+    # sacct -M alpha,beta: job 1042 exists on both clusters; neither hides the other
+    slurm = tmp_path / "slurm"
+    slurm.mkdir()
+    (slurm / "sacct_all_clusters.txt").write_text(_dump("alpha", "beta"))
+    db = tmp_path / "w.duckdb"
+    ingest.ingest(db, ingest.discover([slurm]))
+    with warehouse.connect(db, read_only=True) as con:
+        staged = con.execute(
+            "select cluster, job_id, state from stg_slurm_jobs order by cluster"
+        ).fetchall()
+        attempts = con.execute(
+            "select job_id_raw, state, n_gpus, len(nodes) from int_job_attempts "
+            "where scheduler = 'slurm' order by job_id_raw"
+        ).fetchall()
+        conflicts = con.execute("select count(*) from stg_slurm_job_conflicts").fetchone()
+    assert staged == [("alpha", "1042", "NODE_FAIL"), ("beta", "1042", "COMPLETED")]
+    assert attempts == [("alpha/1042", "NODE_FAIL", 16, 2), ("beta/1042", "COMPLETED", 8, 1)]
+    assert conflicts == (0,)
