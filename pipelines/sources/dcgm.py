@@ -48,6 +48,7 @@ from pipelines.sources.common import (
     iso_utc,
     parsed_from,
     pci_bus_id,
+    rejects_frame,
     split_lines,
     utc_now,
     with_reasons,
@@ -379,7 +380,9 @@ def _parse_dmon(lines: pl.DataFrame, source_file: str, now: datetime, host: str)
         "tags_text", as_dict=True, maintain_order=True
     ).items():
         parts.append(_dmon_group(group, tags_text[0], now))
-    checked = pl.concat(parts, how="diagonal_relaxed") if parts else data.head(0)
+    if not parts:  # headers and unit lines only (dmon stopped before its first sample)
+        return Parsed(empty_rows(SCHEMA), rejects_frame([]), n_ignored)
+    checked = pl.concat(parts, how="diagonal_relaxed")
     return parsed_from(
         checked.sort("line_no"), schema=SCHEMA, source_file=source_file, n_ignored=n_ignored
     )

@@ -110,7 +110,9 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
         ``event_time_ts`` (events.k8s.io micro-time) and ``created_ts`` (UTC);
         ``source_component`` (``source.component`` or ``reportingComponent``), ``source_host``
         (``source.host`` or ``reportingInstance``) and ``node`` (the node the event is about:
-        the involved Node, else the reporting host).
+        the involved Node, else the kubelet's host: ``source.host``, or ``reportingInstance``
+        when ``reportingComponent`` is ``kubelet``; null for events from other reporters such as
+        the scheduler, whose ``reportingInstance`` is ``default-scheduler-<its own host>``).
 
     Notes
     -----
@@ -154,9 +156,18 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
         pl.coalesce("component", "reporting_component").alias("source_component"),
         pl.coalesce("host", "reporting_instance").alias("source_host"),
     ).with_columns(
+        # the node the event is about: an involved Node; else the host of a kubelet (source.host,
+        # or the reportingInstance of a reportingComponent "kubelet", both its node name). Other
+        # reporters name themselves, not a node: the scheduler's reportingInstance is
+        # "default-scheduler-<its own host>" (kubernetes/kubernetes#90482), so no node.
         pl.when(pl.col("involved_kind") == "Node")
         .then(pl.col("involved_name"))
-        .otherwise(pl.col("source_host"))
+        .otherwise(
+            pl.coalesce(
+                "host",
+                pl.when(pl.col("reporting_component") == "kubelet").then("reporting_instance"),
+            )
+        )
         .alias("node"),
     )
     any_time = pl.any_horizontal([pl.col(c).is_not_null() for c in _TIMES])

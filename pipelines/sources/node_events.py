@@ -7,7 +7,10 @@ The landing files come from::
 whose default columns are ``Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User`` (a header line,
 ``|`` between fields, no trailing ``|``). A row is one interval during which a node was down,
 drained or failing, with the reason an administrator or slurmctld gave (``Not responding``,
-``Kill task failed``, ``NHC: Xid 79``...). ``TimeEnd`` is empty while the event is still open.
+``Kill task failed``, ``NHC: Xid 79``...). While the event is still open ``TimeEnd`` reads
+``Unknown`` (sacctmgr prints every date through ``slurm_make_time_str``, which writes
+``Unknown`` for time 0; ``src/common/print_fields.c``); an empty field is read the same way.
+``--parsable`` (``-p``) output, with a ``|`` after the last field, parses too.
 Cluster events (no ``NodeName``) are not about a node and are only counted as ignored.
 """
 

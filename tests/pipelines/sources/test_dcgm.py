@@ -164,6 +164,24 @@ def test_dcgm_empty_file_is_one_reject() -> None:
     assert parse(b"", source_file=PROM_FILE).rejects["reason"].to_list() == ["empty file"]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-06-01T00:00:00Z #Entity   TMPTR  POWER\n2026-06-01T00:00:00Z ID        C      W\n",
+        "#Entity   TMPTR  POWER\nID        C      W\n",
+    ],
+    ids=["timestamped", "bare"],
+)
+def test_dmon_file_with_only_its_header_is_no_rows_and_no_rejects(text: str) -> None:
+    # dmon stopped (or was killed) before its first sample: the two header lines are all there is
+    result = _parse(text, DMON_FILE)
+    assert result.rows.height == 0
+    assert result.rows.schema == pl.Schema(SCHEMA)
+    assert result.rejects.height == 0
+    assert result.rejects.schema == REJECT_SCHEMA
+    assert result.n_ignored == 2
+
+
 @pytest.fixture(scope="module")
 def health() -> pl.DataFrame:
     """int_gpu_health over three hours of 20-minute scrapes of GPU 0 with two resets and a

@@ -136,7 +136,7 @@ def test_k8s_events_become_typed_rows() -> None:
     ).rows() == [
         ("Node", "NodeNotReady", "gpu0003", 1, datetime(2026, 6, 3, 10, 0, 40, tzinfo=UTC),
          None, "node-controller", None, "Normal"),
-        ("Pod", "Scheduled", "default-scheduler-ctrl0001", None, None,
+        ("Pod", "Scheduled", None, None, None,  # the scheduler's own host is no node of the pod
          datetime(2026, 6, 3, 9, 59, 55, 318211, tzinfo=UTC), "default-scheduler",
          "default-scheduler-ctrl0001", "Normal"),
         ("Pod", "BackOff", "gpu0004", 3, datetime(2026, 6, 3, 10, 5, 40, tzinfo=UTC), None,

@@ -78,6 +78,42 @@ def test_node_events_without_cluster_and_user_columns() -> None:
     )  # fmt: skip
 
 
+def test_node_events_parsable_with_a_trailing_bar() -> None:
+    # `sacctmgr -p` ends the header and every line with "|" (sacctmgr(1): "'|' delimited with a
+    # '|' at the end"); an open event's TimeEnd is Unknown
+    text = textwrap.dedent(
+        """\
+        Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User|
+        alpha|gpu0007|2026-06-02T10:00:00|Unknown|DOWN*|Not responding|slurm(64030)|
+        """
+    )
+    result = parse(text.encode(), source_file=SOURCE, now=NOW)
+    assert result.rejects.height == 0
+    assert result.rows.select(
+        "node_name", "start_ts", "end_ts", "state_base", "user_name"
+    ).rows() == [("gpu0007", datetime(2026, 6, 2, 10, tzinfo=UTC), None, "down", "slurm(64030)")]
+
+
+def test_node_events_table_output_is_not_read_and_says_why() -> None:
+    # plain `sacctmgr show event` prints fixed-width columns that cut long values (a Reason or
+    # User ending in "+"): not read; every line is a reject naming the expected header
+    text = textwrap.dedent(
+        """\
+           Cluster        NodeName           TimeStart             TimeEnd  State                         Reason       User
+        ---------- --------------- ------------------- ------------------- ------ ------------------------------ ----------
+             alpha         gpu0007 2026-06-02T10:00:00             Unknown  DOWN*                 Not responding slurm(640+
+        """  # noqa: E501
+    )
+    result = parse(text.encode(), source_file=SOURCE, now=NOW)
+    assert result.rows.height == 0
+    assert result.rejects["line_no"].to_list() == [1, 2, 3]
+    assert set(result.rejects["reason"]) == {
+        "sacctmgr show event --parsable2 header is missing columns NodeName, TimeStart, TimeEnd, "
+        "State, Reason: expected a first line naming NodeName|TimeStart|TimeEnd|State|Reason "
+        "(separated by '|')"
+    }
+
+
 def test_node_events_hostile_lines_are_rejected_with_a_reason() -> None:
     result = _parse(
         f"""
