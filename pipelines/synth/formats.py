@@ -22,6 +22,14 @@ SACCT_HEADER = (
     "JobID|JobIDRaw|JobName|Partition|Account|User|AllocNodes|AllocTRES|NodeList|Submit|Start|"
     "End|Elapsed|State|ExitCode|Restarts"
 )
+SITE_FORMAT = (
+    "State", "JobID", "Start", "End", "NodeList", "NNodes", "ReqTRES", "ElapsedRaw", "Submit",
+    "ExitCode", "JobIDRaw", "User", "Account", "JobName", "Partition", "Restarts",
+)  # fmt: skip
+"""Every third daily dump is written the way many sites script it: ``sacct --parsable
+--delimiter=';' --format=<SITE_FORMAT>`` (another order, ``;``, a trailing delimiter, NNodes,
+ReqTRES and ElapsedRaw instead of AllocNodes, AllocTRES and Elapsed)."""
+_SITE_FROM = {"NNodes": "AllocNodes", "ReqTRES": "AllocTRES", "ElapsedRaw": "Elapsed"}
 SMI_HEADER = "timestamp, index, pci.bus_id, serial, uuid, name"
 GPU_NAME = "NVIDIA H100 80GB HBM3"
 TICKET_HEADER = (
@@ -184,10 +192,35 @@ def sacct_files(
             pos = int(rng.integers(0, len(blocks[day]) + 1))
             blocks[day].insert(pos, [line])
     files = {}
-    for day in days:
-        body = [SACCT_HEADER] + [line for block in blocks[day] for line in block]
+    for k, day in enumerate(days):
+        lines = [line for block in blocks[day] for line in block]
+        if k % 3 == 2:
+            body = [site_line(SACCT_HEADER)] + [site_line(line) for line in lines]
+        else:
+            body = [SACCT_HEADER, *lines]
         files[f"sacct_{day}.txt"] = "\n".join(body) + "\n"
     return files, n_rows
+
+
+def site_line(line: str) -> str:
+    """A reference-format sacct line (or the header) in :data:`SITE_FORMAT`; a line short of
+    fields (a hostile one) stays one field short."""
+    names = SACCT_HEADER.split("|")
+    fields = line.split("|")
+    if line == SACCT_HEADER:
+        return ";".join(SITE_FORMAT) + ";"
+    short = len(fields) < len(names)
+    value = dict(zip(names, fields + [""] * (len(names) - len(fields)), strict=True))
+    value["Elapsed"] = str(_seconds(value["Elapsed"]))
+    out = [value[_SITE_FROM.get(name, name)] for name in SITE_FORMAT]
+    return ";".join(out[:-1] if short else out) + ";"
+
+
+def _seconds(text: str) -> int:
+    """Seconds of ``[D-]HH:MM:SS``."""
+    days, _, clock = text.rpartition("-")
+    hh, mm, ss = (int(x) for x in clock.split(":"))
+    return int(days or 0) * DAY_S + hh * 3600 + mm * 60 + ss
 
 
 def _hostile_sacct(

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from pipelines.synth import ClassSpec, SynthConfig, simulate, synthesize
+from pipelines.synth.formats import SITE_FORMAT, elapsed
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -74,10 +75,23 @@ def landing(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, A
 def sacct_rows(landing: tuple[Path, dict[str, Any]]) -> list[list[str]]:
     out, _ = landing
     rows = []
-    for path in sorted((out / "slurm").glob("sacct_*.txt")):
+    names = SACCT_HEADER.split("|")
+    for k, path in enumerate(sorted((out / "slurm").glob("sacct_*.txt"))):
         lines = path.read_text().splitlines()
-        assert lines[0] == SACCT_HEADER
-        rows += [line.split("|") for line in lines[1:]]
+        if k % 3 != 2:
+            assert lines[0] == SACCT_HEADER
+            rows += [line.split("|") for line in lines[1:]]
+            continue
+        # every third dump: the site format (';', trailing ';', other order and fields)
+        assert lines[0] == ";".join(SITE_FORMAT) + ";"
+        renamed = {"NNodes": "AllocNodes", "ReqTRES": "AllocTRES", "ElapsedRaw": "Elapsed"}
+        for line in lines[1:]:
+            assert line.endswith(";")
+            fields = line[:-1].split(";")
+            value = dict(zip([renamed.get(n, n) for n in SITE_FORMAT], fields, strict=False))
+            if "Elapsed" in value:
+                value["Elapsed"] = elapsed(int(value["Elapsed"]))
+            rows.append([value[n] for n in names if n in value])
     return rows
 
 
@@ -347,7 +361,9 @@ def test_quiet_fleet_has_no_malformed_lines(tmp_path: Path) -> None:
     truth = synthesize(tmp_path, SynthConfig(nodes=8, days=7, seed=5, hostile=False))
     assert set(truth["expected_quarantine"].values()) == {0}
     for path in (tmp_path / "slurm").iterdir():
-        assert all(len(line.split("|")) == 16 for line in path.read_text().splitlines())
+        lines = path.read_text().splitlines()
+        site = lines[0].endswith(";")  # a dump in the site format: 16 fields and a trailing ';'
+        assert all(len(line.split(";" if site else "|")) == 16 + site for line in lines)
     for path in (tmp_path / "kernel").iterdir():
         path.read_bytes().decode("utf-8")
 
