@@ -1,6 +1,6 @@
-"""Kubernetes events as users pasted them in public issue threads (samples/kubectl/, provenance
-in its README): scheduler events of the events.k8s.io recorder, with only ``eventTime`` set.
-Expectations are read off the pastes by hand.
+"""Kubernetes objects from public repositories and issue threads (samples/kubectl/, provenance
+in its README): scheduler events of the events.k8s.io recorder, with only ``eventTime`` set, and a
+DaemonSet pod whose container was OOMKilled once. Expectations are read off the pastes by hand.
 """
 
 from __future__ import annotations
@@ -9,16 +9,19 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import duckdb
 import pytest
 import yaml
 
-from pipelines.sources import k8s_events
+from pipelines.sources import k8s_events, k8s_pods
 from pipelines.sources.common import Parsed
 
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 SAMPLES = Path(__file__).parent / "samples" / "kubectl"
 SCHEDULED = "kubernetes_90482_scheduled_k8s1.17"
 FAILED_SCHEDULING = "botkube_548_failedscheduling"
+OOMKILLED_POD = "kubeshark_worker_pod_oomkilled"
+STG_K8S_PODS = Path(__file__).parents[3] / "sql" / "staging" / "stg_k8s_pods.sql"
 
 
 def _events(stem: str) -> Parsed:
@@ -101,4 +104,89 @@ def test_k8s_real_cut_dump_keeps_nothing_and_says_where() -> None:
             "invalid JSON: Expecting property name enclosed in double quotes; "
             "the items from here on are lost",
         ),
+    ]
+
+
+def _oomkilled_pod() -> Parsed:
+    # the snapshot time in the name is when Kubeshark captured the message that carried the pod
+    # ("startTime": "2023-05-06T21:05:12.643129355Z" in the README's data document)
+    data = (SAMPLES / f"{OOMKILLED_POD}.json").read_bytes()
+    name = f"/landing/k8s_pods/{OOMKILLED_POD}_20230506T210512Z.json"
+    return k8s_pods.parse(data, source_file=name, now=NOW)
+
+
+def _utc(day: int, hour: int, minute: int, second: int) -> datetime:
+    return datetime(2023, 5, day, hour, minute, second, tzinfo=UTC)
+
+
+def test_k8s_real_oomkilled_daemonset_pod_gives_its_running_and_its_oomkilled_run() -> None:
+    # kubeshark/scripts telemetry/assets/grafana_instructions.md: one container
+    # "kubeshark-worker", restartCount 1, state.running since 21:03:58, lastState.terminated
+    # OOMKilled with exitCode 137 (no "signal" key, no "message") from 16:54:42 to 21:03:57;
+    # limits cpu 750m / memory 1Gi and no nvidia.com/gpu; owned by a DaemonSet, no job labels
+    result = _oomkilled_pod()
+    assert result.rejects.height == 0
+    pod = {
+        "source_file": f"/landing/k8s_pods/{OOMKILLED_POD}_20230506T210512Z.json",
+        "line_no": 4,  # the item's opening brace, after `{`, `"apiVersion"`, `"items": [`
+        "snapshot_ts": _utc(6, 21, 5, 12),
+        "namespace": "kubeshark",
+        "pod_name": "kubeshark-worker-daemon-set-hvn25",
+        "pod_uid": "465142ab-e5aa-4203-a2c4-8a53763b3db8",
+        "node_name": "mizu",
+        "phase": "Running",
+        "pod_reason": None,
+        "pod_message": None,
+        "disruption_reason": None,  # conditions: Initialized, Ready, ContainersReady, PodScheduled
+        "created_ts": _utc(6, 16, 54, 36),
+        "deletion_ts": None,
+        "pod_start_ts": _utc(6, 16, 54, 37),
+        "owner_kind": "DaemonSet",
+        "owner_name": "kubeshark-worker-daemon-set",
+        # labels app, controller-revision-hash, kubeshark-*, pod-template-generation: no job
+        "job_kind": None,
+        "job_name": None,
+        "replica_type": None,
+        "replica_index": None,
+        "completion_index": None,
+        "restart_attempt": None,
+        "container_name": "kubeshark-worker",
+        "gpu_limit": None,
+        "restart_count": 1,
+        "termination_message": None,
+        "waiting_reason": None,
+        "signal": None,
+    }
+    running = pod | {
+        "run": "current",
+        "container_state": "running",
+        "started_ts": _utc(6, 21, 3, 58),
+        "finished_ts": None,
+        "exit_code": None,
+        "termination_reason": None,
+    }
+    oomkilled = pod | {
+        "run": "last",
+        "container_state": "terminated",
+        "started_ts": _utc(6, 16, 54, 42),
+        "finished_ts": _utc(6, 21, 3, 57),
+        "exit_code": 137,
+        "termination_reason": "OOMKilled",
+    }
+    assert result.rows.columns == list(k8s_pods.SCHEMA)
+    assert result.rows.to_dicts() == [running, oomkilled]
+
+
+def test_k8s_real_oomkilled_daemonset_pod_in_staging_has_no_job_and_one_failed_run() -> None:
+    # stg_k8s_pods: job_key only for a pod with a job name (a DaemonSet pod has none); the
+    # OOMKilled run (exit 137) is failed, the running one is not; nothing says the node was lost
+    rows = _oomkilled_pod().rows  # noqa: F841 (read by duckdb as raw_k8s_pods)
+    with duckdb.connect() as con:
+        con.execute("create table raw_k8s_pods as select * from rows")
+        staged = con.sql(STG_K8S_PODS.read_text()).pl()
+    assert staged.sort("started_ts").select(
+        "job_key", "replica_key", "run", "is_failed", "node_lost"
+    ).rows() == [
+        (None, "///kubeshark-worker", "last", True, False),
+        (None, "///kubeshark-worker", "current", False, False),
     ]
