@@ -28,7 +28,7 @@ PLANNED_REPAIR_MEDIAN_H = 4.0
 MIN_REPAIR_S = HOUR_S
 REPLACE, PLANNED, RESEAT, NO_FAULT = 0, 1, 2, 3
 ACTIONS = ("replace", "planned_replace", "reseat", "no_fault_found")
-STYLES = ("dmesg_t", "journal_iso", "syslog", "rfc3339", "dmesg_iso")
+STYLES = ("dmesg_t", "journal_iso", "syslog", "rfc3339", "dmesg_iso", "journal_json")
 #: PCI bus of each GPU slot: DGX H100 layout first, then more buses for larger nodes.
 PCI_BUSES = (
     "18", "2a", "3a", "5d", "9a", "ab", "ba", "db",

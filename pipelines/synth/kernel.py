@@ -2,9 +2,9 @@
 
 GPU-level failures print a burst of 1-20 identical-code Xid lines within five minutes; warning-only
 (63, 92) and application (13, 31, 43) Xids never fall within 40 minutes of a failure burst on the
-same GPU, so every failure burst is one incident of its own. Each host writes one of five log
-styles and may run with a constant clock skew. Lines are kept only when their printed time lies in
-the window.
+same GPU, so every failure burst is one incident of its own. Each host writes one of six log
+styles (the sixth: `journalctl -o json` records) and may run with a constant clock skew. Lines
+are kept only when their printed time lies in the window.
 """
 
 from __future__ import annotations
@@ -257,7 +257,7 @@ _NOISE: tuple[tuple[str, str | None, str], ...] = (
 
 
 class _Stamp:
-    """Time prefixes of the five styles, with a per-day cache."""
+    """Time prefixes of the six styles (journald records whole), with a per-day cache."""
 
     def __init__(self) -> None:
         self.cache: dict[int, tuple[str, str, str]] = {}
@@ -301,7 +301,33 @@ class _Stamp:
             return f"{syslog} {clock} {host} {who}: {up}{text}"
         if style == "rfc3339":
             return f"{iso}T{clock}.{us:06d}+00:00 {host} {who}: {text}"
+        if style == "journal_json":
+            return _journal_record(ts, us, host, text, level=level, tag=tag)
         return f"kern  :{level:<6}: {iso}T{clock},{us:06d}+00:00 {text}"
+
+
+_PRIORITY = {"emerg": 0, "alert": 1, "crit": 2, "err": 3, "warn": 4, "notice": 5, "info": 6}
+
+
+def _journal_record(ts: int, us: int, host: str, text: str, *, level: str, tag: str | None) -> str:
+    """One ``journalctl -o json`` record as journalctl prints it (``{ "KEY" : "value", ... }``):
+    kernel messages with ``_TRANSPORT=kernel``, tagged daemons with ``_TRANSPORT=syslog``."""
+    import json
+
+    realtime = ts * 1_000_000 + us
+    ident, _, pid = (tag or "kernel").partition("[")
+    fields = {
+        "__CURSOR": f"s=5c1c2a7e;i={realtime:x};b=0;m=0;t={realtime:x};x=0",
+        "__REALTIME_TIMESTAMP": str(realtime),
+        "_TRANSPORT": "kernel" if tag is None else "syslog",
+        "PRIORITY": str(_PRIORITY.get(level, 6)),
+        "SYSLOG_FACILITY": "0" if tag is None else "3",
+        "SYSLOG_IDENTIFIER": ident,
+        **({"_PID": pid.rstrip("]")} if pid else {}),
+        "_HOSTNAME": host,
+        "MESSAGE": text,
+    }
+    return "{ " + ", ".join(f"{json.dumps(k)} : {json.dumps(v)}" for k, v in fields.items()) + " }"
 
 
 def kernel_logs(

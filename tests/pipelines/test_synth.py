@@ -183,6 +183,21 @@ def test_xid_lines_match_the_real_shape(landing: tuple[Path, dict[str, Any]]) ->
             except UnicodeDecodeError:
                 n_bad += 1
                 continue
+            if line.startswith("{ "):  # a journalctl -o json record
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    n_bad += 1
+                    continue
+                year = datetime.fromtimestamp(int(record["__REALTIME_TIMESTAMP"]) / 1e6, UTC).year
+                assert record["_TRANSPORT"] == "kernel"
+                assert record["_HOSTNAME"] == path.stem
+                if XID_SHAPE.search(record["MESSAGE"]) is None or year == 2099:
+                    n_bad += 1
+                    continue
+                n_good += 1
+                styles.update(["journal_json"])
+                continue
             match = XID_SHAPE.search(line)
             if match is None or " 2099" in line[:40] or "2099-" in line[:40]:
                 n_bad += 1
@@ -191,7 +206,7 @@ def test_xid_lines_match_the_real_shape(landing: tuple[Path, dict[str, Any]]) ->
             styles.update(s for s, p in STYLE_PREFIX.items() if p.match(line))
     assert n_good == truth["expected_rows"]["raw_xid_events"]
     assert n_bad == truth["expected_quarantine"]["raw_xid_events"] == 3
-    assert set(styles) == set(STYLE_PREFIX), "all five kernel-log styles are used"
+    assert set(styles) == {*STYLE_PREFIX, "journal_json"}, "all six kernel-log styles are used"
 
 
 def test_kernel_logs_carry_noise_and_window_mtime(landing: tuple[Path, dict[str, Any]]) -> None:
