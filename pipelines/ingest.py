@@ -581,13 +581,22 @@ def _hashed_chunks(files: list[LandingFile]) -> Iterator[list[_Read]]:
     size = 0
     for item in files:
         data, sha, problem = _plain_whole(item, item.path.read_bytes())
-        chunk.append((item, data, sha, problem))
+        chunk.append((item, data, _keyed(item, sha), problem))
         size += len(data)
         if len(chunk) >= LOOKUP_FILES or size >= LOOKUP_BYTES:
             yield chunk
             chunk, size = [], 0
     if chunk:
         yield chunk
+
+
+def _keyed(item: LandingFile, sha: str) -> str:
+    """A whole file's lineage key: its content hash, or for a file its path pattern gave a host
+    or run, a hash of both (the same bytes under two hosts' folders are two hosts' rows, and
+    the same file under the same pattern is still loaded once)."""
+    if not item.path_options:
+        return sha
+    return warehouse.file_sha256(f"{sha} {item.path_options!r}".encode())
 
 
 def _parsed_new_files(
