@@ -14,12 +14,15 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from pipelines.settings import Settings
 
 app = typer.Typer(
     name="relia",
@@ -90,6 +93,17 @@ def _set_window(db_path: Path, start: str | None, end: str | None) -> None:
     with warehouse.connect(db_path, lock_timeout_s=30) as con:
         for name, value in bounds.items():
             warehouse.set_param(con, name, value)
+
+
+def _settings(**overrides: Any) -> Settings:
+    """``Settings.from_env(**overrides)``; a setting that cannot be used is one line, exit 2."""
+    from pipelines.settings import Settings, SettingsError
+
+    try:
+        return Settings.from_env(**overrides)
+    except SettingsError as error:
+        err.print(_error("error", "red", error))
+        raise typer.Exit(2) from error
 
 
 def _prefect_defaults() -> None:
@@ -224,6 +238,7 @@ def _run_ingest(
     force: bool = False,
     host: str | None = None,
     run: str | None = None,
+    time_from_mtime: bool = False,
     hold_quiet_s: float | None = None,
 ) -> list[dict[str, Any]]:
     from dataclasses import asdict
@@ -231,11 +246,12 @@ def _run_ingest(
     from rich.progress import Progress
 
     from pipelines import ingest as ingest_mod
-    from pipelines.settings import Settings
 
-    settings = Settings.from_env(db_path=db, lake_dir=lake)
-    files = ingest_mod.discover(paths, source=source)
-    options = ingest_mod.identity_options(files, host=host, run=run)
+    settings = _settings(db_path=db, lake_dir=lake)
+    files = ingest_mod.discover(paths, source=source, path_patterns=settings.path_patterns)
+    options = ingest_mod.identity_options(
+        files, host=host, run=run, time_from_mtime=time_from_mtime
+    )
     if mapping is not None:
         from pipelines.sources.fault_log import load_mapping
 
@@ -282,11 +298,22 @@ def ingest(
     ] = False,
     host: Annotated[
         str | None,
-        typer.Option(help="Host of files whose lines do not name it (dmesg, torchrun, scrapes)."),
+        typer.Option(
+            help="Host of files whose lines do not name it (dmesg, torchrun, scrapes); wins over "
+            "a path pattern ($RELIA_PATH_PATTERNS)."
+        ),
     ] = None,
     run: Annotated[
         str | None, typer.Option(help="Run (rendezvous) id of torchrun logs that do not print it.")
     ] = None,
+    time_from_mtime: Annotated[
+        bool,
+        typer.Option(
+            "--time-from-mtime",
+            help="Take a DCGM scrape's modification time as the time of its samples that carry "
+            "none (when the file name gives none either).",
+        ),
+    ] = False,
     hold_quiet_s: Annotated[
         float | None,
         typer.Option(
@@ -302,9 +329,7 @@ def ingest(
 
     Kernel logs are read as streams: only new complete lines, across rotation and compression.
     """
-    from pipelines.settings import Settings
-
-    settings = Settings.from_env(db_path=db, lake_dir=lake)
+    settings = _settings(db_path=db, lake_dir=lake)
     try:
         if _tracked(tracked):
             _prefect_defaults()
@@ -313,11 +338,13 @@ def ingest(
             counts = ingest_paths_flow(
                 paths=paths, source=source, mapping=mapping, db_path=settings.db_path,
                 lake_dir=settings.lake_dir, force=force, host=host, run=run,
+                time_from_mtime=time_from_mtime,
             )  # fmt: skip
         else:
             counts = _run_ingest(
                 settings.db_path, paths, source, mapping=mapping, lake=settings.lake_dir,
-                quiet=as_json, force=force, host=host, run=run, hold_quiet_s=hold_quiet_s,
+                quiet=as_json, force=force, host=host, run=run, time_from_mtime=time_from_mtime,
+                hold_quiet_s=hold_quiet_s,
             )  # fmt: skip
     except ValueError as error:
         err.print(_error("error", "red", error))
@@ -392,9 +419,7 @@ def summary(
     window_end: WindowEndOption = None,
 ) -> None:
     """Print the fleet summary from the warehouse."""
-    from pipelines.settings import Settings
-
-    settings = Settings.from_env(db_path=db)
+    settings = _settings(db_path=db)
     _set_window(settings.db_path, window_start, window_end)
     result = _summary(settings.db_path)
     if as_json:
@@ -466,9 +491,7 @@ def fit(
     """Fit MTBF per component class (and cohort), store it in fit_results, print the AIC choice."""
     import warnings
 
-    from pipelines.settings import Settings
-
-    settings = Settings.from_env(db_path=db)
+    settings = _settings(db_path=db)
     _set_window(settings.db_path, window_start, window_end)
     cohorts = list(by or [])
     with warnings.catch_warnings(record=True) as caught:
@@ -531,9 +554,8 @@ def trend(
 
     from pipelines import fit as fit_mod
     from pipelines import warehouse
-    from pipelines.settings import Settings
 
-    settings = Settings.from_env(db_path=db)
+    settings = _settings(db_path=db)
     with warehouse.connect(settings.db_path, read_only=True, lock_timeout_s=30) as con:
         result = fit_mod.fleet_trend(
             fit_mod.read_node_recurrence(con), alpha=alpha, lemon_alpha=lemon_alpha
@@ -647,7 +669,6 @@ def project(
 ) -> None:
     """Project MTTI, checkpoint intervals, ETTR and goodput for a job at a given scale."""
     from pipelines import project as project_mod
-    from pipelines.settings import Settings
 
     knobs: dict[str, Any] = {
         "n_gpus": gpus,
@@ -668,7 +689,7 @@ def project(
         knobs["node_failures_per_1000_node_days"] = node_failures_per_1000_node_days
     if restart_s is not None:
         knobs |= {"detect_s": 0.0, "reschedule_s": restart_s, "reload_s": 0.0, "warmup_s": 0.0}
-    settings = Settings.from_env(db_path=db)
+    settings = _settings(db_path=db)
     try:
         result = project_mod.run_projection(
             settings.db_path if from_fits else None,
@@ -717,9 +738,7 @@ def whatif(
     as_json: JsonOption = False,
 ) -> None:
     """Run a what-if grid; write Parquet/CSV and plots; name the knob that buys most goodput."""
-    from pipelines.settings import Settings
-
-    settings = Settings.from_env(db_path=db)
+    settings = _settings(db_path=db)
     try:
         _prefect_defaults()
         from pipelines.flows.what_if import what_if
@@ -777,9 +796,7 @@ def report(
     """Write the weekly reliability report (self-contained HTML) and print its headline."""
     from rich.markdown import Markdown
 
-    from pipelines.settings import Settings
-
-    settings = Settings.from_env(db_path=db, reports_dir=reports_dir)
+    settings = _settings(db_path=db, reports_dir=reports_dir)
     scales = tuple(target_gpus or (16_384, 100_000))
     try:
         if _tracked(tracked):
@@ -827,10 +844,9 @@ def demo(
 ) -> None:
     """End to end: synthesise a fleet, ingest it as an ``ingest-telemetry`` flow run, summarise,
     fit MTBF per class and write the weekly report."""
-    from pipelines.settings import Settings
     from pipelines.synth import SynthConfig, synthesize
 
-    settings = Settings.from_env(db_path=db, landing_dir=out)
+    settings = _settings(db_path=db, landing_dir=out)
     timings: dict[str, float] = {}
     started = time.perf_counter()
     synthesize(settings.landing_dir, SynthConfig(nodes=nodes, gpus_per_node=gpus_per_node,
@@ -928,9 +944,8 @@ def predict_train(
     recall, PR-AUC and lead time next to the baselines (never predict; drain after N SBEs/h)."""
     from pipelines import predict as predict_mod
     from pipelines import warehouse
-    from pipelines.settings import Settings
 
-    settings = Settings.from_env(db_path=db)
+    settings = _settings(db_path=db)
     with warehouse.connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con:
         warehouse.init(con)
         try:
@@ -996,9 +1011,8 @@ def predict_score(
     """Score every GPU at one hour with a stored model, store the scores, print the riskiest."""
     from pipelines import predict as predict_mod
     from pipelines import warehouse
-    from pipelines.settings import Settings
 
-    settings = Settings.from_env(db_path=db)
+    settings = _settings(db_path=db)
     when = None if at is None else datetime.fromisoformat(at).replace(tzinfo=UTC)
     with warehouse.connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con:
         warehouse.init(con)

@@ -25,7 +25,7 @@ import itertools
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,13 +33,15 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from pipelines import lake, quality, streams, warehouse
-from pipelines.sources import IDENTITY_OPTIONS, PARSERS, batch
+from pipelines.sources import IDENTITY_OPTIONS, MTIME_OPTIONS, PARSERS, batch
 from pipelines.sources.common import REJECT_SCHEMA, Parsed
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
     import duckdb
+
+    from pipelines.path_patterns import PathPattern
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +75,8 @@ class LandingFile:
 
     path: Path
     source: str
+    path_options: tuple[tuple[str, str], ...] = ()
+    """``host`` / ``run`` the source's path pattern captured from this file's path."""
 
     @functools.cached_property
     def resolved(self) -> str:
@@ -88,7 +92,12 @@ def _visible_files(folder: Path) -> list[Path]:
     )
 
 
-def discover(paths: Iterable[Path], *, source: str | None = None) -> list[LandingFile]:
+def discover(
+    paths: Iterable[Path],
+    *,
+    source: str | None = None,
+    path_patterns: Iterable[PathPattern] = (),
+) -> list[LandingFile]:
     """Expand folders and files into ``LandingFile``s.
 
     A folder named after a source (``slurm``, ``kernel``, ...) yields its files; any other folder
@@ -97,6 +106,10 @@ def discover(paths: Iterable[Path], *, source: str | None = None) -> list[Landin
     what it yields: a file under it that resolves outside it (a symbolic link to a system file) is
     refused; links inside it are fine.
 
+    A file whose path relative to its source folder matches its source's pattern in
+    ``path_patterns`` carries the values captured (``path_options``). The source folder of a
+    file named on its own is its nearest folder named after its source, else its parent.
+
     Raises
     ------
     ValueError
@@ -104,6 +117,7 @@ def discover(paths: Iterable[Path], *, source: str | None = None) -> list[Landin
         resolves outside the folder it was found in (naming the path).
     """
     found: list[LandingFile] = []
+    roots: list[Path] = []  # the source folder of each file found
     for path in paths:
         if not path.exists():
             msg = f"{path} does not exist; give a landing folder, a source folder or files"
@@ -117,6 +131,7 @@ def discover(paths: Iterable[Path], *, source: str | None = None) -> list[Landin
                 )
                 raise ValueError(msg)
             found.append(LandingFile(path, name))
+            roots.append(_source_folder(path, name))
             continue
         if source is not None or path.name in PARSERS:
             name = source or path.name
@@ -124,15 +139,39 @@ def discover(paths: Iterable[Path], *, source: str | None = None) -> list[Landin
                 msg = f"unknown source {name!r}; choose one of {sorted(PARSERS)}"
                 raise ValueError(msg)
             inside = [LandingFile(p, name) for p in _visible_files(path)]
+            roots.extend(path for _ in inside)
         else:
-            inside = [
-                LandingFile(p, sub.name)
-                for sub in sorted(p for p in path.iterdir() if p.is_dir() and p.name in PARSERS)
-                for p in _visible_files(sub)
-            ]
+            inside = []
+            for sub in sorted(p for p in path.iterdir() if p.is_dir() and p.name in PARSERS):
+                files = [LandingFile(p, sub.name) for p in _visible_files(sub)]
+                inside.extend(files)
+                roots.extend(sub for _ in files)
         _refuse_escapes(path, inside)
         found.extend(inside)
-    return found
+    by_source = {p.source: p for p in path_patterns}
+    if not by_source:
+        return found
+    return [
+        _with_path_options(item, root, by_source.get(item.source))
+        for item, root in zip(found, roots, strict=True)
+    ]
+
+
+def _source_folder(path: Path, source: str) -> Path:
+    """The folder a file named on its own is under: its nearest folder named after its
+    source, else its parent."""
+    return next((p for p in path.parents if p.name == source), path.parent)
+
+
+def _with_path_options(item: LandingFile, root: Path, pattern: PathPattern | None) -> LandingFile:
+    if pattern is None:
+        return item
+    values = pattern.values(item.path.relative_to(root).as_posix())
+    if not values:
+        log.debug("%s does not match the %s path pattern %r", item.path, item.source,
+                  pattern.pattern)  # fmt: skip
+        return item
+    return replace(item, path_options=tuple(values.items()))
 
 
 def _refuse_escapes(root: Path, files: list[LandingFile]) -> None:
@@ -148,18 +187,50 @@ def _refuse_escapes(root: Path, files: list[LandingFile]) -> None:
 
 
 def identity_options(
-    files: Iterable[LandingFile], *, host: str | None = None, run: str | None = None
+    files: Iterable[LandingFile],
+    *,
+    host: str | None = None,
+    run: str | None = None,
+    time_from_mtime: bool = False,
 ) -> dict[str, dict[str, Any]]:
-    """Parser options that name the host and run of files whose content does not
-    (``relia ingest --host/--run``), for each source of ``files`` whose parser takes them
-    (:data:`pipelines.sources.IDENTITY_OPTIONS`)."""
+    """Parser options that name the host, run and sample time of files whose content does not
+    (``relia ingest --host/--run/--time-from-mtime``), for each source of ``files`` whose parser
+    takes them (:data:`pipelines.sources.IDENTITY_OPTIONS`,
+    :data:`pipelines.sources.MTIME_OPTIONS`).
+
+    ``time_from_mtime`` is kept as the option ``time_from_mtime=True``, which parsing turns into
+    each file's own modification time under the parser's keyword (:func:`file_options`).
+    """
     given = {k: v for k, v in {"host": host, "run": run}.items() if v is not None}
     options: dict[str, dict[str, Any]] = {}
     for source in sorted({f.source for f in files}):
         chosen = {k: v for k, v in given.items() if k in IDENTITY_OPTIONS.get(source, ())}
+        if time_from_mtime and source in MTIME_OPTIONS:
+            chosen[TIME_FROM_MTIME] = True
         if chosen:
             options[source] = chosen
     return options
+
+
+TIME_FROM_MTIME = "time_from_mtime"
+"""The parser option (set by :func:`identity_options`) that asks for the file's mtime."""
+
+
+def file_options(item: LandingFile, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The keyword arguments ``item``'s parser gets: what the path gives (the mtime for logs
+    without a year, :data:`_OPTION_BUILDERS`; the values of the source's path pattern), then
+    ``extra`` (the source's options: ``--host``/``--run`` win over the path pattern). The option
+    ``time_from_mtime`` becomes the file's mtime under the parser's keyword
+    (:data:`pipelines.sources.MTIME_OPTIONS`)."""
+    options = _OPTION_BUILDERS.get(item.source, _no_options)(item.path)
+    options |= dict(item.path_options) | (extra or {})
+    if options.pop(TIME_FROM_MTIME, False):
+        options[MTIME_OPTIONS[item.source]] = _mtime(item.path)["file_mtime"]
+    return options
+
+
+def _no_options(_path: Path) -> dict[str, Any]:
+    return {}
 
 
 def _component_classes(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -195,7 +266,7 @@ def _parse(
     item: LandingFile, data: bytes, sha256: str, extra: dict[str, Any] | None = None
 ) -> ParsedFile:
     table, parser = PARSERS[item.source]
-    options = _OPTION_BUILDERS.get(item.source, lambda _p: {})(item.path) | (extra or {})
+    options = file_options(item, extra)
     source_file = item.resolved
     try:
         parsed = parser.parse(data, source_file=source_file, **options)
@@ -216,9 +287,8 @@ def _parse_together(
         return []
     source = members[0][0].source
     table, parser = PARSERS[source]
-    build = _OPTION_BUILDERS.get(source, lambda _p: {})
     inputs = [
-        (data, item.resolved, build(item.path) | extra.get(source, {})) for item, data, _ in members
+        (data, item.resolved, file_options(item, extra.get(source))) for item, data, _ in members
     ]
     try:
         results = parser.parse_many(inputs)
@@ -304,6 +374,7 @@ def _parse_read(read: list[_Read], extra: dict[str, dict[str, Any]]) -> Iterator
             batch.supports(parser)
             and item.source not in _OPTION_BUILDERS
             and not extra.get(item.source)
+            and not item.path_options
         ):
             header = batch.groupable(data)
         if header is None:
@@ -510,13 +581,22 @@ def _hashed_chunks(files: list[LandingFile]) -> Iterator[list[_Read]]:
     size = 0
     for item in files:
         data, sha, problem = _plain_whole(item, item.path.read_bytes())
-        chunk.append((item, data, sha, problem))
+        chunk.append((item, data, _keyed(item, sha), problem))
         size += len(data)
         if len(chunk) >= LOOKUP_FILES or size >= LOOKUP_BYTES:
             yield chunk
             chunk, size = [], 0
     if chunk:
         yield chunk
+
+
+def _keyed(item: LandingFile, sha: str) -> str:
+    """A whole file's lineage key: its content hash, or for a file its path pattern gave a host
+    or run, a hash of both (the same bytes under two hosts' folders are two hosts' rows, and
+    the same file under the same pattern is still loaded once)."""
+    if not item.path_options:
+        return sha
+    return warehouse.file_sha256(f"{sha} {item.path_options!r}".encode())
 
 
 def _parsed_new_files(
@@ -784,6 +864,9 @@ def _duplicate(item: LandingFile, sha: str) -> warehouse.LoadCounts:
     return warehouse.LoadCounts(item.resolved, item.source, table, 0, 0, 0, 0, True)
 
 
-def landing_files(landing_dir: Path) -> list[LandingFile]:
-    """Every file under a landing root, refusing links that lead outside it."""
-    return discover([landing_dir])
+def landing_files(
+    landing_dir: Path, *, path_patterns: Iterable[PathPattern] = ()
+) -> list[LandingFile]:
+    """Every file under a landing root, refusing links that lead outside it (with what the
+    sources' ``path_patterns`` capture from each path, as in :func:`discover`)."""
+    return discover([landing_dir], path_patterns=path_patterns)

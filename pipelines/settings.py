@@ -11,7 +11,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pipelines.path_patterns import PathPattern, PathPatternError, parse_patterns
+
 DEFAULT_DB = "relia.duckdb"
+
+
+class SettingsError(ValueError):
+    """A setting (environment variable or override) that cannot be used."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,11 @@ class Settings:
         Dask scheduler the flows fan parsing and what-if sweeps out to: ``tcp://host:port``,
         ``local[:N]`` for a loopback cluster of N worker processes, unset for Prefect's local
         threads (``RELIA_DASK_ADDRESS``; see ``pipelines.dask_runner``).
+    path_patterns
+        Per source, a landing layout that names each file's host and run, e.g.
+        ``elastic={host}/{run}.log*;kernel={host}/*`` (``RELIA_PATH_PATTERNS``; an override is
+        a ``{source: pattern}`` mapping; see :mod:`pipelines.path_patterns`). Checked when the
+        settings are built.
     """
 
     db_path: Path = Path(DEFAULT_DB)
@@ -44,11 +55,25 @@ class Settings:
     lock_timeout_s: float = 60.0
     lake_dir: Path | None = None
     dask_address: str | None = None
+    path_patterns: tuple[PathPattern, ...] = ()
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:
-        """Build settings from ``RELIA_*`` variables; non-None ``overrides`` win."""
+        """Build settings from ``RELIA_*`` variables; non-None ``overrides`` win.
+
+        Raises
+        ------
+        SettingsError
+            For a setting that cannot be used (an invalid path pattern), saying how to fix it.
+        """
         env = os.environ
+        given_patterns = overrides.pop("path_patterns", None)
+        try:
+            patterns = parse_patterns(given_patterns or env.get("RELIA_PATH_PATTERNS", ""))
+        except PathPatternError as error:
+            setting = "path_patterns" if given_patterns else "RELIA_PATH_PATTERNS"
+            msg = f"{setting}: {error}"
+            raise SettingsError(msg) from None
         base = cls(
             db_path=Path(env.get("RELIA_DB", DEFAULT_DB)),
             landing_dir=Path(env.get("RELIA_LANDING", "landing")),
@@ -56,6 +81,7 @@ class Settings:
             lock_timeout_s=float(env.get("RELIA_LOCK_TIMEOUT_S", "60")),
             lake_dir=Path(env["RELIA_LAKE"]) if env.get("RELIA_LAKE") else None,
             dask_address=env.get("RELIA_DASK_ADDRESS") or None,
+            path_patterns=patterns,
         )
         given = {
             k: (Path(v) if k.endswith(("_path", "_dir")) else v)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -10,6 +10,7 @@ from prefect import State, flow, get_run_logger, task, unmapped
 from prefect.cache_policies import NO_CACHE
 
 from pipelines import dask_runner, ingest, warehouse
+from pipelines.path_patterns import parse_patterns
 from pipelines.settings import Settings
 from pipelines.sources import fault_log
 
@@ -18,9 +19,13 @@ if TYPE_CHECKING:
 
 
 @task
-def find_landing_files(landing_dir: Path) -> list[ingest.LandingFile]:
-    """List the files under the landing root (refusing paths that escape it)."""
-    return ingest.landing_files(landing_dir)
+def find_landing_files(
+    landing_dir: Path, path_patterns: dict[str, str] | None = None
+) -> list[ingest.LandingFile]:
+    """List the files under the landing root (refusing paths that escape it), with the host and
+    run the sources' ``path_patterns`` capture from each path."""
+    patterns = parse_patterns(path_patterns or {})
+    return ingest.landing_files(landing_dir, path_patterns=patterns)
 
 
 def _warehouse_busy(_task: object, _task_run: object, state: State) -> bool:
@@ -45,7 +50,7 @@ def _fan_out(
     n_tasks: int, options: dict[str, dict[str, Any]]
 ) -> Callable[[list[ingest.LandingFile]], Iterator[ingest.ParsedFile]]:
     def parse_many(items: list[ingest.LandingFile]) -> Iterator[ingest.ParsedFile]:
-        files = [ingest.LandingFile(f.path.resolve(), f.source) for f in items]
+        files = [replace(f, path=f.path.resolve()) for f in items]
         for wave in dask_runner.waves([f.path for f in files], WAVE_BYTES):
             shares = dask_runner.chunks([files[i] for i in wave], n_tasks)
             futures = list(parse_files.map(shares, unmapped(options)))
@@ -66,13 +71,14 @@ def load_files(
     force: bool = False,
     host: str | None = None,
     run: str | None = None,
+    time_from_mtime: bool = False,
 ) -> list[dict[str, object]]:
     """Parse, validate and load; retried when another process holds the warehouse lock.
 
     With ``parse_tasks`` > 0 parsing fans out in that many tasks on the flow's task runner.
-    ``force``, ``host`` and ``run`` are those of ``relia ingest``.
+    ``force``, ``host``, ``run`` and ``time_from_mtime`` are those of ``relia ingest``.
     """
-    options = ingest.identity_options(files, host=host, run=run)
+    options = ingest.identity_options(files, host=host, run=run, time_from_mtime=time_from_mtime)
     if mapping is not None:
         options.setdefault("fault_log", {})["mapping"] = fault_log.load_mapping(mapping)
     counts = ingest.ingest(
@@ -89,9 +95,11 @@ def load_landing(
     lock_timeout_s: float,
     lake_dir: Path | None = None,
     parse_tasks: int = 4,
+    time_from_mtime: bool = False,
 ) -> list[dict[str, object]]:
     """Fan parsing out on this flow's task runner, then validate and load in this process."""
-    return load_files(db_path, files, lock_timeout_s, lake_dir=lake_dir, parse_tasks=parse_tasks)
+    return load_files(db_path, files, lock_timeout_s, lake_dir=lake_dir, parse_tasks=parse_tasks,
+                      time_from_mtime=time_from_mtime)  # fmt: skip
 
 
 @flow(name="ingest-telemetry")
@@ -101,20 +109,27 @@ def ingest_telemetry(
     lake_dir: Path | None = None,
     dask_address: str | None = None,
     parse_tasks: int = 4,
+    path_patterns: dict[str, str] | None = None,
+    time_from_mtime: bool = False,
 ) -> list[dict[str, object]]:
     """Ingest every new file under ``landing_dir`` into ``db_path``; returns per-file counts.
 
     Parsing fans out in ``parse_tasks`` tasks to the Dask scheduler at ``dask_address``
     (default ``RELIA_DASK_ADDRESS``; unset: local threads); with ``lake_dir`` (default
-    ``RELIA_LAKE``) raw rows land as Parquet.
+    ``RELIA_LAKE``) raw rows land as Parquet. ``path_patterns`` (default
+    ``RELIA_PATH_PATTERNS``) and ``time_from_mtime`` are those of ``relia ingest``.
     """
-    settings = Settings.from_env(landing_dir=landing_dir, db_path=db_path, lake_dir=lake_dir,
-                                 dask_address=dask_address)  # fmt: skip
-    files = find_landing_files(settings.landing_dir)
+    settings = Settings.from_env(
+        landing_dir=landing_dir, db_path=db_path, lake_dir=lake_dir, dask_address=dask_address,
+        path_patterns=path_patterns,
+    )  # fmt: skip
+    patterns = {p.source: p.pattern for p in settings.path_patterns}
+    files = find_landing_files(settings.landing_dir, patterns)
     runner = dask_runner.task_runner(settings.dask_address)
     counts = load_landing.with_options(task_runner=runner)(
-        settings.db_path, files, settings.lock_timeout_s, settings.lake_dir, parse_tasks
-    )
+        settings.db_path, files, settings.lock_timeout_s, settings.lake_dir, parse_tasks,
+        time_from_mtime,
+    )  # fmt: skip
     new = [c for c in counts if not c["skipped"]]
     get_run_logger().info(
         "%d files (%d new): %d rows loaded, %d quarantined",
@@ -136,13 +151,15 @@ def ingest_paths_flow(
     force: bool = False,
     host: str | None = None,
     run: str | None = None,
+    time_from_mtime: bool = False,
+    path_patterns: dict[str, str] | None = None,
 ) -> list[dict[str, object]]:
     """Ingest the given files or folders (``relia ingest --tracked``); a file under a given
     folder that resolves outside it is refused."""
-    settings = Settings.from_env(db_path=db_path, lake_dir=lake_dir)
-    files = ingest.discover(paths, source=source)
+    settings = Settings.from_env(db_path=db_path, lake_dir=lake_dir, path_patterns=path_patterns)
+    files = ingest.discover(paths, source=source, path_patterns=settings.path_patterns)
     return load_files(settings.db_path, files, settings.lock_timeout_s, mapping, settings.lake_dir,
-                      force=force, host=host, run=run)  # fmt: skip
+                      force=force, host=host, run=run, time_from_mtime=time_from_mtime)  # fmt: skip
 
 
 if __name__ == "__main__":

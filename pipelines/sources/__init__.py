@@ -48,6 +48,11 @@ IDENTITY_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 """Sources whose parser takes ``host=`` / ``run=`` (``relia ingest --host/--run``) for files
 that do not name them; what the content names wins, a file-name convention is the last
-fallback. Pass these options only to these sources."""
+fallback. Pass these options only to these sources. A source's path pattern
+(:mod:`pipelines.path_patterns`) may capture the same options."""
 
-__all__ = ["IDENTITY_OPTIONS", "PARSERS"]
+MTIME_OPTIONS: dict[str, str] = {"dcgm": "scrape_ts"}
+"""Sources whose parser takes a sample time for files whose content and name give none: the
+keyword that gets the file's modification time (``relia ingest --time-from-mtime``)."""
+
+__all__ = ["IDENTITY_OPTIONS", "MTIME_OPTIONS", "PARSERS"]

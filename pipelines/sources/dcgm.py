@@ -10,7 +10,8 @@ Two formats land in ``dcgm/`` and are told apart by content:
 
 A file may hold many scrapes of one node, each sample with its scrape time as the exposition
 format's optional millisecond timestamp; samples without one take the time in a file name ending
-``_<YYYYmmddTHHMMSSZ>.prom``. Every distinct series (metric name and label set) is parsed by the
+``_<YYYYmmddTHHMMSSZ>.prom``, else the ``scrape_ts`` option (the file's modification time with
+``relia ingest --time-from-mtime``). Every distinct series (metric name and label set) is parsed by the
 maintained ``prometheus_client.parser``; values and timestamps are cut and cast with polars.
 
 **dcgmi dmon** output with a timestamp put before every line (``dcgmi dmon -e 150,155,... | ts
@@ -107,7 +108,12 @@ _ISO_PREFIX = r"^([0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:]{8}(?:[.,][0-9]+)?(?:Z|[+-
 
 
 def parse(
-    data: bytes, *, source_file: str, now: datetime | None = None, host: str | None = None
+    data: bytes,
+    *,
+    source_file: str,
+    now: datetime | None = None,
+    host: str | None = None,
+    scrape_ts: datetime | None = None,
 ) -> Parsed:
     """Parse one DCGM file (dcgm-exporter scrapes or timestamped ``dcgmi dmon`` output).
 
@@ -125,6 +131,10 @@ def parse(
     host
         The node the file is from (``relia ingest --host``), for samples without a
         ``Hostname`` label and for ``dmon`` output (which prints none).
+    scrape_ts
+        The scrape time of exposition samples without a timestamp when the file name gives
+        none (``relia ingest --time-from-mtime`` passes the file's modification time). Not used
+        for ``dmon`` output, whose every line must carry its time.
 
     Returns
     -------
@@ -161,7 +171,8 @@ def parse(
     fallback_host = host if host is not None else _host_from_name(source_file)
     if b"#Entity" in data[: 1 << 16]:
         return _parse_dmon(lines, source_file, now_utc, fallback_host)
-    return _parse_prometheus(lines, source_file, now_utc, fallback_host)
+    scrape = snapshot_time(source_file) or scrape_ts
+    return _parse_prometheus(lines, source_file, now_utc, fallback_host, scrape)
 
 
 # --- dcgm-exporter text exposition ---------------------------------------------------------------
@@ -181,7 +192,7 @@ def _series(text: str) -> tuple[str | None, dict[str, str] | None, str | None]:
 
 
 def _parse_prometheus(
-    lines: pl.DataFrame, source_file: str, now: datetime, stem_host: str
+    lines: pl.DataFrame, source_file: str, now: datetime, stem_host: str, scrape: datetime | None
 ) -> Parsed:
     line = pl.col("line")
     stripped = line.str.strip_chars()
@@ -207,7 +218,6 @@ def _parse_prometheus(
     n_other = samples.select((~known).sum()).item()
     samples = samples.filter(known)
     parts = pl.col("rest").str.split(" ").list.eval(pl.element().filter(pl.element() != ""))
-    scrape = snapshot_time(source_file)
     frame = samples.lazy().with_columns(
         parts.list.len().alias("n_parts"),
         parts.list.get(0, null_on_oob=True).alias("value_text"),
@@ -250,8 +260,9 @@ def _parse_prometheus(
             ),
             (
                 pl.col("ts").is_null(),
-                "sample without a timestamp, and the file name gives no scrape time "
-                "(<host>_<YYYYmmddTHHMMSSZ>.prom)",
+                "sample without a timestamp, and the file name gives no scrape time: pass "
+                "--time-from-mtime (the file's modification time) or name the file "
+                "<host>_<YYYYmmddTHHMMSSZ>.prom",
             ),
             (in_future(pl.col("ts"), now), pl.format("timestamp in the future: {}", "ts")),
         ],

@@ -528,18 +528,25 @@ def _with_context(
         .then(
             pl.lit(
                 "cannot tell the run and host: the log names neither (no rendezvous line); pass "
-                "--run and --host, or name the file <run>__<host>.log"
+                "--run and --host, set an elastic path pattern such as {host}/{run}.log "
+                "(RELIA_PATH_PATTERNS), or name the file <run>__<host>.log"
             )
         )
         .when(good & missing[0])
-        .then(pl.lit("run unknown: pass --run or name the file <run>__<host>.log"))
+        .then(pl.lit(f"run unknown: pass --run, {_PATTERN_HINT.format('run')}"))
         .when(good & missing[1])
-        .then(pl.lit("host unknown: pass --host or name the file <run>__<host>.log"))
+        .then(pl.lit(f"host unknown: pass --host, {_PATTERN_HINT.format('host')}"))
         .when(good & pl.col("ts").is_null())
         .then(pl.lit("continuation line with no timed line before it"))
         .otherwise(pl.col("reason"))
         .alias("reason"),
     )
+
+
+_PATTERN_HINT = (
+    "set an elastic path pattern with {{{}}} (RELIA_PATH_PATTERNS) or name the file "
+    "<run>__<host>.log"
+)
 
 
 def _short_host(name: pl.Expr) -> pl.Expr:

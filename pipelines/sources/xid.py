@@ -48,8 +48,9 @@ SCHEMA: dict[str, pl.DataType] = {
 }
 
 _HOST_UNKNOWN = (
-    "host unknown: this style prints none and the file name is a generic log name; pass --host "
-    "or put the log in a folder named after its host"
+    "host unknown: this style prints none and the file name is a generic log name; pass --host, "
+    "set a kernel path pattern with {host} (RELIA_PATH_PATTERNS) or put the log in a folder "
+    "named after its host"
 )
 _NO_HOST = "-relia-no-host-"
 """Stands for the host of a journald record without ``_HOSTNAME`` until the fallback fills it."""

@@ -55,7 +55,8 @@ def test_elastic_real_torch_1_10_without_host_names_the_option() -> None:
     assert result.rows.height == 0
     assert result.rejects["line_no"].to_list() == [20, 21]
     assert set(result.rejects["reason"]) == {
-        "host unknown: pass --host or name the file <run>__<host>.log"
+        "host unknown: pass --host, set an elastic path pattern with {host} "
+        "(RELIA_PATH_PATTERNS) or name the file <run>__<host>.log"
     }
 
 
@@ -218,7 +219,8 @@ def test_elastic_content_beats_option_beats_file_name() -> None:
     assert from_name.rows.select("run_id", "host").row(0) == ("old-run", "gpu0099")
     no_run = parse(started.encode(), source_file="/landing/agent.log", now=NOW, host="gpu0001")
     assert no_run.rejects["reason"].to_list() == [
-        "run unknown: pass --run or name the file <run>__<host>.log"
+        "run unknown: pass --run, set an elastic path pattern with {run} "
+        "(RELIA_PATH_PATTERNS) or name the file <run>__<host>.log"
     ]
 
 
