@@ -70,6 +70,8 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "message": ("message",),
     "event_type": ("type",),
     "count_text": ("count",),
+    "series_count_text": ("series", "count"),
+    "series_last_text": ("series", "lastObservedTime"),
     "first_text": ("firstTimestamp",),
     "last_text": ("lastTimestamp",),
     "event_time_text": ("eventTime",),
@@ -106,7 +108,8 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
         ``namespace``, ``event_name``, ``event_uid``; the object it is about
         (``involved_kind``, ``involved_namespace``, ``involved_name``, ``involved_uid``,
         ``field_path``); ``event_reason`` (the event's ``reason``), ``message``,
-        ``event_type`` (``Normal``/``Warning``), ``count``; ``first_ts``, ``last_ts``,
+        ``event_type`` (``Normal``/``Warning``), ``count`` (``count``, else ``series.count``);
+        ``first_ts``, ``last_ts`` (``lastTimestamp``, else ``series.lastObservedTime``),
         ``event_time_ts`` (events.k8s.io micro-time) and ``created_ts`` (UTC);
         ``source_component`` (``source.component`` or ``reportingComponent``), ``source_host``
         (``source.host`` or ``reportingInstance``) and ``node`` (the node the event is about:
@@ -150,25 +153,34 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
             **{name: pl.Series(values, dtype=pl.String) for name, values in columns.items()},
         }
     ).lazy()
-    frame = frame.with_columns(
-        *[kube_time(pl.col(text)).alias(ts) for text, ts in _TIMES.items()],
-        pl.col("count_text").cast(pl.Int32, strict=False).alias("count"),
-        pl.coalesce("component", "reporting_component").alias("source_component"),
-        pl.coalesce("host", "reporting_instance").alias("source_host"),
-    ).with_columns(
-        # the node the event is about: an involved Node; else the host of a kubelet (source.host,
-        # or the reportingInstance of a reportingComponent "kubelet", both its node name). Other
-        # reporters name themselves, not a node: the scheduler's reportingInstance is
-        # "default-scheduler-<its own host>" (kubernetes/kubernetes#90482), so no node.
-        pl.when(pl.col("involved_kind") == "Node")
-        .then(pl.col("involved_name"))
-        .otherwise(
-            pl.coalesce(
-                "host",
-                pl.when(pl.col("reporting_component") == "kubelet").then("reporting_instance"),
-            )
+    # Events recorded through the events.k8s.io API (kube-scheduler since 1.19...) read through
+    # core/v1 carry no count or lastTimestamp when repeated: an EventSeries holds them instead.
+    frame = (
+        frame.with_columns(
+            pl.coalesce("count_text", "series_count_text").alias("count_text"),
+            pl.coalesce("last_text", "series_last_text").alias("last_text"),
         )
-        .alias("node"),
+        .with_columns(
+            *[kube_time(pl.col(text)).alias(ts) for text, ts in _TIMES.items()],
+            pl.col("count_text").cast(pl.Int32, strict=False).alias("count"),
+            pl.coalesce("component", "reporting_component").alias("source_component"),
+            pl.coalesce("host", "reporting_instance").alias("source_host"),
+        )
+        .with_columns(
+            # the node the event is about: an involved Node; else the host of a kubelet (source.host,
+            # or the reportingInstance of a reportingComponent "kubelet", both its node name). Other
+            # reporters name themselves, not a node: the scheduler's reportingInstance is
+            # "default-scheduler-<its own host>" (kubernetes/kubernetes#90482), so no node.
+            pl.when(pl.col("involved_kind") == "Node")
+            .then(pl.col("involved_name"))
+            .otherwise(
+                pl.coalesce(
+                    "host",
+                    pl.when(pl.col("reporting_component") == "kubelet").then("reporting_instance"),
+                )
+            )
+            .alias("node"),
+        )
     )
     any_time = pl.any_horizontal([pl.col(c).is_not_null() for c in _TIMES])
     checked = with_reasons(

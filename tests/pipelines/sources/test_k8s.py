@@ -423,3 +423,32 @@ def test_k8s_interruptions_are_attributed(con: duckdb.DuckDBPyConnection) -> Non
         ("k8s:llm-pretrain/llm-1042", "application", "application", "kubernetes"),
         ("k8s:llm-pretrain/sft-2001", "unknown", "scheduler-only", "kubernetes"),
     ]
+
+
+def test_k8s_event_series_gives_count_and_last_time_when_core_fields_are_empty() -> None:
+    # An event recorded through events.k8s.io/v1 (kube-scheduler, kubelet since 1.19) and read
+    # through core/v1: a repeated event has count and lastTimestamp null and an EventSeries
+    # (core/v1 Event.series: count, lastObservedTime; API reference).
+    text = """{"apiVersion": "v1", "kind": "List", "items": [
+      {"kind": "Event", "involvedObject": {"kind": "Pod", "namespace": "ml", "name": "w-0"},
+       "reason": "FailedScheduling", "type": "Warning", "count": null,
+       "firstTimestamp": null, "lastTimestamp": null,
+       "eventTime": "2026-06-03T10:00:40.123456Z",
+       "series": {"count": 7, "lastObservedTime": "2026-06-03T10:09:41.000001Z"},
+       "reportingComponent": "default-scheduler", "reportingInstance": "default-scheduler-cp1",
+       "metadata": {"name": "w-0.1", "namespace": "ml", "uid": "u-1",
+                    "creationTimestamp": "2026-06-03T10:00:40Z"}},
+      {"kind": "Event", "involvedObject": {"kind": "Pod", "namespace": "ml", "name": "w-1"},
+       "reason": "Scheduled", "type": "Normal", "count": 2,
+       "lastTimestamp": "2026-06-03T11:00:00Z",
+       "series": {"count": 9, "lastObservedTime": "2026-06-03T12:00:00Z"},
+       "metadata": {"name": "w-1.1", "namespace": "ml", "uid": "u-2",
+                    "creationTimestamp": "2026-06-03T10:00:40Z"}}]}"""
+    result = k8s_events.parse(text.encode(), source_file="events.json", now=NOW)
+    assert result.rejects.height == 0
+    got = result.rows.select("event_uid", "count", "last_ts").rows()
+    assert got == [
+        ("u-1", 7, datetime(2026, 6, 3, 10, 9, 41, 1, tzinfo=UTC)),
+        # the core fields win where they are set
+        ("u-2", 2, datetime(2026, 6, 3, 11, 0, tzinfo=UTC)),
+    ]
