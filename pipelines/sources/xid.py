@@ -275,11 +275,21 @@ def _journal_lines(
     """
     import json
 
-    n_lines = data.count(b"\n") + (not data.endswith(b"\n"))
-    for line_no, raw in enumerate(data.split(b"\n")[:n_lines], start=1):
-        if MARKER.encode() not in raw and b'"MESSAGE" : [' not in raw and b'"MESSAGE":[' not in raw:
+    # Only candidate lines are cut out and decoded (found by bytes.find, as for plain logs): those
+    # holding the marker, and those whose MESSAGE is an array of bytes (not valid UTF-8).
+    found: dict[int, str] = {}
+    n_lines = 0
+    for needle in (MARKER.encode(), b'"MESSAGE" : [', b'"MESSAGE":['):
+        if needle != MARKER.encode() and needle not in data:
             continue
-        text = raw.rstrip(b"\r").decode("utf-8", errors="backslashreplace")
+        nos: list[int] = []
+        texts: list[str] = []
+        n_lines = find_lines(data, needle, nos, texts, [])
+        found.update(zip(nos, texts, strict=True))
+    if not found:
+        return n_lines or data.count(b"\n") + (not data.endswith(b"\n"))
+    for line_no in sorted(found):
+        text = found[line_no]
         try:
             record = json.loads(text)
             message = record["MESSAGE"]
