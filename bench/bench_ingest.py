@@ -327,6 +327,16 @@ def _kernel_ts(m: re.Match[str], year: int) -> datetime:
     return stamp.replace(tzinfo=UTC)
 
 
+def _journal_line(record: str) -> str:
+    """A journald JSON record as an RFC 3339 syslog line (the record itself if it is not JSON)."""
+    try:
+        fields = json.loads(record)
+        stamp = datetime.fromtimestamp(int(fields["__REALTIME_TIMESTAMP"]) / 1e6, tz=UTC)
+    except (ValueError, KeyError, TypeError):
+        return record
+    return f"{stamp.isoformat()} {fields.get('_HOSTNAME', '')} kernel: {fields['MESSAGE']}"
+
+
 def python_kernel(paths: list[Path]) -> tuple[int, int]:
     """Parse kernel logs line by line (a regex on every line); (rows, rejects)."""
     rows: list[tuple[Any, ...]] = []
@@ -336,6 +346,8 @@ def python_kernel(paths: list[Path]) -> tuple[int, int]:
         year = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).year
         with path.open(encoding="utf-8", errors="backslashreplace") as handle:
             for line in handle:
+                if line.startswith("{") and "NVRM: Xid" in line:  # journalctl -o json record
+                    line = _journal_line(line)
                 m = _XID.match(line.rstrip("\r\n"))
                 if m is None:
                     if "NVRM: Xid" in line:

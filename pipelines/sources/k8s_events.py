@@ -167,10 +167,10 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
             pl.coalesce("host", "reporting_instance").alias("source_host"),
         )
         .with_columns(
-            # the node the event is about: an involved Node; else the host of a kubelet (source.host,
-            # or the reportingInstance of a reportingComponent "kubelet", both its node name). Other
-            # reporters name themselves, not a node: the scheduler's reportingInstance is
-            # "default-scheduler-<its own host>" (kubernetes/kubernetes#90482), so no node.
+            # the node the event is about: an involved Node; else the host of a kubelet
+            # (source.host, or the reportingInstance of a reportingComponent "kubelet", both its
+            # node name). Other reporters name themselves, not a node: the scheduler's
+            # reportingInstance is "default-scheduler-<its own host>" (kubernetes#90482).
             pl.when(pl.col("involved_kind") == "Node")
             .then(pl.col("involved_name"))
             .otherwise(

@@ -262,6 +262,18 @@ def _is_journal_json(data: bytes) -> bool:
     return head.startswith(b"{") and all(key in head for key in _JOURNAL_KEYS)
 
 
+def _message_key(head: bytes) -> bytes:
+    """``"MESSAGE"`` and the separator before its value as ``head`` writes them (journalctl's
+    ``"MESSAGE" : `` when the head shows none)."""
+    at = head.find(b'"MESSAGE"')
+    if at == -1:
+        return b'"MESSAGE" : '
+    end = at + len(b'"MESSAGE"')
+    while end < len(head) and head[end : end + 1] in b" :":
+        end += 1
+    return head[at:end]
+
+
 def _journal_lines(
     data: bytes, line_nos: list[int], lines: list[str], ok: list[bool], raws: list[str | None]
 ) -> int:
@@ -279,7 +291,9 @@ def _journal_lines(
     # holding the marker, and those whose MESSAGE is an array of bytes (not valid UTF-8).
     found: dict[int, str] = {}
     n_lines = 0
-    for needle in (MARKER.encode(), b'"MESSAGE" : [', b'"MESSAGE":['):
+    # journalctl prints `"KEY" : value`; a re-serialised export may write `"KEY": value` or
+    # `"KEY":value`: the byte-array needle is spelled as the head spells MESSAGE (one scan)
+    for needle in (MARKER.encode(), _message_key(data[:4096]) + b"["):
         if needle != MARKER.encode() and needle not in data:
             continue
         nos: list[int] = []

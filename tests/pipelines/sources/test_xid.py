@@ -462,3 +462,23 @@ def test_xid_journald_json_records_give_host_and_time_from_their_fields() -> Non
     assert result.rejects["line_no"].to_list() == [6]
     assert result.rejects["raw"][0].startswith('{ "MESSAGE" : "NVRM: Xid')
     assert result.n_ignored == 2
+
+
+@pytest.mark.parametrize("separators", [(", ", ": "), (",", ":")])
+def test_xid_journald_json_reserialised_keeps_byte_array_messages(
+    separators: tuple[str, str],
+) -> None:
+    # an export re-written by a JSON library (json.dumps's default or compact spacing): a
+    # byte-array MESSAGE (text that is not UTF-8) is still found
+    import json
+
+    message = list(b"NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=python, bad \xff byte")
+    records = [
+        {"__REALTIME_TIMESTAMP": "1599541806500000", "_HOSTNAME": "gpu0043", "MESSAGE": "boot"},
+        {"__REALTIME_TIMESTAMP": "1599541807500000", "_HOSTNAME": "gpu0043", "MESSAGE": message},
+    ]
+    data = "".join(json.dumps(r, separators=separators) + "\n" for r in records).encode()
+    result = parse(data, source_file="/landing/kernel/journal.json", now=NOW)
+    assert result.rows.select("line_no", "host", "xid", "pid").rows() == [(2, "gpu0043", 79, 1)]
+    assert result.rows["ts"].to_list() == [_ts("2020-09-08T05:10:07.500000+00:00")]
+    assert result.n_ignored == 1
