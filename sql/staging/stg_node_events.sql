@@ -7,7 +7,12 @@
 -- maintenance, admin reboots, cordons for maintenance, ...) are 'maintenance' with is_planned,
 -- before any component keyword; corrective work of the seed (reseats, diagnostics, emergency
 -- work) is 'maintenance' too but not planned. A pattern of the seed not planned wins.
-with source as (select * from raw_node_events),
+-- FUTURE events (sacctmgr prints FUTR, reason "Future": a node configured but not yet in service,
+-- as every node is when slurmctld first starts) are not outages and are left out.
+with source as (
+    select * from raw_node_events
+    where raw_node_events.state_base not in ('futr', 'future')
+),
 
 catalog as (select * from seed_xid),
 
