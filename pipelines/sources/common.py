@@ -377,6 +377,7 @@ def delimited_fields(
     strip: bool = False,
     quoted: bool = False,
     what: str = "header",
+    free_text: str | None = None,
 ) -> Fields:
     """Read a header line and cut every later line into the wanted ``columns``.
 
@@ -395,6 +396,11 @@ def delimited_fields(
         through :mod:`csv`, and a line whose quotes do not balance becomes a reject.
     what
         How the header is named in reasons (``"sacct header"``).
+    free_text
+        A column whose values may hold the separator unescaped (sacctmgr prints a ``|`` typed
+        into a node's Reason as is): when the header names it, a line with more fields than the
+        header gets its extra fields joined back into that column. Only one such column can be
+        repaired unambiguously.
 
     Notes
     -----
@@ -436,6 +442,17 @@ def delimited_fields(
     else:
         cut = data_lines.lazy().with_columns(fields.alias("fields"))
     n_fields = len(names)
+    if free_text is not None and free_text in names:
+        at = names.index(free_text)
+        extra = pl.col("fields").list.len() - n_fields
+        joined = pl.concat_list(
+            pl.col("fields").list.head(at),
+            pl.col("fields").list.slice(at, extra + 1).list.join(separator),
+            pl.col("fields").list.slice(at + extra + 1),
+        )
+        cut = cut.with_columns(
+            pl.when(extra > 0).then(joined).otherwise(pl.col("fields")).alias("fields")
+        )
     n_found = pl.col("fields").list.len()
     frame = cut.with_columns(_field(names.index(c), strip=strip).alias(c) for c in wanted)
     checks: list[Check] = [

@@ -84,8 +84,9 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
 
     Notes
     -----
-    Rejects: a header without the needed columns (then every line), a wrong number of fields (a
-    ``|`` inside a reason shifts them), bytes that are not UTF-8, a malformed TimeStart or TimeEnd,
+    Rejects: a header without the needed columns (then every line), a wrong number of fields
+    (too few; a ``|`` typed into a Reason, which sacctmgr prints unescaped, is joined back into
+    it), bytes that are not UTF-8, a malformed TimeStart or TimeEnd,
     times in the future, a malformed State and a NodeName that python-hostlist cannot expand. An
     end before the start is left to validation.
 
@@ -105,7 +106,11 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
     present = _header_names(data)
     wanted = [*REQUIRED, *(c for c in OPTIONAL if c in present)]
     fields = delimited_fields(
-        data, separator="|", columns=wanted, what="sacctmgr show event --parsable2 header"
+        data,
+        separator="|",
+        columns=wanted,
+        what="sacctmgr show event --parsable2 header",
+        free_text="Reason",
     )
     state = pl.col("State")
     frame = fields.frame.with_columns(
