@@ -61,6 +61,10 @@ def empty_file_reject(source_file: str) -> pl.DataFrame:
     return rejects_frame([(source_file, 0, "", "empty file")])
 
 
+_ZLIB_HEADERS = (b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda")
+"""First bytes polars' CSV reader takes for a zlib stream (and would inflate)."""
+
+
 def split_lines(data: bytes) -> pl.DataFrame:
     """Split raw bytes into numbered lines.
 
@@ -77,8 +81,14 @@ def split_lines(data: bytes) -> pl.DataFrame:
     """
     if not data:
         return pl.DataFrame(schema=_LINE_SCHEMA)
-    # polars' reader would decompress bytes that start like an archive: text only
-    if not data.startswith(codecs.BOM_UTF8) and _UNIT_SEPARATOR not in data and not codec_of(data):
+    # polars' reader would decompress bytes that start like an archive (its sniffing includes
+    # zlib's two-byte headers, which text can begin with: "x^..."): text only
+    if (
+        not data.startswith(codecs.BOM_UTF8)
+        and _UNIT_SEPARATOR not in data
+        and not codec_of(data)
+        and data[:2] not in _ZLIB_HEADERS
+    ):
         try:
             frame = pl.read_csv(
                 data,

@@ -378,3 +378,14 @@ def test_ingest_of_generated_files_accounts_for_every_line(files: dict[str, byte
                 ).fetchone()
                 assert (in_table, quarantined) == (n_loaded, n_quarantined)
         assert all(c.n_read == c.n_loaded + c.n_quarantined + c.n_held for c in counts)
+
+
+@pytest.mark.parametrize("head", [b"x\x01", b"x^", b"x\x9c", b"x\xda"])
+def test_text_starting_like_a_zlib_stream_is_split_not_inflated(head: bytes) -> None:
+    # polars' CSV reader sniffs zlib's two-byte headers; "x^2 grew" is text (found by the
+    # marker-search property test: b"x\x01\x06\x00" raised "corrupt deflate stream")
+    data = head + b"2 grew\nNVRM: Xid second line\n"
+    every = split_lines(data)
+    assert every["line_no"].to_list() == [1, 2]
+    assert every["line"][1] == "NVRM: Xid second line"
+    assert every["line"][0].endswith("2 grew")
