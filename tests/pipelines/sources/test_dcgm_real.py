@@ -74,8 +74,9 @@ def test_dcgm_real_scrape_without_a_time_anywhere_rejects_every_sample() -> None
     assert result.rows.height == 0
     assert result.rejects["line_no"].to_list() == list(range(6, 34, 3))
     assert set(result.rejects["reason"]) == {
-        "sample without a timestamp, and the file name gives no scrape time "
-        "(<host>_<YYYYmmddTHHMMSSZ>.prom)"
+        "sample without a timestamp, and the file name gives no scrape time: pass "
+        "--time-from-mtime (the file's modification time) or name the file "
+        "<host>_<YYYYmmddTHHMMSSZ>.prom"
     }
     assert result.n_ignored == 26
 
