@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import polars as pl
 
 from pipelines import lake, quality, streams, warehouse
@@ -461,17 +462,20 @@ def _validate_and_load(
     wholly loaded or not at all.
     """
     table = batch[0].table
-    tagged = pl.concat(
-        [p.parsed.rows.with_columns(_file=pl.lit(i, pl.Int32)) for i, p in enumerate(batch)],
-        how="vertical_relaxed",
+    heights = [p.parsed.rows.height for p in batch]
+    tagged = pl.concat([p.parsed.rows for p in batch], how="vertical_relaxed").with_columns(
+        pl.Series("_file", np.repeat(np.arange(len(batch), dtype=np.int32), heights))
     )
     checked = quality.validate(tagged, table=table, now=now, component_classes=component_classes)
     good_parts = checked.good.partition_by("_file", as_dict=True, include_key=False)
     bad_parts = checked.bad.partition_by("_file", as_dict=True, include_key=False)
+    no_bad = checked.bad.head(0).drop("_file")
     loads = []
     for i, pending in enumerate(batch):
-        good = good_parts.get((i,), pending.parsed.rows.head(0))
-        bad = bad_parts.get((i,), checked.bad.head(0).drop("_file"))
+        good = good_parts.get((i,))
+        if good is None:
+            good = pending.parsed.rows.head(0)
+        bad = bad_parts.get((i,), no_bad)
         n_bad = {r["expectation"]: 0 for r in checked.results}
         for reason in bad["reason"].to_list():
             for label in n_bad:

@@ -320,7 +320,9 @@ def _insert(
     rows whose primary key exists replace them)."""
     if frame.height == 0:
         return
-    con.register("incoming_frame", frame.to_arrow())
+    # one contiguous chunk: a frame concatenated from thousands of small files' rows is as many
+    # Arrow record batches, which DuckDB scans batch by batch (78k rows in 9,819 chunks: 2.9 s)
+    con.register("incoming_frame", frame.rechunk().to_arrow())
     try:
         if replace:
             con.execute(
