@@ -241,6 +241,8 @@ def _component_classes(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def _raw_lines(data: bytes, line_nos: list[int]) -> list[str]:
+    if not line_nos:  # most reads: no line failed validation (splitting the file costs)
+        return []
     lines = data.split(b"\n")
     return [
         lines[n - 1].rstrip(b"\r").decode("utf-8", errors="backslashreplace")
@@ -810,6 +812,9 @@ def _planned_reads(
                     yield from _planned(index, item, partial, None, stat, here, table, now_ns,
                                         quiet_s, on_known)  # fmt: skip
                     continue
+            if here is None and not _may_continue(index, item):
+                deferred.append((item, stat))  # read once, in the second pass
+                continue
             read = _tailed_content(item, on_known, broken)
             if read is None:
                 continue
@@ -831,6 +836,21 @@ def _planned_reads(
                                 quiet_s, on_known)  # fmt: skip
     # broken archives: one quarantine row each, keyed by their bytes like a whole file
     yield from _parsed_new_files(con, broken, {}, None, on_known=on_known)
+
+
+def _may_continue(index: streams.StreamIndex, item: LandingFile) -> bool:
+    """Whether a file with no stream at its path might continue another one (a renamed or
+    compressed generation); a plain file whose first bytes start no unclaimed stream's head
+    cannot, and is left for the second pass without being read whole now."""
+    with item.path.open("rb") as handle:
+        head = handle.read(PEEK_BYTES)
+    if streams.codec_of(head) is not None:
+        return True  # an archive's plain head is known only once it is inflated
+    return index.may_continue(head)
+
+
+PEEK_BYTES = 4096
+"""Bytes read to tell whether a new file could continue a known stream (heads are <= 1 KiB)."""
 
 
 def _tailed_content(

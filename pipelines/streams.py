@@ -212,6 +212,7 @@ class StreamIndex:
         self._by_id: dict[str, StreamState] = {}
         self._by_path: dict[str, str] = {}
         self._by_head: dict[tuple[int, str], set[str]] = {}
+        self._head_lens: set[int] = set()  # lengths of the heads ever indexed (a few distinct)
         self.claimed: set[str] = set()
         for state in states:
             self.put(state)
@@ -226,6 +227,7 @@ class StreamIndex:
         self._by_id[state.stream_id] = state
         self._by_path[state.rows_path] = state.stream_id
         self._by_head.setdefault((state.head_len, state.head_sha), set()).add(state.stream_id)
+        self._head_lens.add(state.head_len)
 
     def get(self, stream_id: str) -> StreamState | None:
         """A stream by id."""
@@ -238,10 +240,17 @@ class StreamIndex:
 
     def _heads(self, content: bytes) -> list[StreamState]:
         found = []
-        for n in sorted({n for n, _ in self._by_head if n <= len(content)}, reverse=True):
+        for n in sorted((n for n in self._head_lens if n <= len(content)), reverse=True):
             for sid in sorted(self._by_head.get((n, sha256_hex(content[:n])), ())):
                 found.append(self._by_id[sid])
         return found
+
+    def may_continue(self, head: bytes) -> bool:
+        """Whether a file starting with ``head`` (its first :data:`PEEK_BYTES` plain bytes, or
+        all of a shorter file) could continue an unclaimed stream: some unclaimed stream's head
+        is its start. When not, the file is a new stream or meets one only in the second pass,
+        and need not be read whole yet."""
+        return any(state.stream_id not in self.claimed for state in self._heads(head))
 
     def continues(self, state: StreamState, content: bytes | Partial) -> bool:
         """Whether ``content`` continues ``state`` (as long as its consumed bytes, with its head
