@@ -20,7 +20,6 @@ problem; every other file of the batch loads.
 
 from __future__ import annotations
 
-import collections
 import functools
 import itertools
 import logging
@@ -583,53 +582,15 @@ _Read = tuple[LandingFile, bytes, str, "str | None"]
 """A whole file read: the file, its plain bytes, their hash and a file-level problem or None."""
 
 
-READ_AHEAD_FILES = 8
-"""Whole files read, decompressed and hashed ahead by :data:`READ_THREADS` threads (reading,
-inflating and SHA-256 release the GIL, so the two cores share that work with parsing); at most
-this many beyond the chunk being filled are held in memory."""
-READ_THREADS = 2
-
-
 def _read_whole(item: LandingFile) -> tuple[LandingFile, bytes, str, str | None]:
     data, sha, problem = _plain_whole(item, item.path.read_bytes())
     return item, data, sha, problem
 
 
-READ_AHEAD_FROM_BYTES = 256 * 1024
-"""Files are read ahead in threads when the first one is at least this large (for small files
-the threads' hand-over costs more than the reads: ten thousand nvidia-smi snapshots)."""
-
-
-def _read_ahead(
-    files: Iterable[LandingFile],
-) -> Iterator[tuple[LandingFile, bytes, str, str | None]]:
-    """:func:`_read_whole` of every file, in order, a bounded number of files ahead."""
-    files = iter(files)
-    first_item = next(files, None)
-    if first_item is None:
-        return
-    first = _read_whole(first_item)
-    yield first
-    if len(first[1]) < READ_AHEAD_FROM_BYTES:
-        yield from map(_read_whole, files)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(READ_THREADS, thread_name_prefix="relia-read") as pool:
-        pending = collections.deque(
-            pool.submit(_read_whole, f) for f in itertools.islice(files, READ_AHEAD_FILES)
-        )
-        for item in files:
-            yield pending.popleft().result()
-            pending.append(pool.submit(_read_whole, item))
-        while pending:
-            yield pending.popleft().result()
-
-
 def _hashed_chunks(files: list[LandingFile]) -> Iterator[list[_Read]]:
     chunk: list[_Read] = []
     size = 0
-    for item, data, sha, problem in _read_ahead(files):
+    for item, data, sha, problem in map(_read_whole, files):
         chunk.append((item, data, _keyed(item, sha), problem))
         size += len(data)
         if len(chunk) >= LOOKUP_FILES or size >= LOOKUP_BYTES:
