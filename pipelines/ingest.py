@@ -582,15 +582,11 @@ _Read = tuple[LandingFile, bytes, str, "str | None"]
 """A whole file read: the file, its plain bytes, their hash and a file-level problem or None."""
 
 
-def _read_whole(item: LandingFile) -> tuple[LandingFile, bytes, str, str | None]:
-    data, sha, problem = _plain_whole(item, item.path.read_bytes())
-    return item, data, sha, problem
-
-
 def _hashed_chunks(files: list[LandingFile]) -> Iterator[list[_Read]]:
     chunk: list[_Read] = []
     size = 0
-    for item, data, sha, problem in map(_read_whole, files):
+    for item in files:
+        data, sha, problem = _plain_whole(item, item.path.read_bytes())
         chunk.append((item, data, _keyed(item, sha), problem))
         size += len(data)
         if len(chunk) >= LOOKUP_FILES or size >= LOOKUP_BYTES:

@@ -300,8 +300,6 @@ def _journal_lines(
         texts: list[str] = []
         n_lines = find_lines(data, needle, nos, texts, [])
         found.update(zip(nos, texts, strict=True))
-    if not found:
-        return n_lines or data.count(b"\n") + (not data.endswith(b"\n"))
     for line_no in sorted(found):
         text = found[line_no]
         try:

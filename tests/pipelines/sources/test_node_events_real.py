@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
+import pytest
 from polars.testing import assert_frame_equal
 
 from pipelines.sources.common import REJECT_SCHEMA, Parsed
@@ -78,11 +79,26 @@ def _expected(name: str, *, cluster: str | None, with_user: bool) -> pl.DataFram
     )  # fmt: skip
 
 
-def test_real_parsable2_default_columns() -> None:
-    name = "events_parsable2.txt"
+@pytest.mark.parametrize(
+    ("name", "cluster", "with_user"),
+    [
+        # 12 lines: header and cluster event ignored, 10 node events, no reject
+        ("events_parsable2.txt", "alpha", True),
+        # -p: same lines with a '|' after the last field (header included)
+        ("events_parsable.txt", "alpha", True),
+        # format=NodeName,TimeStart,TimeEnd,State,Reason: the cluster event is
+        # "|2026-11-25T15:32:36|Unknown||Cluster Registered TRES" and still ignored
+        ("events_parsable2_nocluster.txt", None, False),
+        # every show-event column (header names "Cluster Nodes" with a space, Duration, Event,
+        # EventRaw, StateRaw, TRES...): the extra ones are skipped, the rows are the same
+        ("events_parsable2_allcols.txt", "alpha", True),
+    ],
+)
+def test_real_parsable_formats_give_the_same_events(
+    name: str, cluster: str | None, *, with_user: bool
+) -> None:
     result = _parse(name)
-    assert_frame_equal(result.rows, _expected(name, cluster="alpha", with_user=True))
-    # 12 lines: header and cluster event ignored, 10 node events, no reject
+    assert_frame_equal(result.rows, _expected(name, cluster=cluster, with_user=with_user))
     assert result.n_ignored == 2
     _assert_accounted(result, n_lines=12)
     assert _reasons(result) == {}
@@ -103,38 +119,6 @@ def test_real_parsable2_open_events_and_nodes() -> None:
     # slurmctld's own events carry slurm(64030), scontrol's root(0)
     users = dict(zip(rows["line_no"], rows["user_name"], strict=True))
     assert [n for n, u in users.items() if u == SLURM] == [3, 5, 7, 8, 11]
-
-
-def test_real_parsable_trailing_separator_reads_the_same() -> None:
-    # -p: same lines with a '|' after the last field (header included)
-    name = "events_parsable.txt"
-    result = _parse(name)
-    assert_frame_equal(result.rows, _expected(name, cluster="alpha", with_user=True))
-    assert result.n_ignored == 2
-    _assert_accounted(result, n_lines=12)
-    assert _reasons(result) == {}
-
-
-def test_real_parsable2_without_cluster_and_user() -> None:
-    # format=NodeName,TimeStart,TimeEnd,State,Reason: the cluster event is
-    # "|2026-11-25T15:32:36|Unknown||Cluster Registered TRES" and still ignored
-    name = "events_parsable2_nocluster.txt"
-    result = _parse(name)
-    assert_frame_equal(result.rows, _expected(name, cluster=None, with_user=False))
-    assert result.n_ignored == 2
-    _assert_accounted(result, n_lines=12)
-    assert _reasons(result) == {}
-
-
-def test_real_parsable2_all_columns() -> None:
-    # every show-event column (header names "Cluster Nodes" with a space, Duration, Event,
-    # EventRaw, StateRaw, TRES...): the extra ones are skipped, the rows are the same
-    name = "events_parsable2_allcols.txt"
-    result = _parse(name)
-    assert_frame_equal(result.rows, _expected(name, cluster="alpha", with_user=True))
-    assert result.n_ignored == 2
-    _assert_accounted(result, n_lines=12)
-    assert _reasons(result) == {}
 
 
 def test_real_table_output_is_rejected_with_a_reason() -> None:
