@@ -53,6 +53,7 @@ import dataclasses
 import itertools
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +65,7 @@ from sklearn.base import BaseEstimator
 from models.exceptions import ApproximationWarning, FewFailuresWarning
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
     from numpy.typing import ArrayLike, NDArray
 
@@ -93,7 +94,7 @@ _Z975 = 1.959963984540054  # standard normal 97.5 % quantile
 _STRATEGIES = ("restart", "hot_spare", "elastic")
 _LEVELS = ("gpu", "node")
 _FLEET_AGES = ("steady_state", "new")
-_CATEGORICAL = ("strategy", "fleet_age", "rates")
+_CATEGORICAL = ("strategy", "fleet_age", "rates", "weibull_shape", "node_groups")
 _RENEWAL_GRID = 400  # time steps for the renewal-function quadrature
 _MIN_INTERVAL_S = 1e-3  # floor on the checkpoint interval: the limit of checkpointing every step
 
@@ -220,6 +221,32 @@ class Scenario:
         Every drain takes a hot spare like a fault, but the job keeps training on the warned
         domain until the spare is in. For ``elastic``, the time a drained replica group is out
         (nothing is rolled back, so no checkpoint is written and the others carry on).
+    weibull_shape
+        Lifetime shape override: ``None`` keeps each class's own ``weibull_shape``; a number sets
+        every class's shape (the node-rate shortcut's too); a mapping ``{class: shape}`` (stored
+        as sorted pairs) sets the named classes. Each class keeps its MTBF (the Weibull mean).
+    hang_share
+        Share of unwarned interruptions (hardware faults and job-level ones) that hang the job
+        instead of crashing it, 0 to 1: a hang is noticed by the collective watchdog after
+        ``detect_hang_s``; a crash after ``detect_s``.
+    detect_hang_s
+        Time for the watchdog to declare a hang, seconds (PyTorch's NCCL default: 600).
+    repair_sigma
+        Spread of repair times: 0 means every repair takes ``repair_h``; above 0 repair times
+        are log-normal with median ``repair_h`` and this standard deviation of their logarithm.
+        A repaired domain returns to the spare pool, and the first domain back goes to the
+        longest-waiting fault (the pool starts full with ``hot_spares`` domains).
+    job_interruptions_per_h
+        Interruptions of the whole job per hour that do not grow with its size (software
+        crashes, storage stalls): Poisson, never warned of, each loses the checkpoint segment in
+        progress and costs detection, reload and warm-up (a restart in place: no hardware is
+        replaced, no rescheduling, no spare). For ``elastic`` too, a whole-job rollback.
+    node_groups
+        Groups of nodes with their own failure rate: pairs ``(share, rate_multiplier)``; a share
+        of the job's units (every class, in proportion) fails ``rate_multiplier`` times as often
+        (lifetimes scaled by ``1 / rate_multiplier``, shape kept), e.g. ``((0.1, 3.0),)`` for
+        one firmware batch on a tenth of the nodes. Shares add up to at most 1; the rest of the
+        units fail at the given rates. Simulations give a group ``round(share * units)`` units.
     """
 
     n_gpus: int = 16_384
@@ -244,8 +271,19 @@ class Scenario:
     drain_recall: float = 0.0
     drain_precision: float = 1.0
     drain_migration_s: float = 300.0
+    weibull_shape: float | tuple[tuple[str, float], ...] | None = None
+    hang_share: float = 0.0
+    detect_hang_s: float = 600.0
+    repair_sigma: float = 0.0
+    job_interruptions_per_h: float = 0.0
+    node_groups: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
+        self._normalise_groups_and_shapes()
+        _check_non_negative(self, "detect_hang_s", "repair_sigma", "job_interruptions_per_h")
+        if not (math.isfinite(self.hang_share) and 0 <= self.hang_share <= 1):
+            msg = f"hang_share is a share of interruptions, from 0 to 1, got {self.hang_share}."
+            raise ValueError(msg)
         _check_positive(self, "n_gpus", "gpus_per_node", "failure_domain_gpus", "replica_gpus")
         _check_positive(self, "job_days", "repair_h", "gpu_power_w")
         _check_non_negative(self, "checkpoint_s", "detect_s", "reschedule_s", "reload_s")
@@ -317,6 +355,48 @@ class Scenario:
             msg = f"node_failures_per_1000_node_days must be positive, got {shortcut}."
             raise ValueError(msg)
 
+    def _normalise_groups_and_shapes(self) -> None:
+        """Store mappings and lists as sorted tuples (the scenario stays hashable); check them."""
+        shape = self.weibull_shape
+        if isinstance(shape, Mapping):
+            shape = tuple(sorted((str(k), float(v)) for k, v in shape.items()))
+        elif isinstance(shape, (list, tuple)):
+            shape = tuple(sorted((str(k), float(v)) for k, v in shape))
+        elif shape is not None:
+            shape = float(shape)
+        object.__setattr__(self, "weibull_shape", shape)
+        values = [v for _, v in shape] if isinstance(shape, tuple) else [shape]
+        for v in values:
+            if v is not None and not (math.isfinite(v) and v > 0):
+                msg = f"weibull_shape must be positive (1 is exponential), got {v}."
+                raise ValueError(msg)
+        groups = []
+        for group in self.node_groups:
+            if isinstance(group, Mapping):
+                group = (group.get("share"), group.get("rate_multiplier"))
+            try:
+                share, multiplier = (float(x) for x in group)
+            except (TypeError, ValueError):
+                msg = (
+                    f"node_groups entries are (share, rate_multiplier) pairs, got {group!r}; "
+                    "e.g. {share: 0.1, rate_multiplier: 3} for a bad batch on a tenth of the nodes."
+                )
+                raise ValueError(msg) from None
+            if not (0 < share <= 1 and math.isfinite(multiplier) and multiplier > 0):
+                msg = f"node group {group!r}: need 0 < share <= 1 and a positive rate_multiplier."
+                raise ValueError(msg)
+            groups.append((share, multiplier))
+        if sum(share for share, _ in groups) > 1 + 1e-9:
+            msg = f"node_groups shares add up to more than 1: {groups}."
+            raise ValueError(msg)
+        object.__setattr__(self, "node_groups", tuple(groups))
+
+    def unit_groups(self) -> tuple[tuple[float, float], ...]:
+        """``(share, rate_multiplier)`` of every group of units, the ordinary rest included."""
+        rest = 1.0 - sum(share for share, _ in self.node_groups)
+        groups = [*self.node_groups, (rest, 1.0)] if rest > 1e-12 else list(self.node_groups)
+        return tuple(groups)
+
     @property
     def rate_source(self) -> str:
         """Where the failure rates come from, in words."""
@@ -330,13 +410,32 @@ class Scenario:
         )
 
     def class_rates(self) -> tuple[ClassRate, ...]:
-        """Return the per-class rates the projection uses, the node-rate shortcut expanded."""
+        """Return the per-class rates the projection uses: the node-rate shortcut expanded and
+        ``weibull_shape`` applied."""
         if self.rates:
-            return self.rates
-        per_1000 = self.node_failures_per_1000_node_days
-        if per_1000 is None:
-            per_1000 = RSC1_NODE_FAILURES_PER_1000_NODE_DAYS
-        return (ClassRate("node", "node", mtbf_h=1000.0 * 24.0 / per_1000),)
+            rates = self.rates
+        else:
+            per_1000 = self.node_failures_per_1000_node_days
+            if per_1000 is None:
+                per_1000 = RSC1_NODE_FAILURES_PER_1000_NODE_DAYS
+            rates = (ClassRate("node", "node", mtbf_h=1000.0 * 24.0 / per_1000),)
+        shape = self.weibull_shape
+        if shape is None:
+            return rates
+        if isinstance(shape, float):
+            return tuple(replace(r, weibull_shape=shape) for r in rates)
+        by_class = dict(shape)
+        unknown = sorted(set(by_class) - {r.component_class for r in rates})
+        if unknown:
+            msg = (
+                f"weibull_shape names classes {unknown} that have no rate; the classes are "
+                f"{[r.component_class for r in rates]}."
+            )
+            raise ValueError(msg)
+        return tuple(
+            replace(r, weibull_shape=by_class.get(r.component_class, r.weibull_shape))
+            for r in rates
+        )
 
 
 def _check_positive(s: Scenario, *names: str) -> None:
