@@ -247,7 +247,10 @@ class TestSweeps:
         for row in df.iter_rows(named=True):
             expected = project(replace(base, **{k: row[k] for k in grid}))
             for key in ("goodput", "ettr", "expected_drains", "lost_gpu_h_drain"):
-                assert row[key] == pytest.approx(expected[key], rel=1e-12)
+                if expected[key] is None:  # Meta's ETTR, not applicable at this scale
+                    assert row[key] is None
+                else:
+                    assert row[key] == pytest.approx(expected[key], rel=1e-12)
 
     def test_bad_drain_value_in_a_grid_is_refused(self) -> None:
         with pytest.raises(ValueError, match="drain_precision"):

@@ -322,7 +322,10 @@ class TestSweep:
             knobs = {k: row[k] for k in grid}
             expected = project(replace(base, **knobs))
             for key in ("goodput", "mtti_h", "ettr", "lost_gpu_h_rework", "energy_lost_mwh"):
-                assert row[key] == pytest.approx(expected[key], rel=1e-12)
+                if expected[key] is None:  # Meta's ETTR, not applicable at this scale
+                    assert row[key] is None
+                else:
+                    assert row[key] == pytest.approx(expected[key], rel=1e-12)
 
     def test_sweep_of_weibull_rates_and_fleet_ages(self) -> None:
         rates = (ClassRate("gpu", "gpu", mtbf_h=50_000.0, weibull_shape=0.7),)
