@@ -98,6 +98,7 @@ _CATEGORICAL = ("strategy", "fleet_age", "rates", "weibull_shape", "node_groups"
 _RENEWAL_GRID = 400  # time steps for the renewal-function quadrature
 _PIECES = 32  # geometric time pieces over the job where the fault rate or the spare pool varies
 _EXACT_SHARE = 0.01  # an analytical goodput is exact when its error bound is within 1 % of it
+_MIN_REPAIR_SIGMA = 0.02  # below: fixed repairs (within 1e-4 goodput; the quadrature's error)
 _WAIT_GRID = 256  # points of the spare-wait quadrature when repair times are random
 _MIN_INTERVAL_S = 1e-3  # floor on the checkpoint interval: the limit of checkpointing every step
 
@@ -883,19 +884,24 @@ def _spare_wait_random(
         for v in (spares, detect, repair_median_s, sigma, rate_out, rate_u, window)
     )
     mu = np.log(median)
-    # the wait changes fastest while repairs come back: between the repair time's 1e-6 and
-    # 1 - 1e-6 quantiles (less detection); the grid is dense there, coarse before
+    # the wait changes fastest while repairs come back (between the repair time's 1e-6 and
+    # 1 - 1e-6 quantiles, less detection: a dense linear grid) and e^{-aw} decays on 1/a (a
+    # geometric grid from a second to the last repair resolves both)
     lo = np.maximum(median * np.exp(-4.76 * sigma) - detect, 0.0)
     hi = np.maximum(median * np.exp(4.76 * sigma) - detect, lo + 1.0)
-    n_before = _WAIT_GRID * 3 // 8
-    before = lo * np.linspace(0.0, 1.0, n_before + 1)[:-1]
-    during = lo + (hi - lo) * np.linspace(0.0, 1.0, _WAIT_GRID - n_before)
-    lead = np.broadcast_shapes(before.shape[:-1], during.shape[:-1])
-    w = np.concatenate(
-        [
-            np.broadcast_to(before, (*lead, n_before)),
-            np.broadcast_to(during, (*lead, during.shape[-1])),
-        ],
+    half = _WAIT_GRID // 2
+    dense = lo + (hi - lo) * np.linspace(0.0, 1.0, half)
+    wide = np.exp(np.log(hi) * np.linspace(0.0, 1.0, half - 1))  # 1 s .. hi
+    lead = np.broadcast_shapes(dense.shape[:-1], wide.shape[:-1])
+    w = np.sort(
+        np.concatenate(
+            [
+                np.zeros((*lead, 1)),
+                np.broadcast_to(wide, (*lead, wide.shape[-1])),
+                np.broadcast_to(dense, (*lead, dense.shape[-1])),
+            ],
+            axis=-1,
+        ),
         axis=-1,
     )
     own, j_near = _lognormal_partial_integrals(detect + w, mu, sigma)
@@ -904,17 +910,19 @@ def _spare_wait_random(
     mean_n = rate_out * np.maximum(window - (j_far - j_near), 0.0)
     mean_l = rate_out * j_near
     # P(N - L >= k) = sum_n P(N = n) P(L <= n - k), N summed far into its tail
+    # (only n >= k can count, so the sum starts at the fewest spares asked about)
     reach = float(np.max(mean_n + 12.0 * np.sqrt(mean_n) + 30.0 + spares, initial=30.0))
-    ns = np.arange(np.ceil(reach) + 1.0)
+    ns = np.arange(float(np.min(spares, initial=0.0)), np.ceil(reach) + 1.0)
     log_pn = special.xlogy(ns, mean_n[..., None]) - mean_n[..., None] - special.gammaln(ns + 1.0)
     p_n = np.exp(log_pn)
 
-    log_pl = special.xlogy(ns, mean_l[..., None]) - mean_l[..., None] - special.gammaln(ns + 1.0)
+    ls = np.arange(len(ns), dtype=float)
+    log_pl = special.xlogy(ls, mean_l[..., None]) - mean_l[..., None] - special.gammaln(ls + 1.0)
     cdf_l = np.cumsum(np.exp(log_pl), axis=-1)  # P(L <= l) for l = 0 .. len(ns) - 1
 
     def at_least(k: NDArray[np.float64]) -> NDArray[np.float64]:
         room = (ns - k[..., None]).astype(np.int64)  # L may be at most this
-        below = np.take_along_axis(cdf_l, np.maximum(room, 0), axis=-1)
+        below = np.take_along_axis(cdf_l, np.clip(room, 0, len(ns) - 1), axis=-1)
         return np.sum(p_n * np.where(room >= 0, below, 0.0), axis=-1)
 
     p_wait = own * at_least(spares + 1.0) + (1.0 - own) * at_least(spares)
@@ -1043,19 +1051,18 @@ def _project_core(
     detections = [(1.0 - q["hang_share"], q["detect_s"]), (q["hang_share"], q["detect_hang_s"])]
     reload_warm = q["reload_s"] + q["warmup_s"]
     repair_s = q["repair_h"] * SECONDS_PER_HOUR
-    random_repair = bool(np.any(p["repair_sigma"] > 0))
+    random_repair = bool(np.any(p["repair_sigma"] >= _MIN_REPAIR_SIGMA))
     waits = []  # (mean wait, Laplace transform at lam_u) after each kind of detection
     for _, d in detections:
         c = np.maximum(repair_s - d, 0.0)  # from detection until the domain's own repair is done
         fixed = _spare_wait(q["hot_spares"], c, lam_spare, lam_u, t_mid)
-        if random_repair and s.strategy != "restart":
+        if random_repair and s.strategy != "restart":  # below sigma 0.02: the fixed answer
             rand = _spare_wait_random(
-                q["hot_spares"], d, repair_s, np.maximum(q["repair_sigma"], 1e-9), lam_spare,
-                lam_u, t_mid,
+                q["hot_spares"], d, repair_s, np.maximum(q["repair_sigma"], _MIN_REPAIR_SIGMA),
+                lam_spare, lam_u, t_mid,
             )  # fmt: skip
-            fixed = tuple(
-                np.where(q["repair_sigma"] > 0, rv, fv) for rv, fv in zip(rand, fixed, strict=True)
-            )
+            spread = q["repair_sigma"] >= _MIN_REPAIR_SIGMA
+            fixed = tuple(np.where(spread, rv, fv) for rv, fv in zip(rand, fixed, strict=True))
         mean_w, laplace = (np.nan_to_num(v, nan=0.0) for v in fixed)
         laplace = np.where(lam_spare > 0, laplace, 1.0)
         waits.append((np.where(lam_spare > 0, mean_w, 0.0), laplace))
