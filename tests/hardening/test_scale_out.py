@@ -195,6 +195,7 @@ def test_task_runner_from_the_address() -> None:
         {"strategy": ["restart", "hot_spare", "elastic"], "n_gpus": [1024, 65536]},
         {"n_gpus": [4096], "strategy": ["restart"], "checkpoint_s": [30, 120, 600, 900.5]},
         {"n_gpus": [4096]},
+        {"n_gpus": [1024, 2048, 4096], "weibull_shape": [0.7, 1.5]},
     ],
 )
 def test_grid_slices_concatenate_to_the_whole_sweep(grid: dict[str, list[Any]]) -> None:
@@ -207,6 +208,12 @@ def test_grid_slices_concatenate_to_the_whole_sweep(grid: dict[str, list[Any]]) 
         assert 1 <= len(slices) <= n_parts
         assert_frame_equal(pl.concat([sweep(base, g) for g in slices], how="vertical_relaxed"),
                            whole)  # fmt: skip
+
+
+def test_split_grid_knows_the_sweeps_categorical_knobs() -> None:
+    from models.goodput import _CATEGORICAL
+
+    assert set(dask_runner.CATEGORICAL_KNOBS) == set(_CATEGORICAL)
 
 
 def test_waves_bound_the_bytes_in_flight(tmp_path: Path) -> None:
