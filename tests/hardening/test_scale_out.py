@@ -307,3 +307,29 @@ def test_what_if_sweep_on_a_local_cluster_matches_one_process(
     assert_frame_equal(pl.read_parquet(result["table"]), pl.read_parquet(reference["table"]))
     assert result["gains"] == reference["gains"]
     assert result["n_points"] == reference["n_points"] == 2 * 3 * 2 * 2
+
+
+@pytest.mark.slow
+@pytest.mark.prefect
+def test_monte_carlo_sweep_on_a_local_cluster_matches_one_process(
+    prefect_api: None, cluster: Any, tmp_path: Path
+) -> None:
+    """Issue #13 part 3: simulated points seeded by the point give the same table on Dask."""
+    from pipelines.flows.what_if import what_if
+
+    spec = yaml.safe_load(HAND_RATES.read_text())
+    spec |= {"simulate": 20, "seed": 11}
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text(yaml.safe_dump(spec))
+    result, workers = _workers_used(
+        cluster,
+        lambda: what_if(sweep_file=sweep_file, out_dir=tmp_path / "dask", db_path=None,
+                        dask_address=cluster.scheduler_address, parts=3),
+    )  # fmt: skip
+    assert len(workers) == 2
+    reference = project.run_sweep(project.load_sweep(sweep_file), db_path=None,
+                                  out_dir=tmp_path / "single")  # fmt: skip
+    table = pl.read_parquet(result["table"])
+    assert_frame_equal(table, pl.read_parquet(reference["table"]))
+    assert set(table["method"]) == {"monte_carlo"}
+    assert result["n_monte_carlo"] == reference["n_monte_carlo"] == table.height == 12
