@@ -15,7 +15,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-BENCHES = ("bench_fit", "bench_simulate", "bench_ingest", "bench_dcgm")
+BENCHES = ("bench_fit", "bench_simulate", "bench_sweep", "bench_ingest", "bench_dcgm")
 
 
 def main() -> None:

@@ -733,6 +733,17 @@ def whatif(
             "model id from `relia predict train`): goodput with proactive drains at each one."
         ),
     ] = None,
+    simulate: Annotated[
+        int | None,
+        typer.Option(
+            "--simulate",
+            metavar="TRIALS",
+            min=1,
+            help="Evaluate every grid point by Monte Carlo with TRIALS trials (standard error in "
+            "goodput_se; default: the file's simulate:, else analytical, with Monte Carlo only "
+            "where the analytical error bound exceeds 1 % of goodput).",
+        ),
+    ] = None,
     db: DbOption = None,
     tracked: TrackedOption = False,
     as_json: JsonOption = False,
@@ -746,8 +757,9 @@ def whatif(
         # the what-if flow either way: as a tracked run, or its function without orchestration
         run = what_if if _tracked(tracked) else what_if.fn
         result = run(
-            sweep_file=sweep_file, out_dir=out, db_path=settings.db_path, drain_model=drain_model
-        )
+            sweep_file=sweep_file, out_dir=out, db_path=settings.db_path, drain_model=drain_model,
+            simulate=simulate,
+        )  # fmt: skip
     except ValueError as error:
         err.print(_error("error", "red", error))
         raise typer.Exit(2) from error
@@ -759,6 +771,18 @@ def whatif(
     console.print(f"{result['n_points']} scenarios; table {result['table']}; plots:")
     for plot in result["plots"]:
         console.print(f"  {plot}", highlight=False)
+    if result.get("n_monte_carlo"):
+        how = (
+            f"{result['simulate_trials']} trials each, as asked"
+            if result["simulate_trials"]
+            else "on their own: the analytical error bound exceeds 1 % of goodput there"
+        )
+        console.print(
+            f"{result['n_monte_carlo']} of the scenarios by Monte Carlo ({how}; standard error in "
+            "goodput_se)",
+            highlight=False,
+            markup=False,
+        )
     best = result["best_knob"]
     if best:
         console.print(

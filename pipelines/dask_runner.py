@@ -29,8 +29,9 @@ LOCAL = "local"
 
 T = TypeVar("T")
 
-CATEGORICAL_KNOBS = ("strategy", "fleet_age", "rates")
-"""Knobs ``models.sweep`` loops over in its outer loop (the rest it evaluates as arrays)."""
+CATEGORICAL_KNOBS = ("strategy", "fleet_age", "rates", "weibull_shape", "node_groups")
+"""Knobs ``models.sweep`` loops over in its outer loop (the rest it evaluates as arrays); kept
+equal to ``models.goodput._CATEGORICAL`` by a test, without importing models here."""
 
 
 def local_cluster_kwargs(n_workers: int = 2) -> dict[str, Any]:

@@ -8,6 +8,7 @@ hardware interruption and the job's next attempt). Results are stored in ``proje
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import uuid
 import warnings
@@ -169,11 +170,15 @@ class SweepSpec:
     from_fits: str | None = None
     drain_model: str | None = None
     """A stored failure predictor (``latest`` or a model id): its operating curve is swept."""
+    simulate: int = 0
+    """Monte Carlo trials per grid point (0: analytical, Monte Carlo only where its bound fails)."""
+    seed: int = 0
+    """Seed of the simulated points (each point's stream also depends on the point)."""
 
 
 def load_sweep(path: Path) -> SweepSpec:
-    """Read a sweep YAML (keys ``base``, ``grid``, ``target_gpus``, optional ``from_fits`` and
-    ``drain_model``)."""
+    """Read a sweep YAML (keys ``base``, ``grid``, ``target_gpus``, optional ``from_fits``,
+    ``drain_model``, ``simulate`` (trials per point) and ``seed``)."""
     raw = yaml.safe_load(path.read_text())
     if not isinstance(raw, dict) or "grid" not in raw:
         msg = f"{path}: a sweep file needs a `grid:` mapping of knob -> list of values"
@@ -183,9 +188,14 @@ def load_sweep(path: Path) -> SweepSpec:
         msg = f"{path}: every knob under `grid:` needs a non-empty list of values"
         raise ValueError(msg)
     target = int(raw.get("target_gpus") or max(grid.get("n_gpus", [16_384])))
+    counts = {key: raw.get(key) or 0 for key in ("simulate", "seed")}
+    for key, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            msg = f"{path}: `{key}:` must be a whole number, 0 or more, got {value!r}"
+            raise ValueError(msg)
     return SweepSpec(
         base=dict(raw.get("base") or {}), grid=grid, target_gpus=target,
-        from_fits=raw.get("from_fits"), drain_model=raw.get("drain_model"),
+        from_fits=raw.get("from_fits"), drain_model=raw.get("drain_model"), **counts,
     )  # fmt: skip
 
 
@@ -220,10 +230,13 @@ def run_sweep(
 ) -> dict[str, Any]:
     """Run a sweep, write ``whatif.parquet``, ``whatif.csv`` and PNG plots; rank the knobs.
 
-    ``sweep_fn(base, grid)`` evaluates the grid (default ``models.sweep``; the what-if flow
-    passes one that fans slices of the grid out to its task runner).
+    ``sweep_fn(base, grid)`` evaluates the grid (default ``models.auto_sweep`` with the spec's
+    ``simulate`` and ``seed``: analytical, or Monte Carlo for every point with ``simulate`` > 0
+    or where the projection's error bound exceeds 1 % of goodput; the what-if flow passes one
+    that fans slices of the grid out to its task runner). The result counts the points by
+    method (``n_monte_carlo``, ``simulate_trials``).
     """
-    from models import knob_gains, sweep
+    from models import auto_sweep, knob_gains
 
     rates: tuple[Any, ...] = ()
     measured = None
@@ -241,7 +254,9 @@ def run_sweep(
             if spec.drain_model is not None:
                 model_id, curve = drain_curve(con, spec.drain_model)
     base = build_scenario(spec.base, rates=rates, measured=measured)
-    table = (sweep_fn or sweep)(base, spec.grid)
+    if sweep_fn is None:
+        sweep_fn = functools.partial(auto_sweep, simulate=spec.simulate, random_state=spec.seed)
+    table = sweep_fn(base, spec.grid)
     out_dir.mkdir(parents=True, exist_ok=True)
     flat = table.select([c for c in table.columns if not table.schema[c].is_nested()])
     flat.write_parquet(out_dir / "whatif.parquet")
@@ -257,11 +272,20 @@ def run_sweep(
         "plots": [str(p) for p in plots],
         "gains": gains.to_dicts(),
         "best_knob": best,
+        "simulate_trials": spec.simulate,
+        "n_monte_carlo": _n_monte_carlo(table),
     }
     if curve is not None:
         result["drain"] = _drain_thresholds(base, spec, curve, model_id, out_dir)
         result["plots"].append(result["drain"]["plot"])
     return result
+
+
+def _n_monte_carlo(table: pl.DataFrame) -> int:
+    """Points of a what-if table evaluated by Monte Carlo (0 for a table without ``method``)."""
+    if "method" not in table.columns:
+        return 0
+    return int((table["method"] == "monte_carlo").sum())
 
 
 def _drain_thresholds(

@@ -195,6 +195,7 @@ def test_task_runner_from_the_address() -> None:
         {"strategy": ["restart", "hot_spare", "elastic"], "n_gpus": [1024, 65536]},
         {"n_gpus": [4096], "strategy": ["restart"], "checkpoint_s": [30, 120, 600, 900.5]},
         {"n_gpus": [4096]},
+        {"n_gpus": [1024, 2048, 4096], "weibull_shape": [0.7, 1.5]},
     ],
 )
 def test_grid_slices_concatenate_to_the_whole_sweep(grid: dict[str, list[Any]]) -> None:
@@ -207,6 +208,12 @@ def test_grid_slices_concatenate_to_the_whole_sweep(grid: dict[str, list[Any]]) 
         assert 1 <= len(slices) <= n_parts
         assert_frame_equal(pl.concat([sweep(base, g) for g in slices], how="vertical_relaxed"),
                            whole)  # fmt: skip
+
+
+def test_split_grid_knows_the_sweeps_categorical_knobs() -> None:
+    from models.goodput import _CATEGORICAL
+
+    assert set(dask_runner.CATEGORICAL_KNOBS) == set(_CATEGORICAL)
 
 
 def test_waves_bound_the_bytes_in_flight(tmp_path: Path) -> None:
@@ -300,3 +307,29 @@ def test_what_if_sweep_on_a_local_cluster_matches_one_process(
     assert_frame_equal(pl.read_parquet(result["table"]), pl.read_parquet(reference["table"]))
     assert result["gains"] == reference["gains"]
     assert result["n_points"] == reference["n_points"] == 2 * 3 * 2 * 2
+
+
+@pytest.mark.slow
+@pytest.mark.prefect
+def test_monte_carlo_sweep_on_a_local_cluster_matches_one_process(
+    prefect_api: None, cluster: Any, tmp_path: Path
+) -> None:
+    """Issue #13 part 3: simulated points seeded by the point give the same table on Dask."""
+    from pipelines.flows.what_if import what_if
+
+    spec = yaml.safe_load(HAND_RATES.read_text())
+    spec |= {"simulate": 20, "seed": 11}
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text(yaml.safe_dump(spec))
+    result, workers = _workers_used(
+        cluster,
+        lambda: what_if(sweep_file=sweep_file, out_dir=tmp_path / "dask", db_path=None,
+                        dask_address=cluster.scheduler_address, parts=3),
+    )  # fmt: skip
+    assert len(workers) == 2
+    reference = project.run_sweep(project.load_sweep(sweep_file), db_path=None,
+                                  out_dir=tmp_path / "single")  # fmt: skip
+    table = pl.read_parquet(result["table"])
+    assert_frame_equal(table, pl.read_parquet(reference["table"]))
+    assert set(table["method"]) == {"monte_carlo"}
+    assert result["n_monte_carlo"] == reference["n_monte_carlo"] == table.height == 12
