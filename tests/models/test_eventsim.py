@@ -377,9 +377,14 @@ class TestAnalyticalAgainstEventSim:
     ) -> None:
         s = grid_scenario(n_gpus, shape, fleet_age, pool)
         ev = event_sim(s)
-        model = project(s)["goodput"]
-        tolerance = REL * ev["goodput"] + Z * ev["goodput_se"] + resolution(s, ev)
-        assert abs(model - ev["goodput"]) <= tolerance
+        out = project(s)
+        model = out["goodput"]
+        noise = Z * ev["goodput_se"] + resolution(s, ev)
+        if out["analytical_exact"]:  # the claim: within 1 % of goodput
+            assert abs(model - ev["goodput"]) <= REL * ev["goodput"] + noise
+        else:  # the stated bound holds, and `relia whatif` simulates this point instead
+            assert out["goodput_error_bound"] > REL * model
+            assert abs(model - ev["goodput"]) <= out["goodput_error_bound"] + noise
 
     @pytest.mark.parametrize(
         "scenario",
