@@ -14,35 +14,70 @@ The model, shared by :func:`simulate_job` (vectorised over trials and failures) 
   ``"steady_state"``, where the first failure is drawn from the equilibrium (forward-recurrence)
   distribution :math:`F_e(t) = \frac{1}{\mu}\int_0^t S(x)\,dx`, for a Weibull
   :math:`F_e(t) = P\left(1/k, (t/\eta)^k\right)` (regularised lower incomplete gamma). A
-  stationary renewal process fails at :math:`n/\mu` whatever the shape.
+  stationary renewal process fails at :math:`n/\mu` whatever the shape. The shapes are those of
+  ``scenario.class_rates()``, so the ``weibull_shape`` override (fleet wide or per class, each
+  class keeping its MTBF) applies as it does in the analysis.
+* **Node groups** (``node_groups``). Each group of ``scenario.unit_groups()`` holds
+  ``round(share x units)`` units of every class (the last group, normally the ordinary rest,
+  takes what is left, so the units add up) whose lifetimes are the class's scaled by
+  :math:`1/m` (same shape, MTBF / :math:`m`, the same age for an aged fleet): a group is simply
+  a class of its own. A multiplier of 1 changes nothing; one group holding every unit at
+  :math:`m` is the fleet with every MTBF divided by :math:`m`.
+* **Interruptions.** Hardware faults, plus job-level interruptions (``job_interruptions_per_h``):
+  a Poisson process in wall-clock time that does not grow with the job, never warned of. Each
+  unwarned interruption (fault or job-level) is a hang with probability ``hang_share``, noticed
+  after ``detect_hang_s`` (the collective watchdog), else a crash noticed after ``detect_s``:
+  its detection :math:`d_i`.
 * **restart / hot_spare.** The job computes in segments of :math:`\tau` then writes a
-  checkpoint of :math:`\delta`. A fault throws away the segment in progress and starts a
-  restart of length :math:`R_i`; a fault during a restart starts it again. Between faults
-  :math:`i` and :math:`i+1` (gap :math:`g`) the job commits
-  :math:`\tau\lfloor (g-R_i)^+/(\tau+\delta)\rfloor` of work. ``restart``:
-  :math:`R_i` = detect + reschedule + reload + warmup. ``hot_spare``: :math:`R_i` = detect +
-  :math:`W_i` + reload + warmup, where the spare comes from a pool of S domains; each failed
-  domain rejoins the pool ``repair_h`` (:math:`r`, a fixed time) after its fault, so fault
-  :math:`i` gets the spare freed by fault :math:`i-S` (the pool starts full) and waits
-  :math:`W_i = (t_{i-S} + r - t_i - d)^+` after detection :math:`d`; with no spares it waits
-  for its own repair.
-* **elastic.** A fault stalls every replica for the detection time, and its replica group
-  (``max(replica_gpus, failure_domain_gpus)`` GPUs) stays out for detect + :math:`W_i` + reload
+  checkpoint of :math:`\delta`. An interruption throws away the segment in progress and starts
+  a restart of length :math:`R_i`; an interruption during a restart starts it again. Between
+  interruptions :math:`i` and :math:`i+1` (gap :math:`g`) the job commits
+  :math:`\tau\lfloor (g-R_i)^+/(\tau+\delta)\rfloor` of work. A fault under ``restart``:
+  :math:`R_i = d_i` + reschedule + reload + warmup. A fault under ``hot_spare``:
+  :math:`R_i = d_i + W_i` + reload + warmup, where :math:`W_i` is the wait for a spare below.
+  A job-level interruption restarts in place: :math:`R_i = d_i + W_i` + reload + warmup with no
+  reschedule and no spare of its own, but the job still cannot run before the domain of its
+  latest fault is in: :math:`W_i` is the wait for that one (0 when it is in, and always under
+  ``restart``). With exponential faults this is Daly's renewal reward with the summed rate
+  :math:`\lambda` and :math:`e^{-R/M}` replaced by its mean :math:`E[e^{-\lambda R}]` over the
+  kinds of interruption and of detection.
+* **Spare pool** (``hot_spare``, ``elastic``). The pool starts full with S domains; each failed
+  domain goes to repair at its fault and is back after :math:`r_j`: ``repair_h``, or with
+  ``repair_sigma`` > 0 a log-normal draw with median ``repair_h`` and log-sd ``repair_sigma``.
+  Claims are served first come, first served in the order of the faults (a domain back goes to
+  the oldest open claim; the job asks at detection, and a domain back earlier is held for it).
+  Claim :math:`i` is then served once :math:`i` domains are available, at
+  :math:`a_{(i)}`, the :math:`i`-th smallest of :math:`\{0^{\times S}\} \cup \{t_j + r_j\}`
+  (counting: by any time :math:`x`, claims served = min(claims made, domains back)); it waits
+  :math:`W_i = (a_{(i)} - t_i - d_i)^+` after detection. The vectorised engine sorts that set
+  per trial; with a fixed repair it is already sorted and :math:`a_{(i)} = t_{i-S} + r` (the
+  spare freed by fault :math:`i-S`; with no spares, fault :math:`i`'s own repair). With
+  random repairs and no spares a fault can get a domain other than its own: the first back.
+  Under ``restart`` the scheduler supplies the hardware (the reschedule time) and no pool is
+  kept.
+* **elastic.** A fault stalls every replica for its detection :math:`d_i`, and its replica group
+  (``max(replica_gpus, failure_domain_gpus)`` GPUs) stays out for :math:`d_i + W_i` + reload
   + warmup; the rest keep training (a second fault in a group already out is charged again: a
   conservative, second-order effect). Checkpoints are still written but nothing is rolled back.
-  Goodput is :math:`(1-\text{down})(1-\text{stall})\,\tau/(\tau+\delta)`.
+  Goodput is :math:`(1-\text{down})(1-\text{stall})\,\tau/(\tau+\delta)`. A job-level
+  interruption rolls the whole job back: those interruptions alone make a restart timeline as
+  above (:math:`R_i = d_i` + reload + warmup), and the share :math:`c` of the window it spends
+  in whole segments runs at the elastic rate; the two are taken as independent, so goodput is
+  the timeline's goodput times :math:`(1-\text{down})(1-\text{stall})` and each elastic loss is
+  scaled by :math:`c` (at a rate of 0 the timeline is skipped: no window-end segment is lost).
 * **Proactive drains** (``drain_recall`` > 0). Each fault is warned of with probability
   ``drain_recall``; false alarms are a Poisson process at ``drain_recall`` x (mean fault rate) x
-  (1 - precision) / precision. An alarm that finds the job computing is a drain: a checkpoint
-  of :math:`\delta` saves the compute of the segment in progress (up to :math:`\tau`) and the
-  periodic clock starts again after the migration (``drain_migration_s``); an alarm during a
-  restart or a drain is handled within it, at no cost. An unwarned fault during the drain's
-  checkpoint loses the segment; during the migration it loses nothing. Every event (fault,
-  drain or false alarm) takes the next spare from the pool, which gets it back ``repair_h``
-  later; only an unwarned fault waits for it (a warned job keeps training on the domain until
-  its spare is in, so a drain costs :math:`\delta` plus the migration whatever the pool).
-  ``elastic``: a drained replica group leaves without stalling the others (nothing is rolled
-  back, no checkpoint is needed) and is out for the migration.
+  (1 - precision) / precision, the mean fault rate being the analytical one. An alarm that finds
+  the job computing is a drain: a checkpoint of :math:`\delta` saves the compute of the segment
+  in progress (up to :math:`\tau`) and the periodic clock starts again after the migration
+  (``drain_migration_s``); an alarm during a restart or a drain is handled within it, at no
+  cost. An unwarned interruption during the drain's checkpoint loses the segment; during the
+  migration it loses nothing. Every fault (warned or not) and false alarm claims a spare from
+  the pool, as above; only an unwarned fault waits for it (a warned job keeps training on the
+  domain until its spare is in, so a drain costs :math:`\delta` plus the migration whatever the
+  pool). Job-level interruptions are never warned of and never drained. ``elastic``: a drained
+  replica group leaves without stalling the others (nothing is rolled back, no checkpoint is
+  needed) and is out for the migration.
 
 With exponential lifetimes this is the model of :func:`models.goodput.project`, which it must
 match within Monte Carlo error (up to the start and end of the window).
@@ -90,9 +125,12 @@ class _Plan:
     delta_s: float
     strategy: str
     detect_s: float
+    detect_hang_s: float
+    hang_share: float
     reload_warm_s: float
-    restart_s: float
+    reschedule_s: float
     repair_s: float
+    repair_sigma: float
     spares: int
     frac_group: float
     gpu_power_w: float
@@ -102,6 +140,25 @@ class _Plan:
     drain_recall: float
     false_alarm_rate_s: float
     drain_s: float
+    job_rate_s: float
+
+    @property
+    def hardware_fixed_s(self) -> float:
+        """Restart of a hardware fault after detection and any spare wait."""
+        extra = self.reschedule_s if self.strategy == "restart" else 0.0
+        return extra + self.reload_warm_s
+
+
+def _group_units(units: int, groups: tuple[tuple[float, float], ...]) -> list[tuple[int, float]]:
+    """Units of one class in each node group: ``round(share * units)``, the last takes the rest."""
+    out = []
+    left = units
+    for share, multiplier in groups[:-1]:
+        n = min(round(share * units), left)
+        out.append((n, multiplier))
+        left -= n
+    out.append((left, groups[-1][1]))
+    return out
 
 
 def _plan(s: Scenario) -> _Plan:
@@ -109,14 +166,19 @@ def _plan(s: Scenario) -> _Plan:
     n_domains = math.ceil(s.n_gpus / s.failure_domain_gpus)
     gpus_held = n_domains * s.failure_domain_gpus
     nodes_held = math.ceil(gpus_held / s.gpus_per_node)
-    classes = tuple(
-        _Class(
-            units=gpus_held if r.level == "gpu" else nodes_held,
-            shape=r.weibull_shape,
-            scale_s=r.mtbf_h * SECONDS_PER_HOUR / math.gamma(1.0 + 1.0 / r.weibull_shape),
-        )
-        for r in s.class_rates()
-    )
+    groups = s.unit_groups()
+    classes = []
+    for r in s.class_rates():
+        to_scale = SECONDS_PER_HOUR / math.gamma(1.0 + 1.0 / r.weibull_shape)
+        units = gpus_held if r.level == "gpu" else nodes_held
+        # a node group is a class of its own: same shape, lifetimes scaled by 1 / multiplier
+        classes += [
+            _Class(units=n, shape=r.weibull_shape, scale_s=r.mtbf_h / multiplier * to_scale)
+            for n, multiplier in _group_units(units, groups)
+            if n > 0
+        ]
+    # only for sizing chunks of trials: the analytical count, scaled by the node groups' rates
+    group_factor = max(sum(share * m for share, m in groups), 1.0)
     if s.fleet_age == "steady_state":
         age: str | float = "steady_state"
         text = (
@@ -137,24 +199,28 @@ def _plan(s: Scenario) -> _Plan:
     return _Plan(
         horizon_s=s.job_days * 86_400.0,
         n_gpus=float(s.n_gpus),
-        classes=classes,
+        classes=tuple(classes),
         fleet_age=age,
         tau_s=float(core["checkpoint_interval_min"]) * 60.0,
         delta_s=float(s.checkpoint_s),
         strategy=s.strategy,
         detect_s=float(s.detect_s),
+        detect_hang_s=float(s.detect_hang_s),
+        hang_share=float(s.hang_share),
         reload_warm_s=float(s.reload_s + s.warmup_s),
-        restart_s=float(s.detect_s + s.reschedule_s + s.reload_s + s.warmup_s),
+        reschedule_s=float(s.reschedule_s),
         repair_s=float(s.repair_h) * SECONDS_PER_HOUR,
+        repair_sigma=float(s.repair_sigma),
         spares=int(s.hot_spares),
         frac_group=min(max(s.replica_gpus, s.failure_domain_gpus) / s.n_gpus, 1.0),
         gpu_power_w=float(s.gpu_power_w),
         pue=float(s.pue),
-        expected_failures=float(core["expected_interruptions"]),
+        expected_failures=float(core["expected_interruptions"]) * group_factor,
         fleet_age_assumption=text,
         drain_recall=float(s.drain_recall),
         false_alarm_rate_s=float(core["expected_false_alarms"]) / (s.job_days * 86_400.0),
         drain_s=float(s.checkpoint_s + s.drain_migration_s),
+        job_rate_s=float(s.job_interruptions_per_h) / SECONDS_PER_HOUR,
     )
 
 
@@ -246,6 +312,19 @@ def _failure_matrix(plan: _Plan, n_trials: int, rng: np.random.Generator) -> NDA
 # --------------------------------------------------------------------------- accounting
 
 
+def _poisson_times(
+    rate_s: float, horizon_s: float, n: int, rng: np.random.Generator
+) -> NDArray[np.float64]:
+    """Times of a Poisson process on [0, horizon) in each of ``n`` trials, sorted, inf-padded."""
+    counts = rng.poisson(rate_s * horizon_s, size=n)
+    times = np.full((n, max(int(counts.max()) if n else 0, 1)), np.inf)
+    trial = np.repeat(np.arange(n), counts)
+    rank = np.arange(trial.size) - (np.cumsum(counts) - counts)[trial]
+    times[trial, rank] = horizon_s * rng.random(trial.size)
+    times.sort(axis=1)
+    return times
+
+
 def _alarms(
     plan: _Plan, fail: NDArray[np.float64], rng: np.random.Generator
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]:
@@ -258,11 +337,7 @@ def _alarms(
     n = fail.shape[0]
     valid = np.isfinite(fail)
     warned = valid & (rng.random(fail.shape) < plan.drain_recall)
-    counts = rng.poisson(plan.false_alarm_rate_s * plan.horizon_s, size=n)
-    false = np.full((n, int(counts.max()) if n else 0), np.inf)
-    trial = np.repeat(np.arange(n), counts)
-    rank = np.arange(trial.size) - (np.cumsum(counts) - counts)[trial]
-    false[trial, rank] = plan.horizon_s * rng.random(trial.size)
+    false = _poisson_times(plan.false_alarm_rate_s, plan.horizon_s, n, rng)
     times = np.concatenate([fail, false], axis=1)
     order = np.argsort(times, axis=1, kind="stable")
     width = max(int(np.isfinite(times).sum(axis=1).max()) if n else 0, 1)
@@ -276,88 +351,241 @@ def _alarms(
     )
 
 
-def _spare_waits(plan: _Plan, fail: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Wait for a spare after each fault: fault i gets the spare freed by fault i - S."""
-    return np.where(
-        np.isfinite(fail), np.maximum(_spare_tokens(plan, fail) - fail - plan.detect_s, 0.0), 0.0
-    )
+def _detect_times(
+    plan: _Plan, shape: tuple[int, ...], rng: np.random.Generator
+) -> float | NDArray[np.float64]:
+    """Detection time of each interruption: ``detect_hang_s`` for a hang, else ``detect_s``.
+
+    Each is a hang with probability ``hang_share``; at a share of 0 or 1 nothing is drawn, so
+    ``hang_share=1`` is the same run as ``detect_s=detect_hang_s``.
+    """
+    if plan.hang_share <= 0.0:
+        return plan.detect_s
+    if plan.hang_share >= 1.0:
+        return plan.detect_hang_s
+    hang = rng.random(shape) < plan.hang_share
+    return np.where(hang, plan.detect_hang_s, plan.detect_s)
 
 
-def _spare_tokens(plan: _Plan, times: NDArray[np.float64]) -> NDArray[np.float64]:
-    """When the spare each event takes is free: event i gets the one freed by event i - S."""
+def _spare_tokens(
+    plan: _Plan, times: NDArray[np.float64], rng: np.random.Generator
+) -> NDArray[np.float64]:
+    r"""When the domain each event takes from the spare pool is back (sorted event times in).
+
+    The pool starts with S domains (back at 0); event :math:`j` sends its domain to repair,
+    back at :math:`t_j + r_j`. Claims are served first come, first served in the order of the
+    events, and a domain back goes to the oldest open claim, so claim :math:`i` is served when
+    :math:`i` domains are back: it gets the :math:`i`-th smallest of
+    :math:`\{0^{\times S}\} \cup \{t_j + r_j\}` (a per-trial sort). With a fixed repair
+    :math:`r` the returns are already in order and that is the one freed by event :math:`i - S`.
+    """
     n, width = times.shape
     s = plan.spares
-    if s == 0:
-        return times + plan.repair_s
     if s >= width:
         return np.zeros_like(times)
+    if plan.repair_sigma > 0.0:  # log-normal with median repair_h
+        repair = plan.repair_s * np.exp(plan.repair_sigma * rng.standard_normal(times.shape))
+        back = np.concatenate([np.zeros((n, s)), times + repair], axis=1)
+        back.sort(axis=1)  # padding (inf) sorts last: the first `width` are the real returns
+        return back[:, :width]
+    if s == 0:
+        return times + plan.repair_s
     return np.concatenate([np.zeros((n, s)), times[:, : width - s] + plan.repair_s], axis=1)
 
 
-def _account(plan: _Plan, fail: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
-    """Per-trial goodput, interruptions and loss fractions from sorted failure times."""
+def _merged(
+    first: dict[str, NDArray[Any]], second: dict[str, NDArray[Any]]
+) -> dict[str, NDArray[Any]]:
+    """Two sets of events of every trial as one, each trial's events sorted by ``t``."""
+    both = {key: np.concatenate([first[key], second[key]], axis=1) for key in first}
+    t = both["t"]
+    width = max(int(np.isfinite(t).sum(axis=1).max()) if t.shape[0] else 0, 1)
+    order = np.argsort(t, axis=1, kind="stable")[:, :width]
+    return {key: np.take_along_axis(value, order, axis=1) for key, value in both.items()}
+
+
+def _pending_waits(
+    t: NDArray[np.float64],
+    detect: NDArray[np.float64],
+    token: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """Wait for a spare after each interruption's detection (``token`` -inf where none is taken).
+
+    The job cannot run before the domain of its latest fault is in; claims are served in order,
+    so that is the running maximum of the tokens: a hardware fault waits for its own, a job-level
+    interruption for the one its job still lacks (nothing when it is in).
+    """
+    pending = np.maximum.accumulate(token, axis=1)
+    return np.where(np.isfinite(t), np.maximum(pending - t - detect, 0.0), 0.0)
+
+
+def _timeline(
+    plan: _Plan,
+    t: NDArray[np.float64],
+    busy: float | NDArray[np.float64],
+    wait: NDArray[np.float64] | None,
+    detect: float | NDArray[np.float64],
+) -> dict[str, NDArray[np.float64]]:
+    r"""Committed work of a job that every event (sorted ``t``) throws back to its checkpoint.
+
+    Event :math:`i` starts a restart of ``busy`` (ending early at the next event), of which
+    ``wait`` is spent waiting for a spare after ``detect``; between restarts the job commits
+    :math:`\tau` per whole segment of :math:`\tau + \delta`.
+    """
     horizon = plan.horizon_s
     tau, delta = plan.tau_s, plan.delta_s
     seg = tau + delta
-    detect = plan.detect_s
-    n = fail.shape[0]
-    valid = np.isfinite(fail)
-    count = valid.sum(axis=1).astype(float)
-    no_drains = {"n_drains": np.zeros(n), "drain": np.zeros(n)}
-    with np.errstate(invalid="ignore"):
-        wait = None if plan.strategy == "restart" else _spare_waits(plan, fail)
-        if plan.strategy == "elastic":
-            remaining = np.maximum(horizon - fail, 0.0)  # 0 for padding
-            out_s = wait + (detect + plan.reload_warm_s)
-            down = plan.frac_group * np.minimum(out_s, remaining).sum(axis=1) / horizon
-            down = np.minimum(down, 1.0)
-            waiting = np.minimum(np.maximum(remaining - detect, 0.0), wait).sum(axis=1)
-            waiting = np.minimum(plan.frac_group * waiting / horizon, down)
-            stall = np.minimum(np.minimum(remaining, detect).sum(axis=1) / horizon, 1.0)
-            running = (1.0 - down) * (1.0 - stall)
-            return {
-                "goodput": running * tau / seg,
-                "n_interruptions": count,
-                "checkpoint": running * delta / seg,
-                "rework": np.zeros(n),
-                "restart": down - waiting + (1.0 - down) * stall,
-                "spares_wait": waiting,
-                **no_drains,
-            }
-        # the stretch before the first fault: computing from t = 0, no restart
-        first = np.minimum(fail[:, 0], horizon)
-        segments = np.floor(first / seg)
-        compute = first.copy()
-        # the gap after each fault, to the next fault or the end of the window
-        gap = np.empty_like(fail)
-        gap[:, :-1] = fail[:, 1:]
-        gap[:, -1] = horizon
-        np.minimum(gap, horizon, out=gap)
-        gap -= fail
-        np.maximum(gap, 0.0, out=gap)  # padding: -inf -> 0
-        restart = plan.restart_s if wait is None else wait + (detect + plan.reload_warm_s)
-        busy = gap - restart
-        np.maximum(busy, 0.0, out=busy)
-        compute += busy.sum(axis=1)
-        busy /= seg
-        np.floor(busy, out=busy)
-        segments += busy.sum(axis=1)
-        in_restart = np.minimum(gap, restart).sum(axis=1)
-        if wait is None:
-            waiting = np.zeros(n)
-        else:
-            gap -= detect
-            np.maximum(gap, 0.0, out=gap)
-            waiting = np.minimum(gap, wait).sum(axis=1)
+    n = t.shape[0]
+    # the stretch before the first event: computing from t = 0, no restart
+    first = np.minimum(t[:, 0], horizon)
+    segments = np.floor(first / seg)
+    compute = first.copy()
+    # the gap after each event, to the next event or the end of the window
+    gap = np.empty_like(t)
+    gap[:, :-1] = t[:, 1:]
+    gap[:, -1] = horizon
+    np.minimum(gap, horizon, out=gap)
+    gap -= t
+    np.maximum(gap, 0.0, out=gap)  # padding: -inf -> 0
+    run = gap - busy
+    np.maximum(run, 0.0, out=run)
+    compute += run.sum(axis=1)
+    run /= seg
+    np.floor(run, out=run)
+    segments += run.sum(axis=1)
+    in_restart = np.minimum(gap, busy).sum(axis=1)
+    if wait is None:
+        waiting = np.zeros(n)
+    else:
+        gap -= detect
+        np.maximum(gap, 0.0, out=gap)
+        waiting = np.minimum(gap, wait).sum(axis=1)
     return {
         "goodput": tau * segments / horizon,
-        "n_interruptions": count,
         "checkpoint": delta * segments / horizon,
         "rework": (compute - seg * segments) / horizon,
         "restart": (in_restart - waiting) / horizon,
         "spares_wait": waiting / horizon,
-        **no_drains,
     }
+
+
+def _elastic(
+    plan: _Plan,
+    t: NDArray[np.float64],
+    wait: NDArray[np.float64],
+    detect: float | NDArray[np.float64],
+    alarm: NDArray[np.bool_],
+) -> dict[str, NDArray[np.float64]]:
+    """Elastic loss fractions: replica groups out, whole-job stalls, drained groups moving."""
+    horizon = plan.horizon_s
+    tau, delta = plan.tau_s, plan.delta_s
+    seg = tau + delta
+    migration = plan.drain_s - delta
+    remaining = np.maximum(horizon - t, 0.0)  # 0 for padding
+    # a drained group leaves without stalling the others and moves onto its spare
+    out_s = np.where(alarm, migration, wait + (detect + plan.reload_warm_s))
+    down = plan.frac_group * np.minimum(out_s, remaining).sum(axis=1) / horizon
+    down = np.minimum(down, 1.0)
+    waiting = np.minimum(np.maximum(remaining - detect, 0.0), wait).sum(axis=1)
+    waiting = np.minimum(plan.frac_group * waiting / horizon, down)
+    moving = np.where(alarm, np.minimum(remaining, migration), 0.0).sum(axis=1)
+    moving = np.minimum(plan.frac_group * moving / horizon, down - waiting)
+    stall = np.where(alarm, 0.0, np.minimum(remaining, detect)).sum(axis=1)
+    stall = np.minimum(stall / horizon, 1.0)
+    running = (1.0 - down) * (1.0 - stall)
+    return {
+        "goodput": running * tau / seg,
+        "checkpoint": running * delta / seg,
+        "rework": np.zeros(t.shape[0]),
+        "restart": down - waiting - moving + (1.0 - down) * stall,
+        "spares_wait": waiting,
+        "drain": moving,
+    }
+
+
+def _with_rollbacks(
+    plan: _Plan,
+    elastic: dict[str, NDArray[np.float64]],
+    jobs: NDArray[np.float64],
+    rng: np.random.Generator,
+) -> dict[str, NDArray[np.float64]]:
+    r"""Elastic training with whole-job rollbacks at the job-level interruptions ``jobs``.
+
+    The rollbacks alone are a restart timeline (restart: detection, reload and warm-up); the
+    share of the window it spends in whole segments, :math:`c`, runs at the elastic rate of the
+    hardware faults, which are taken as independent of it: goodput is the timeline's goodput
+    times :math:`(1-\text{down})(1-\text{stall})`, and each elastic loss is scaled by :math:`c`.
+    """
+    detect = _detect_times(plan, jobs.shape, rng)
+    rolled = _timeline(plan, jobs, detect + plan.reload_warm_s, None, detect)
+    computing = rolled["goodput"] + rolled["checkpoint"]
+    running = elastic["goodput"] + elastic["checkpoint"]
+    return {
+        "goodput": rolled["goodput"] * running,
+        "checkpoint": rolled["checkpoint"] * running,
+        "rework": rolled["rework"],
+        "restart": rolled["restart"] + computing * elastic["restart"],
+        "spares_wait": computing * elastic["spares_wait"],
+        "drain": computing * elastic["drain"],
+    }
+
+
+def _account(
+    plan: _Plan, fail: NDArray[np.float64], rng: np.random.Generator
+) -> dict[str, NDArray[np.float64]]:
+    """Per-trial goodput, interruptions and loss fractions from sorted failure times."""
+    n = fail.shape[0]
+    valid = np.isfinite(fail)
+    count = valid.sum(axis=1).astype(float)
+    with np.errstate(invalid="ignore"):
+        detect = _detect_times(plan, fail.shape, rng)
+        token = None if plan.strategy == "restart" else _spare_tokens(plan, fail, rng)
+        jobs = None
+        n_job = np.zeros(n)
+        if plan.job_rate_s > 0.0:
+            jobs = _poisson_times(plan.job_rate_s, plan.horizon_s, n, rng)
+            n_job = np.isfinite(jobs).sum(axis=1).astype(float)
+        counts = {
+            "n_interruptions": count + n_job,
+            "n_job_interruptions": n_job,
+            "n_drains": np.zeros(n),
+        }
+        if plan.strategy == "elastic":
+            assert token is not None
+            wait = np.where(valid, np.maximum(token - fail - detect, 0.0), 0.0)
+            out = _elastic(plan, fail, wait, detect, np.zeros(fail.shape, dtype=bool))
+            if jobs is not None:
+                out = _with_rollbacks(plan, out, jobs, rng)
+            return out | counts
+        no_drains = {"drain": np.zeros(n)}
+        if jobs is None:
+            if token is None:
+                return (
+                    _timeline(plan, fail, detect + plan.hardware_fixed_s, None, detect)
+                    | counts
+                    | no_drains
+                )
+            wait = np.where(valid, np.maximum(token - fail - detect, 0.0), 0.0)
+            busy = wait + (detect + plan.hardware_fixed_s)
+            return _timeline(plan, fail, busy, wait, detect) | counts | no_drains
+        # job-level interruptions: restart in place (no spare, no reschedule) among the faults
+        hardware = {
+            "t": fail,
+            "detect": np.broadcast_to(detect, fail.shape),
+            "fixed": np.full(fail.shape, plan.hardware_fixed_s),
+            "token": np.full(fail.shape, -np.inf) if token is None else token,
+        }
+        job_detect = _detect_times(plan, jobs.shape, rng)
+        job = {
+            "t": jobs,
+            "detect": np.broadcast_to(job_detect, jobs.shape),
+            "fixed": np.full(jobs.shape, plan.reload_warm_s),
+            "token": np.full(jobs.shape, -np.inf),
+        }
+        ev = _merged(hardware, job)
+        wait = None if token is None else _pending_waits(ev["t"], ev["detect"], ev["token"])
+        busy = ev["detect"] + ev["fixed"] + (0.0 if wait is None else wait)
+        return _timeline(plan, ev["t"], busy, wait, ev["detect"]) | counts | no_drains
 
 
 def _acting(
@@ -393,6 +621,7 @@ def _account_drained(
     t: NDArray[np.float64],
     alarm: NDArray[np.bool_],
     fault: NDArray[np.bool_],
+    rng: np.random.Generator,
 ) -> dict[str, NDArray[np.float64]]:
     """Per-trial accounting with proactive drains (the model is in the module docstring).
 
@@ -402,44 +631,50 @@ def _account_drained(
     horizon = plan.horizon_s
     tau, delta = plan.tau_s, plan.delta_s
     seg = tau + delta
-    detect = plan.detect_s
-    migration = plan.drain_s - delta
+    n = t.shape[0]
     valid = np.isfinite(t)
     unwarned = valid & ~alarm
     count = fault.sum(axis=1).astype(float)
     with np.errstate(invalid="ignore"):
+        detect = np.broadcast_to(_detect_times(plan, t.shape, rng), t.shape)
         # every event takes the next spare; only an unwarned fault waits for it (a drain keeps
         # training on the warned domain until its spare is in); restart uses the scheduler
         if plan.strategy == "restart":
-            wait = np.zeros_like(t)
+            token = np.full(t.shape, -np.inf)
         else:
-            wait = np.maximum(_spare_tokens(plan, t) - t - detect, 0.0)
-            wait = np.where(unwarned, wait, 0.0)
+            token = np.where(unwarned, _spare_tokens(plan, t, rng), -np.inf)
+        n_job = np.zeros(n)
+        jobs = None
+        if plan.job_rate_s > 0.0:
+            jobs = _poisson_times(plan.job_rate_s, horizon, n, rng)
+            n_job = np.isfinite(jobs).sum(axis=1).astype(float)
+        counts = {"n_interruptions": count + n_job, "n_job_interruptions": n_job}
         if plan.strategy == "elastic":
-            # a drained group leaves without stalling the others and moves onto its spare
-            remaining = np.maximum(horizon - t, 0.0)  # 0 for padding
-            out_s = np.where(alarm, migration, wait + (detect + plan.reload_warm_s))
-            down = plan.frac_group * np.minimum(out_s, remaining).sum(axis=1) / horizon
-            down = np.minimum(down, 1.0)
-            waiting = np.minimum(np.maximum(remaining - detect, 0.0), wait).sum(axis=1)
-            waiting = np.minimum(plan.frac_group * waiting / horizon, down)
-            moving = np.where(alarm, np.minimum(remaining, migration), 0.0).sum(axis=1)
-            moving = np.minimum(plan.frac_group * moving / horizon, down - waiting)
-            stall = np.where(alarm, 0.0, np.minimum(remaining, detect)).sum(axis=1)
-            stall = np.minimum(stall / horizon, 1.0)
-            running = (1.0 - down) * (1.0 - stall)
-            return {
-                "goodput": running * tau / seg,
-                "n_interruptions": count,
-                "n_drains": (valid & alarm).sum(axis=1).astype(float),
-                "checkpoint": running * delta / seg,
-                "rework": np.zeros(t.shape[0]),
-                "restart": down - waiting - moving + (1.0 - down) * stall,
-                "spares_wait": waiting,
-                "drain": moving,
-            }
-        restart = plan.restart_s if plan.strategy == "restart" else detect + plan.reload_warm_s
-        busy = wait + np.where(alarm, plan.drain_s, restart)
+            wait = np.where(alarm, 0.0, _pending_waits(t, detect, token))
+            out = _elastic(plan, t, wait, detect, alarm)
+            if jobs is not None:
+                out = _with_rollbacks(plan, out, jobs, rng)
+            return out | counts | {"n_drains": (valid & alarm).sum(axis=1).astype(float)}
+        fixed = np.full(t.shape, plan.hardware_fixed_s)
+        if jobs is not None:  # restarts in place, among the faults and alarms
+            job_detect = _detect_times(plan, jobs.shape, rng)
+            ev = _merged(
+                {"t": t, "alarm": alarm, "detect": detect, "fixed": fixed, "token": token},
+                {
+                    "t": jobs,
+                    "alarm": np.zeros(jobs.shape, dtype=bool),
+                    "detect": np.broadcast_to(job_detect, jobs.shape),
+                    "fixed": np.full(jobs.shape, plan.reload_warm_s),
+                    "token": np.full(jobs.shape, -np.inf),
+                },
+            )
+            t, alarm, detect, fixed, token = (
+                ev[key] for key in ("t", "alarm", "detect", "fixed", "token")
+            )
+            valid = np.isfinite(t)
+            unwarned = valid & ~alarm
+        wait = np.where(alarm, 0.0, _pending_waits(t, detect, token))
+        busy = np.where(alarm, plan.drain_s, wait + detect + fixed)
         acting, prev = _acting(t, t + busy, valid, alarm)
         # each acting event's gap runs to the next acting event or the end of the window
         later = np.minimum.accumulate(np.where(acting, t, np.inf)[:, ::-1], axis=1)[:, ::-1]
@@ -463,9 +698,8 @@ def _account_drained(
         in_restart = np.where(unwarned, in_busy - waiting, 0.0).sum(axis=1)
         drain = np.where(drains, in_busy, 0.0).sum(axis=1)
         waiting = waiting.sum(axis=1)
-    return {
+    return counts | {
         "goodput": (tau * n_segments + kept) / horizon,
-        "n_interruptions": count,
         "n_drains": drains.sum(axis=1).astype(float),
         "checkpoint": delta * n_segments / horizon,
         "rework": (compute_s - seg * n_segments - kept) / horizon,
@@ -487,6 +721,7 @@ def _summary(plan: _Plan, per_trial: dict[str, NDArray[np.float64]], method: str
     goodput = per_trial["goodput"]
     count = per_trial["n_interruptions"]
     drains = per_trial["n_drains"]
+    jobs = per_trial["n_job_interruptions"]
     mean_count = float(count.mean())
     lost = {key: float(per_trial[key].mean()) * gpu_h for key in _LOSSES}
     lost_total = (1.0 - float(goodput.mean())) * gpu_h
@@ -495,6 +730,7 @@ def _summary(plan: _Plan, per_trial: dict[str, NDArray[np.float64]], method: str
             "trial": np.arange(n),
             "goodput": goodput,
             "n_interruptions": count.astype(np.int64),
+            "n_job_interruptions": jobs.astype(np.int64),
             "n_drains": drains.astype(np.int64),
             **{f"lost_frac_{key}": per_trial[key] for key in _LOSSES},
         }
@@ -509,6 +745,8 @@ def _summary(plan: _Plan, per_trial: dict[str, NDArray[np.float64]], method: str
         "goodput_hi": float(np.quantile(goodput, 0.975)),
         "interruptions": mean_count,
         "interruptions_se": _standard_error(count),
+        "job_interruptions": float(jobs.mean()),
+        "job_interruptions_se": _standard_error(jobs),
         "drains": float(drains.mean()),
         "drains_se": _standard_error(drains),
         "mtti_h": horizon_h / mean_count if mean_count > 0 else math.inf,
@@ -546,9 +784,11 @@ def simulate_job(
     -------
     dict
         ``goodput`` (mean over trials) with ``goodput_se`` (its Monte Carlo standard error) and
-        ``goodput_lo`` / ``goodput_hi`` (2.5/97.5 % of trials); ``interruptions`` (mean faults
-        in the window, warned of or not) with ``interruptions_se``; ``drains`` (mean drains
-        done) with ``drains_se``; ``mtti_h`` with ``mtti_h_se`` (delta method);
+        ``goodput_lo`` / ``goodput_hi`` (2.5/97.5 % of trials); ``interruptions`` (mean
+        interruptions in the window: faults, warned of or not, and job-level ones) with
+        ``interruptions_se``; ``job_interruptions`` (the job-level ones) with
+        ``job_interruptions_se``; ``drains`` (mean drains done) with ``drains_se``; ``mtti_h``
+        with ``mtti_h_se`` (delta method);
         ``checkpoint_interval_min``; ``lost_gpu_h_checkpoint`` / ``_rework`` / ``_restart`` /
         ``_spares_wait`` / ``_drain`` / ``_total``; ``energy_lost_mwh``;
         ``fleet_age_assumption``; and ``trials``, a polars frame with one row per trial.
@@ -558,27 +798,31 @@ def simulate_job(
     Per class, the number of units whose first failure falls in the window is binomial and
     their times come from the conditional inverse CDF (steady state: exact rejection from the
     uniform, with a squeeze); renewals are drawn one generation at a time for all trials at
-    once. Restarts, spare waits and committed work are then computed
-    with array operations on the (trials x failures) matrix, in chunks of trials that bound
-    memory. With drains, the alarms that act (those finding the job computing) are found by a
-    fixed-point pass over the matrix, each pass settling at least one more event per trial. The
-    module docstring states the job model.
+    once; a node group is one more class. Restarts, spare waits and committed work are then
+    computed with array operations on the (trials x failures) matrix, in chunks of trials that
+    bound memory. Hangs are one uniform draw per interruption (none at a share of 0 or 1);
+    random repairs make the spare each claim gets the claim's rank in a per-trial sort of the
+    pool's return times; job-level interruptions are Poisson times merged into each trial's
+    events by an argsort, and the spare the job still lacks at each is a running maximum of
+    the faults' spares. With drains, the alarms that act (those finding the job computing) are
+    found by a fixed-point pass over the matrix, each pass settling at least one more event per
+    trial. The module docstring states the job model.
     """
     if n_trials < 1:
         msg = f"n_trials must be at least 1, got {n_trials}."
         raise ValueError(msg)
     plan = _plan(scenario)
     rng = np.random.default_rng(random_state)
-    events = plan.expected_failures + plan.false_alarm_rate_s * plan.horizon_s
+    events = plan.expected_failures + (plan.false_alarm_rate_s + plan.job_rate_s) * plan.horizon_s
     chunk = int(min(n_trials, max(1, _EVENTS_PER_CHUNK // (events * 1.2 + 10))))
     parts = []
     for start in range(0, n_trials, chunk):
         size = min(chunk, n_trials - start)
         fail = _failure_matrix(plan, size, rng)
         if plan.drain_recall > 0:
-            parts.append(_account_drained(plan, *_alarms(plan, fail, rng)))
+            parts.append(_account_drained(plan, *_alarms(plan, fail, rng), rng))
         else:
-            parts.append(_account(plan, fail))
+            parts.append(_account(plan, fail, rng))
     per_trial = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
     return _summary(plan, per_trial, "vectorised")
 
@@ -603,54 +847,133 @@ def _all_first_failures(
     return eta * ((age / eta) ** k + rng.standard_exponential(c.units)) ** (1.0 / k) - age
 
 
+_FALSE_ALARM, _JOB, _BACK = -1, -2, -3  # heap tags of events that are not a class's fault
+
+
+class _NaiveTimeline:
+    """A job that every acting event throws back to its last checkpoint, closed stretch by stretch.
+
+    ``claimed`` maps each spare claim to when it was served (absent: not yet, so not before the
+    event being handled); an event's restart needs the claim the job still lacks, if any.
+    """
+
+    def __init__(self, plan: _Plan, claimed: dict[int, float]) -> None:
+        self.plan = plan
+        self.claimed = claimed
+        self.t = 0.0
+        self.detect = 0.0
+        self.fixed = 0.0
+        self.claim: int | None = None
+        self.alarm = False
+        self.started = False
+        self.pending = 0.0  # compute of the segment a drain interrupted, saved if it completes
+        self.committed = self.checkpoint = self.rework = 0.0
+        self.restart = self.waiting = self.drain = 0.0
+
+    def busy(self) -> tuple[float, float]:
+        """Length of the last acting event's restart (or drain), and its wait for a spare."""
+        if not self.started:
+            return 0.0, 0.0
+        if self.alarm:
+            return self.plan.drain_s, 0.0
+        ready = -math.inf if self.claim is None else self.claimed.get(self.claim, math.inf)
+        w = max(ready - self.t - self.detect, 0.0)
+        return self.detect + w + self.fixed, w
+
+    def start(
+        self, t: float, *, alarm: bool, detect: float, fixed: float, claim: int | None
+    ) -> None:
+        """Close the stretch up to ``t`` and start the restart or drain of the event at ``t``."""
+        self.close(t, next_alarm=alarm)
+        self.t, self.alarm, self.detect, self.fixed, self.claim = t, alarm, detect, fixed, claim
+        self.started = True
+
+    def close(self, end: float, *, next_alarm: bool) -> None:
+        """Account for the stretch from the last event to ``end``: restart, then compute."""
+        tau, delta = self.plan.tau_s, self.plan.delta_s
+        seg = tau + delta
+        gap = end - self.t
+        busy, w = self.busy()
+        if self.alarm:
+            self.drain += min(gap, busy)
+            saved = min(self.pending, tau) if gap >= delta else 0.0
+            self.committed += saved
+            self.rework += self.pending - saved
+        else:
+            w = min(max(gap - self.detect, 0.0), w)
+            self.restart += min(gap, busy) - w
+            self.waiting += w
+        self.pending = 0.0
+        if gap > busy:
+            compute = gap - busy
+            k = math.floor(compute / seg)
+            self.committed += k * tau
+            self.checkpoint += k * delta
+            if next_alarm:
+                self.pending = compute - k * seg
+            else:
+                self.rework += compute - k * seg
+
+    def fractions(self) -> dict[str, float]:
+        """Close the window and return its goodput and loss fractions."""
+        self.close(self.plan.horizon_s, next_alarm=False)
+        horizon = self.plan.horizon_s
+        return {
+            "goodput": self.committed / horizon,
+            "checkpoint": self.checkpoint / horizon,
+            "rework": self.rework / horizon,
+            "restart": self.restart / horizon,
+            "spares_wait": self.waiting / horizon,
+            "drain": self.drain / horizon,
+        }
+
+
 def _naive_trial(plan: _Plan, rng: np.random.Generator) -> dict[str, float]:
     horizon = plan.horizon_s
     heap: list[tuple[float, int]] = []
     for index, c in enumerate(plan.classes):
         first = _all_first_failures(c, plan.fleet_age, rng)
         heap.extend((float(t), index) for t in first[first < horizon])
-    if plan.drain_recall > 0:  # false alarms: index -1, never renewed
+    if plan.drain_recall > 0:  # false alarms, never renewed
         n_false = rng.poisson(plan.false_alarm_rate_s * horizon)
-        heap.extend((float(t), -1) for t in horizon * rng.random(n_false))
+        heap.extend((float(t), _FALSE_ALARM) for t in horizon * rng.random(n_false))
+    if plan.job_rate_s > 0:  # job-level interruptions
+        n_jobs = rng.poisson(plan.job_rate_s * horizon)
+        heap.extend((float(t), _JOB) for t in horizon * rng.random(n_jobs))
     heapq.heapify(heap)
-    tau, delta = plan.tau_s, plan.delta_s
-    seg = tau + delta
-    detect = plan.detect_s
-    spares: deque[float] = deque([0.0] * plan.spares)
-    n_fail = n_drains = 0
-    committed = checkpoint = rework = restart = waiting = drain = 0.0
-    down = down_wait = stall = moving = 0.0
-    migration = plan.drain_s - delta
-    last_t, last_busy, last_w = 0.0, 0.0, 0.0
-    last_alarm = False
-    pending = 0.0  # compute of the segment a drain interrupted, saved if its checkpoint completes
-
-    def close(end: float, *, next_alarm: bool) -> None:
-        nonlocal committed, checkpoint, rework, restart, waiting, drain, pending
-        gap = end - last_t
-        if last_alarm:
-            drain += min(gap, last_busy)
-            saved = min(pending, tau) if gap >= delta else 0.0
-            committed += saved
-            rework += pending - saved
-        else:
-            w = min(max(gap - detect, 0.0), last_w)
-            restart += min(gap, last_busy) - w
-            waiting += w
-        pending = 0.0
-        if gap > last_busy:
-            compute = gap - last_busy
-            k = math.floor(compute / seg)
-            committed += k * tau
-            checkpoint += k * delta
-            if next_alarm:
-                pending = compute - k * seg
-            else:
-                rework += compute - k * seg
+    detect_s, migration = plan.detect_s, plan.drain_s - plan.delta_s
+    # the spare pool: free domains, open claims (oldest first), when each claim was served
+    free = plan.spares
+    claims: deque[int] = deque()
+    claimed: dict[int, float] = {}
+    n_claims = 0
+    needed: int | None = None  # the claim the job waits for before it can run again
+    job = _NaiveTimeline(plan, claimed)
+    rollbacks = _NaiveTimeline(plan, {})  # elastic: the job-level interruptions alone
+    elastic_faults: list[tuple[float, float, int]] = []
+    n_fail = n_jobs = n_drains = 0
+    stall = moving = 0.0
 
     while heap:
         t, index = heapq.heappop(heap)
-        alarm = index < 0
+        if index == _BACK:  # a repaired domain: to the oldest open claim, else to the pool
+            if claims:
+                claimed[claims.popleft()] = t
+            else:
+                free += 1
+            continue
+        if 0 < plan.hang_share < 1:
+            detect = plan.detect_hang_s if rng.random() < plan.hang_share else detect_s
+        else:
+            detect = plan.detect_hang_s if plan.hang_share >= 1 else detect_s
+        if index == _JOB:
+            n_jobs += 1
+            if plan.strategy == "elastic":
+                rollbacks.start(t, alarm=False, detect=detect, fixed=plan.reload_warm_s, claim=None)
+            else:
+                job.start(t, alarm=False, detect=detect, fixed=plan.reload_warm_s, claim=needed)
+            continue
+        alarm = index == _FALSE_ALARM
         if not alarm:
             c = plan.classes[index]
             renewed = t + c.scale_s * rng.standard_exponential() ** (1.0 / c.shape)
@@ -658,62 +981,75 @@ def _naive_trial(plan: _Plan, rng: np.random.Generator) -> dict[str, float]:
                 heapq.heappush(heap, (renewed, index))
             n_fail += 1
             alarm = plan.drain_recall > 0 and rng.random() < plan.drain_recall
-        w = 0.0
-        if plan.strategy != "restart":
-            spares.append(t + plan.repair_s)
-            token = spares.popleft()  # a drain takes it too, but keeps training until it is in
-            w = 0.0 if alarm else max(token - t - detect, 0.0)
+        claim = None
+        if plan.strategy != "restart":  # a drain takes a spare too, but trains until it is in
+            claim = n_claims
+            n_claims += 1
+            if free:
+                free -= 1
+                claimed[claim] = t
+            else:
+                claims.append(claim)
+            repair = plan.repair_s
+            if plan.repair_sigma > 0:
+                repair *= math.exp(plan.repair_sigma * rng.standard_normal())
+            if t + repair < horizon:
+                heapq.heappush(heap, (t + repair, _BACK))
         if plan.strategy == "elastic":
-            remaining = horizon - t
             if alarm:  # the group leaves without stalling the others, moves onto its spare
                 n_drains += 1
-                down += plan.frac_group * min(migration, remaining)
-                moving += plan.frac_group * min(migration, remaining)
-                continue
-            down += plan.frac_group * min(detect + w + plan.reload_warm_s, remaining)
-            down_wait += plan.frac_group * min(max(remaining - detect, 0.0), w)
-            stall += min(detect, remaining)
+                moving += min(migration, horizon - t)
+            else:  # its group is out until its spare is in: settled at the end
+                assert claim is not None
+                elastic_faults.append((t, detect, claim))
+                stall += min(detect, horizon - t)
             continue
-        if alarm and t < last_t + last_busy:
+        if alarm and t < job.t + job.busy()[0]:
             continue  # the job is restarting or draining: the alarm is handled within
-        close(t, next_alarm=alarm)
-        last_t = t
-        last_w = w
-        last_alarm = alarm
         if alarm:
             n_drains += 1
-            last_busy = plan.drain_s
-        elif plan.strategy == "restart":
-            last_busy = plan.restart_s
         else:
-            last_busy = detect + w + plan.reload_warm_s
-    if plan.strategy == "elastic":
-        down_f = min(down / horizon, 1.0)
-        wait_f = min(down_wait / horizon, down_f)
-        stall_f = min(stall / horizon, 1.0)
-        running = (1.0 - down_f) * (1.0 - stall_f)
-        drain_f = min(moving / horizon, down_f - wait_f)
-        return {
-            "goodput": running * tau / seg,
-            "n_interruptions": float(n_fail),
-            "n_drains": float(n_drains),
-            "checkpoint": running * delta / seg,
-            "rework": 0.0,
-            "restart": down_f - wait_f + (1.0 - down_f) * stall_f - drain_f,
-            "spares_wait": wait_f,
-            "drain": drain_f,
-        }
-    close(horizon, next_alarm=False)
-    return {
-        "goodput": committed / horizon,
-        "n_interruptions": float(n_fail),
+            needed = claim
+        job.start(t, alarm=alarm, detect=detect, fixed=plan.hardware_fixed_s, claim=claim)
+    counts = {
+        "n_interruptions": float(n_fail + n_jobs),
+        "n_job_interruptions": float(n_jobs),
         "n_drains": float(n_drains),
-        "checkpoint": checkpoint / horizon,
-        "rework": rework / horizon,
-        "restart": restart / horizon,
-        "spares_wait": waiting / horizon,
-        "drain": drain / horizon,
     }
+    if plan.strategy != "elastic":
+        return job.fractions() | counts
+    down = down_wait = 0.0
+    for t, detect, claim in elastic_faults:
+        remaining = horizon - t
+        w = max(claimed.get(claim, math.inf) - t - detect, 0.0)
+        down += min(detect + w + plan.reload_warm_s, remaining)
+        down_wait += min(max(remaining - detect, 0.0), w)
+    down_f = min(plan.frac_group * (down + moving) / horizon, 1.0)
+    wait_f = min(plan.frac_group * down_wait / horizon, down_f)
+    drain_f = min(plan.frac_group * moving / horizon, down_f - wait_f)
+    stall_f = min(stall / horizon, 1.0)
+    running = (1.0 - down_f) * (1.0 - stall_f)
+    tau, seg = plan.tau_s, plan.tau_s + plan.delta_s
+    out = {
+        "goodput": running * tau / seg,
+        "checkpoint": running * plan.delta_s / seg,
+        "rework": 0.0,
+        "restart": down_f - wait_f + (1.0 - down_f) * stall_f - drain_f,
+        "spares_wait": wait_f,
+        "drain": drain_f,
+    }
+    if plan.job_rate_s > 0:  # whole-job rollbacks: own timeline, elastic rate while computing
+        rolled = rollbacks.fractions()
+        computing = rolled["goodput"] + rolled["checkpoint"]
+        out = {
+            "goodput": rolled["goodput"] * running,
+            "checkpoint": rolled["checkpoint"] * running,
+            "rework": rolled["rework"],
+            "restart": rolled["restart"] + computing * out["restart"],
+            "spares_wait": computing * out["spares_wait"],
+            "drain": computing * out["drain"],
+        }
+    return out | counts
 
 
 def simulate_job_naive(
