@@ -912,7 +912,7 @@ def _spare_wait_random(
     # P(N - L >= k) = sum_n P(N = n) P(L <= n - k), N summed far into its tail
     # (only n >= k can count, so the sum starts at the fewest spares asked about)
     reach = float(np.max(mean_n + 12.0 * np.sqrt(mean_n) + 30.0 + spares, initial=30.0))
-    ns = np.arange(float(np.min(spares, initial=0.0)), np.ceil(reach) + 1.0)
+    ns = np.arange(float(np.min(spares)), np.ceil(reach) + 1.0)
     log_pn = special.xlogy(ns, mean_n[..., None]) - mean_n[..., None] - special.gammaln(ns + 1.0)
     p_n = np.exp(log_pn)
 

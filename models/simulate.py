@@ -177,8 +177,11 @@ def _plan(s: Scenario) -> _Plan:
             for n, multiplier in _group_units(units, groups)
             if n > 0
         ]
-    # only for sizing chunks of trials: the analytical count, scaled by the node groups' rates
-    group_factor = max(sum(share * m for share, m in groups), 1.0)
+    # only for sizing chunks of trials: the analytical count of hardware faults (node groups
+    # included; the job-level interruptions are added where the chunks are sized)
+    hardware_faults = float(core["expected_interruptions"]) - s.job_interruptions_per_h * (
+        s.job_days * 24.0
+    )
     if s.fleet_age == "steady_state":
         age: str | float = "steady_state"
         text = (
@@ -215,7 +218,7 @@ def _plan(s: Scenario) -> _Plan:
         frac_group=min(max(s.replica_gpus, s.failure_domain_gpus) / s.n_gpus, 1.0),
         gpu_power_w=float(s.gpu_power_w),
         pue=float(s.pue),
-        expected_failures=float(core["expected_interruptions"]) * group_factor,
+        expected_failures=max(hardware_faults, 0.0),
         fleet_age_assumption=text,
         drain_recall=float(s.drain_recall),
         false_alarm_rate_s=float(core["expected_false_alarms"]) / (s.job_days * 86_400.0),

@@ -378,14 +378,18 @@ class TestJobLevelInterruptions:
         mc_jobs = simulate_job(with_jobs, n_trials=800, random_state=33)
         tau = mc_jobs["checkpoint_interval_min"] * 60.0
         seg = tau + base.checkpoint_s
+        # the checkpoint interval follows the unwarned rate, job-level interruptions included,
+        # so the base runs at its own interval
+        tau_base = mc_base["checkpoint_interval_min"] * 60.0
+        seg_base = tau_base + base.checkpoint_s
         # the elastic rate of the hardware faults (running share = goodput x seg / tau) while
         # the job-level interruptions alone give a Daly restart timeline (detect, reload, warm)
         rate_job = 0.5 / HOUR
         survive = math.exp(-rate_job * (base.detect_s + base.reload_s + base.warmup_s))
         expected = (
             mc_base["goodput"]
-            * seg
-            / tau
+            * seg_base
+            / tau_base
             * _daly_goodput(tau, base.checkpoint_s, rate_job, survive)
         )
         edge = (base.detect_s + base.reload_s + base.warmup_s + seg) / (base.job_days * 86_400)
