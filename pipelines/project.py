@@ -79,24 +79,29 @@ def build_scenario(
 ) -> Any:
     """A ``Scenario`` from knobs; measured restart overhead fills ``reschedule_s`` when not given.
 
-    The scheduler sees the gap from an interruption to the next attempt's start: detection plus
-    rescheduling wait. When measured and the user gave no ``reschedule_s``, it becomes
-    ``median gap - detect_s`` (at least 0).
+    Knob names and values are normalised as in the CLI and sweep YAML (:mod:`pipelines.knobs`):
+    ``weibull_shape`` as a number or ``{class: shape}``, ``node_groups`` as ``share:multiplier``
+    pairs, and ``restart_s`` split into ``reschedule_s`` with the other phases held
+    (:func:`pipelines.knobs.restart_shorthand`). The scheduler sees the gap from an interruption
+    to the next attempt's start: detection plus rescheduling wait. When measured and the user
+    gave no ``reschedule_s`` (or ``restart_s``), it becomes ``median gap - detect_s`` (at
+    least 0).
     """
     from models import Scenario
+    from pipelines import knobs as knob_text
 
-    given = dict(knobs)
+    given, _ = knob_text.restart_shorthand(knob_text.knobs(knobs, where="scenario"))
     if rates:
         given["rates"] = rates
         given.pop("node_failures_per_1000_node_days", None)
-    if measured and measured.get("median_s") is not None and "reschedule_s" not in knobs:
+    if measured and measured.get("median_s") is not None and "reschedule_s" not in given:
         detect = given.get("detect_s", Scenario().detect_s)
         given["reschedule_s"] = max(0.0, float(measured["median_s"]) - float(detect))
-    unknown = set(given) - {f.name for f in dataclasses.fields(Scenario)}
-    if unknown:
-        msg = f"unknown scenario knob(s) {sorted(unknown)}; see models.Scenario for the knobs"
-        raise ValueError(msg)
-    return Scenario(**given)
+    try:
+        return Scenario(**given)
+    except TypeError as error:  # a value of the wrong kind that normalisation let through
+        msg = f"scenario: {error}"
+        raise ValueError(msg) from None
 
 
 def run_projection(
@@ -121,10 +126,15 @@ def run_projection(
         with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
             run_id, rates = fit_rates(con, fit_run)
             measured = measured_restart_s(con)
+    from pipelines import knobs as knob_text
+
+    _, shorthand = knob_text.restart_shorthand(knob_text.knobs(knobs, where="scenario"))
     scenario = build_scenario(knobs, rates=rates, measured=measured)
     result = project(scenario, n_samples=n_samples, random_state=seed)
     result["fit_run_id"] = run_id
     result["measured_restart"] = measured
+    if shorthand is not None:
+        result["restart_shorthand"] = shorthand
     result["scenario"] = _scenario_dict(scenario)
     if simulate_trials > 0:
         sim = simulate_job(scenario, n_trials=simulate_trials, random_state=seed)
