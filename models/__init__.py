@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-_SUBMODULES = ("exceptions", "survival", "repairable", "goodput", "simulate", "predict")
+_SUBMODULES = ("exceptions", "survival", "repairable", "goodput", "ranking", "simulate", "predict")
 
 __all__: list[str] = []
 for _name in _SUBMODULES:

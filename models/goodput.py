@@ -5,9 +5,9 @@ checkpoint and restart costs, spares, recovery strategy, fleet age, proactive dr
 predictor's warnings). :func:`project` turns it into the answer an architect asks for: mean time
 to interrupt (MTTI), the checkpoint interval, the effective training time ratio, goodput, and the
 GPU-hours and energy lost by cause, with an interval when the rates carry one. :func:`sweep`
-evaluates a full factorial grid of what-ifs in one vectorised pass and :func:`knob_gains` ranks
-the knobs by what they buy at a target scale; :func:`drain_sweep` projects the drains at each
-threshold of a predictor's operating curve.
+evaluates a full factorial grid of what-ifs in one vectorised pass
+(:func:`models.ranking.knob_gains` ranks the knobs against a baseline at a target scale);
+:func:`drain_sweep` projects the drains at each threshold of a predictor's operating curve.
 
 Equations
 ---------
@@ -78,7 +78,7 @@ __all__ = [
     "daly_interval_s",
     "drain_sweep",
     "ettr_meta",
-    "knob_gains",
+    "knob_label",
     "project",
     "rates_from_fits",
     "sweep",
@@ -1196,9 +1196,7 @@ def sweep(base: Scenario, grid: Mapping[str, Sequence[Any]]) -> pl.DataFrame:
         for key in keys:
             if key in categorical:
                 value = combo[categorical.index(key)]
-                if key == "rates":
-                    value = ",".join(r.component_class for r in value) or "default"
-                data[key] = [value] * n_points
+                data[key] = [knob_label(key, value)] * n_points
             else:
                 data[key] = columns[key]
         for key, value in result.items():
@@ -1207,81 +1205,26 @@ def sweep(base: Scenario, grid: Mapping[str, Sequence[Any]]) -> pl.DataFrame:
     return pl.concat(frames, how="vertical_relaxed")
 
 
-def knob_gains(
-    df: pl.DataFrame, target_n_gpus: int, *, base: Scenario | None = None
-) -> pl.DataFrame:
-    """Rank the knobs of a sweep by the goodput they buy at one scale.
+def knob_label(knob: str, value: Any) -> Any:
+    """A knob value as a ``relia project`` option value, for tables and plots.
 
-    Parameters
-    ----------
-    df
-        Output of :func:`sweep`.
-    target_n_gpus
-        The scale to rank at; must be one of the ``n_gpus`` values in ``df`` (when present).
-    base
-        When given, gains are one knob at a time from this scenario: the other knobs held at
-        their ``base`` values (which must be in the grid). Without it, gains are main effects:
-        the spread of each knob's goodput averaged over the other knobs.
-
-    Returns
-    -------
-    polars.DataFrame
-        ``knob``, ``best_value``, ``reference_value``, ``goodput_best``, ``goodput_reference``,
-        ``gain`` (goodput points, best minus reference) and ``gain_useful_gpu_h``, sorted by
-        ``gain``, largest first.
+    ``rates`` as its class names; ``weibull_shape`` as ``0.7`` or ``gpu=0.7,nic=1.2`` (``fits``
+    for none: each class keeps its own); ``node_groups`` as ``0.1:3,0.05:10`` (``none``). Other
+    knobs as ``str(value)``.
     """
-    fields = [f.name for f in dataclasses.fields(Scenario)]
-    at = df
-    if "n_gpus" in df.columns:
-        at = df.filter(pl.col("n_gpus") == target_n_gpus)
-        if at.height == 0:
-            available = sorted(df["n_gpus"].unique().to_list())
-            msg = f"no rows at n_gpus={target_n_gpus}; sweep includes {available}."
-            raise ValueError(msg)
-    knobs = [c for c in df.columns if c in fields and c != "n_gpus" and at[c].n_unique() > 1]
-    rows = []
-    for knob in knobs:
-        if base is None:
-            levels = at.group_by(knob, maintain_order=True).agg(
-                pl.col("goodput").mean(), pl.col("useful_gpu_h").mean()
-            )
-            best = levels.sort("goodput", descending=True).row(0, named=True)
-            ref = levels.sort("goodput").row(0, named=True)
-        else:
-            sub = at
-            for other in knobs:
-                if other != knob:
-                    sub = sub.filter(_equals(other, _base_value(base, other)))
-            ref_rows = sub.filter(_equals(knob, _base_value(base, knob)))
-            if ref_rows.height == 0:
-                msg = (
-                    f"the base scenario's {knob}={getattr(base, knob)!r} is not in the grid; "
-                    "add it."
-                )
-                raise ValueError(msg)
-            best = sub.sort("goodput", descending=True).row(0, named=True)
-            ref = ref_rows.row(0, named=True)
-        rows.append(
-            {
-                "knob": knob,
-                "best_value": str(best[knob]),
-                "reference_value": str(ref[knob]),
-                "goodput_best": best["goodput"],
-                "goodput_reference": ref["goodput"],
-                "gain": best["goodput"] - ref["goodput"],
-                "gain_useful_gpu_h": best["useful_gpu_h"] - ref["useful_gpu_h"],
-            }
-        )
-    schema = {
-        "knob": pl.String,
-        "best_value": pl.String,
-        "reference_value": pl.String,
-        "goodput_best": pl.Float64,
-        "goodput_reference": pl.Float64,
-        "gain": pl.Float64,
-        "gain_useful_gpu_h": pl.Float64,
-    }
-    return pl.DataFrame(rows, schema=schema).sort("gain", descending=True)
+    if knob == "rates":
+        return ",".join(r.component_class for r in value) or "default"
+    if knob == "weibull_shape":
+        if value is None:
+            return "fits"
+        if isinstance(value, Mapping):
+            value = sorted(value.items())
+        if isinstance(value, (tuple, list)):
+            return ",".join(f"{k}={float(v):g}" for k, v in value)
+        return f"{float(value):g}"
+    if knob == "node_groups":
+        return ",".join(f"{float(s):g}:{float(m):g}" for s, m in value) or "none"
+    return str(value)
 
 
 def drain_sweep(base: Scenario, curve: pl.DataFrame) -> pl.DataFrame:
@@ -1368,17 +1311,6 @@ def drain_sweep(base: Scenario, curve: pl.DataFrame) -> pl.DataFrame:
         lead_s = curve["lead_time_h"].cast(pl.Float64) * SECONDS_PER_HOUR
         data["lead_time_covers_checkpoint"] = lead_s >= base.checkpoint_s
     return pl.DataFrame(data)
-
-
-def _base_value(base: Scenario, knob: str) -> Any:
-    value = getattr(base, knob)
-    if knob == "rates":
-        return ",".join(r.component_class for r in value) or "default"
-    return value
-
-
-def _equals(column: str, value: Any) -> pl.Expr:
-    return pl.col(column).is_null() if value is None else pl.col(column) == value
 
 
 # --------------------------------------------------------------------------- estimator wrapper

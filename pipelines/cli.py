@@ -816,6 +816,23 @@ def _share(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
+def _gain_row(gain: dict[str, Any]) -> dict[str, Any]:
+    """A gains row for the terminal: the change, the goodputs, the gain and its interval."""
+    within = gain["within_uncertainty"]
+    return {
+        "knob": gain["knob"],
+        "baseline": gain["baseline_value"],
+        "best": gain["best_value"],
+        "goodput_baseline": gain["goodput_baseline"],
+        "goodput_best": gain["goodput_best"],
+        "gain": gain["gain"],
+        "gain 95 %": "-" if gain["gain_lo"] is None
+        else f"{gain['gain_lo']:.4f} to {gain['gain_hi']:.4f}",
+        "within_uncertainty": "-" if within is None else ("yes" if within else "no"),
+        "useful GPU-h gained": gain["gain_useful_gpu_h"],
+    }  # fmt: skip
+
+
 @app.command()
 def whatif(
     sweep_file: Annotated[Path, typer.Argument(help="Sweep YAML: base, grid, target_gpus.")],
@@ -848,16 +865,41 @@ def whatif(
     if as_json:
         _print_json(result)
         return
-    console.print(_table(f"knobs ranked by goodput gain at {result['target_gpus']:,} GPUs",
-                         result["gains"]))  # fmt: skip
+    held = ", ".join(f"{k}={v}" for k, v in result["baseline_values"].items())
+    console.print(
+        f"baseline at {result['target_gpus']:,} GPUs (held for every other knob): {held}",
+        highlight=False,
+        markup=False,
+    )
+    console.print(
+        _table(
+            f"knobs ranked by goodput gain over the baseline at {result['target_gpus']:,} GPUs",
+            [_gain_row(g) for g in result["gains"]],
+        )
+    )
+    console.print(f"gain uncertainty: {result['gain_uncertainty']}", highlight=False, markup=False)
     console.print(f"{result['n_points']} scenarios; table {result['table']}; plots:")
     for plot in result["plots"]:
         console.print(f"  {plot}", highlight=False)
     best = result["best_knob"]
     if best:
+        caveat = " (within the projection's uncertainty)" if best["within_uncertainty"] else ""
         console.print(
-            f"largest gain: [bold]{best['knob']}[/bold] = {best['best_value']} "
-            f"(+{best['gain']:.4f} goodput vs {best['reference_value']})"
+            f"largest gain: {best['knob']} = {best['best_value']} (+{best['gain']:.4f} goodput "
+            f"vs {best['baseline_value']} at the baseline){caveat}",
+            highlight=False,
+            markup=False,
+        )
+    else:
+        console.print("no knob improves on the baseline at this scale", highlight=False)
+    pair = result["interaction"]
+    if pair:
+        console.print(
+            f"both {pair['knobs'][0]} = {pair['values'][0]} and {pair['knobs'][1]} = "
+            f"{pair['values'][1]}: {pair['gain_both']:+.4f} goodput; interaction "
+            f"{pair['interaction']:+.4f} (both changed - baseline - the two gains)",
+            highlight=False,
+            markup=False,
         )
     if "drain" in result:
         drain = result["drain"]["best"]
