@@ -672,6 +672,13 @@ def project(
             "every repair takes --repair-h).",
         ),
     ] = None,
+    repair_from_warehouse: Annotated[
+        bool,
+        typer.Option(
+            help="Set --repair-h and --repair-sigma to the median and log-normal sigma of the "
+            "measured repair times (closed replacement tickets in --db).",
+        ),
+    ] = False,
     replica_gpus: Annotated[
         int | None,
         typer.Option(
@@ -777,12 +784,13 @@ def project(
     settings = _settings(db_path=db)
     try:
         result = project_mod.run_projection(
-            settings.db_path if from_fits else None,
+            settings.db_path if from_fits or repair_from_warehouse else None,
             knobs,
             fit_run=from_fits,
             n_samples=samples,
             simulate_trials=simulate,
             seed=seed,
+            repair_from_warehouse=repair_from_warehouse,
         )
     except ValueError as error:
         err.print(_error("error", "red", error))
@@ -794,6 +802,14 @@ def project(
     console.print(_table(f"projection: {gpus:,} GPUs, {strategy}", rows))
     for key in ("rate_source", "fleet_age_assumption", "uncertainty", "fit_run_id"):
         console.print(f"{key}: {result.get(key)}", highlight=False)
+    if "measured_repair" in result:
+        repair = result["measured_repair"]
+        console.print(
+            f"repairs from the warehouse ({repair['n']} tickets): median "
+            f"{repair['median_h']:.3g} h, log-normal sigma {repair['sigma']:.3g}",
+            highlight=False,
+            markup=False,
+        )
     if "restart_shorthand" in result:
         set_ = result["restart_shorthand"]
         console.print(

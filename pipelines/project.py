@@ -74,6 +74,26 @@ def measured_restart_s(con: Any) -> dict[str, float | int | None]:
     return {"median_s": row[0], "n": int(row[1])}
 
 
+def measured_repair(con: Any) -> dict[str, float | int]:
+    """Median and log-normal sigma of measured repair times (closed ``replace`` tickets).
+
+    ``median_h`` is the median repair time in hours, ``sigma`` the standard deviation of the
+    logarithm of the repair times (the log-normal's sigma), ``n`` the tickets used; the same
+    tickets as the weekly report's repair time.
+    """
+    row = con.execute(
+        "select median(repair_h), stddev_samp(ln(repair_h)), count(repair_h) "
+        "from stg_repairs where action = 'replace' and repair_h > 0"
+    ).fetchone()
+    if row is None or int(row[2]) < 2:
+        msg = (
+            "fewer than 2 closed replacement tickets in the warehouse's repairs; "
+            "give --repair-h and --repair-sigma instead"
+        )
+        raise ValueError(msg)
+    return {"median_h": float(row[0]), "sigma": float(row[1]), "n": int(row[2])}
+
+
 def build_scenario(
     knobs: dict[str, Any], *, rates: tuple[Any, ...] = (), measured: dict[str, Any] | None = None
 ) -> Any:
@@ -112,27 +132,42 @@ def run_projection(
     n_samples: int = 2000,
     simulate_trials: int = 0,
     seed: int = 0,
+    repair_from_warehouse: bool = False,
 ) -> dict[str, Any]:
-    """Project one scenario; with ``fit_run`` the rates come from that fit (``latest`` works)."""
+    """Project one scenario; with ``fit_run`` the rates come from that fit (``latest`` works).
+
+    With ``repair_from_warehouse``, ``repair_h`` and ``repair_sigma`` are the median and the
+    log-normal sigma of the measured repair times (:func:`measured_repair`).
+    """
     from models import project, simulate_job
+    from pipelines import knobs as knob_text
 
     rates: tuple[Any, ...] = ()
     measured = None
     run_id = None
-    if fit_run is not None:
+    repair = None
+    if fit_run is not None or repair_from_warehouse:
         if db_path is None:
-            msg = "--from-fits needs a warehouse (--db)"
+            msg = "--from-fits and --repair-from-warehouse need a warehouse (--db)"
             raise ValueError(msg)
         with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
-            run_id, rates = fit_rates(con, fit_run)
-            measured = measured_restart_s(con)
-    from pipelines import knobs as knob_text
-
+            if fit_run is not None:
+                run_id, rates = fit_rates(con, fit_run)
+                measured = measured_restart_s(con)
+            if repair_from_warehouse:
+                repair = measured_repair(con)
+    if repair is not None:
+        if "repair_sigma" in knobs:
+            msg = "give --repair-sigma or --repair-from-warehouse, not both"
+            raise ValueError(msg)
+        knobs = {**knobs, "repair_h": repair["median_h"], "repair_sigma": repair["sigma"]}
     _, shorthand = knob_text.restart_shorthand(knob_text.knobs(knobs, where="scenario"))
     scenario = build_scenario(knobs, rates=rates, measured=measured)
     result = project(scenario, n_samples=n_samples, random_state=seed)
     result["fit_run_id"] = run_id
     result["measured_restart"] = measured
+    if repair is not None:
+        result["measured_repair"] = repair
     if shorthand is not None:
         result["restart_shorthand"] = shorthand
     result["scenario"] = _scenario_dict(scenario)

@@ -353,3 +353,31 @@ def test_bad_sweep_values_are_one_line_cli_errors(tmp_path: Path, text: str, mes
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert message in lines[0]
+
+
+def test_repair_from_warehouse_takes_median_and_lognormal_sigma(fleet: tuple) -> None:
+    import duckdb
+    import numpy as np
+
+    db = fleet[0]
+    with duckdb.connect(str(db), read_only=True) as con:
+        hours = np.array(
+            [r[0] for r in con.execute(
+                "select repair_h from stg_repairs where action = 'replace' and repair_h > 0"
+            ).fetchall()]
+        )  # fmt: skip
+    assert hours.size >= 2
+    result = CliRunner().invoke(
+        app, ["project", "--db", str(db), "--repair-from-warehouse", "--strategy", "hot_spare",
+              "--hot-spares", "4", "--samples", "0", "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["measured_repair"]["n"] == hours.size
+    assert payload["scenario"]["repair_h"] == pytest.approx(np.median(hours))
+    assert payload["scenario"]["repair_sigma"] == pytest.approx(np.log(hours).std(ddof=1))
+    both = CliRunner().invoke(
+        app, ["project", "--db", str(db), "--repair-from-warehouse", "--repair-sigma", "1"]
+    )
+    assert both.exit_code == 2
+    assert "not both" in both.stderr
