@@ -1152,13 +1152,15 @@ def sweep(base: Scenario, grid: Mapping[str, Sequence[Any]]) -> pl.DataFrame:
         Scenario supplying every knob not in ``grid``.
     grid
         Scenario field name -> list of values. Numeric knobs are evaluated as arrays in one pass;
-        ``strategy``, ``fleet_age`` and ``rates`` loop over their (few) values.
+        ``strategy``, ``fleet_age``, ``rates``, ``weibull_shape`` and ``node_groups`` loop over
+        their (few) values.
 
     Returns
     -------
     polars.DataFrame
-        One row per combination: the grid's columns (``rates`` as its class names) then every
-        numeric output of :func:`project` (``mtti_h``, ``goodput``, ``ettr``, ``lost_gpu_h_*``...).
+        One row per combination: the grid's columns (categorical knobs labelled by
+        :func:`knob_label`) then every numeric output of :func:`project` (``mtti_h``,
+        ``goodput``, ``ettr``, ``lost_gpu_h_*``...).
 
     Examples
     --------

@@ -195,14 +195,17 @@ def knob_gains(
         if len(scenarios) > 1:
             candidates[knob] = scenarios
     rows = []
+    best_of: dict[str, Scenario] = {}
     for knob, scenarios in candidates.items():
         outs = [base_out] + [project(s) for s in scenarios[1:]]
         goodputs = [o["goodput"] for o in outs]
         best = int(np.argmax(goodputs))  # ties keep the baseline
+        best_of[knob] = scenarios[best]
         gain_lo = gain_hi = None
         within = None
+        # rates as a knob change the draws themselves: no pairing, so no interval
         samples, _ = paired_goodput_samples(
-            [baseline, scenarios[best]], n_samples=n_samples if best else 0,
+            [baseline, scenarios[best]], n_samples=n_samples if best and knob != "rates" else 0,
             random_state=random_state,
         )  # fmt: skip
         if samples is not None:
@@ -233,13 +236,8 @@ def knob_gains(
     if gains.height >= 2:
         first, second = gains.row(0, named=True), gains.row(1, named=True)
         both = replace(
-            baseline,
-            **{
-                r["knob"]: getattr(candidates[r["knob"]][r["values"].index(r["best_value"])],
-                                   r["knob"])
-                for r in (first, second)
-            },
-        )  # fmt: skip
+            baseline, **{r["knob"]: getattr(best_of[r["knob"]], r["knob"]) for r in (first, second)}
+        )
         goodput_both = project(both)["goodput"]
         gain_both = goodput_both - base_out["goodput"]
         interaction = {
