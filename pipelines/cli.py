@@ -696,6 +696,7 @@ def project(
     node_group: Annotated[
         list[str] | None,
         typer.Option(
+            metavar="SHARE:MULTIPLIER",
             help="A group of nodes with its own failure rate, share:rate_multiplier (0.1:3 = a "
             "tenth of the nodes failing 3x as often); repeatable.",
         ),
@@ -703,6 +704,7 @@ def project(
     weibull_shape: Annotated[
         list[str] | None,
         typer.Option(
+            metavar="SHAPE|CLASS=SHAPE",
             help="Lifetime Weibull shape, fleet-wide (0.7) or per class (gpu=0.7, repeatable); "
             "1 is exponential, below 1 infant mortality. Default: each class's fitted shape.",
         ),
