@@ -344,8 +344,9 @@ def run_sweep(
                 model_id, curve = drain_curve(con, spec.drain_model)
     _, shorthand = knob_text.restart_shorthand(spec.base)
     base = build_scenario(spec.base, rates=rates, measured=measured)
+    held_values = {k: spec.baseline.get(k, v[0]) for k, v in spec.grid.items() if k != "n_gpus"}
     try:
-        baseline = dataclasses.replace(base, n_gpus=spec.target_gpus, **spec.baseline)
+        baseline = dataclasses.replace(base, n_gpus=spec.target_gpus, **held_values)
     except (TypeError, ValueError) as error:
         msg = f"baseline: {error}"
         raise ValueError(msg) from None
@@ -355,7 +356,7 @@ def run_sweep(
     flat.write_parquet(out_dir / "whatif.parquet")
     flat.write_csv(out_dir / "whatif.csv")
     ranking = knob_gains(baseline, spec.grid, n_samples=spec.n_samples, random_state=0)
-    held = {k: knob_label(k, getattr(baseline, k)) for k in spec.baseline}
+    held = {k: knob_label(k, getattr(baseline, k)) for k in held_values}
     plots, lines = plot_sweep(baseline, spec, out_dir)
     result = {
         "fit_run_id": run_id,
@@ -467,7 +468,9 @@ def plot_sweep(baseline: Any, spec: SweepSpec, out_dir: Path) -> tuple[list[Path
         )
         frames.append(lines)
         held = ", ".join(
-            f"{k}={knob_label(k, getattr(baseline, k))}" for k in spec.baseline if k != knob
+            f"{k}={knob_label(k, getattr(baseline, k))}"
+            for k in spec.grid
+            if k not in (knob, "n_gpus")
         )
         fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=110)
         for value in dict.fromkeys(lines["value"].to_list()):

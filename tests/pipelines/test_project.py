@@ -381,3 +381,15 @@ def test_repair_from_warehouse_takes_median_and_lognormal_sigma(fleet: tuple) ->
     )
     assert both.exit_code == 2
     assert "not both" in both.stderr
+
+
+def test_a_spec_built_without_a_baseline_holds_the_first_values(tmp_path: Path) -> None:
+    spec = project.SweepSpec(
+        base={"node_failures_per_1000_node_days": 6.5, "checkpoint_s": 5.0},
+        grid={"n_gpus": [1024, 16_384], "checkpoint_s": [300.0, 30.0]},
+        target_gpus=16_384,
+    )
+    result = project.run_sweep(spec, db_path=None, out_dir=tmp_path)
+    assert result["baseline_values"] == {"checkpoint_s": "300.0"}
+    assert result["baseline"]["checkpoint_s"] == 300.0
+    assert result["best_knob"]["best_value"] == "30.0"
