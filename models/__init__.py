@@ -9,7 +9,9 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-_SUBMODULES = ("exceptions", "survival", "repairable", "goodput", "simulate", "mc_sweep", "predict")
+_SUBMODULES = (
+    "exceptions", "survival", "repairable", "goodput", "ranking", "simulate", "mc_sweep", "predict",
+)
 
 __all__: list[str] = []
 for _name in _SUBMODULES:

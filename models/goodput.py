@@ -5,9 +5,9 @@ checkpoint and restart costs, spares, recovery strategy, fleet age, proactive dr
 predictor's warnings). :func:`project` turns it into the answer an architect asks for: mean time
 to interrupt (MTTI), the checkpoint interval, the effective training time ratio, goodput, and the
 GPU-hours and energy lost by cause, with an interval when the rates carry one. :func:`sweep`
-evaluates a full factorial grid of what-ifs in one vectorised pass and :func:`knob_gains` ranks
-the knobs by what they buy at a target scale; :func:`drain_sweep` projects the drains at each
-threshold of a predictor's operating curve.
+evaluates a full factorial grid of what-ifs in one vectorised pass
+(:func:`models.ranking.knob_gains` ranks the knobs against a baseline at a target scale);
+:func:`drain_sweep` projects the drains at each threshold of a predictor's operating curve.
 
 Equations
 ---------
@@ -78,7 +78,7 @@ __all__ = [
     "daly_interval_s",
     "drain_sweep",
     "ettr_meta",
-    "knob_gains",
+    "knob_label",
     "project",
     "rates_from_fits",
     "sweep",
@@ -99,6 +99,7 @@ _RENEWAL_GRID = 400  # time steps for the renewal-function quadrature
 _PIECES = 32  # geometric time pieces over the job where the fault rate or the spare pool varies
 _EXACT_SHARE = 0.01  # an analytical goodput is exact when its error bound is within 1 % of it
 _MIN_REPAIR_SIGMA = 0.02  # below: fixed repairs (within 1e-4 goodput; the quadrature's error)
+_WAIT_NODES = 16  # hardware-rate nodes of the log-normal wait for MTBF samples
 _WAIT_GRID = 256  # points of the spare-wait quadrature when repair times are random
 _MIN_INTERVAL_S = 1e-3  # floor on the checkpoint interval: the limit of checkpointing every step
 
@@ -931,6 +932,44 @@ def _spare_wait_random(
     return mean, np.clip(laplace, 0.0, 1.0)
 
 
+def _spare_wait_random_sampled(
+    q: Mapping[str, NDArray[np.float64]],
+    detect: NDArray[np.float64],
+    repair_s: NDArray[np.float64],
+    sigma: NDArray[np.float64],
+    lam_hw: NDArray[np.float64],
+    t_mid: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`_spare_wait_random` for MTBF samples (rows of ``lam_hw``, one scenario otherwise).
+
+    Every knob but the hardware fault rate is the same for all samples, and the spare and
+    unwarned rates are affine in it, so each piece's wait is a function of that one rate: it is
+    computed on ``_WAIT_NODES`` geometric nodes spanning the samples' rates and interpolated
+    in the log of the rate (linear interpolation of smooth functions on nodes a few percent
+    apart).
+    """
+    lo = np.maximum(np.min(lam_hw, axis=0), 1e-300)
+    hi = np.maximum(np.max(lam_hw, axis=0), lo * (1.0 + 1e-9))
+    frac = np.linspace(0.0, 1.0, _WAIT_NODES)[:, None]
+    nodes = np.exp(np.log(lo) + (np.log(hi) - np.log(lo)) * frac)  # (nodes, pieces)
+    # the rates are affine in the hardware rate (drains and job-level rates are not sampled)
+    recall, precision = float(q["drain_recall"].flat[0]), float(q["drain_precision"].flat[0])
+    job_rate = float(q["job_interruptions_per_h"].flat[0]) / SECONDS_PER_HOUR
+    mean, laplace = _spare_wait_random(
+        q["hot_spares"].flat[0], detect.flat[0], repair_s.flat[0], sigma.flat[0],
+        (1.0 - recall + recall / precision) * nodes, (1.0 - recall) * nodes + job_rate,
+        np.broadcast_to(t_mid, lam_hw.shape)[0],
+    )  # fmt: skip
+    x = np.log(np.maximum(lam_hw, 1e-300))
+    log_nodes = np.log(nodes)
+    out_m = np.empty_like(lam_hw)
+    out_l = np.empty_like(lam_hw)
+    for k in range(lam_hw.shape[1]):
+        out_m[:, k] = np.interp(x[:, k], log_nodes[:, k], mean[:, k])
+        out_l[:, k] = np.interp(x[:, k], log_nodes[:, k], laplace[:, k])
+    return out_m, out_l
+
+
 def _project_arrays(
     s: Scenario,
     over: Mapping[str, ArrayLike] | None = None,
@@ -951,7 +990,7 @@ def _project_arrays(
     fine = _project_core(s, over, mtbf_override, fine=True)
     edge = fine.pop("_edge_effect")
     contention = fine.pop("_contention")
-    if fine.pop("_pieces"):
+    if fine.pop("_pieces") and mtbf_override is None:  # samples for an interval need no bound
         coarse = _project_core(s, over, mtbf_override, fine=False)
         discretisation = np.abs(fine["goodput"] - coarse["goodput"])
     else:
@@ -1057,10 +1096,14 @@ def _project_core(
         c = np.maximum(repair_s - d, 0.0)  # from detection until the domain's own repair is done
         fixed = _spare_wait(q["hot_spares"], c, lam_spare, lam_u, t_mid)
         if random_repair and s.strategy != "restart":  # below sigma 0.02: the fixed answer
-            rand = _spare_wait_random(
-                q["hot_spares"], d, repair_s, np.maximum(q["repair_sigma"], _MIN_REPAIR_SIGMA),
-                lam_spare, lam_u, t_mid,
-            )  # fmt: skip
+            sigma = np.maximum(q["repair_sigma"], _MIN_REPAIR_SIGMA)
+            one_scenario = all(np.ndim(v) == 0 for v in p.values())
+            if one_scenario and lam_hw.ndim == 2 and lam_hw.shape[0] > _WAIT_NODES:
+                rand = _spare_wait_random_sampled(q, d, repair_s, sigma, lam_hw, t_mid)
+            else:
+                rand = _spare_wait_random(
+                    q["hot_spares"], d, repair_s, sigma, lam_spare, lam_u, t_mid
+                )
             spread = q["repair_sigma"] >= _MIN_REPAIR_SIGMA
             fixed = tuple(np.where(spread, rv, fv) for rv, fv in zip(rand, fixed, strict=True))
         mean_w, laplace = (np.nan_to_num(v, nan=0.0) for v in fixed)
@@ -1478,13 +1521,15 @@ def sweep(base: Scenario, grid: Mapping[str, Sequence[Any]]) -> pl.DataFrame:
         Scenario supplying every knob not in ``grid``.
     grid
         Scenario field name -> list of values. Numeric knobs are evaluated as arrays in one pass;
-        ``strategy``, ``fleet_age`` and ``rates`` loop over their (few) values.
+        ``strategy``, ``fleet_age``, ``rates``, ``weibull_shape`` and ``node_groups`` loop over
+        their (few) values.
 
     Returns
     -------
     polars.DataFrame
-        One row per combination: the grid's columns (``rates`` as its class names) then every
-        numeric output of :func:`project` (``mtti_h``, ``goodput``, ``ettr``, ``lost_gpu_h_*``...).
+        One row per combination: the grid's columns (categorical knobs labelled by
+        :func:`knob_label`) then every numeric output of :func:`project` (``mtti_h``,
+        ``goodput``, ``ettr``, ``lost_gpu_h_*``...).
 
     Examples
     --------
@@ -1522,9 +1567,7 @@ def sweep(base: Scenario, grid: Mapping[str, Sequence[Any]]) -> pl.DataFrame:
         for key in keys:
             if key in categorical:
                 value = combo[categorical.index(key)]
-                if key == "rates":
-                    value = ",".join(r.component_class for r in value) or "default"
-                data[key] = [value] * n_points
+                data[key] = [knob_label(key, value)] * n_points
             else:
                 data[key] = columns[key]
         for key, value in result.items():
@@ -1534,81 +1577,26 @@ def sweep(base: Scenario, grid: Mapping[str, Sequence[Any]]) -> pl.DataFrame:
     return pl.concat(frames, how="vertical_relaxed")
 
 
-def knob_gains(
-    df: pl.DataFrame, target_n_gpus: int, *, base: Scenario | None = None
-) -> pl.DataFrame:
-    """Rank the knobs of a sweep by the goodput they buy at one scale.
+def knob_label(knob: str, value: Any) -> Any:
+    """A knob value as a ``relia project`` option value, for tables and plots.
 
-    Parameters
-    ----------
-    df
-        Output of :func:`sweep`.
-    target_n_gpus
-        The scale to rank at; must be one of the ``n_gpus`` values in ``df`` (when present).
-    base
-        When given, gains are one knob at a time from this scenario: the other knobs held at
-        their ``base`` values (which must be in the grid). Without it, gains are main effects:
-        the spread of each knob's goodput averaged over the other knobs.
-
-    Returns
-    -------
-    polars.DataFrame
-        ``knob``, ``best_value``, ``reference_value``, ``goodput_best``, ``goodput_reference``,
-        ``gain`` (goodput points, best minus reference) and ``gain_useful_gpu_h``, sorted by
-        ``gain``, largest first.
+    ``rates`` as its class names; ``weibull_shape`` as ``0.7`` or ``gpu=0.7,nic=1.2`` (``fits``
+    for none: each class keeps its own); ``node_groups`` as ``0.1:3,0.05:10`` (``none``). Other
+    knobs as ``str(value)``.
     """
-    fields = [f.name for f in dataclasses.fields(Scenario)]
-    at = df
-    if "n_gpus" in df.columns:
-        at = df.filter(pl.col("n_gpus") == target_n_gpus)
-        if at.height == 0:
-            available = sorted(df["n_gpus"].unique().to_list())
-            msg = f"no rows at n_gpus={target_n_gpus}; sweep includes {available}."
-            raise ValueError(msg)
-    knobs = [c for c in df.columns if c in fields and c != "n_gpus" and at[c].n_unique() > 1]
-    rows = []
-    for knob in knobs:
-        if base is None:
-            levels = at.group_by(knob, maintain_order=True).agg(
-                pl.col("goodput").mean(), pl.col("useful_gpu_h").mean()
-            )
-            best = levels.sort("goodput", descending=True).row(0, named=True)
-            ref = levels.sort("goodput").row(0, named=True)
-        else:
-            sub = at
-            for other in knobs:
-                if other != knob:
-                    sub = sub.filter(_equals(other, _base_value(base, other)))
-            ref_rows = sub.filter(_equals(knob, _base_value(base, knob)))
-            if ref_rows.height == 0:
-                msg = (
-                    f"the base scenario's {knob}={getattr(base, knob)!r} is not in the grid; "
-                    "add it."
-                )
-                raise ValueError(msg)
-            best = sub.sort("goodput", descending=True).row(0, named=True)
-            ref = ref_rows.row(0, named=True)
-        rows.append(
-            {
-                "knob": knob,
-                "best_value": str(best[knob]),
-                "reference_value": str(ref[knob]),
-                "goodput_best": best["goodput"],
-                "goodput_reference": ref["goodput"],
-                "gain": best["goodput"] - ref["goodput"],
-                "gain_useful_gpu_h": best["useful_gpu_h"] - ref["useful_gpu_h"],
-            }
-        )
-    schema = {
-        "knob": pl.String,
-        "best_value": pl.String,
-        "reference_value": pl.String,
-        "goodput_best": pl.Float64,
-        "goodput_reference": pl.Float64,
-        "gain": pl.Float64,
-        "gain_useful_gpu_h": pl.Float64,
-    }
-    return pl.DataFrame(rows, schema=schema).sort("gain", descending=True)
+    if knob == "rates":
+        return ",".join(r.component_class for r in value) or "default"
+    if knob == "weibull_shape":
+        if value is None:
+            return "fits"
+        if isinstance(value, Mapping):
+            value = sorted(value.items())
+        if isinstance(value, (tuple, list)):
+            return ",".join(f"{k}={float(v):g}" for k, v in value)
+        return f"{float(value):g}"
+    if knob == "node_groups":
+        return ",".join(f"{float(s):g}:{float(m):g}" for s, m in value) or "none"
+    return str(value)
 
 
 def drain_sweep(base: Scenario, curve: pl.DataFrame) -> pl.DataFrame:
@@ -1695,17 +1683,6 @@ def drain_sweep(base: Scenario, curve: pl.DataFrame) -> pl.DataFrame:
         lead_s = curve["lead_time_h"].cast(pl.Float64) * SECONDS_PER_HOUR
         data["lead_time_covers_checkpoint"] = lead_s >= base.checkpoint_s
     return pl.DataFrame(data).with_columns(pl.col("ettr").fill_nan(None))  # null: not applicable
-
-
-def _base_value(base: Scenario, knob: str) -> Any:
-    value = getattr(base, knob)
-    if knob == "rates":
-        return ",".join(r.component_class for r in value) or "default"
-    return value
-
-
-def _equals(column: str, value: Any) -> pl.Expr:
-    return pl.col(column).is_null() if value is None else pl.col(column) == value
 
 
 # --------------------------------------------------------------------------- estimator wrapper

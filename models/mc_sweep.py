@@ -184,11 +184,18 @@ def simulate_sweep(
     chosen = np.ones(table.height, dtype=bool)
     if rows is not None:
         picked = np.asarray(rows)
-        chosen = picked if picked.dtype == bool else np.isin(np.arange(table.height), picked)
+        chosen = picked.copy() if picked.dtype == bool else np.isin(np.arange(table.height), picked)
     updates: dict[str, list[float | None]] = {}
     se: list[float | None] = [None] * table.height
+    method = np.where(chosen, METHODS[1], METHODS[0]).astype(object)
     for i in np.flatnonzero(chosen):
-        scenario = replace(base, **points[i])
+        try:
+            scenario = replace(base, **points[i])
+        except ValueError as error:  # a combination the scenario refuses (each value alone is
+            # valid): the analytical sweep projects it anyway; say why it was not simulated
+            chosen[i] = False
+            method[i] = f"{METHODS[0]}: not simulated, {error}"
+            continue
         sim = _simulated_row(scenario, n_trials, point_seed(scenario, seed))
         for key, value in sim.items():
             if key in table.columns:
@@ -201,7 +208,7 @@ def simulate_sweep(
     return table.with_columns(
         goodput_se=pl.Series(se, dtype=pl.Float64),
         n_trials=pl.Series(np.where(chosen, n_trials, 0), dtype=pl.Int64),
-        method=pl.Series(np.where(chosen, METHODS[1], METHODS[0]), dtype=pl.String),
+        method=pl.Series(method.tolist(), dtype=pl.String),
     )
 
 

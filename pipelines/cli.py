@@ -631,14 +631,88 @@ def project(
     ] = None,
     restart_s: Annotated[
         float | None,
-        typer.Option(help="Whole restart time, s (sets rescheduling; detect/reload/warm-up = 0)."),
+        typer.Option(
+            help="Whole restart time, s: a shorthand that sets --reschedule-s to this minus "
+            "detection, reload and warm-up (each at its value), and says so.",
+        ),
+    ] = None,
+    detect_s: Annotated[
+        float | None, typer.Option(help="Time to detect a crash, s (default 120).")
+    ] = None,
+    detect_hang_s: Annotated[
+        float | None,
+        typer.Option(help="Time for the watchdog to declare a hang, s (default 600)."),
+    ] = None,
+    hang_share: Annotated[
+        float | None,
+        typer.Option(help="Share of interruptions that hang instead of crashing, 0-1 (default 0)."),
+    ] = None,
+    reschedule_s: Annotated[
+        float | None,
+        typer.Option(
+            help="Wait for replacement hardware from the scheduler, s (default 300; with "
+            "--from-fits: the measured requeue gap less detection).",
+        ),
+    ] = None,
+    reload_s: Annotated[
+        float | None, typer.Option(help="Checkpoint reload time, s (default 180).")
+    ] = None,
+    warmup_s: Annotated[
+        float | None, typer.Option(help="Warm-up to full speed after a restart, s (default 120).")
     ] = None,
     strategy: Annotated[str, typer.Option(help="restart, hot_spare or elastic.")] = "restart",
     hot_spares: Annotated[int, typer.Option(min=0)] = 0,
-    repair_h: Annotated[float, typer.Option(min=0.001)] = 24.0,
+    repair_h: Annotated[
+        float, typer.Option(min=0.001, help="Repair time of a failed domain, h (the median).")
+    ] = 24.0,
+    repair_sigma: Annotated[
+        float | None,
+        typer.Option(
+            help="Log-normal sigma of repair times around the --repair-h median (default 0: "
+            "every repair takes --repair-h).",
+        ),
+    ] = None,
+    repair_from_warehouse: Annotated[
+        bool,
+        typer.Option(
+            help="Set --repair-h and --repair-sigma to the median and log-normal sigma of the "
+            "measured repair times (closed replacement tickets in --db).",
+        ),
+    ] = False,
+    replica_gpus: Annotated[
+        int | None,
+        typer.Option(
+            help="GPUs a failure removes under elastic: a model-parallel group, TP x PP GPUs "
+            "(default 512).",
+        ),
+    ] = None,
+    job_interruptions_per_h: Annotated[
+        float | None,
+        typer.Option(
+            help="Job-level interruptions per hour that do not grow with GPU count (software "
+            "crashes, storage stalls; default 0).",
+        ),
+    ] = None,
+    node_group: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="SHARE:MULTIPLIER",
+            help="A group of nodes with its own failure rate, share:rate_multiplier (0.1:3 = a "
+            "tenth of the nodes failing 3x as often); repeatable.",
+        ),
+    ] = None,
+    weibull_shape: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="SHAPE|CLASS=SHAPE",
+            help="Lifetime Weibull shape, fleet-wide (0.7) or per class (gpu=0.7, repeatable); "
+            "1 is exponential, below 1 infant mortality. Default: each class's fitted shape.",
+        ),
+    ] = None,
     job_days: Annotated[float, typer.Option(min=0.001)] = 30.0,
     fleet_age: Annotated[
-        str, typer.Option(help="steady_state, new, or an age in hours.")
+        str,
+        typer.Option(help="Unit ages at job start: steady_state, new, or an age in hours."),
     ] = "steady_state",
     from_fits: Annotated[
         str | None, typer.Option(help="Fit run id for the rates, or 'latest'.")
@@ -680,24 +754,45 @@ def project(
         "hot_spares": hot_spares,
         "repair_h": repair_h,
         "job_days": job_days,
-        "fleet_age": fleet_age if fleet_age in ("steady_state", "new") else float(fleet_age),
+        "fleet_age": fleet_age,
         "drain_recall": drain_recall,
         "drain_precision": drain_precision,
         "drain_migration_s": drain_migration_s,
     }
-    if node_failures_per_1000_node_days is not None:
-        knobs["node_failures_per_1000_node_days"] = node_failures_per_1000_node_days
-    if restart_s is not None:
-        knobs |= {"detect_s": 0.0, "reschedule_s": restart_s, "reload_s": 0.0, "warmup_s": 0.0}
+    optional = {
+        "node_failures_per_1000_node_days": node_failures_per_1000_node_days,
+        "restart_s": restart_s,
+        "detect_s": detect_s,
+        "detect_hang_s": detect_hang_s,
+        "hang_share": hang_share,
+        "reschedule_s": reschedule_s,
+        "reload_s": reload_s,
+        "warmup_s": warmup_s,
+        "repair_sigma": repair_sigma,
+        "replica_gpus": replica_gpus,
+        "job_interruptions_per_h": job_interruptions_per_h,
+        "node_groups": ",".join(node_group) if node_group else None,
+        "weibull_shape": ",".join(weibull_shape) if weibull_shape else None,
+    }
+    knobs |= {k: v for k, v in optional.items() if v is not None}
+    if weibull_shape and len(weibull_shape) > 1 and any("=" not in w for w in weibull_shape):
+        err.print(
+            _error(
+                "error", "red",
+                "give one fleet-wide --weibull-shape (0.7) or per-class ones (gpu=0.7), not both",
+            )
+        )  # fmt: skip
+        raise typer.Exit(2)
     settings = _settings(db_path=db)
     try:
         result = project_mod.run_projection(
-            settings.db_path if from_fits else None,
+            settings.db_path if from_fits or repair_from_warehouse else None,
             knobs,
             fit_run=from_fits,
             n_samples=samples,
             simulate_trials=simulate,
             seed=seed,
+            repair_from_warehouse=repair_from_warehouse,
         )
     except ValueError as error:
         err.print(_error("error", "red", error))
@@ -709,6 +804,23 @@ def project(
     console.print(_table(f"projection: {gpus:,} GPUs, {strategy}", rows))
     for key in ("rate_source", "fleet_age_assumption", "uncertainty", "fit_run_id"):
         console.print(f"{key}: {result.get(key)}", highlight=False)
+    if "measured_repair" in result:
+        repair = result["measured_repair"]
+        console.print(
+            f"repairs from the warehouse ({repair['n']} tickets): median "
+            f"{repair['median_h']:.3g} h, log-normal sigma {repair['sigma']:.3g}",
+            highlight=False,
+            markup=False,
+        )
+    if "restart_shorthand" in result:
+        set_ = result["restart_shorthand"]
+        console.print(
+            f"--restart-s {set_['restart_s']:g} s set reschedule_s = {set_['reschedule_s']:g} s "
+            f"(detect_s {set_['detect_s']:g} + reload_s {set_['reload_s']:g} + warmup_s "
+            f"{set_['warmup_s']:g} held at their values)",
+            highlight=False,
+            markup=False,
+        )
     if "simulation" in result:
         sim = result["simulation"]
         console.print(
@@ -720,6 +832,23 @@ def project(
 
 def _share(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
+
+
+def _gain_row(gain: dict[str, Any]) -> dict[str, Any]:
+    """A gains row for the terminal: the change, the goodputs, the gain and its interval."""
+    within = gain["within_uncertainty"]
+    return {
+        "knob": gain["knob"],
+        "baseline": gain["baseline_value"],
+        "best": gain["best_value"],
+        "goodput_baseline": gain["goodput_baseline"],
+        "goodput_best": gain["goodput_best"],
+        "gain": gain["gain"],
+        "gain 95 %": "-" if gain["gain_lo"] is None
+        else f"{gain['gain_lo']:.4f} to {gain['gain_hi']:.4f}",
+        "within_uncertainty": "-" if within is None else ("yes" if within else "no"),
+        "useful GPU-h gained": gain["gain_useful_gpu_h"],
+    }  # fmt: skip
 
 
 @app.command()
@@ -766,8 +895,19 @@ def whatif(
     if as_json:
         _print_json(result)
         return
-    console.print(_table(f"knobs ranked by goodput gain at {result['target_gpus']:,} GPUs",
-                         result["gains"]))  # fmt: skip
+    held = ", ".join(f"{k}={v}" for k, v in result["baseline_values"].items())
+    console.print(
+        f"baseline at {result['target_gpus']:,} GPUs (held for every other knob): {held}",
+        highlight=False,
+        markup=False,
+    )
+    console.print(
+        _table(
+            f"knobs ranked by goodput gain over the baseline at {result['target_gpus']:,} GPUs",
+            [_gain_row(g) for g in result["gains"]],
+        )
+    )
+    console.print(f"gain uncertainty: {result['gain_uncertainty']}", highlight=False, markup=False)
     console.print(f"{result['n_points']} scenarios; table {result['table']}; plots:")
     for plot in result["plots"]:
         console.print(f"  {plot}", highlight=False)
@@ -785,9 +925,23 @@ def whatif(
         )
     best = result["best_knob"]
     if best:
+        caveat = " (within the projection's uncertainty)" if best["within_uncertainty"] else ""
         console.print(
-            f"largest gain: [bold]{best['knob']}[/bold] = {best['best_value']} "
-            f"(+{best['gain']:.4f} goodput vs {best['reference_value']})"
+            f"largest gain: {best['knob']} = {best['best_value']} (+{best['gain']:.4f} goodput "
+            f"vs {best['baseline_value']} at the baseline){caveat}",
+            highlight=False,
+            markup=False,
+        )
+    else:
+        console.print("no knob improves on the baseline at this scale", highlight=False)
+    pair = result["interaction"]
+    if pair:
+        console.print(
+            f"both {pair['knobs'][0]} = {pair['values'][0]} and {pair['knobs'][1]} = "
+            f"{pair['values'][1]}: {pair['gain_both']:+.4f} goodput; interaction "
+            f"{pair['interaction']:+.4f} (both changed - baseline - the two gains)",
+            highlight=False,
+            markup=False,
         )
     if "drain" in result:
         drain = result["drain"]["best"]

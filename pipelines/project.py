@@ -75,29 +75,54 @@ def measured_restart_s(con: Any) -> dict[str, float | int | None]:
     return {"median_s": row[0], "n": int(row[1])}
 
 
+def measured_repair(con: Any) -> dict[str, float | int]:
+    """Median and log-normal sigma of measured repair times (closed ``replace`` tickets).
+
+    ``median_h`` is the median repair time in hours, ``sigma`` the standard deviation of the
+    logarithm of the repair times (the log-normal's sigma), ``n`` the tickets used; the same
+    tickets as the weekly report's repair time.
+    """
+    row = con.execute(
+        "select median(repair_h), stddev_samp(ln(repair_h)), count(repair_h) "
+        "from stg_repairs where action = 'replace' and repair_h > 0"
+    ).fetchone()
+    if row is None or int(row[2]) < 2:
+        msg = (
+            "fewer than 2 closed replacement tickets in the warehouse's repairs; "
+            "give --repair-h and --repair-sigma instead"
+        )
+        raise ValueError(msg)
+    return {"median_h": float(row[0]), "sigma": float(row[1]), "n": int(row[2])}
+
+
 def build_scenario(
     knobs: dict[str, Any], *, rates: tuple[Any, ...] = (), measured: dict[str, Any] | None = None
 ) -> Any:
     """A ``Scenario`` from knobs; measured restart overhead fills ``reschedule_s`` when not given.
 
-    The scheduler sees the gap from an interruption to the next attempt's start: detection plus
-    rescheduling wait. When measured and the user gave no ``reschedule_s``, it becomes
-    ``median gap - detect_s`` (at least 0).
+    Knob names and values are normalised as in the CLI and sweep YAML (:mod:`pipelines.knobs`):
+    ``weibull_shape`` as a number or ``{class: shape}``, ``node_groups`` as ``share:multiplier``
+    pairs, and ``restart_s`` split into ``reschedule_s`` with the other phases held
+    (:func:`pipelines.knobs.restart_shorthand`). The scheduler sees the gap from an interruption
+    to the next attempt's start: detection plus rescheduling wait. When measured and the user
+    gave no ``reschedule_s`` (or ``restart_s``), it becomes ``median gap - detect_s`` (at
+    least 0).
     """
     from models import Scenario
+    from pipelines import knobs as knob_text
 
-    given = dict(knobs)
+    given, _ = knob_text.restart_shorthand(knob_text.knobs(knobs, where="scenario"))
     if rates:
         given["rates"] = rates
         given.pop("node_failures_per_1000_node_days", None)
-    if measured and measured.get("median_s") is not None and "reschedule_s" not in knobs:
+    if measured and measured.get("median_s") is not None and "reschedule_s" not in given:
         detect = given.get("detect_s", Scenario().detect_s)
         given["reschedule_s"] = max(0.0, float(measured["median_s"]) - float(detect))
-    unknown = set(given) - {f.name for f in dataclasses.fields(Scenario)}
-    if unknown:
-        msg = f"unknown scenario knob(s) {sorted(unknown)}; see models.Scenario for the knobs"
-        raise ValueError(msg)
-    return Scenario(**given)
+    try:
+        return Scenario(**given)
+    except TypeError as error:  # a value of the wrong kind that normalisation let through
+        msg = f"scenario: {error}"
+        raise ValueError(msg) from None
 
 
 def run_projection(
@@ -108,24 +133,44 @@ def run_projection(
     n_samples: int = 2000,
     simulate_trials: int = 0,
     seed: int = 0,
+    repair_from_warehouse: bool = False,
 ) -> dict[str, Any]:
-    """Project one scenario; with ``fit_run`` the rates come from that fit (``latest`` works)."""
+    """Project one scenario; with ``fit_run`` the rates come from that fit (``latest`` works).
+
+    With ``repair_from_warehouse``, ``repair_h`` and ``repair_sigma`` are the median and the
+    log-normal sigma of the measured repair times (:func:`measured_repair`).
+    """
     from models import project, simulate_job
+    from pipelines import knobs as knob_text
 
     rates: tuple[Any, ...] = ()
     measured = None
     run_id = None
-    if fit_run is not None:
+    repair = None
+    if fit_run is not None or repair_from_warehouse:
         if db_path is None:
-            msg = "--from-fits needs a warehouse (--db)"
+            msg = "--from-fits and --repair-from-warehouse need a warehouse (--db)"
             raise ValueError(msg)
         with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
-            run_id, rates = fit_rates(con, fit_run)
-            measured = measured_restart_s(con)
+            if fit_run is not None:
+                run_id, rates = fit_rates(con, fit_run)
+                measured = measured_restart_s(con)
+            if repair_from_warehouse:
+                repair = measured_repair(con)
+    if repair is not None:
+        if "repair_sigma" in knobs:
+            msg = "give --repair-sigma or --repair-from-warehouse, not both"
+            raise ValueError(msg)
+        knobs = {**knobs, "repair_h": repair["median_h"], "repair_sigma": repair["sigma"]}
+    _, shorthand = knob_text.restart_shorthand(knob_text.knobs(knobs, where="scenario"))
     scenario = build_scenario(knobs, rates=rates, measured=measured)
     result = project(scenario, n_samples=n_samples, random_state=seed)
     result["fit_run_id"] = run_id
     result["measured_restart"] = measured
+    if repair is not None:
+        result["measured_repair"] = repair
+    if shorthand is not None:
+        result["restart_shorthand"] = shorthand
     result["scenario"] = _scenario_dict(scenario)
     if simulate_trials > 0:
         sim = simulate_job(scenario, n_trials=simulate_trials, random_state=seed)
@@ -162,7 +207,7 @@ def _store(db_path: Path, fit_run_id: str | None, result: dict[str, Any]) -> str
 
 @dataclasses.dataclass(frozen=True)
 class SweepSpec:
-    """A what-if sweep: base knobs, a grid of knob values, the scale to rank knobs at."""
+    """A what-if sweep: base knobs, a grid of knob values, a baseline, the scale to rank at."""
 
     base: dict[str, Any]
     grid: dict[str, list[Any]]
@@ -170,6 +215,11 @@ class SweepSpec:
     from_fits: str | None = None
     drain_model: str | None = None
     """A stored failure predictor (``latest`` or a model id): its operating curve is swept."""
+    baseline: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The user's system: a value for every grid knob but ``n_gpus`` (default: the first value
+    listed). Knobs are ranked by goodput gained over it at ``target_gpus``."""
+    n_samples: int = 2000
+    """MTBF samples for the gains' intervals (paired; only when rates carry intervals)."""
     simulate: int = 0
     """Monte Carlo trials per grid point (0: analytical, Monte Carlo only where its bound fails)."""
     seed: int = 0
@@ -177,25 +227,74 @@ class SweepSpec:
 
 
 def load_sweep(path: Path) -> SweepSpec:
-    """Read a sweep YAML (keys ``base``, ``grid``, ``target_gpus``, optional ``from_fits``,
-    ``drain_model``, ``simulate`` (trials per point) and ``seed``)."""
-    raw = yaml.safe_load(path.read_text())
+    """Read a sweep YAML.
+
+    Keys: ``grid`` (knob -> list of values), ``base`` (knobs held fixed), ``baseline`` (a value
+    for grid knobs; the rest default to the first value listed), ``target_gpus`` (default: the
+    largest ``n_gpus``), optional ``from_fits``, ``drain_model``, ``samples``, ``simulate``
+    (Monte Carlo trials per grid point) and ``seed``. Knob names and
+    values are those of ``relia project`` (:mod:`pipelines.knobs`): Scenario field names,
+    ``weibull_shape: 0.7`` or ``{gpu: 0.7}``, ``node_groups: [[0.1, 3]]`` or ``"0.1:3"``,
+    ``rates:`` a list of ``{component_class, level, mtbf_h, mtbf_lo_h, mtbf_hi_h}``;
+    ``restart_s`` in ``base`` only. Under ``grid`` each list item is one value (for
+    ``node_groups``, one set of groups: ``["none", "0.1:3"]``).
+    """
+    from pipelines import knobs as knob_text
+
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        line = getattr(getattr(error, "problem_mark", None), "line", None)
+        where = f" (line {line + 1})" if line is not None else ""
+        msg = f"{path}: not valid YAML{where}; check the indentation and colons"
+        raise ValueError(msg) from None
     if not isinstance(raw, dict) or "grid" not in raw:
         msg = f"{path}: a sweep file needs a `grid:` mapping of knob -> list of values"
         raise ValueError(msg)
-    grid = raw["grid"]
-    if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
+    known = {"base", "grid", "baseline", "target_gpus", "from_fits", "drain_model", "samples",
+             "simulate", "seed"}  # fmt: skip
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        msg = f"{path}: unknown key(s) {unknown}; a sweep file has {sorted(known)}"
+        raise ValueError(msg)
+    grid_raw = raw["grid"]
+    if not isinstance(grid_raw, dict) or not all(
+        isinstance(v, list) and v for v in grid_raw.values()
+    ):
         msg = f"{path}: every knob under `grid:` needs a non-empty list of values"
         raise ValueError(msg)
-    target = int(raw.get("target_gpus") or max(grid.get("n_gpus", [16_384])))
+    grid: dict[str, list[Any]] = {}
+    for name, values in grid_raw.items():
+        key = knob_text.knob_name(name, where=f"{path} grid")
+        if key == knob_text.RESTART_S:
+            msg = f"{path}: restart_s is a shorthand for base only; sweep reschedule_s instead"
+            raise ValueError(msg)
+        grid[key] = [knob_text.knob_value(key, v, where=f"{path} grid") for v in values]
+    base = knob_text.knobs(raw.get("base"), where=f"{path} base")
+    given = knob_text.knobs(raw.get("baseline"), where=f"{path} baseline")
+    stray = sorted(set(given) - (set(grid) - {"n_gpus"}))
+    if stray:
+        msg = (
+            f"{path}: baseline gives {stray}, which are not swept knobs "
+            "(the baseline's scale is target_gpus; fixed knobs go under base:)"
+        )
+        raise ValueError(msg)
+    baseline = {k: given.get(k, v[0]) for k, v in grid.items() if k != "n_gpus"}
+    try:
+        target = int(raw.get("target_gpus") or max(grid.get("n_gpus", [16_384])))
+        n_samples = int(raw.get("samples", 2000))
+    except (TypeError, ValueError):
+        msg = f"{path}: target_gpus and samples must be whole numbers"
+        raise ValueError(msg) from None
     counts = {key: raw.get(key) or 0 for key in ("simulate", "seed")}
     for key, value in counts.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             msg = f"{path}: `{key}:` must be a whole number, 0 or more, got {value!r}"
             raise ValueError(msg)
     return SweepSpec(
-        base=dict(raw.get("base") or {}), grid=grid, target_gpus=target,
-        from_fits=raw.get("from_fits"), drain_model=raw.get("drain_model"), **counts,
+        base=base, grid=grid, target_gpus=target,
+        from_fits=raw.get("from_fits"), drain_model=raw.get("drain_model"),
+        baseline=baseline, n_samples=n_samples, **counts,
     )  # fmt: skip
 
 
@@ -230,13 +329,17 @@ def run_sweep(
 ) -> dict[str, Any]:
     """Run a sweep, write ``whatif.parquet``, ``whatif.csv`` and PNG plots; rank the knobs.
 
-    ``sweep_fn(base, grid)`` evaluates the grid (default ``models.auto_sweep`` with the spec's
-    ``simulate`` and ``seed``: analytical, or Monte Carlo for every point with ``simulate`` > 0
-    or where the projection's error bound exceeds 1 % of goodput; the what-if flow passes one
-    that fans slices of the grid out to its task runner). The result counts the points by
-    method (``n_monte_carlo``, ``simulate_trials``).
+    ``sweep_fn(base, grid)`` evaluates the full grid (default ``models.auto_sweep`` with the
+    spec's ``simulate`` and ``seed``: analytical, or Monte Carlo for every point with
+    ``simulate`` > 0 or where the projection's error bound exceeds 1 % of goodput; the what-if
+    flow passes one that fans slices of the grid out to its task runner). The result counts
+    the points by method (``n_monte_carlo``, ``simulate_trials``). The ranking does not use
+    that table: each knob's gain is projected directly, one knob at a time from the baseline at
+    ``target_gpus`` (:func:`models.knob_gains`), and the plots hold the other knobs at the
+    baseline too.
     """
-    from models import auto_sweep, knob_gains
+    from models import auto_sweep, knob_gains, knob_label
+    from pipelines import knobs as knob_text
 
     rates: tuple[Any, ...] = ()
     measured = None
@@ -253,7 +356,14 @@ def run_sweep(
                 measured = measured_restart_s(con)
             if spec.drain_model is not None:
                 model_id, curve = drain_curve(con, spec.drain_model)
+    _, shorthand = knob_text.restart_shorthand(spec.base)
     base = build_scenario(spec.base, rates=rates, measured=measured)
+    held_values = {k: spec.baseline.get(k, v[0]) for k, v in spec.grid.items() if k != "n_gpus"}
+    try:
+        baseline = dataclasses.replace(base, n_gpus=spec.target_gpus, **held_values)
+    except (TypeError, ValueError) as error:
+        msg = f"baseline: {error}"
+        raise ValueError(msg) from None
     if sweep_fn is None:
         sweep_fn = functools.partial(auto_sweep, simulate=spec.simulate, random_state=spec.seed)
     table = sweep_fn(base, spec.grid)
@@ -261,22 +371,29 @@ def run_sweep(
     flat = table.select([c for c in table.columns if not table.schema[c].is_nested()])
     flat.write_parquet(out_dir / "whatif.parquet")
     flat.write_csv(out_dir / "whatif.csv")
-    gains = knob_gains(table, spec.target_gpus)
-    plots = plot_sweep(flat, spec, out_dir)
-    best = gains.row(0, named=True) if gains.height else None
+    ranking = knob_gains(baseline, spec.grid, n_samples=spec.n_samples, random_state=0)
+    held = {k: knob_label(k, getattr(baseline, k)) for k in held_values}
+    plots, lines = plot_sweep(baseline, spec, out_dir)
     result = {
         "fit_run_id": run_id,
         "n_points": table.height,
         "target_gpus": spec.target_gpus,
         "table": str(out_dir / "whatif.parquet"),
         "plots": [str(p) for p in plots],
-        "gains": gains.to_dicts(),
-        "best_knob": best,
+        "plot_table": str(lines) if lines else None,
+        "baseline": _scenario_dict(baseline),
+        "baseline_values": held,
+        "gains": ranking.gains.to_dicts(),
+        "best_knob": ranking.best_knob,
+        "interaction": ranking.interaction,
+        "gain_uncertainty": ranking.uncertainty,
         "simulate_trials": spec.simulate,
         "n_monte_carlo": _n_monte_carlo(table),
     }
+    if shorthand is not None:
+        result["restart_shorthand"] = shorthand
     if curve is not None:
-        result["drain"] = _drain_thresholds(base, spec, curve, model_id, out_dir)
+        result["drain"] = _drain_thresholds(baseline, spec, curve, model_id, out_dir)
         result["plots"].append(result["drain"]["plot"])
     return result
 
@@ -335,37 +452,74 @@ def _drain_thresholds(
     }
 
 
-def plot_sweep(table: pl.DataFrame, spec: SweepSpec, out_dir: Path) -> list[Path]:
-    """Goodput against scale, one line per value of each knob (others at their first value)."""
+def plot_sweep(baseline: Any, spec: SweepSpec, out_dir: Path) -> tuple[list[Path], Path | None]:
+    """Goodput against scale, one line per value of each knob, the others held at the baseline.
+
+    Each point is projected directly (the baseline with that knob and scale changed), so the
+    lines at ``target_gpus`` are the goodputs :func:`models.knob_gains` ranks. The title names
+    the values held; the points are written to ``whatif_lines.csv`` (``knob``, ``value``,
+    ``is_baseline``, ``n_gpus``, ``goodput``). Returns the plots and that table (none when the
+    grid has fewer than two ``n_gpus``).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from models import knob_label, sweep
+
     if "n_gpus" not in spec.grid or len(spec.grid["n_gpus"]) < 2:
-        return []
-    paths = []
+        return [], None
+    scales = sorted({*spec.grid["n_gpus"], spec.target_gpus})
+    paths, frames = [], []
     for knob, values in spec.grid.items():
-        if knob == "n_gpus" or knob not in table.columns or len(values) < 2:
+        if knob == "n_gpus":
             continue
-        held = table
-        for other, other_values in spec.grid.items():
-            if other not in (knob, "n_gpus") and other in table.columns:
-                held = held.filter(pl.col(other) == other_values[0])
-        fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
+        held_value = getattr(baseline, knob)
+        candidates = [held_value]
         for value in values:
-            line = held.filter(pl.col(knob) == value).sort("n_gpus")
-            ax.plot(line["n_gpus"], line["goodput"], marker="o", label=f"{knob} = {value}")
+            normal = getattr(dataclasses.replace(baseline, **{knob: value}), knob)
+            if normal not in candidates:
+                candidates.append(normal)
+        if len(candidates) < 2:
+            continue
+        lines = sweep(baseline, {knob: candidates, "n_gpus": scales})
+        lines = lines.select(
+            pl.lit(knob).alias("knob"),
+            pl.col(knob).cast(pl.String).alias("value"),
+            (pl.col(knob).cast(pl.String) == knob_label(knob, held_value)).alias("is_baseline"),
+            "n_gpus",
+            "goodput",
+        )
+        frames.append(lines)
+        held = ", ".join(
+            f"{k}={knob_label(k, getattr(baseline, k))}"
+            for k in spec.grid
+            if k not in (knob, "n_gpus")
+        )
+        fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=110)
+        for value in dict.fromkeys(lines["value"].to_list()):
+            line = lines.filter(pl.col("value") == value).sort("n_gpus")
+            is_base = bool(line["is_baseline"][0])
+            ax.plot(line["n_gpus"], line["goodput"], marker="o", lw=2.4 if is_base else 1.2,
+                    label=f"{knob} = {value}" + (" (baseline)" if is_base else ""))  # fmt: skip
+        ax.axvline(spec.target_gpus, color="grey", ls=":", lw=1.0)
         ax.set_xscale("log")
-        ax.set_xlabel("GPUs in the job")
+        ax.set_xlabel(f"GPUs in the job (dotted: target {spec.target_gpus:,})")
         ax.set_ylabel("goodput")
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-        ax.set_title(f"goodput vs scale by {knob}")
-        fig.tight_layout()
+        ax.set_title(f"goodput vs scale by {knob}", fontsize=11)
+        fig.text(0.5, 0.005, f"held at baseline: {held or 'nothing else swept'}", ha="center",
+                 va="bottom", fontsize=7, wrap=True)  # fmt: skip
+        fig.tight_layout(rect=(0, 0.04, 1, 1))
         path = out_dir / f"goodput_vs_scale_{knob}.png"
         fig.savefig(path)
         plt.close(fig)
         paths.append(path)
-    return paths
+    if not frames:
+        return paths, None
+    table_path = out_dir / "whatif_lines.csv"
+    pl.concat(frames, how="vertical_relaxed").write_csv(table_path)
+    return paths, table_path

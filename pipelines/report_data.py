@@ -19,7 +19,7 @@ import logging
 import math
 import re
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -1380,6 +1380,7 @@ def _goodput(
             }
         )
     target_rows, headline, knob_frames = [], [], []
+    knob_baselines: list[dict[str, Any]] = []
     for n_gpus in targets:
         for age in ("steady_state", "new"):
             out = at(n_gpus, fleet_age=age)
@@ -1403,7 +1404,9 @@ def _goodput(
             target_rows.append(row)
             if age == "steady_state":
                 headline.append(row)
-        knob_frames.append(_knob_ranking(base, n_gpus, rates, notes))
+        knobs_at, held_at = _knob_ranking(base, n_gpus, rates, notes)
+        knob_frames.append(knobs_at)
+        knob_baselines.append(held_at)
     scenario = {
         "gpus_per_node": gpus_per_node,
         "failure_domain_gpus": gpus_per_node,
@@ -1434,6 +1437,7 @@ def _goodput(
         "n_samples": N_SAMPLES,
         "targets": list(targets),
         "hot_spare_share": HOT_SPARE_SHARE,
+        "knob_baselines": knob_baselines,
         "fleet_age_matters": any(r.weibull_shape != 1.0 for r in rates),
     }
     return {
@@ -1450,9 +1454,17 @@ def _knob_ranking(
     n_gpus: int,
     rates: tuple[ClassRate, ...],
     notes: _Notes,
-) -> pl.DataFrame:
-    """One-knob-at-a-time gains at ``n_gpus``, plus doubling the worst class's MTBF."""
-    from models import knob_gains, project, sweep
+) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """Gains over the report's baseline at ``n_gpus`` (as ``relia whatif`` defines them), plus
+    doubling the worst class's MTBF; and the sweep that reproduces the ranking.
+
+    The baseline is the report's scenario at ``n_gpus``, with a pool of hot spares of
+    ``HOT_SPARE_SHARE`` of the job's domains (used when a knob switches the strategy to
+    ``hot_spare`` or ``elastic``); every other knob is held at it. The returned sweep
+    (``base``, ``baseline``, ``grid``, ``target_gpus``) run by ``relia whatif`` gives the same
+    gains.
+    """
+    from models import knob_gains, knob_label, project
 
     n_domains = math.ceil(n_gpus / base.failure_domain_gpus)
     at_scale = replace(base, n_gpus=n_gpus, hot_spares=max(1, round(HOT_SPARE_SHARE * n_domains)))
@@ -1464,22 +1476,31 @@ def _knob_ranking(
         "strategy": ["restart", "hot_spare", "elastic"],
     }
     grid = {k: list(dict.fromkeys(v)) for k, v in grid.items()}
-    table = notes.run("What-if sweep", lambda: sweep(at_scale, grid))
-    gains = notes.run("What-if ranking", lambda: knob_gains(table, n_gpus, base=at_scale))
+    ranking = notes.run(
+        "What-if ranking",
+        lambda: knob_gains(at_scale, grid, n_samples=N_SAMPLES, random_state=RANDOM_SEED),
+    )
     rows = []
-    for row in gains.iter_rows(named=True):
+    for row in ranking.gains.iter_rows(named=True):
         label, unit = _KNOB_LABELS.get(row["knob"], (row["knob"], ""))
         best = row["best_value"]
         if row["knob"] == "strategy" and best == "hot_spare":
             best = f"hot_spare ({at_scale.hot_spares} spare nodes)"
+        change = f"{_plain(row['baseline_value'])}{unit} → {_plain(best)}{unit}".strip()
+        if row["gain"] == 0:
+            change = f"{_plain(row['baseline_value'])}{unit} (already the best)".strip()
         rows.append(
             {
                 "n_gpus": n_gpus,
+                "knob_name": row["knob"],
                 "knob": label,
-                "change": f"{_plain(row['reference_value'])}{unit} → {_plain(best)}{unit}".strip(),
-                "goodput_reference": row["goodput_reference"],
+                "change": change,
+                "goodput_baseline": row["goodput_baseline"],
                 "goodput_best": row["goodput_best"],
                 "gain": row["gain"],
+                "gain_lo": row["gain_lo"],
+                "gain_hi": row["gain_hi"],
+                "within_uncertainty": row["within_uncertainty"],
                 "gain_useful_gpu_h": row["gain_useful_gpu_h"],
             }
         )
@@ -1492,15 +1513,46 @@ def _knob_ranking(
     rows.append(
         {
             "n_gpus": n_gpus,
+            "knob_name": None,
             "knob": f"{worst.component_class} reliability",
             "change": f"MTBF {worst.mtbf_h:,.0f} h → {2 * worst.mtbf_h:,.0f} h",
-            "goodput_reference": reference["goodput"],
+            "goodput_baseline": reference["goodput"],
             "goodput_best": improved["goodput"],
             "gain": improved["goodput"] - reference["goodput"],
+            "gain_lo": None,
+            "gain_hi": None,
+            "within_uncertainty": None,
             "gain_useful_gpu_h": improved["useful_gpu_h"] - reference["useful_gpu_h"],
         }
     )
-    return pl.DataFrame(rows).sort("gain", descending=True)
+    held = {k: knob_label(k, getattr(at_scale, k)) for k in grid}
+    fixed = {
+        f.name: getattr(at_scale, f.name)
+        for f in fields(at_scale)
+        if f.name not in grid and f.name not in ("n_gpus", "rates")
+    }
+    fixed["rates"] = [asdict(r) for r in at_scale.rates]
+    fixed["node_groups"] = [list(g) for g in at_scale.node_groups]
+    sweep_spec = {
+        "target_gpus": n_gpus,
+        "base": fixed,
+        "baseline": {k: getattr(at_scale, k) for k in grid},
+        "grid": grid,
+    }
+    baseline = {
+        "n_gpus": n_gpus,
+        "held": ", ".join(
+            f"{_KNOB_LABELS.get(k, (k, ''))[0]} {_plain(v)}{_KNOB_LABELS.get(k, (k, ''))[1]}"
+            for k, v in held.items()
+        )
+        + f"; {at_scale.hot_spares} hot spare nodes, repairs {at_scale.repair_h:.3g} h",
+        "uncertainty": ranking.uncertainty,
+        "sweep": sweep_spec,
+    }
+    frame = pl.DataFrame(rows, schema_overrides={"knob_name": pl.String, "gain_lo": pl.Float64,
+                                                 "gain_hi": pl.Float64,
+                                                 "within_uncertainty": pl.Boolean})  # fmt: skip
+    return frame.sort("gain", descending=True, maintain_order=True), baseline
 
 
 def _plain(value: object) -> str:

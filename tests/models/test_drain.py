@@ -257,12 +257,12 @@ class TestSweeps:
             sweep(Scenario(), {"drain_precision": [0.5, 0.0]})
 
     def test_knob_gains_ranks_drain_recall(self) -> None:
-        df = sweep(Scenario(), {"drain_recall": [0.0, 0.5, 0.9], "detect_s": [60.0, 120.0]})
-        gains = knob_gains(df, 16_384, base=Scenario(detect_s=120.0))
+        grid = {"drain_recall": [0.0, 0.5, 0.9], "detect_s": [60.0, 120.0]}
+        gains = knob_gains(Scenario(detect_s=120.0), grid).gains
         top = gains.row(0, named=True)
         assert top["knob"] == "drain_recall"
         assert top["best_value"] == "0.9"
-        assert top["reference_value"] == "0.0"
+        assert top["baseline_value"] == "0.0"
 
 
 def _curve() -> pl.DataFrame:

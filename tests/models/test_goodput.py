@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import replace
+from typing import ClassVar
 
 import numpy as np
 import polars as pl
@@ -357,30 +358,99 @@ class TestSweep:
 
 
 class TestKnobGains:
-    def _df(self) -> pl.DataFrame:
-        grid = {
-            "n_gpus": [16_384, 131_072],
-            "checkpoint_s": [5.0, 60.0],
-            "detect_s": [30.0, 600.0],
-            "job_days": [30.0],
-        }
-        return sweep(Scenario(), grid)
+    """Gains are one knob at a time from a baseline (issue #13), never best vs worst."""
 
-    def test_main_effects_ranked_at_target_scale(self) -> None:
-        gains = knob_gains(self._df(), 131_072)
-        assert gains["knob"].to_list() == ["detect_s", "checkpoint_s"]  # job_days has one level
+    BASE = Scenario(n_gpus=131_072, checkpoint_s=60.0, detect_s=600.0)
+    GRID: ClassVar[dict[str, list[float]]] = {
+        "n_gpus": [16_384, 131_072],
+        "checkpoint_s": [60.0, 5.0],
+        "detect_s": [600.0, 30.0],
+        "job_days": [30.0],
+    }
+
+    def test_each_gain_is_that_knob_changed_minus_the_baseline(self) -> None:
+        gains = knob_gains(self.BASE, self.GRID).gains
+        assert gains["knob"].to_list() == ["detect_s", "checkpoint_s"]  # job_days: one value
+        baseline = project(self.BASE)
+        for row in gains.iter_rows(named=True):
+            changed = project(replace(self.BASE, **{row["knob"]: float(row["best_value"])}))
+            assert row["gain"] == pytest.approx(changed["goodput"] - baseline["goodput"], rel=1e-12)
+            assert row["goodput_baseline"] == pytest.approx(baseline["goodput"], rel=1e-12)
+            gpu_h = changed["useful_gpu_h"] - baseline["useful_gpu_h"]
+            assert row["gain_useful_gpu_h"] == pytest.approx(gpu_h, rel=1e-12)
         assert gains["gain"].to_list() == sorted(gains["gain"].to_list(), reverse=True)
-        assert (gains["gain"] > 0).all()
         assert gains.row(0, named=True)["best_value"] == "30.0"
 
-    def test_one_at_a_time_from_base(self) -> None:
-        base = Scenario(n_gpus=131_072, checkpoint_s=60.0, detect_s=600.0)
-        gains = knob_gains(self._df(), 131_072, base=base).row(0, named=True)
-        worse = project(base)["goodput"]
-        better = project(replace(base, detect_s=30.0))["goodput"]
-        assert gains["knob"] == "detect_s"
-        assert gains["gain"] == pytest.approx(better - worse, rel=1e-12)
+    def test_every_value_is_projected_and_the_best_is_the_argmax(self) -> None:
+        grid = {"checkpoint_s": [60.0, 5.0, 30.0, 120.0]}
+        row = knob_gains(self.BASE, grid).gains.row(0, named=True)
+        expected = [
+            project(replace(self.BASE, checkpoint_s=v))["goodput"] for v in grid["checkpoint_s"]
+        ]
+        assert row["values"] == ["60.0", "5.0", "30.0", "120.0"]
+        assert row["goodputs"] == pytest.approx(expected, rel=1e-12)
+        assert row["best_value"] == row["values"][int(np.argmax(expected))]
 
-    def test_target_scale_must_be_in_the_grid(self) -> None:
-        with pytest.raises(ValueError, match="n_gpus=1000"):
-            knob_gains(self._df(), 1000)
+    def test_a_baseline_already_best_gains_nothing(self) -> None:
+        base = replace(self.BASE, detect_s=30.0)
+        ranking = knob_gains(base, self.GRID)
+        detect = ranking.gains.filter(pl.col("knob") == "detect_s").row(0, named=True)
+        assert detect["gain"] == 0.0
+        assert detect["best_value"] == detect["baseline_value"] == "30.0"
+        assert ranking.best_knob is not None
+        assert ranking.best_knob["knob"] == "checkpoint_s"
+
+    def test_no_best_knob_when_nothing_improves(self) -> None:
+        base = replace(self.BASE, detect_s=30.0, checkpoint_s=5.0)
+        assert knob_gains(base, self.GRID).best_knob is None
+
+    def test_the_baseline_value_counts_even_when_not_listed(self) -> None:
+        row = knob_gains(self.BASE, {"detect_s": [900.0]}).gains.row(0, named=True)
+        assert row["values"] == ["600.0", "900.0"]
+        assert row["gain"] == 0.0
+
+    def test_interaction_of_the_two_best_knobs(self) -> None:
+        ranking = knob_gains(self.BASE, self.GRID)
+        pair = ranking.interaction
+        assert pair is not None
+        assert pair["knobs"] == ["detect_s", "checkpoint_s"]
+        both = project(replace(self.BASE, detect_s=30.0, checkpoint_s=5.0))["goodput"]
+        base = project(self.BASE)["goodput"]
+        gains = dict(zip(ranking.gains["knob"], ranking.gains["gain"], strict=True))
+        expected = both - base - gains["detect_s"] - gains["checkpoint_s"]
+        assert pair["interaction"] == pytest.approx(expected, abs=1e-12)
+        assert pair["goodput_both"] == pytest.approx(both, rel=1e-12)
+
+    def test_without_intervals_the_gains_say_so(self) -> None:
+        ranking = knob_gains(self.BASE, self.GRID, n_samples=500)
+        assert ranking.gains["within_uncertainty"].is_null().all()
+        assert "no rate carries an MTBF interval" in ranking.uncertainty
+
+    def test_a_gain_inside_the_paired_interval_is_flagged(self) -> None:
+        """Two checkpoint intervals either side of the optimum: which is better depends on the
+        MTBF, so the gain's paired interval straddles 0; a faster detection wins every draw."""
+        rates = (
+            ClassRate("node", "node", mtbf_h=150_000.0, mtbf_lo_h=60_000.0, mtbf_hi_h=400_000.0),
+        )
+        base = Scenario(n_gpus=131_072, rates=rates, checkpoint_s=60.0, detect_s=600.0)
+        optimum_s = project(base)["checkpoint_interval_min"] * 60.0
+        grid = {
+            "checkpoint_interval_s": [0.7 * optimum_s, 1.4 * optimum_s],
+            "detect_s": [600.0, 30.0],
+        }
+        ranking = knob_gains(replace(base, checkpoint_interval_s=0.7 * optimum_s), grid,
+                             n_samples=2000, random_state=0)  # fmt: skip
+        rows = {r["knob"]: r for r in ranking.gains.iter_rows(named=True)}
+        close = rows["checkpoint_interval_s"]
+        assert close["gain"] > 0
+        assert close["gain_lo"] < 0 < close["gain_hi"]
+        assert close["within_uncertainty"] is True
+        clear = rows["detect_s"]
+        assert 0 < clear["gain_lo"] <= clear["gain_hi"]
+        assert clear["within_uncertainty"] is False
+        assert "paired" in ranking.uncertainty
+        assert "node" in ranking.uncertainty
+
+    def test_unknown_knob_is_refused(self) -> None:
+        with pytest.raises(ValueError, match="unknown knobs"):
+            knob_gains(self.BASE, {"gpus": [8]})

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import app
@@ -68,3 +69,108 @@ def test_fit_and_trend_json(fleet: tuple) -> None:
     trend = json.loads(result.stdout)
     assert trend["n_failures"] == sum(fleet[2]["failures_by_class"].values())
     assert trend["crow_amsaa"]["verdict"] in {"improving", "stable", "degrading"}
+
+
+# --------------------------------------------------------------------------- what-if knobs (#13)
+HAND = ["project", "--gpus", "16384", "--node-failures-per-1000-node-days", "6.5",
+        "--samples", "0", "--json"]  # fmt: skip
+
+
+def _project_json(*flags: str) -> dict:
+    result = runner.invoke(app, [*HAND, *flags])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize(
+    ("flags", "field", "expected"),
+    [
+        (["--weibull-shape", "0.7"], "weibull_shape", 0.7),
+        (["--weibull-shape", "node=0.7"], "weibull_shape", [["node", 0.7]]),
+        (["--fleet-age", "new"], "fleet_age", "new"),
+        (["--fleet-age", "8760"], "fleet_age", 8760.0),
+        (["--detect-s", "30"], "detect_s", 30.0),
+        (["--detect-hang-s", "900"], "detect_hang_s", 900.0),
+        (["--hang-share", "0.25"], "hang_share", 0.25),
+        (["--reschedule-s", "45"], "reschedule_s", 45.0),
+        (["--reload-s", "90"], "reload_s", 90.0),
+        (["--warmup-s", "30"], "warmup_s", 30.0),
+        (["--repair-sigma", "0.8"], "repair_sigma", 0.8),
+        (["--job-interruptions-per-h", "0.02"], "job_interruptions_per_h", 0.02),
+        (["--node-group", "0.1:3"], "node_groups", [[0.1, 3.0]]),
+        (
+            ["--node-group", "0.1:3", "--node-group", "0.05:10"],
+            "node_groups",
+            [[0.1, 3.0], [0.05, 10.0]],
+        ),
+        (["--strategy", "elastic", "--replica-gpus", "64"], "replica_gpus", 64),
+    ],
+)
+def test_project_knob_flags_reach_the_scenario(
+    flags: list[str], field: str, expected: object
+) -> None:
+    payload = _project_json(*flags)
+    assert payload["scenario"][field] == expected
+
+
+def test_project_knob_flags_move_goodput_the_right_way() -> None:
+    plain = _project_json()["goodput"]
+    for slower in (["--detect-s", "600"], ["--reschedule-s", "1200"], ["--reload-s", "900"],
+                   ["--warmup-s", "900"]):  # fmt: skip
+        assert _project_json(*slower)["goodput"] < plain, slower
+    # a new fleet with infant mortality fails more often in its first month than steady state
+    young = _project_json("--weibull-shape", "0.7", "--fleet-age", "new")
+    assert young["goodput"] < _project_json("--weibull-shape", "0.7")["goodput"]
+    assert "new" in young["fleet_age_assumption"]
+    # elastic: a failure removes a whole model-parallel group, so bigger groups lose more
+    small = _project_json("--strategy", "elastic", "--hot-spares", "40", "--replica-gpus", "8")
+    large = _project_json("--strategy", "elastic", "--hot-spares", "40", "--replica-gpus", "512")
+    assert large["goodput"] < small["goodput"]
+
+
+def test_restart_s_sets_rescheduling_and_keeps_the_other_phases() -> None:
+    payload = _project_json("--restart-s", "600")
+    assert payload["scenario"]["reschedule_s"] == pytest.approx(600 - (120 + 180 + 120))
+    assert (payload["scenario"]["detect_s"], payload["scenario"]["reload_s"],
+            payload["scenario"]["warmup_s"]) == (120.0, 180.0, 120.0)  # fmt: skip
+    assert payload["restart_shorthand"] == {
+        "restart_s": 600.0, "reschedule_s": 180.0, "detect_s": 120.0, "reload_s": 180.0,
+        "warmup_s": 120.0,
+    }  # fmt: skip
+    tuned = _project_json("--restart-s", "600", "--detect-s", "30", "--warmup-s", "0")
+    assert tuned["scenario"]["reschedule_s"] == pytest.approx(600 - 30 - 180 - 0)
+    # the whole restart is what the shorthand says, whatever the split
+    assert tuned["mean_restart_min"] == pytest.approx(payload["mean_restart_min"]) == 10.0
+    text = runner.invoke(app, [*HAND[:-1], "--restart-s", "600"])
+    assert text.exit_code == 0, text.output
+    assert "set reschedule_s = 180 s" in text.output
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--restart-s", "300"], "shorter than detection"),
+        (["--restart-s", "900", "--reschedule-s", "60"], "not both"),
+        (["--hang-share", "1.5"], "hang_share"),
+        (["--detect-hang-s", "-1"], "detect_hang_s"),
+        (["--repair-sigma", "-0.5"], "repair_sigma"),
+        (["--job-interruptions-per-h", "-1"], "job_interruptions_per_h"),
+        (["--weibull-shape", "0"], "weibull_shape"),
+        (["--weibull-shape", "gpu=0.7"], "no rate"),
+        (["--weibull-shape", "0.7", "--weibull-shape", "node=0.5"], "not both"),
+        (["--node-group", "0.1"], "share:rate_multiplier"),
+        (["--node-group", "0.6:2", "--node-group", "0.6:2"], "more than 1"),
+        (["--node-group", "0.1:x"], "rate_multiplier"),
+        (["--fleet-age", "old"], "fleet_age"),
+        (["--strategy", "elastic", "--replica-gpus", "12"], "replica_gpus"),
+        (["--strategy", "teleport"], "strategy"),
+    ],
+)
+def test_bad_knob_values_are_one_line_errors(flags: list[str], message: str) -> None:
+    result = runner.invoke(app, [*HAND, *flags])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error:")
+    assert message in lines[0]
+    assert "Traceback" not in result.output

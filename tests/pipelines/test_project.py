@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -78,6 +80,9 @@ def test_whatif_sweep_writes_table_and_plots(tmp_path: Path) -> None:
     gains = [g["gain"] for g in result["gains"]]
     assert gains == sorted(gains, reverse=True)
     assert result["best_knob"]["knob"] in {"checkpoint_s", "reschedule_s"}
+    # the file's baseline: 5-minute checkpoints and a 10-minute wait for replacement nodes
+    assert result["baseline_values"] == {"checkpoint_s": "300.0", "reschedule_s": "600.0"}
+    assert all(g["gain"] > 0 and g["baseline_value"] != g["best_value"] for g in result["gains"])
     at_target = table.filter(pl.col("n_gpus") == spec.target_gpus)
     assert at_target["goodput"].max() > at_target["goodput"].min()
 
@@ -146,3 +151,245 @@ def test_a_chosen_family_without_a_finite_mean_falls_back_to_the_exponential_row
     ]
     rates = {r.component_class: r.mtbf_h for r in rates_from_fits(picked)}
     assert rates == {"network": 79_826.0, "power": 120_000.0}
+
+
+# --------------------------------------------------------------------------- ranking (#13)
+SAMPLES = Path(__file__).resolve().parents[2] / "data_samples" / "sweeps"
+ACCEPTANCE_SWEEP = {
+    "target_gpus": 100_000,
+    "base": {
+        "gpus_per_node": 8, "node_failures_per_1000_node_days": 6.5, "job_days": 30,
+        "fleet_age": "new", "hot_spares": 256, "reload_s": 180, "warmup_s": 120,
+    },
+    "baseline": {"checkpoint_s": 300, "detect_s": 120, "strategy": "restart",
+                 "weibull_shape": 0.7},
+    "grid": {
+        "n_gpus": [16_384, 65_536],
+        "checkpoint_s": [30, 300, 600],
+        "detect_s": [30, 120],
+        "reschedule_s": [600, 60],
+        "strategy": ["restart", "hot_spare", "elastic"],
+        "weibull_shape": [1.0, 0.7],
+        "node_groups": ["none", "0.1:3"],
+    },
+}  # fmt: skip
+FLAGS = {"n_gpus": "--gpus", "node_groups": "--node-group"}
+
+
+def _flags(knobs: dict) -> list[str]:
+    """``relia project`` options for a mapping of knob -> value (labels in CLI syntax)."""
+    out = []
+    for knob, value in knobs.items():
+        if str(value) in ("none", "fits"):
+            continue
+        out += [FLAGS.get(knob, "--" + knob.replace("_", "-")), str(value)]
+    return out
+
+
+def _cli_goodput(knobs: dict) -> float:
+    result = CliRunner().invoke(app, ["project", *_flags(knobs), "--samples", "0", "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["goodput"]
+
+
+@pytest.fixture(scope="module")
+def acceptance(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str, Path]:
+    import yaml
+
+    root = tmp_path_factory.mktemp("ranking")
+    (root / "sweep.yaml").write_text(yaml.safe_dump(ACCEPTANCE_SWEEP))
+    runner = CliRunner()
+    as_json = runner.invoke(app, ["whatif", str(root / "sweep.yaml"), "--out", str(root / "out"),
+                                  "--json"])  # fmt: skip
+    assert as_json.exit_code == 0, as_json.output
+    text = runner.invoke(app, ["whatif", str(root / "sweep.yaml"), "--out", str(root / "txt")])
+    assert text.exit_code == 0, text.output
+    return json.loads(as_json.stdout), text.stdout, root / "out"
+
+
+def test_every_gain_is_relia_project_with_that_knob_changed_minus_the_baseline(
+    acceptance: tuple[dict, str, Path],
+) -> None:
+    result, _, _ = acceptance
+    fixed = {"n_gpus": ACCEPTANCE_SWEEP["target_gpus"], **ACCEPTANCE_SWEEP["base"]}
+    held = result["baseline_values"]
+    assert held == {
+        "checkpoint_s": "300.0", "detect_s": "120.0", "reschedule_s": "600.0",
+        "strategy": "restart", "weibull_shape": "0.7", "node_groups": "none",
+    }  # fmt: skip
+    at_baseline = _cli_goodput({**fixed, **held})
+    assert result["baseline"]["n_gpus"] == 100_000
+    assert result["baseline"]["weibull_shape"] == 0.7
+    assert result["baseline"]["hot_spares"] == 256
+    assert {g["knob"] for g in result["gains"]} == set(ACCEPTANCE_SWEEP["grid"]) - {"n_gpus"}
+    for gain in result["gains"]:
+        assert gain["goodput_baseline"] == pytest.approx(at_baseline, abs=1e-4)
+        changed = _cli_goodput({**fixed, **held, gain["knob"]: gain["best_value"]})
+        assert gain["gain"] == pytest.approx(changed - at_baseline, abs=1e-4), gain["knob"]
+        assert gain["goodput_best"] == max(gain["goodputs"])
+        for value, goodput in zip(gain["values"], gain["goodputs"], strict=True):
+            expected = _cli_goodput({**fixed, **held, gain["knob"]: value})
+            assert goodput == pytest.approx(expected, abs=1e-4), (gain["knob"], value)
+        if gain["gain"] == 0:
+            assert gain["best_value"] == gain["baseline_value"]
+        for key in ("gain_useful_gpu_h", "gain_lo", "gain_hi", "within_uncertainty"):
+            assert key in gain
+    best = max(result["gains"], key=lambda g: g["gain"])
+    assert result["best_knob"]["knob"] == best["knob"]
+    assert result["best_knob"]["gain"] == best["gain"] > 0
+    pair = result["interaction"]
+    top = sorted(result["gains"], key=lambda g: g["gain"], reverse=True)[:2]
+    both = _cli_goodput({**fixed, **held, **{g["knob"]: g["best_value"] for g in top}})
+    expected = both - at_baseline - top[0]["gain"] - top[1]["gain"]
+    assert pair["knobs"] == [g["knob"] for g in top]
+    assert pair["interaction"] == pytest.approx(expected, abs=1e-4)
+
+
+def test_plots_and_cli_table_agree_on_the_best_knob(acceptance: tuple[dict, str, Path]) -> None:
+    result, text, out = acceptance
+    best = result["best_knob"]
+    lines = pl.read_csv(out / "whatif_lines.csv", schema_overrides={"value": pl.String})
+    at_target = lines.filter(pl.col("n_gpus") == result["target_gpus"])
+    for gain in result["gains"]:
+        line = at_target.filter(pl.col("knob") == gain["knob"])
+        base_row = line.filter(pl.col("is_baseline"))
+        assert base_row["value"].to_list() == [gain["baseline_value"]]
+        top = line.sort("goodput", descending=True).row(0, named=True)
+        assert top["goodput"] - base_row["goodput"][0] == pytest.approx(gain["gain"], abs=1e-9)
+        if gain["gain"] > 0:
+            assert top["value"] == gain["best_value"]
+    gains_on_plots = {
+        k: g["goodput"].max() - g.filter(pl.col("is_baseline"))["goodput"][0]
+        for (k,), g in at_target.group_by("knob")
+    }
+    assert max(gains_on_plots, key=gains_on_plots.__getitem__) == best["knob"]
+    assert len(result["plots"]) == len(result["gains"])
+    # the terminal prints the baseline held and names the same knob
+    assert "baseline at 100,000 GPUs (held for every other knob): checkpoint_s=300.0" in text
+    assert f"largest gain: {best['knob']} = {best['best_value']}" in " ".join(text.split())
+
+
+def test_hot_spare_is_no_longer_judged_against_its_worst_case() -> None:
+    """Issue #13: "strategy = elastic (+0.1534 vs hot_spare)" compared with a goodput of 1e-67;
+    the sample sweep now ranks from its baseline (whole-job restarts)."""
+    import yaml
+
+    spec = yaml.safe_load((SAMPLES / "scale_checkpoint_domain.yaml").read_text())
+    assert spec["baseline"]["strategy"] == "restart"
+    loaded = project.load_sweep(SAMPLES / "scale_checkpoint_domain.yaml")
+    hand = dataclasses.replace(
+        loaded, from_fits=None, base={**loaded.base, "node_failures_per_1000_node_days": 6.5}
+    )
+    result = project.run_sweep(hand, db_path=None, out_dir=Path(tempfile.mkdtemp()))
+    strategy = next(g for g in result["gains"] if g["knob"] == "strategy")
+    assert strategy["baseline_value"] == "restart"
+    assert strategy["goodput_baseline"] > 0.1
+
+
+@pytest.mark.parametrize("name", ["hand_rates", "new_fleet_knobs"])
+def test_sample_sweeps_run_and_rank_from_their_baseline(name: str, tmp_path: Path) -> None:
+    spec = project.load_sweep(SAMPLES / f"{name}.yaml")
+    assert spec.baseline
+    result = project.run_sweep(spec, db_path=None, out_dir=tmp_path)
+    assert result["best_knob"] is not None
+    assert all(0 < g["goodput_baseline"] < 1 for g in result["gains"])
+    if name == "new_fleet_knobs":  # hand rates with intervals: paired intervals per gain
+        assert result["gain_uncertainty"].startswith("paired")
+        assert all(g["within_uncertainty"] is not None for g in result["gains"] if g["gain"] > 0)
+        assert result["restart_shorthand"]["reschedule_s"] == 480.0
+        assert result["baseline"]["reschedule_s"] == 480.0
+        assert result["baseline"]["weibull_shape"] == (("gpu", 0.7),)
+
+
+def test_sweep_yaml_takes_the_cli_knob_names_and_values(tmp_path: Path) -> None:
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text(
+        "base: {restart_s: 600, node-failures-per-1000-node-days: 6.5, hang_share: 0.2,\n"
+        "       node_group: '0.1:3', weibull_shape: {node: 0.8}, fleet_age: '8760'}\n"
+        "grid:\n"
+        "  n_gpus: [1024, 16384]\n"
+        "  weibull_shape: [0.7, {node: 1.5}, 'node=2']\n"
+        "  node_groups: [none, '0.1:3,0.05:10', [0.2, 2], [[0.1, 3]],\n"
+        "                [{share: 0.1, rate_multiplier: 4}]]\n"
+        "baseline: {weibull_shape: 'node=2'}\n"
+    )
+    spec = project.load_sweep(sweep_file)
+    assert spec.base["node_groups"] == ((0.1, 3.0),)
+    assert spec.base["fleet_age"] == 8760.0
+    assert spec.grid["weibull_shape"] == [0.7, {"node": 1.5}, {"node": 2.0}]
+    assert spec.grid["node_groups"] == [(), ((0.1, 3.0), (0.05, 10.0)), ((0.2, 2.0),),
+                                        ((0.1, 3.0),), ((0.1, 4.0),)]  # fmt: skip
+    assert spec.baseline == {"weibull_shape": {"node": 2.0}, "node_groups": ()}
+    result = project.run_sweep(spec, db_path=None, out_dir=tmp_path / "out")
+    assert result["restart_shorthand"]["reschedule_s"] == 600 - 420
+    table = pl.read_parquet(result["table"])
+    assert table.height == 2 * 3 * 5
+    assert set(table["weibull_shape"]) == {"0.7", "node=1.5", "node=2"}
+    assert "0.1:3,0.05:10" in set(table["node_groups"])
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("grid: {n_gpus: [8]}\nbase: {detect_s: fast}\n", "detect_s"),
+        ("grid: {weibull_shape: [0.7, -1]}\n", "weibull_shape"),
+        ("grid: {node_groups: ['0.1']}\n", "share:rate_multiplier"),
+        ("grid: {hot_spares: [1.5]}\n", "whole number"),
+        ("grid: {checkpoint_s: [30]}\nbaseline: {detect_s: 30}\n", "not swept"),
+        ("grid: {checkpoint_s: [30]}\nbaseline: {n_gpus: 8}\n", "target_gpus"),
+        ("grid: {restart_s: [600]}\n", "reschedule_s instead"),
+        ("grid: {teleport_s: [1]}\n", "unknown knob"),
+        ("grid: {checkpoint_s: [30]}\nbasline: {}\n", "unknown key"),
+        ("grid: {checkpoint_s: [30\n", "not valid YAML"),
+        ("grid: {checkpoint_s: [30]}\nbase: {restart_s: 100}\n", "shorter than detection"),
+        ("grid: {hang_share: [0.5, 2]}\n", "hang_share"),
+    ],
+)
+def test_bad_sweep_values_are_one_line_cli_errors(tmp_path: Path, text: str, message: str) -> None:
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text(text)
+    result = CliRunner().invoke(app, ["whatif", str(sweep_file), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert message in lines[0]
+
+
+def test_repair_from_warehouse_takes_median_and_lognormal_sigma(fleet: tuple) -> None:
+    import duckdb
+    import numpy as np
+
+    db = fleet[0]
+    with duckdb.connect(str(db), read_only=True) as con:
+        hours = np.array(
+            [r[0] for r in con.execute(
+                "select repair_h from stg_repairs where action = 'replace' and repair_h > 0"
+            ).fetchall()]
+        )  # fmt: skip
+    assert hours.size >= 2
+    result = CliRunner().invoke(
+        app, ["project", "--db", str(db), "--repair-from-warehouse", "--strategy", "hot_spare",
+              "--hot-spares", "4", "--samples", "0", "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["measured_repair"]["n"] == hours.size
+    assert payload["scenario"]["repair_h"] == pytest.approx(np.median(hours))
+    assert payload["scenario"]["repair_sigma"] == pytest.approx(np.log(hours).std(ddof=1))
+    both = CliRunner().invoke(
+        app, ["project", "--db", str(db), "--repair-from-warehouse", "--repair-sigma", "1"]
+    )
+    assert both.exit_code == 2
+    assert "not both" in both.stderr
+
+
+def test_a_spec_built_without_a_baseline_holds_the_first_values(tmp_path: Path) -> None:
+    spec = project.SweepSpec(
+        base={"node_failures_per_1000_node_days": 6.5, "checkpoint_s": 5.0},
+        grid={"n_gpus": [1024, 16_384], "checkpoint_s": [300.0, 30.0]},
+        target_gpus=16_384,
+    )
+    result = project.run_sweep(spec, db_path=None, out_dir=tmp_path)
+    assert result["baseline_values"] == {"checkpoint_s": "300.0"}
+    assert result["baseline"]["checkpoint_s"] == 300.0
+    assert result["best_knob"]["best_value"] == "30.0"

@@ -312,3 +312,41 @@ def test_report_on_a_sparse_warehouse(tmp_path: Path) -> None:
         assert f'<section id="{anchor}">' in page
     assert "only partly inside the observation window" in page
     assert "no earlier full week" in result.markdown
+
+
+def test_report_ranks_knobs_as_relia_whatif_does(
+    markup_db: Path, html: str, tmp_path: Path
+) -> None:
+    """Issue #13: the report's knob ranking is `relia whatif` on the report's own baseline (which
+    it prints, spare pool included), gain for gain, and names the same best knob."""
+    import json
+
+    import polars as pl
+    import yaml
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+    from pipelines.report_data import read_report_data
+
+    with duckdb.connect(str(markup_db), read_only=True) as con:
+        data = read_report_data(con)
+    knobs = data.knobs
+    for held in data.scenario["knob_baselines"]:
+        n_gpus = held["n_gpus"]
+        assert f"Baseline held at {n_gpus:,} GPUs: {held['held']}" in " ".join(html.split())
+        sweep_file = tmp_path / f"report_{n_gpus}.yaml"
+        sweep_file.write_text(yaml.safe_dump(held["sweep"]))
+        out = CliRunner().invoke(
+            app, ["whatif", str(sweep_file), "--out", str(tmp_path / str(n_gpus)), "--json"]
+        )
+        assert out.exit_code == 0, out.output
+        result = json.loads(out.stdout)
+        rows = knobs.filter((pl.col("n_gpus") == n_gpus) & pl.col("knob_name").is_not_null())
+        shown = dict(zip(rows["knob_name"], rows["gain"], strict=True))
+        assert shown == pytest.approx({g["knob"]: g["gain"] for g in result["gains"]}, abs=1e-9)
+        best = rows.sort("gain", descending=True, maintain_order=True).row(0, named=True)
+        if result["best_knob"] is None:
+            assert best["gain"] == 0
+        else:
+            assert best["knob_name"] == result["best_knob"]["knob"]
+        assert result["baseline"]["hot_spares"] == held["sweep"]["base"]["hot_spares"] >= 1

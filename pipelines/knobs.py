@@ -1,0 +1,234 @@
+"""Scenario knobs as users write them: ``relia project`` options and sweep YAML values.
+
+One parser per knob kind, shared by the CLI and ``load_sweep``, so ``--weibull-shape gpu=0.7``
+and ``weibull_shape: {gpu: 0.7}`` mean the same thing. Every bad value is a ``ValueError`` whose
+one-line message names the knob, the value and what to write instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+#: Knob names users may write besides the Scenario field names.
+ALIASES = {"gpus": "n_gpus", "node_group": "node_groups"}
+#: Not a Scenario field: the whole restart time, split by :func:`restart_shorthand`.
+RESTART_S = "restart_s"
+_INT_KNOBS = ("n_gpus", "gpus_per_node", "failure_domain_gpus", "hot_spares", "replica_gpus")
+_OPTIONAL_KNOBS = ("checkpoint_interval_s", "node_failures_per_1000_node_days")
+_TEXT_KNOBS = ("strategy",)
+
+
+def scenario_fields() -> set[str]:
+    """Names of every :class:`models.Scenario` field."""
+    from models import Scenario
+
+    return {f.name for f in dataclasses.fields(Scenario)}
+
+
+def knob_name(name: str, *, where: str = "knob") -> str:
+    """The Scenario field for a user's knob name (``detect-s``, ``gpus``, ``node_group``...)."""
+    key = str(name).strip().replace("-", "_")
+    key = ALIASES.get(key, key)
+    if key != RESTART_S and key not in scenario_fields():
+        msg = (
+            f"{where}: unknown knob {name!r}; knobs are the fields of models.Scenario "
+            f"({', '.join(sorted(scenario_fields()))}) or restart_s"
+        )
+        raise ValueError(msg)
+    return key
+
+
+def knob_value(key: str, value: Any, *, where: str = "knob") -> Any:
+    """Normalise one value of knob ``key`` (a Scenario field name) from CLI text or YAML."""
+    label = f"{where}: {key} = {value!r}"
+    if key == "weibull_shape":
+        return weibull_shape(value, where=label)
+    if key == "node_groups":
+        return node_groups(value, where=label)
+    if key == "fleet_age":
+        return fleet_age(value, where=label)
+    if key == "rates":
+        return class_rates(value, where=label)
+    if key in _TEXT_KNOBS:
+        return str(value)
+    if key in _OPTIONAL_KNOBS and value is None:
+        return None
+    number = _number(value, where=label)
+    if key in _INT_KNOBS:
+        if number != int(number):
+            msg = f"{label} must be a whole number"
+            raise ValueError(msg)
+        return int(number)
+    return number
+
+
+def knobs(raw: Mapping[str, Any] | None, *, where: str) -> dict[str, Any]:
+    """Normalise a mapping of knobs (a sweep's ``base:`` or ``baseline:``)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        msg = f"{where} must be a mapping of knob: value, got {type(raw).__name__}"
+        raise ValueError(msg)
+    out: dict[str, Any] = {}
+    for name, value in raw.items():
+        key = knob_name(name, where=where)
+        out[key] = knob_value(key, value, where=where)
+    return out
+
+
+def weibull_shape(value: Any, *, where: str = "weibull_shape") -> Any:
+    """``0.7`` (fleet-wide), ``gpu=0.7,nic=1.2`` or ``{gpu: 0.7}`` (per class), ``fits`` / None.
+
+    Returns a float, a ``{class: shape}`` dict or None (each class keeps its fitted shape).
+    """
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "fits")):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _positive(v, where=f"{where} ({k})") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [str(v) if not isinstance(v, (list, tuple)) else f"{v[0]}={v[1]}" for v in value]
+        if len(items) == 1 and "=" not in items[0]:
+            return _positive(items[0], where=where)
+        value = ",".join(items)
+    if isinstance(value, str) and "=" in value:
+        shapes: dict[str, float] = {}
+        for part in value.split(","):
+            name, sep, shape = part.partition("=")
+            if not sep or not name.strip():
+                msg = f"{where}: write one shape (0.7) or class=shape pairs (gpu=0.7,nic=1.2)"
+                raise ValueError(msg)
+            shapes[name.strip()] = _positive(shape, where=f"{where} ({name.strip()})")
+        return shapes
+    return _positive(value, where=where)
+
+
+def node_groups(value: Any, *, where: str = "node_groups") -> tuple[tuple[float, float], ...]:
+    """Groups of nodes with their own rate: ``0.1:3`` (a tenth of the nodes fails 3x as often),
+    ``0.1:3,0.05:10``, ``{share: 0.1, rate_multiplier: 3}``, ``[0.1, 3]`` or a list of these;
+    ``none`` or an empty list for no group."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
+        return ()
+    if isinstance(value, str):
+        return tuple(_group(part, where=where) for part in value.split(","))
+    if isinstance(value, Mapping) or (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    ):
+        return (_group(value, where=where),)
+    if isinstance(value, (list, tuple)):
+        return tuple(g for item in value for g in node_groups(item, where=where))
+    msg = f"{where}: write share:rate_multiplier pairs, e.g. 0.1:3"
+    raise ValueError(msg)
+
+
+def _group(value: Any, *, where: str) -> tuple[float, float]:
+    if isinstance(value, Mapping):
+        share, multiplier = value.get("share"), value.get("rate_multiplier")
+    elif isinstance(value, str):
+        share, sep, multiplier = value.partition(":")
+        if not sep:
+            msg = f"{where}: a node group is share:rate_multiplier, e.g. 0.1:3, got {value!r}"
+            raise ValueError(msg)
+    else:
+        share, multiplier = value
+    pair = (_number(share, where=f"{where} (share)"),
+            _number(multiplier, where=f"{where} (rate_multiplier)"))  # fmt: skip
+    if not (0 < pair[0] <= 1 and pair[1] > 0):
+        msg = f"{where}: need 0 < share <= 1 and a positive rate_multiplier, got {pair}"
+        raise ValueError(msg)
+    return pair
+
+
+def fleet_age(value: Any, *, where: str = "fleet_age") -> str | float:
+    """``steady_state``, ``new`` or an age in hours."""
+    if isinstance(value, str) and value.strip() in ("steady_state", "new"):
+        return value.strip()
+    age = _number(value, where=f"{where} (steady_state, new or an age in hours)")
+    if age < 0:
+        msg = f"{where}: an age in hours cannot be negative"
+        raise ValueError(msg)
+    return age
+
+
+def class_rates(value: Any, *, where: str = "rates") -> tuple[Any, ...]:
+    """Per-class rates by hand: a list of ``{component_class, level, mtbf_h}`` mappings, with
+    optional ``mtbf_lo_h`` / ``mtbf_hi_h`` (a 95 % interval) and ``weibull_shape``."""
+    from models import ClassRate
+
+    if not isinstance(value, (list, tuple)) or not value:
+        msg = f"{where}: rates are a list of {{component_class, level, mtbf_h}} mappings"
+        raise ValueError(msg)
+    out = []
+    names = {f.name for f in dataclasses.fields(ClassRate)}
+    for item in value:
+        if isinstance(item, ClassRate):
+            out.append(item)
+            continue
+        if not isinstance(item, Mapping) or set(item) - names:
+            msg = f"{where}: each rate is a mapping with keys among {sorted(names)}"
+            raise ValueError(msg)
+        try:
+            out.append(ClassRate(**item))
+        except (TypeError, ValueError) as error:
+            msg = f"{where}: {error}"
+            raise ValueError(msg) from None
+    return tuple(out)
+
+
+def restart_shorthand(given: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Split ``restart_s`` (the whole restart) into ``reschedule_s``; the other phases hold.
+
+    ``reschedule_s = restart_s - (detect_s + reload_s + warmup_s)`` with each phase at its given
+    value or the Scenario default. Returns the knobs without ``restart_s`` and a record of what
+    was set (None when ``restart_s`` was not given).
+    """
+    from models import Scenario
+
+    out = dict(given)
+    if RESTART_S not in out:
+        return out, None
+    restart = _number(out.pop(RESTART_S), where="restart_s")
+    if "reschedule_s" in out:
+        msg = "give restart_s or reschedule_s, not both (restart_s sets reschedule_s)"
+        raise ValueError(msg)
+    defaults = Scenario()
+    phases = {
+        k: float(out.get(k, getattr(defaults, k))) for k in ("detect_s", "reload_s", "warmup_s")
+    }
+    reschedule = restart - sum(phases.values())
+    if reschedule < 0:
+        msg = (
+            f"restart_s = {restart:g} s is shorter than detection + reload + warm-up "
+            f"({' + '.join(f'{v:g}' for v in phases.values())} = {sum(phases.values()):g} s); "
+            "lower --detect-s / --reload-s / --warmup-s or give a longer restart"
+        )
+        raise ValueError(msg)
+    out["reschedule_s"] = reschedule
+    return out, {"restart_s": restart, "reschedule_s": reschedule, **phases}
+
+
+def _number(value: Any, *, where: str) -> float:
+    if isinstance(value, bool):
+        msg = f"{where} must be a number, got {value!r}"
+        raise ValueError(msg)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        msg = f"{where} must be a number, got {value!r}"
+        raise ValueError(msg) from None
+    if not math.isfinite(number):
+        msg = f"{where} must be a finite number, got {value!r}"
+        raise ValueError(msg)
+    return number
+
+
+def _positive(value: Any, *, where: str) -> float:
+    number = _number(value, where=where)
+    if number <= 0:
+        msg = f"{where} must be positive (1 is exponential), got {value!r}"
+        raise ValueError(msg)
+    return number
