@@ -40,6 +40,7 @@ _GAIN_SCHEMA = {
     "gain_lo": pl.Float64,
     "gain_hi": pl.Float64,
     "within_uncertainty": pl.Boolean,
+    "gain_model_bound": pl.Float64,
     "values": pl.List(pl.String),
     "goodputs": pl.List(pl.Float64),
 }
@@ -58,8 +59,12 @@ class KnobRanking:
         ``baseline_value`` and ``best_value`` (labels in ``relia project`` syntax),
         ``goodput_baseline``, ``goodput_best``, ``gain`` (goodput points) and
         ``gain_useful_gpu_h`` (useful GPU-hours per job), ``gain_lo`` / ``gain_hi`` (2.5 / 97.5 %
-        quantiles of the paired gain; null without MTBF intervals), ``within_uncertainty``
-        (the gain's interval contains 0; null without intervals or when the gain is 0),
+        quantiles of the paired gain; null without MTBF intervals), ``gain_model_bound`` (the
+        analytical projection's own error bounds at the baseline and the best value, added:
+        see :func:`models.goodput.project`), ``within_uncertainty`` (true when the gain's
+        interval contains 0 or the gain is no larger than ``gain_model_bound``; false when
+        neither; null without intervals when the bound does not cover it, or when the gain
+        is 0),
         ``values`` and ``goodputs`` (every candidate value and its goodput, in grid order).
     interaction
         For the two knobs with the largest gains: ``knobs``, ``values``, ``goodput_both``
@@ -212,6 +217,10 @@ def knob_gains(
             diff = samples[1] - samples[0]
             gain_lo, gain_hi = (float(q) for q in np.quantile(diff, [0.025, 0.975]))
             within = bool(gain_lo <= 0.0 <= gain_hi)
+        gain = goodputs[best] - base_out["goodput"]
+        model_bound = base_out["goodput_error_bound"] + outs[best]["goodput_error_bound"]
+        if best and gain <= model_bound:  # the model's own error could make up the gain
+            within = True
         rows.append(
             {
                 "knob": knob,
@@ -224,6 +233,7 @@ def knob_gains(
                 "gain_lo": gain_lo,
                 "gain_hi": gain_hi,
                 "within_uncertainty": within,
+                "gain_model_bound": model_bound,
                 "values": [knob_label(knob, getattr(s, knob)) for s in scenarios],
                 "goodputs": goodputs,
             }

@@ -211,3 +211,20 @@ class TestStatedLimits:
         jammed = project(Scenario(n_gpus=16_384, strategy="hot_spare", hot_spares=4))
         assert not jammed["analytical_exact"]
         assert jammed["goodput_error_bound"] > 0.01 * jammed["goodput"]
+
+
+class TestRankingCarriesTheModelBound:
+    def test_a_gain_the_model_error_could_make_up_is_flagged(self) -> None:
+        from models import knob_gains
+
+        # a contended pool: the analytical answer states a bound of several points
+        base = Scenario(n_gpus=16_384, strategy="hot_spare", hot_spares=6, checkpoint_s=60.0)
+        assert not project(base)["analytical_exact"]
+        ranking = knob_gains(base, {"checkpoint_s": [60.0, 55.0], "hot_spares": [6, 512]})
+        rows = {r["knob"]: r for r in ranking.gains.iter_rows(named=True)}
+        small = rows["checkpoint_s"]
+        assert 0 < small["gain"] <= small["gain_model_bound"]
+        assert small["within_uncertainty"] is True
+        big = rows["hot_spares"]  # enough spares buys far more than either bound
+        assert big["gain"] > big["gain_model_bound"]
+        assert big["within_uncertainty"] is None  # no MTBF interval to compare with
