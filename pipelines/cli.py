@@ -611,7 +611,7 @@ _PROJECTION_KEYS = (
     "checkpoint_interval_min", "ettr", "ettr_lo", "ettr_hi", "goodput", "goodput_lo", "goodput_hi",
     "daly_wall_time_h", "lost_gpu_h_checkpoint", "lost_gpu_h_rework", "lost_gpu_h_restart",
     "lost_gpu_h_spares_wait", "lost_gpu_h_drain", "expected_drains", "expected_false_alarms",
-    "mtti_unpredicted_h", "energy_lost_mwh",
+    "mtti_unpredicted_h", "energy_lost_mwh", "goodput_error_bound",
 )  # fmt: skip
 
 
@@ -800,10 +800,22 @@ def project(
     if as_json:
         _print_json(result)
         return
-    rows = [{"figure": k, "value": result[k]} for k in _PROJECTION_KEYS if k in result]
+    rows = [
+        {"figure": k, "value": "n/a (see ettr_note)" if result[k] is None else result[k]}
+        for k in _PROJECTION_KEYS
+        if k in result
+    ]
     console.print(_table(f"projection: {gpus:,} GPUs, {strategy}", rows))
-    for key in ("rate_source", "fleet_age_assumption", "uncertainty", "fit_run_id"):
+    keys = ("rate_source", "fleet_age_assumption", "uncertainty", "ettr_note", "fit_run_id")
+    for key in keys:
         console.print(f"{key}: {result.get(key)}", highlight=False)
+    bound = result["goodput_error_bound"]
+    console.print(
+        f"analytical goodput within ±{bound:.2g} of the event-level model"
+        + ("" if result["analytical_exact"] else
+           " (more than 1 % of goodput: check it with --simulate TRIALS)"),
+        highlight=False,
+    )  # fmt: skip
     if "measured_repair" in result:
         repair = result["measured_repair"]
         console.print(
