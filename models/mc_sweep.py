@@ -33,11 +33,13 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike
 
-__all__ = ["auto_sweep", "point_seed", "simulate_sweep"]
+__all__ = ["auto_sweep", "point_seed", "simulate_sweep", "switch_flagged"]
 
 METHODS = ("analytical", "monte_carlo")
 AUTO_TRIALS = 1000
 """Trials per point when :func:`auto_sweep` switches a point to Monte Carlo on its own."""
+AUTO_MAX_POINTS = 200
+"""Points :func:`auto_sweep` simulates on its own at most (about 20 s at 100k GPUs)."""
 
 # simulated figures that replace the analytical column of the same name (simulate_job's keys)
 _SIMULATED = {"interruptions": "expected_interruptions", "drains": "expected_drains"}
@@ -220,6 +222,7 @@ def auto_sweep(
     random_state: int | np.random.Generator | None = 0,
     auto_trials: int = AUTO_TRIALS,
     max_rel_error: float = 0.01,
+    max_points: int = AUTO_MAX_POINTS,
 ) -> pl.DataFrame:
     """The what-if table: analytical where the projection is exact enough, else Monte Carlo.
 
@@ -236,26 +239,72 @@ def auto_sweep(
     max_rel_error
         A point whose ``goodput_error_bound`` (the projection's own bound, absolute goodput,
         when it states one) exceeds this share of its goodput is simulated.
+    max_points
+        At most this many points are simulated on their own (those with the largest bound
+        relative to goodput first); 0 simulates none and only labels them (a slice of a grid
+        cut for a task runner: the whole grid's choice is made once, by
+        :func:`switch_flagged`, on the assembled table).
 
     Returns
     -------
     polars.DataFrame
         The table of :func:`simulate_sweep`: ``sweep``'s columns, ``goodput_se``, ``n_trials``
-        and ``method``; all ``"analytical"`` when no point needs simulating, at the cost of
-        the analytical sweep alone.
+        and ``method``: ``"analytical"``, ``"monte_carlo"``, or for a flagged point left
+        analytical, ``"analytical: ..."`` with the reason.
     """
     if simulate > 0:
         return simulate_sweep(base, grid, n_trials=simulate, random_state=random_state)
-    table = sweep(base, grid)
+    return switch_flagged(
+        sweep(base, grid), base, grid, random_state=random_state, auto_trials=auto_trials,
+        max_rel_error=max_rel_error, max_points=max_points,
+    )  # fmt: skip
+
+
+def switch_flagged(
+    table: pl.DataFrame,
+    base: Scenario,
+    grid: Mapping[str, Sequence[Any]],
+    *,
+    random_state: int | np.random.Generator | None = 0,
+    auto_trials: int = AUTO_TRIALS,
+    max_rel_error: float = 0.01,
+    max_points: int = AUTO_MAX_POINTS,
+) -> pl.DataFrame:
+    """Simulate the points of an analytical ``sweep(base, grid)`` table whose bound is too wide.
+
+    See :func:`auto_sweep` for the parameters. A table that already has ``method`` (from
+    slices) is re-decided from its analytical columns; simulated rows are kept as they are.
+    """
+    if "method" in table.columns and (table["method"] == METHODS[1]).any():
+        return table  # a simulated table (every point): nothing to switch
+    table = table.drop([c for c in ("goodput_se", "n_trials", "method") if c in table.columns])
+    flagged = np.zeros(table.height, dtype=bool)
+    relative = np.zeros(table.height)
     if "goodput_error_bound" in table.columns:
         bound = table["goodput_error_bound"].cast(pl.Float64).fill_nan(None)
-        flagged = (bound > max_rel_error * table["goodput"].abs()).fill_null(False).to_numpy()
-        if flagged.any():
-            return simulate_sweep(
-                base, grid, n_trials=auto_trials, random_state=random_state, rows=flagged
-            )
-    return table.with_columns(
-        goodput_se=pl.lit(None, dtype=pl.Float64),
-        n_trials=pl.lit(0, dtype=pl.Int64),
-        method=pl.lit(METHODS[0], dtype=pl.String),
-    )
+        goodput = table["goodput"].cast(pl.Float64).abs()
+        flagged = (bound > max_rel_error * goodput).fill_null(False).to_numpy()
+        relative = (bound / goodput).fill_nan(None).fill_null(np.inf).to_numpy()
+    # the widest bounds first; ties in grid order, so the choice is the same however it is cut
+    order = [i for i in np.argsort(-relative, kind="stable") if flagged[i]]
+    chosen = np.zeros(table.height, dtype=bool)
+    chosen[order[:max_points]] = True
+    if chosen.any():
+        out = simulate_sweep(base, grid, n_trials=auto_trials, random_state=random_state,
+                             rows=chosen)  # fmt: skip
+    else:
+        out = table.with_columns(
+            goodput_se=pl.lit(None, dtype=pl.Float64),
+            n_trials=pl.lit(0, dtype=pl.Int64),
+            method=pl.lit(METHODS[0], dtype=pl.String),
+        )
+    left = flagged & ~chosen
+    if left.any():
+        why = (
+            f"{METHODS[0]}: error bound above {max_rel_error:.0%} of goodput, not simulated "
+            f"(only the {max_points} widest are on their own; use --simulate)"
+        )
+        out = out.with_columns(
+            method=pl.when(pl.Series(left)).then(pl.lit(why)).otherwise(pl.col("method"))
+        )
+    return out

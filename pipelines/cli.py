@@ -935,6 +935,14 @@ def whatif(
             highlight=False,
             markup=False,
         )
+    if result.get("n_not_simulated"):
+        console.print(
+            f"{result['n_not_simulated']} more scenarios have an analytical error bound above 1 % "
+            "of goodput but were left analytical (method column says so): run with --simulate "
+            "TRIALS to simulate every point",
+            highlight=False,
+            markup=False,
+        )
     best = result["best_knob"]
     if best:
         caveat = " (within the projection's uncertainty)" if best["within_uncertainty"] else ""

@@ -338,7 +338,7 @@ def run_sweep(
     ``target_gpus`` (:func:`models.knob_gains`), and the plots hold the other knobs at the
     baseline too.
     """
-    from models import auto_sweep, knob_gains, knob_label
+    from models import auto_sweep, knob_gains, knob_label, switch_flagged
     from pipelines import knobs as knob_text
 
     rates: tuple[Any, ...] = ()
@@ -365,8 +365,12 @@ def run_sweep(
         msg = f"baseline: {error}"
         raise ValueError(msg) from None
     if sweep_fn is None:
-        sweep_fn = functools.partial(auto_sweep, simulate=spec.simulate, random_state=spec.seed)
+        sweep_fn = functools.partial(
+            auto_sweep, simulate=spec.simulate, random_state=spec.seed, max_points=0
+        )
     table = sweep_fn(base, spec.grid)
+    if spec.simulate == 0:  # the points the analysis cannot answer within 1 %: chosen once
+        table = switch_flagged(table, base, spec.grid, random_state=spec.seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     flat = table.select([c for c in table.columns if not table.schema[c].is_nested()])
     flat.write_parquet(out_dir / "whatif.parquet")
@@ -389,6 +393,9 @@ def run_sweep(
         "gain_uncertainty": ranking.uncertainty,
         "simulate_trials": spec.simulate,
         "n_monte_carlo": _n_monte_carlo(table),
+        "n_not_simulated": int(table["method"].str.starts_with("analytical:").sum())
+        if "method" in table.columns
+        else 0,
     }
     if shorthand is not None:
         result["restart_shorthand"] = shorthand

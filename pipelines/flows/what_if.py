@@ -24,7 +24,8 @@ def sweep_slice(
     """Evaluate one slice of the grid (on the task runner: threads or Dask workers)."""
     from models import auto_sweep
 
-    return auto_sweep(base, grid, simulate=simulate, random_state=seed)
+    # the points to simulate on their own are chosen once, on the whole table (run_sweep)
+    return auto_sweep(base, grid, simulate=simulate, random_state=seed, max_points=0)
 
 
 @flow(name="what-if-grid")

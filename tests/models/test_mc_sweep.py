@@ -146,3 +146,28 @@ class TestAutoSweep:
         assert "goodput_error_bound" in table.columns
         reference = simulate_sweep(BASE, GRID, n_trials=40, random_state=0, rows=switched)
         assert_frame_equal(table, reference)
+
+
+def test_auto_switch_is_capped_widest_bounds_first_and_says_so() -> None:
+    """A grid of contended spare pools: the bound flags many points; at most max_points are
+    simulated, the widest relative bounds first, and the rest say why they stayed analytical."""
+    base = Scenario(strategy="hot_spare", repair_h=24.0)
+    grid = {"n_gpus": [16_384, 32_768], "hot_spares": [2, 4, 6, 8]}
+    analytical = sweep(base, grid)
+    relative = (analytical["goodput_error_bound"] / analytical["goodput"]).to_numpy()
+    flagged = relative > 0.01
+    assert flagged.sum() >= 4
+    table = auto_sweep(base, grid, auto_trials=50, max_points=2)
+    simulated = (table["method"] == "monte_carlo").to_numpy()
+    assert simulated.sum() == 2
+    widest = np.argsort(-np.where(flagged, relative, -1.0), kind="stable")[:2]
+    assert set(np.flatnonzero(simulated)) == set(widest)
+    left = table["method"].str.starts_with("analytical: error bound above 1%").to_numpy()
+    assert (left == (flagged & ~simulated)).all()
+    # cut in slices that only label, then decided once on the whole: the same table
+    from models.mc_sweep import switch_flagged
+
+    labelled = auto_sweep(base, grid, max_points=0)
+    assert (labelled["method"] != "monte_carlo").all()
+    again = switch_flagged(labelled, base, grid, auto_trials=50, max_points=2)
+    assert again.equals(table)
