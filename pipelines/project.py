@@ -221,7 +221,9 @@ def run_projection(
     """Project one scenario; with ``fit_run`` the rates come from that fit (``latest`` works).
 
     With ``repair_from_warehouse``, ``repair_h`` and ``repair_sigma`` are the median and the
-    log-normal sigma of the measured repair times (:func:`measured_repair`).
+    log-normal sigma of the measured repair times (:func:`measured_repair`). With
+    ``fleet_age: "inventory"`` the fleet age is the age mix of the units in service at the end
+    of the warehouse's data (:func:`inventory_ages`), reported under ``inventory_ages``.
     """
     from models import project, simulate_job
     from pipelines import knobs as knob_text
@@ -337,9 +339,12 @@ def load_sweep(path: Path) -> SweepSpec:
     (Monte Carlo trials per grid point) and ``seed``. Knob names and
     values are those of ``relia project`` (:mod:`pipelines.knobs`): Scenario field names,
     ``weibull_shape: 0.7`` or ``{gpu: 0.7}``, ``node_groups: [[0.1, 3]]`` or ``"0.1:3"``,
+    ``fleet_age: [{age_h: 0, share: 0.5}, {age_h: 8760, share: 0.5}]`` (an age mix) or
+    ``fleet_age: inventory`` (the warehouse's ages, :func:`inventory_ages`; needs ``--db``),
     ``rates:`` a list of ``{component_class, level, mtbf_h, mtbf_lo_h, mtbf_hi_h}``;
     ``restart_s`` in ``base`` only. Under ``grid`` each list item is one value (for
-    ``node_groups``, one set of groups: ``["none", "0.1:3"]``).
+    ``node_groups``, one set of groups: ``["none", "0.1:3"]``; for ``fleet_age``, one mix:
+    ``[new, "0:0.5,8760:0.5"]``).
     """
     from pipelines import knobs as knob_text
 
