@@ -65,7 +65,7 @@ from sklearn.base import BaseEstimator
 from models.exceptions import ApproximationWarning, FewFailuresWarning
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from numpy.typing import ArrayLike, NDArray
 
@@ -74,6 +74,7 @@ __all__ = [
     "ClassRate",
     "GoodputProjector",
     "Scenario",
+    "age_mix",
     "daly_expected_wall_time_s",
     "daly_interval_s",
     "drain_sweep",
@@ -209,8 +210,11 @@ class Scenario:
         Power usage effectiveness of the site (facility energy / IT energy), dimensionless.
     fleet_age
         Ages of the units when the job starts: ``"steady_state"`` (stationary renewal: the fleet
-        fails at n/MTBF whatever the shape), ``"new"`` (every unit at age 0), or a number of hours
-        (every unit that old). Only matters when a Weibull shape is not 1.
+        fails at n/MTBF whatever the shape), ``"new"`` (every unit at age 0), a number of hours
+        (every unit that old), or an age mix: ``(age_h, share)`` pairs (or ``{age_h, share}``
+        mappings), shares above 0 adding up to 1, stored normalised and sorted by age; that share
+        of the job's units (every class, in proportion, whatever their node group) is that old
+        at job start, renewed at each failure. Only matters when a Weibull shape is not 1.
     drain_recall
         Share of failures that telemetry warns of in time to drain the failure domain first
         (the recall of the failure predictor at its threshold), 0 to 1; 0 turns drains off.
@@ -272,7 +276,7 @@ class Scenario:
     job_days: float = 30.0
     gpu_power_w: float = 700.0
     pue: float = 1.2
-    fleet_age: str | float = "steady_state"
+    fleet_age: str | float | tuple[tuple[float, float], ...] = "steady_state"
     drain_recall: float = 0.0
     drain_precision: float = 1.0
     drain_migration_s: float = 300.0
@@ -337,11 +341,13 @@ class Scenario:
         if isinstance(self.fleet_age, str):
             if self.fleet_age not in _FLEET_AGES:
                 msg = (
-                    "fleet_age must be 'steady_state', 'new' or an age in hours, "
-                    f"got {self.fleet_age!r}."
+                    "fleet_age must be 'steady_state', 'new', an age in hours or an age mix "
+                    f"((age_h, share) pairs), got {self.fleet_age!r}."
                 )
                 raise ValueError(msg)
-        elif not (math.isfinite(self.fleet_age) and self.fleet_age >= 0):
+        elif not isinstance(self.fleet_age, tuple) and not (
+            math.isfinite(self.fleet_age) and self.fleet_age >= 0
+        ):
             msg = f"fleet_age in hours must be a non-negative number, got {self.fleet_age}."
             raise ValueError(msg)
         if not isinstance(self.rates, tuple) or not all(
@@ -395,6 +401,8 @@ class Scenario:
             msg = f"node_groups shares add up to more than 1: {groups}."
             raise ValueError(msg)
         object.__setattr__(self, "node_groups", tuple(groups))
+        if isinstance(self.fleet_age, (list, tuple)):
+            object.__setattr__(self, "fleet_age", age_mix(self.fleet_age))
 
     def unit_groups(self) -> tuple[tuple[float, float], ...]:
         """``(share, rate_multiplier)`` of every group of units, the ordinary rest included."""
@@ -441,6 +449,39 @@ class Scenario:
             replace(r, weibull_shape=by_class.get(r.component_class, r.weibull_shape))
             for r in rates
         )
+
+
+def age_mix(value: Iterable[Any]) -> tuple[tuple[float, float], ...]:
+    """An age mix as ``Scenario.fleet_age`` stores it: sorted ``(age_h, share)`` pairs.
+
+    ``value`` holds ``(age_h, share)`` pairs or ``{age_h, share}`` mappings; ages are hours, 0
+    or more; shares are above 0 and add up to 1 within 1e-6 (then normalised to exactly 1).
+    Pairs of the same age are merged.
+    """
+    shares: dict[float, float] = {}
+    for item in value:
+        if isinstance(item, Mapping):
+            item = (item.get("age_h"), item.get("share"))
+        try:
+            age, share = (float(x) for x in item)
+        except (TypeError, ValueError):
+            msg = (
+                f"fleet_age mix entries are (age_h, share) pairs, got {item!r}; "
+                "e.g. [{age_h: 0, share: 0.5}, {age_h: 8760, share: 0.5}]."
+            )
+            raise ValueError(msg) from None
+        if not (math.isfinite(age) and age >= 0 and math.isfinite(share) and share > 0):
+            msg = f"fleet_age mix entry {item!r}: need an age_h >= 0 and a share > 0."
+            raise ValueError(msg)
+        shares[age] = shares.get(age, 0.0) + share
+    total = sum(shares.values())
+    if not shares or abs(total - 1.0) > 1e-6:
+        msg = (
+            f"fleet_age mix shares must add up to 1 (within 1e-6), got {total:.9g} from "
+            f"{sorted(shares.items())}."
+        )
+        raise ValueError(msg)
+    return tuple((age, share / total) for age, share in sorted(shares.items()))
 
 
 def _check_positive(s: Scenario, *names: str) -> None:
@@ -719,14 +760,24 @@ def _expected_failures_at(
     mtbf_h: NDArray[np.float64],
     shape: float,
     horizon_h: NDArray[np.float64],
-    fleet_age: str | float,
+    fleet_age: str | float | tuple[tuple[float, float], ...],
     edges: NDArray[np.int64],
 ) -> NDArray[np.float64]:
     r"""Expected failures of one unit position by each piece edge; shape ``(*points, len(edges))``.
 
     Steady state (a stationary renewal process) and exponential lifetimes fail at exactly
     :math:`t/\mathrm{MTBF}`; otherwise the (delayed) renewal function of :func:`_renewal_curve`.
+    An age mix is the share-weighted sum of the delayed renewal functions at its ages (expected
+    counts add over the units, so this is exact).
     """
+    if isinstance(fleet_age, tuple):
+        return np.asarray(
+            sum(
+                share * _expected_failures_at(mtbf_h, shape, horizon_h, age, edges)
+                for age, share in fleet_age
+            ),
+            float,
+        )
     mtbf_h, horizon_h = np.broadcast_arrays(np.asarray(mtbf_h, float), np.asarray(horizon_h, float))
     frac = edges / _RENEWAL_GRID
     if fleet_age == "steady_state" or shape == 1.0:
@@ -742,7 +793,7 @@ def _unit_rate_per_h(
     mtbf_h: NDArray[np.float64],
     shape: float,
     horizon_h: NDArray[np.float64],
-    fleet_age: str | float,
+    fleet_age: str | float | tuple[tuple[float, float], ...],
 ) -> NDArray[np.float64]:
     """Mean failure rate of one unit position over the job, per hour."""
     edges = np.asarray([0, _RENEWAL_GRID])
@@ -750,7 +801,9 @@ def _unit_rate_per_h(
     return count / np.asarray(horizon_h, float)
 
 
-def _fleet_age_assumption(fleet_age: str | float, rates: Sequence[ClassRate]) -> str:
+def _fleet_age_assumption(
+    fleet_age: str | float | tuple[tuple[float, float], ...], rates: Sequence[ClassRate]
+) -> str:
     if fleet_age == "steady_state":
         text = (
             "steady state: each unit's first failure drawn from the stationary "
@@ -761,6 +814,14 @@ def _fleet_age_assumption(fleet_age: str | float, rates: Sequence[ClassRate]) ->
         text = (
             "new fleet: every unit at age 0 when the job starts, renewed at each failure; the "
             "analytical rate is the renewal function over the job divided by its length"
+        )
+    elif isinstance(fleet_age, tuple):
+        mix = ", ".join(f"{share:.3g} at {age:g} h" for age, share in fleet_age)
+        text = (
+            f"age mix: shares of the units (every class, in proportion) this old when the job "
+            f"starts ({mix}), renewed at each failure; the expected failures are the "
+            "share-weighted sum of the delayed renewal functions at each age, integrated piece "
+            "by piece over the job"
         )
     else:
         text = (
@@ -1581,7 +1642,8 @@ def knob_label(knob: str, value: Any) -> Any:
     """A knob value as a ``relia project`` option value, for tables and plots.
 
     ``rates`` as its class names; ``weibull_shape`` as ``0.7`` or ``gpu=0.7,nic=1.2`` (``fits``
-    for none: each class keeps its own); ``node_groups`` as ``0.1:3,0.05:10`` (``none``). Other
+    for none: each class keeps its own); ``node_groups`` as ``0.1:3,0.05:10`` (``none``); an
+    age mix (``fleet_age``) as ``0h:0.5,8760h:0.5`` (age in hours : share). Other
     knobs as ``str(value)``.
     """
     if knob == "rates":
@@ -1596,6 +1658,9 @@ def knob_label(knob: str, value: Any) -> Any:
         return f"{float(value):g}"
     if knob == "node_groups":
         return ",".join(f"{float(s):g}:{float(m):g}" for s, m in value) or "none"
+    if knob == "fleet_age" and isinstance(value, (tuple, list)):
+        pairs = age_mix(value)
+        return ",".join(f"{age:g}h:{share:g}" for age, share in pairs)
     return str(value)
 
 

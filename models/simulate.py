@@ -23,6 +23,9 @@ The model, shared by :func:`simulate_job` (vectorised over trials and failures) 
   :math:`1/m` (same shape, MTBF / :math:`m`, the same age for an aged fleet): a group is simply
   a class of its own. A multiplier of 1 changes nothing; one group holding every unit at
   :math:`m` is the fleet with every MTBF divided by :math:`m`.
+* **Age mix** (``fleet_age`` as ``(age_h, share)`` pairs). Each node group of each class is
+  split again the same way, ``round(share x units)`` per age (the oldest takes the rest): a
+  sub-class whose units are all that old at job start.
 * **Interruptions.** Hardware faults, plus job-level interruptions (``job_interruptions_per_h``):
   a Poisson process in wall-clock time that does not grow with the job, never warned of. Each
   unwarned interruption (fault or job-level) is a hang with probability ``hang_share``, noticed
@@ -98,6 +101,8 @@ from scipy import special
 from models.goodput import SECONDS_PER_HOUR, Scenario, _project_arrays
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from numpy.typing import NDArray
 
 __all__ = ["simulate_job", "simulate_job_naive"]
@@ -111,6 +116,7 @@ class _Class:
     units: int
     shape: float
     scale_s: float
+    age: str | float  # "steady_state", "new" or the units' age at job start, seconds
 
 
 @dataclass(frozen=True)
@@ -120,7 +126,6 @@ class _Plan:
     horizon_s: float
     n_gpus: float
     classes: tuple[_Class, ...]
-    fleet_age: str | float  # "steady_state", "new" or an age in seconds
     tau_s: float
     delta_s: float
     strategy: str
@@ -149,8 +154,9 @@ class _Plan:
         return extra + self.reload_warm_s
 
 
-def _group_units(units: int, groups: tuple[tuple[float, float], ...]) -> list[tuple[int, float]]:
-    """Units of one class in each node group: ``round(share * units)``, the last takes the rest."""
+def _group_units(units: int, groups: Sequence[tuple[float, Any]]) -> list[tuple[int, Any]]:
+    """Units of one class in each group ``(share, value)`` (a node group's rate multiplier or an
+    age): ``round(share * units)``, the last takes the rest."""
     out = []
     left = units
     for share, multiplier in groups[:-1]:
@@ -167,34 +173,46 @@ def _plan(s: Scenario) -> _Plan:
     gpus_held = n_domains * s.failure_domain_gpus
     nodes_held = math.ceil(gpus_held / s.gpus_per_node)
     groups = s.unit_groups()
+    if isinstance(s.fleet_age, tuple):  # an age mix: a split of every class, like node groups
+        ages: tuple[tuple[float, str | float], ...] = tuple(
+            (share, age_h * SECONDS_PER_HOUR) for age_h, share in s.fleet_age
+        )
+    elif s.fleet_age in ("steady_state", "new"):
+        ages = ((1.0, str(s.fleet_age)),)
+    else:
+        ages = ((1.0, float(s.fleet_age) * SECONDS_PER_HOUR),)
     classes = []
     for r in s.class_rates():
         to_scale = SECONDS_PER_HOUR / math.gamma(1.0 + 1.0 / r.weibull_shape)
         units = gpus_held if r.level == "gpu" else nodes_held
-        # a node group is a class of its own: same shape, lifetimes scaled by 1 / multiplier
-        classes += [
-            _Class(units=n, shape=r.weibull_shape, scale_s=r.mtbf_h / multiplier * to_scale)
-            for n, multiplier in _group_units(units, groups)
-            if n > 0
-        ]
+        # a node group is a class of its own: same shape, lifetimes scaled by 1 / multiplier;
+        # each group is then split by age (the product of the two splits)
+        for n, multiplier in _group_units(units, groups):
+            for n_aged, age in _group_units(n, ages):
+                if n_aged > 0:
+                    scale_s = r.mtbf_h / multiplier * to_scale
+                    classes.append(_Class(n_aged, r.weibull_shape, scale_s, age))
     # only for sizing chunks of trials: the analytical count of hardware faults (node groups
     # included; the job-level interruptions are added where the chunks are sized)
     hardware_faults = float(core["expected_interruptions"]) - s.job_interruptions_per_h * (
         s.job_days * 24.0
     )
     if s.fleet_age == "steady_state":
-        age: str | float = "steady_state"
         text = (
             "steady state: each unit's first failure drawn from the equilibrium "
             "(forward-recurrence) distribution, then renewed with a new unit at each failure"
         )
     elif s.fleet_age == "new":
-        age = "new"
         text = (
             "new fleet: every unit at age 0 at job start, renewed with a new unit at each failure"
         )
+    elif isinstance(s.fleet_age, tuple):
+        mix = ", ".join(f"{share:.3g} at {age_h:g} h" for age_h, share in s.fleet_age)
+        text = (
+            f"age mix: round(share x units) of every class (and node group) that old at job "
+            f"start ({mix}), renewed with a new unit at each failure"
+        )
     else:
-        age = float(s.fleet_age) * SECONDS_PER_HOUR
         text = (
             f"aged fleet: every unit {float(s.fleet_age):g} h old at job start, renewed with a new "
             "unit at each failure"
@@ -203,7 +221,6 @@ def _plan(s: Scenario) -> _Plan:
         horizon_s=s.job_days * 86_400.0,
         n_gpus=float(s.n_gpus),
         classes=tuple(classes),
-        fleet_age=age,
         tau_s=float(core["checkpoint_interval_min"]) * 60.0,
         delta_s=float(s.checkpoint_s),
         strategy=s.strategy,
@@ -288,10 +305,10 @@ def _failure_matrix(plan: _Plan, n_trials: int, rng: np.random.Generator) -> NDA
     batches = []
     for c in plan.classes:
         counts = rng.binomial(
-            c.units, _window_probability(c, plan.fleet_age, horizon), size=n_trials
+            c.units, _window_probability(c, c.age, horizon), size=n_trials
         )
         trial = np.repeat(np.arange(n_trials), counts)
-        t = _first_failures_in_window(c, plan.fleet_age, horizon, trial.size, rng)
+        t = _first_failures_in_window(c, c.age, horizon, trial.size, rng)
         batches.append((trial, t))
         inv_shape = 1.0 / c.shape
         while t.size:  # renewals, one generation per pass, every trial at once
@@ -935,7 +952,7 @@ def _naive_trial(plan: _Plan, rng: np.random.Generator) -> dict[str, float]:
     horizon = plan.horizon_s
     heap: list[tuple[float, int]] = []
     for index, c in enumerate(plan.classes):
-        first = _all_first_failures(c, plan.fleet_age, rng)
+        first = _all_first_failures(c, c.age, rng)
         heap.extend((float(t), index) for t in first[first < horizon])
     if plan.drain_recall > 0:  # false alarms, never renewed
         n_false = rng.poisson(plan.false_alarm_rate_s * horizon)

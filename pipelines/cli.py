@@ -712,7 +712,11 @@ def project(
     job_days: Annotated[float, typer.Option(min=0.001)] = 30.0,
     fleet_age: Annotated[
         str,
-        typer.Option(help="Unit ages at job start: steady_state, new, or an age in hours."),
+        typer.Option(
+            help="Unit ages at job start: steady_state, new, an age in hours, an age mix "
+            "(age_h:share pairs, 0:0.5,8760:0.5), or inventory (the ages of the units in "
+            "service at the end of the warehouse's data, in up to 10 bins; needs --db).",
+        ),
     ] = "steady_state",
     from_fits: Annotated[
         str | None, typer.Option(help="Fit run id for the rates, or 'latest'.")
@@ -786,7 +790,9 @@ def project(
     settings = _settings(db_path=db)
     try:
         result = project_mod.run_projection(
-            settings.db_path if from_fits or repair_from_warehouse else None,
+            settings.db_path
+            if from_fits or repair_from_warehouse or fleet_age.strip() == "inventory"
+            else None,
             knobs,
             fit_run=from_fits,
             n_samples=samples,
@@ -821,6 +827,15 @@ def project(
         console.print(
             f"repairs from the warehouse ({repair['n']} tickets): median "
             f"{repair['median_h']:.3g} h, log-normal sigma {repair['sigma']:.3g}",
+            highlight=False,
+            markup=False,
+        )
+    if "inventory_ages" in result:
+        inv = result["inventory_ages"]
+        bins = ", ".join(f"{b['share']:.3g} at {b['age_h']:.0f} h" for b in inv["bins"])
+        console.print(
+            f"fleet age from the inventory: {inv['n_units']:,} units in service on "
+            f"{inv['as_of']:%Y-%m-%d %H:%M} UTC, {len(inv['bins'])} age bins ({bins})",
             highlight=False,
             markup=False,
         )

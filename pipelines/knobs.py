@@ -16,6 +16,8 @@ from typing import Any
 ALIASES = {"gpus": "n_gpus", "node_group": "node_groups"}
 #: Not a Scenario field: the whole restart time, split by :func:`restart_shorthand`.
 RESTART_S = "restart_s"
+#: A ``fleet_age`` read from the warehouse's inventory (the ages of the units in service).
+INVENTORY = "inventory"
 _INT_KNOBS = ("n_gpus", "gpus_per_node", "failure_domain_gpus", "hot_spares", "replica_gpus")
 _OPTIONAL_KNOBS = ("checkpoint_interval_s", "node_failures_per_1000_node_days")
 _TEXT_KNOBS = ("strategy",)
@@ -143,11 +145,45 @@ def _group(value: Any, *, where: str) -> tuple[float, float]:
     return pair
 
 
-def fleet_age(value: Any, *, where: str = "fleet_age") -> str | float:
-    """``steady_state``, ``new`` or an age in hours."""
-    if isinstance(value, str) and value.strip() in ("steady_state", "new"):
+def fleet_age(value: Any, *, where: str = "fleet_age") -> Any:
+    """``steady_state``, ``new``, ``inventory`` (the warehouse's ages, resolved where a warehouse
+    is read), an age in hours, or an age mix: ``0:0.5,8760:0.5`` (``age_h:share`` pairs, an ``h``
+    after the age allowed), ``[{age_h: 0, share: 0.5}, ...]`` or ``[[0, 0.5], ...]``.
+
+    A mix is returned as sorted ``(age_h, share)`` pairs, its shares normalised to 1.
+    """
+    if isinstance(value, str) and value.strip() in ("steady_state", "new", INVENTORY):
         return value.strip()
-    age = _number(value, where=f"{where} (steady_state, new or an age in hours)")
+    if isinstance(value, str) and ":" in value:
+        pairs = []
+        for part in value.split(","):
+            age, _, share = part.partition(":")
+            pairs.append((age.strip().removesuffix("h"), share))
+        value = pairs
+    if isinstance(value, (list, tuple)):
+        from models import age_mix
+
+        mix = []
+        for item in value:
+            if isinstance(item, Mapping):
+                unknown = sorted(set(item) - {"age_h", "share"})
+                if unknown or len(item) != 2:
+                    msg = f"{where}: each age of a mix is {{age_h: hours, share: 0-1}}"
+                    raise ValueError(msg)
+                item = (item["age_h"], item["share"])
+            if not isinstance(item, (list, tuple)) or len(item) != 2:
+                msg = f"{where}: an age mix is age_h:share pairs, e.g. 0:0.5,8760:0.5"
+                raise ValueError(msg)
+            mix.append((_number(item[0], where=f"{where} (age_h)"),
+                        _number(item[1], where=f"{where} (share)")))  # fmt: skip
+        try:
+            return age_mix(mix)
+        except ValueError as error:
+            msg = f"{where}: {error}"
+            raise ValueError(msg) from None
+    age = _number(
+        value, where=f"{where} (steady_state, new, inventory, an age in hours or age_h:share pairs)"
+    )
     if age < 0:
         msg = f"{where}: an age in hours cannot be negative"
         raise ValueError(msg)

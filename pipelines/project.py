@@ -95,6 +95,89 @@ def measured_repair(con: Any) -> dict[str, float | int]:
     return {"median_h": float(row[0]), "sigma": float(row[1]), "n": int(row[2])}
 
 
+INVENTORY_BINS = 10
+"""Most age bins an inventory's fleet age is grouped into (quantile bins)."""
+
+
+def inventory_ages(con: Any, *, n_bins: int = INVENTORY_BINS) -> dict[str, Any]:
+    """The ages of the units in service at the end of the warehouse's data, in quantile bins.
+
+    Units are the unit lives of ``int_component_lives`` (one per slot generation, whatever its
+    component classes) still open at the observation window's end; a unit's age is the hours
+    from its ``installed_ts`` (the fleet's install, or the close of its last replacement) to
+    that end. The units, sorted by age, are cut into at most ``n_bins`` bins of equal count
+    (``ntile``); each bin is its mean age with share = its units / all units.
+
+    Returns ``{"as_of": window end, "n_units", "bins": [{"age_h", "share", "n_units"}...],
+    "fleet_age": ((age_h, share), ...)}``.
+
+    Raises
+    ------
+    ValueError
+        When no unit is in service at the window's end (no inventory).
+    """
+    import duckdb
+
+    from models import age_mix
+
+    try:
+        rows = _inventory_bins(con, n_bins)
+    except duckdb.CatalogException:
+        rows = []  # a warehouse without the lives view has no inventory either
+    n_units = sum(int(r[2]) for r in rows)
+    if n_units == 0:
+        msg = (
+            "no units in service at the end of the warehouse's data (no inventory: ingest "
+            "nvidia-smi snapshots or a fleet register); give --fleet-age new, steady_state or hours"
+        )
+        raise ValueError(msg)
+    bins = [
+        {"age_h": max(float(r[1]), 0.0), "share": int(r[2]) / n_units, "n_units": int(r[2])}
+        for r in rows
+    ]
+    return {
+        "as_of": rows[0][3],
+        "n_units": n_units,
+        "bins": bins,
+        "fleet_age": age_mix((b["age_h"], b["share"]) for b in bins),
+    }
+
+
+def _inventory_bins(con: Any, n_bins: int) -> list[tuple[Any, ...]]:
+    """``(bin, mean age_h, units, window end)`` of each quantile bin of the units in service."""
+    return con.execute(
+        """
+        with observation as (select * from stg_observation_window),
+
+        units as (
+            select distinct
+                lives.unit_id,
+                epoch(observation.window_end - lives.installed_ts) / 3600.0 as age_h
+            from int_component_lives as lives
+            cross join observation
+            where lives.observed_to_ts = observation.window_end
+        ),
+
+        binned as (
+            select
+                units.age_h,
+                ntile($n_bins) over (order by units.age_h, units.unit_id) as age_bin
+            from units
+        )
+
+        select
+            binned.age_bin,
+            avg(binned.age_h) as age_h,
+            count(*) as n_units,
+            (select max(observation.window_end) from observation) as as_of
+        from binned
+        group by binned.age_bin
+        order by binned.age_bin
+        """,
+        {"n_bins": n_bins},
+    ).fetchall()
+
+
 def build_scenario(
     knobs: dict[str, Any], *, rates: tuple[Any, ...] = (), measured: dict[str, Any] | None = None
 ) -> Any:
@@ -138,7 +221,9 @@ def run_projection(
     """Project one scenario; with ``fit_run`` the rates come from that fit (``latest`` works).
 
     With ``repair_from_warehouse``, ``repair_h`` and ``repair_sigma`` are the median and the
-    log-normal sigma of the measured repair times (:func:`measured_repair`).
+    log-normal sigma of the measured repair times (:func:`measured_repair`). With
+    ``fleet_age: "inventory"`` the fleet age is the age mix of the units in service at the end
+    of the warehouse's data (:func:`inventory_ages`), reported under ``inventory_ages``.
     """
     from models import project, simulate_job
     from pipelines import knobs as knob_text
@@ -147,16 +232,26 @@ def run_projection(
     measured = None
     run_id = None
     repair = None
-    if fit_run is not None or repair_from_warehouse:
+    inventory = None
+    from_inventory = knobs.get("fleet_age") == knob_text.INVENTORY
+    if fit_run is not None or repair_from_warehouse or from_inventory:
         if db_path is None:
-            msg = "--from-fits and --repair-from-warehouse need a warehouse (--db)"
+            msg = (
+                "--from-fits, --repair-from-warehouse and --fleet-age inventory need a "
+                "warehouse (--db)"
+            )
             raise ValueError(msg)
+        _check_warehouse(db_path)
         with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
             if fit_run is not None:
                 run_id, rates = fit_rates(con, fit_run)
                 measured = measured_restart_s(con)
             if repair_from_warehouse:
                 repair = measured_repair(con)
+            if from_inventory:
+                inventory = inventory_ages(con)
+    if inventory is not None:
+        knobs = {**knobs, "fleet_age": inventory["fleet_age"]}
     if repair is not None:
         if "repair_sigma" in knobs:
             msg = "give --repair-sigma or --repair-from-warehouse, not both"
@@ -169,6 +264,8 @@ def run_projection(
     result["measured_restart"] = measured
     if repair is not None:
         result["measured_repair"] = repair
+    if inventory is not None:
+        result["inventory_ages"] = {k: v for k, v in inventory.items() if k != "fleet_age"}
     if shorthand is not None:
         result["restart_shorthand"] = shorthand
     result["scenario"] = _scenario_dict(scenario)
@@ -178,6 +275,13 @@ def run_projection(
     if db_path is not None and fit_run is not None:
         _store(db_path, run_id, result)
     return result
+
+
+def _check_warehouse(db_path: Path) -> None:
+    """A one-line error when the warehouse file is missing (read-only DuckDB cannot create it)."""
+    if not Path(db_path).exists():
+        msg = f"no warehouse at {db_path}; run `relia ingest` first or give --db"
+        raise ValueError(msg)
 
 
 def _scenario_dict(scenario: Any) -> dict[str, Any]:
@@ -235,9 +339,12 @@ def load_sweep(path: Path) -> SweepSpec:
     (Monte Carlo trials per grid point) and ``seed``. Knob names and
     values are those of ``relia project`` (:mod:`pipelines.knobs`): Scenario field names,
     ``weibull_shape: 0.7`` or ``{gpu: 0.7}``, ``node_groups: [[0.1, 3]]`` or ``"0.1:3"``,
+    ``fleet_age: [{age_h: 0, share: 0.5}, {age_h: 8760, share: 0.5}]`` (an age mix) or
+    ``fleet_age: inventory`` (the warehouse's ages, :func:`inventory_ages`; needs ``--db``),
     ``rates:`` a list of ``{component_class, level, mtbf_h, mtbf_lo_h, mtbf_hi_h}``;
     ``restart_s`` in ``base`` only. Under ``grid`` each list item is one value (for
-    ``node_groups``, one set of groups: ``["none", "0.1:3"]``).
+    ``node_groups``, one set of groups: ``["none", "0.1:3"]``; for ``fleet_age``, one mix:
+    ``[new, "0:0.5,8760:0.5"]``).
     """
     from pipelines import knobs as knob_text
 
@@ -346,16 +453,25 @@ def run_sweep(
     run_id = None
     model_id = None
     curve = None
-    if spec.from_fits is not None or spec.drain_model is not None:
+    inventory = None
+    from_inventory = spec.base.get("fleet_age") == knob_text.INVENTORY or any(
+        v == knob_text.INVENTORY for v in spec.grid.get("fleet_age", [])
+    )
+    if spec.from_fits is not None or spec.drain_model is not None or from_inventory:
         if db_path is None:
-            msg = "from_fits and drain_model need a warehouse (--db)"
+            msg = "from_fits, drain_model and fleet_age: inventory need a warehouse (--db)"
             raise ValueError(msg)
+        _check_warehouse(db_path)
         with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
             if spec.from_fits is not None:
                 run_id, rates = fit_rates(con, spec.from_fits)
                 measured = measured_restart_s(con)
             if spec.drain_model is not None:
                 model_id, curve = drain_curve(con, spec.drain_model)
+            if from_inventory:
+                inventory = inventory_ages(con)
+    if inventory is not None:
+        spec = _with_inventory_ages(spec, inventory["fleet_age"])
     _, shorthand = knob_text.restart_shorthand(spec.base)
     base = build_scenario(spec.base, rates=rates, measured=measured)
     held_values = {k: spec.baseline.get(k, v[0]) for k, v in spec.grid.items() if k != "n_gpus"}
@@ -399,10 +515,24 @@ def run_sweep(
     }
     if shorthand is not None:
         result["restart_shorthand"] = shorthand
+    if inventory is not None:
+        result["inventory_ages"] = {k: v for k, v in inventory.items() if k != "fleet_age"}
     if curve is not None:
         result["drain"] = _drain_thresholds(baseline, spec, curve, model_id, out_dir)
         result["plots"].append(result["drain"]["plot"])
     return result
+
+
+def _with_inventory_ages(spec: SweepSpec, mix: tuple[tuple[float, float], ...]) -> SweepSpec:
+    """The spec with every ``fleet_age: inventory`` (base, grid, baseline) set to ``mix``."""
+
+    def resolved(value: Any) -> Any:
+        return mix if value == "inventory" else value
+
+    base = {k: resolved(v) if k == "fleet_age" else v for k, v in spec.base.items()}
+    grid = {k: [resolved(v) for v in vs] if k == "fleet_age" else vs for k, vs in spec.grid.items()}
+    baseline = {k: resolved(v) if k == "fleet_age" else v for k, v in spec.baseline.items()}
+    return dataclasses.replace(spec, base=base, grid=grid, baseline=baseline)
 
 
 def _n_monte_carlo(table: pl.DataFrame) -> int:

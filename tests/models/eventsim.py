@@ -25,6 +25,8 @@ The model
   :math:`\mu = \eta\Gamma(1 + 1/k) = \frac{\eta}{k}\Gamma(1/k)`, so
   :math:`F_e(t) = P(1/k, (t/\eta)^k)`: the law of :math:`\eta G^{1/k}` with
   :math:`G \sim \mathrm{Gamma}(1/k, 1)`, which is how it is drawn.
+  An age mix (``(age_h, share)`` pairs): each population above is split again,
+  ``round(share * units)`` units per age (the last age the remainder), each aged as above.
 * **Job-level interruptions** (``job_interruptions_per_h``): a Poisson stream of its own,
   independent of the job's size.
 * **restart / hot_spare.** The job computes segments of :math:`\tau` (``tau_s``), each followed
@@ -124,6 +126,21 @@ def unit_populations(scenario: Scenario) -> list[tuple[int, float, float]]:
         for count, (_, multiplier) in zip(counts, groups, strict=True):
             if count > 0:
                 out.append((count, k, eta_s / multiplier))
+    return out
+
+
+def aged_populations(scenario: Scenario) -> list[tuple[int, float, float, Any]]:
+    """``(units, shape, scale_s, fleet_age)`` of every population, split by an age mix."""
+    fleet_age = scenario.fleet_age
+    if not isinstance(fleet_age, tuple):
+        return [(units, k, eta, fleet_age) for units, k, eta in unit_populations(scenario)]
+    out = []
+    for units, k, eta in unit_populations(scenario):
+        counts = [round(share * units) for _, share in fleet_age[:-1]]
+        counts.append(units - sum(counts))
+        for count, (age_h, _) in zip(counts, fleet_age, strict=True):
+            if count > 0:
+                out.append((count, k, eta, age_h))
     return out
 
 
@@ -302,10 +319,10 @@ def _trial(scenario: Scenario, tau_s: float, seed: np.random.SeedSequence) -> di
     draws = _Draws(fleet)
     job_draws = _Draws(job_level)
     job = _make_job(scenario, tau_s, _Draws(hangs), _Draws(repairs))
-    populations = unit_populations(scenario)
+    populations = aged_populations(scenario)
     heap: list[tuple[float, int]] = []  # (next failure time, population) of every unit that fails
-    for index, (units, shape, scale_s) in enumerate(populations):
-        first = first_failures_s(units, shape, scale_s, scenario.fleet_age, fleet)
+    for index, (units, shape, scale_s, age) in enumerate(populations):
+        first = first_failures_s(units, shape, scale_s, age, fleet)
         heap.extend((t, index) for t in first[first < horizon].tolist())
     rate_s = scenario.job_interruptions_per_h / HOUR_S
     if rate_s > 0:
@@ -319,7 +336,7 @@ def _trial(scenario: Scenario, tau_s: float, seed: np.random.SeedSequence) -> di
             heapq.heappush(heap, (t + job_draws.exp() / rate_s, _JOB_LEVEL))
             job.interrupt(t, hardware=False)
             continue
-        _, shape, scale_s = populations[index]
+        _, shape, scale_s, _ = populations[index]
         renewed = t + scale_s * draws.exp() ** (1.0 / shape)  # a new unit, age 0
         if renewed < horizon:
             heapq.heappush(heap, (renewed, index))

@@ -393,3 +393,55 @@ def test_a_spec_built_without_a_baseline_holds_the_first_values(tmp_path: Path) 
     assert result["baseline_values"] == {"checkpoint_s": "300.0"}
     assert result["baseline"]["checkpoint_s"] == 300.0
     assert result["best_knob"]["best_value"] == "30.0"
+
+
+def test_fleet_age_inventory_reads_the_ages_in_service_at_the_window_end(
+    fleet: tuple, tmp_path: Path
+) -> None:
+    import duckdb
+    import numpy as np
+
+    db = fleet[0]
+    with duckdb.connect(str(db), read_only=True) as con:
+        # independently: each unit life still open at the window end, aged by its exit_h
+        rows = con.execute(
+            "select distinct unit_id, exit_h from int_component_lives "
+            "where observed_to_ts = (select max(observed_to_ts) from int_component_lives) "
+            "and observed_to_ts = (select window_end from stg_observation_window)"
+        ).fetchall()
+    ages = np.sort(np.array([age for _, age in rows]))
+    bins = np.array_split(ages, min(10, ages.size))  # equal-count bins, the first ones longer
+    want = [(float(b.mean()), b.size / ages.size) for b in bins]
+    result = CliRunner().invoke(
+        app, ["project", "--db", str(db), "--fleet-age", "inventory", "--weibull-shape", "0.7",
+              "--samples", "0", "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    inventory = payload["inventory_ages"]
+    assert inventory["n_units"] == ages.size
+    assert len(inventory["bins"]) == len(want) <= 10
+    np.testing.assert_allclose(payload["scenario"]["fleet_age"], want, rtol=1e-9)
+    bins_read = [(b["age_h"], b["share"]) for b in inventory["bins"]]
+    np.testing.assert_allclose(bins_read, want, rtol=1e-9)
+    assert "age mix" in payload["fleet_age_assumption"]
+    text = CliRunner().invoke(
+        app, ["project", "--db", str(db), "--fleet-age", "inventory", "--samples", "0"]
+    )
+    assert f"{ages.size:,} units in service on" in text.stdout
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text(
+        "base: {fleet_age: inventory, weibull_shape: 0.7}\ngrid: {n_gpus: [8192, 16384]}\n"
+    )
+    spec = project.load_sweep(sweep_file)
+    swept = project.run_sweep(spec, db_path=db, out_dir=tmp_path / "out")
+    np.testing.assert_allclose(swept["baseline"]["fleet_age"], want, rtol=1e-9)
+
+
+def test_fleet_age_inventory_without_a_warehouse_is_one_line(tmp_path: Path) -> None:
+    missing = CliRunner().invoke(
+        app, ["project", "--db", str(tmp_path / "none.duckdb"), "--fleet-age", "inventory"]
+    )
+    assert missing.exit_code == 2
+    assert "no warehouse" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1
