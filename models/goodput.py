@@ -382,17 +382,11 @@ class Scenario:
                 msg = f"weibull_shape must be positive (1 is exponential), got {v}."
                 raise ValueError(msg)
         groups = []
-        for group in self.node_groups:
-            if isinstance(group, Mapping):
-                group = (group.get("share"), group.get("rate_multiplier"))
-            try:
-                share, multiplier = (float(x) for x in group)
-            except (TypeError, ValueError):
-                msg = (
-                    f"node_groups entries are (share, rate_multiplier) pairs, got {group!r}; "
-                    "e.g. {share: 0.1, rate_multiplier: 3} for a bad batch on a tenth of the nodes."
-                )
-                raise ValueError(msg) from None
+        for entry in self.node_groups:
+            group, (share, multiplier) = _number_pair(
+                entry, ("share", "rate_multiplier"), "node_groups",
+                "{share: 0.1, rate_multiplier: 3} for a bad batch on a tenth of the nodes",
+            )  # fmt: skip
             if not (0 < share <= 1 and math.isfinite(multiplier) and multiplier > 0):
                 msg = f"node group {group!r}: need 0 < share <= 1 and a positive rate_multiplier."
                 raise ValueError(msg)
@@ -451,6 +445,21 @@ class Scenario:
         )
 
 
+def _number_pair(
+    entry: Any, keys: tuple[str, str], what: str, example: str
+) -> tuple[Any, tuple[float, float]]:
+    """An entry of a list of pairs (``node_groups``, an age mix): given as a pair or as a mapping
+    with ``keys``; returns the entry as a pair and its two numbers, or a one-line error."""
+    if isinstance(entry, Mapping):
+        entry = (entry.get(keys[0]), entry.get(keys[1]))
+    try:
+        first, second = (float(x) for x in entry)
+    except (TypeError, ValueError):
+        msg = f"{what} entries are ({keys[0]}, {keys[1]}) pairs, got {entry!r}; e.g. {example}."
+        raise ValueError(msg) from None
+    return entry, (first, second)
+
+
 def age_mix(value: Iterable[Any]) -> tuple[tuple[float, float], ...]:
     """An age mix as ``Scenario.fleet_age`` stores it: sorted ``(age_h, share)`` pairs.
 
@@ -459,17 +468,11 @@ def age_mix(value: Iterable[Any]) -> tuple[tuple[float, float], ...]:
     Pairs of the same age are merged.
     """
     shares: dict[float, float] = {}
-    for item in value:
-        if isinstance(item, Mapping):
-            item = (item.get("age_h"), item.get("share"))
-        try:
-            age, share = (float(x) for x in item)
-        except (TypeError, ValueError):
-            msg = (
-                f"fleet_age mix entries are (age_h, share) pairs, got {item!r}; "
-                "e.g. [{age_h: 0, share: 0.5}, {age_h: 8760, share: 0.5}]."
-            )
-            raise ValueError(msg) from None
+    for entry in value:
+        item, (age, share) = _number_pair(
+            entry, ("age_h", "share"), "fleet_age mix",
+            "[{age_h: 0, share: 0.5}, {age_h: 8760, share: 0.5}]",
+        )  # fmt: skip
         if not (math.isfinite(age) and age >= 0 and math.isfinite(share) and share > 0):
             msg = f"fleet_age mix entry {item!r}: need an age_h >= 0 and a share > 0."
             raise ValueError(msg)
@@ -787,18 +790,6 @@ def _expected_failures_at(
     unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
     curve = _renewal_curve(shape, _weibull_scale_h(unique[:, 0], shape), unique[:, 1], age)
     return curve[:, edges][inverse.ravel()].reshape(*mtbf_h.shape, len(edges))
-
-
-def _unit_rate_per_h(
-    mtbf_h: NDArray[np.float64],
-    shape: float,
-    horizon_h: NDArray[np.float64],
-    fleet_age: str | float | tuple[tuple[float, float], ...],
-) -> NDArray[np.float64]:
-    """Mean failure rate of one unit position over the job, per hour."""
-    edges = np.asarray([0, _RENEWAL_GRID])
-    count = _expected_failures_at(mtbf_h, shape, horizon_h, fleet_age, edges)[..., -1]
-    return count / np.asarray(horizon_h, float)
 
 
 def _fleet_age_assumption(
