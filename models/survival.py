@@ -48,9 +48,10 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from models.exceptions import ConvergenceWarning, FewFailuresWarning
+from models.mtbf_summary import WEIBAYES_MAX_FAILURES, summarise_group, weibayes
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from numpy.typing import ArrayLike, NDArray
 
@@ -941,6 +942,26 @@ _RESULT_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
     "fit_per_1e9h": pl.Float64,
     "b10_h": pl.Float64,
     "chosen": pl.Boolean,
+    "method": pl.String,
+    "shape_lo": pl.Float64,
+    "shape_hi": pl.Float64,
+    "aic_weight": pl.Float64,
+    "max_age_h": pl.Float64,
+    "rmst_h": pl.Float64,
+    "extrapolated": pl.Boolean,
+    "unit_years": pl.Float64,
+    "afr_observed_pct": pl.Float64,
+    "afr_observed_lo_pct": pl.Float64,
+    "afr_observed_hi_pct": pl.Float64,
+    "mtbf_observed_h": pl.Float64,
+    "mtbf_observed_lo_h": pl.Float64,
+    "mtbf_observed_hi_h": pl.Float64,
+    "headline_method": pl.String,
+    "headline_mtbf_h": pl.Float64,
+    "headline_mtbf_lo_h": pl.Float64,
+    "headline_mtbf_hi_h": pl.Float64,
+    "headline_rmst_h": pl.Float64,
+    "headline_extrapolated": pl.Boolean,
 }
 
 
@@ -965,6 +986,10 @@ def _exponential_row(data: _LogLives, alpha: float) -> dict[str, Any]:
         "afr_pct": afr,
         "fit_per_1e9h": fit,
         "b10_h": _b10_h("exponential", {"lambda_": mtbf}) if r > 0 else math.nan,
+        "method": "chi_square",
+        "shape_lo": math.nan,
+        "shape_hi": math.nan,
+        "_params": {"lambda_": mtbf},
     }
 
 
@@ -984,8 +1009,16 @@ def _parametric_row(fit: _ParametricFit, alpha: float) -> dict[str, Any]:
             "afr_pct": nan,
             "fit_per_1e9h": nan,
             "b10_h": nan,
+            "method": "mle_delta",
+            "shape_lo": nan,
+            "shape_hi": nan,
+            "_params": None,
         }
     mtbf, lo, hi = _delta_interval(family, fit.params, fit.cov, alpha)
+    shape = fit.params[_SHAPE_PARAM[family]]
+    # delta method on log shape (the shape is the second lifelines parameter of every family)
+    sd_log_shape = math.sqrt(fit.cov[1, 1]) / shape if fit.cov[1, 1] >= 0 else math.nan
+    half = float(special.ndtri(1.0 - alpha / 2.0)) * sd_log_shape
     afr, fit_rate = _rates(mtbf)
     return {
         "family": family,
@@ -999,7 +1032,85 @@ def _parametric_row(fit: _ParametricFit, alpha: float) -> dict[str, Any]:
         "afr_pct": afr,
         "fit_per_1e9h": fit_rate,
         "b10_h": _b10_h(family, fit.params),
+        "method": "mle_delta",
+        "shape_lo": shape * math.exp(-half),
+        "shape_hi": shape * math.exp(half),
+        "_params": fit.params,
     }
+
+
+def _weibayes_row(
+    part: pl.DataFrame, shape: tuple[float, str], data: _LogLives, alpha: float
+) -> dict[str, Any]:
+    """The Weibayes row of a group with 1 to 5 failures: a Weibull at a known shape, LR bounds."""
+    beta, source = shape
+    fit = weibayes(
+        part.get_column("exit_h").to_numpy(),
+        part.get_column("failed").to_numpy(),
+        part.get_column("entry_h").to_numpy(),
+        beta,
+        alpha=alpha,
+    )
+    params = {"lambda_": fit.scale_h, "rho_": beta}
+    afr, fit_rate = _rates(fit.mtbf_h)
+    return {
+        "family": "weibull",
+        "params_json": json.dumps(params | {"shape_source": source}),
+        "shape": beta,
+        "log_likelihood": fit.log_likelihood,
+        "aic": 2.0 - 2.0 * fit.log_likelihood,
+        "mtbf_h": fit.mtbf_h,
+        "mtbf_lo_h": fit.mtbf_lo_h,
+        "mtbf_hi_h": fit.mtbf_hi_h,
+        "afr_pct": afr,
+        "fit_per_1e9h": fit_rate,
+        "b10_h": _b10_h("weibull", params) if data.n_failures else math.nan,
+        "method": "weibayes_lr",
+        "shape_lo": math.nan,
+        "shape_hi": math.nan,
+        "_params": params,
+    }
+
+
+class _WeibayesShapes:
+    """The known shape of a Weibayes group: given, else the class's fleet-wide Weibull, else 1.
+
+    ``given`` is one shape for every group or a mapping from the first ``by`` value (the
+    component class) to its shape. Without one, a group split by more columns than the class
+    takes the Weibull MLE of its whole class (pooled over the other columns) when that class has
+    more than ``WEIBAYES_MAX_FAILURES`` failures and the fit converges; otherwise the shape is 1
+    (Weibayes is then the exponential with likelihood-ratio bounds).
+    """
+
+    def __init__(
+        self, frame: pl.DataFrame, by: list[str], given: float | Mapping[str, float] | None
+    ) -> None:
+        self.frame, self.by, self.given = frame, by, given
+        self.pooled: dict[Any, tuple[float, str]] = {}
+
+    def weibayes_shape(self, key: tuple[Any, ...]) -> tuple[float, str]:
+        if isinstance(self.given, (int, float)):
+            return float(self.given), "given"
+        if self.given is not None and key and key[0] in self.given:
+            return float(self.given[key[0]]), "given"
+        if len(self.by) < 2:
+            return 1.0, "assumed (no fleet-wide fit)"
+        if key[0] not in self.pooled:
+            part = self.frame.filter(pl.col(self.by[0]) == key[0])
+            data = _LogLives(
+                Lifetimes(
+                    part.get_column("exit_h").to_numpy(),
+                    part.get_column("failed").to_numpy(),
+                    part.get_column("entry_h").to_numpy(),
+                )
+            )
+            found = (1.0, "assumed (no fleet-wide fit)")
+            if data.n_failures > WEIBAYES_MAX_FAILURES:
+                fit = _fit_family_fast("weibull", data)
+                if fit.converged:
+                    found = (fit.params["rho_"], f"fleet-wide {self.by[0]} fit")
+            self.pooled[key[0]] = found
+        return self.pooled[key[0]]
 
 
 def _lives_frame(lives: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
@@ -1053,6 +1164,7 @@ def fit_lives(
     by: Sequence[str] = ("component_class",),
     families: Sequence[str] = FAMILIES,
     alpha: float = 0.05,
+    weibayes_shape: float | Mapping[str, float] | None = None,
 ) -> pl.DataFrame:
     """Fit every family to the lives of every group and mark the AIC choice.
 
@@ -1130,7 +1242,9 @@ def fit_lives(
 
     columns: dict[str, list[Any]] = {name: [] for name in schema}
     few: list[tuple[Any, ...]] = []
+    weibayes_groups: list[tuple[Any, ...]] = []
     not_converged: list[str] = []
+    shapes = _WeibayesShapes(frame, by, weibayes_shape)
     for key, part in parts.items():
         data = _LogLives(
             Lifetimes(
@@ -1146,8 +1260,12 @@ def fit_lives(
             )
             raise ValueError(msg)
         rows: list[dict[str, Any]] = []
-        if data.n_failures < _MIN_FAILURES:
+        r = data.n_failures
+        if r < _MIN_FAILURES:
             few.append(key)
+        elif r <= WEIBAYES_MAX_FAILURES:
+            weibayes_groups.append(key)
+        if r == 0:
             rows.append(_exponential_row(data, alpha) | {"chosen": True})
         else:
             weibull: _ParametricFit | None = None
@@ -1155,16 +1273,36 @@ def fit_lives(
                 if family == "exponential":
                     rows.append(_exponential_row(data, alpha))
                     continue
+                if r <= WEIBAYES_MAX_FAILURES and family == "weibull":
+                    shape = shapes.weibayes_shape(key)
+                    rows.append(_weibayes_row(part, shape, data, alpha))
+                    continue
+                if r < _MIN_FAILURES:
+                    continue
                 fit = _fit_family_fast(family, data, weibull)
                 if family == "weibull":
                     weibull = fit
                 if not fit.converged:
                     not_converged.append(f"{family} for {dict(zip(by, key, strict=True))}")
                 rows.append(_parametric_row(fit, alpha))
-            aics = np.array([row["aic"] for row in rows], dtype=np.float64)
-            best = int(np.nanargmin(aics)) if np.any(np.isfinite(aics)) else -1
-            for i, row in enumerate(rows):
-                row["chosen"] = i == best
+            if r <= WEIBAYES_MAX_FAILURES:
+                if not any(row["method"] == "weibayes_lr" for row in rows):
+                    shape = shapes.weibayes_shape(key)
+                    rows.append(_weibayes_row(part, shape, data, alpha))
+                for row in rows:
+                    row["chosen"] = row["method"] == "weibayes_lr"
+            else:
+                aics = np.array([row["aic"] for row in rows], dtype=np.float64)
+                best = int(np.nanargmin(aics)) if np.any(np.isfinite(aics)) else -1
+                for i, row in enumerate(rows):
+                    row["chosen"] = i == best
+        summarise_group(
+            rows,
+            n_failures=r,
+            exposure_h=data.exposure_h,
+            max_age_h=float(part.get_column("exit_h").max()),  # type: ignore[arg-type]
+            alpha=alpha,
+        )
         for row in rows:
             for c, value in zip(by, key, strict=True):
                 columns[c].append(value)
@@ -1179,8 +1317,20 @@ def fit_lives(
         shown = ", ".join(str(dict(zip(by, k, strict=True))) for k in few[:10])
         more = f" and {len(few) - 10} more" if len(few) > 10 else ""
         warnings.warn(
-            f"{len(few)} group(s) have fewer than {_MIN_FAILURES} failures ({shown}{more}): only "
-            "the exponential chi-square bound is reported for them; read it as a bound.",
+            f"{len(few)} group(s) have fewer than {_MIN_FAILURES} failures ({shown}{more}): no "
+            "family is fitted by maximum likelihood; with none the exponential chi-square bound "
+            "is reported, with one a Weibayes row (known shape, likelihood-ratio bounds); read "
+            "them as bounds.",
+            FewFailuresWarning,
+            stacklevel=2,
+        )
+    if weibayes_groups:
+        shown = ", ".join(str(dict(zip(by, k, strict=True))) for k in weibayes_groups[:10])
+        more = f" and {len(weibayes_groups) - 10} more" if len(weibayes_groups) > 10 else ""
+        warnings.warn(
+            f"{len(weibayes_groups)} group(s) have {_MIN_FAILURES} to {WEIBAYES_MAX_FAILURES} "
+            f"failures ({shown}{more}): their chosen row is Weibayes (a Weibull at a known shape "
+            "with likelihood-ratio bounds); the other families' fits are shown, not chosen.",
             FewFailuresWarning,
             stacklevel=2,
         )

@@ -42,6 +42,26 @@ SEEDS = {
 ADDED_COLUMNS = (
     ("raw_fault_events", "unit_group", "varchar"),
     ("raw_slurm_jobs", "cluster", "varchar"),
+    ("fit_results", "method", "varchar"),
+    ("fit_results", "shape_lo", "double"),
+    ("fit_results", "shape_hi", "double"),
+    ("fit_results", "aic_weight", "double"),
+    ("fit_results", "max_age_h", "double"),
+    ("fit_results", "rmst_h", "double"),
+    ("fit_results", "extrapolated", "boolean"),
+    ("fit_results", "unit_years", "double"),
+    ("fit_results", "afr_observed_pct", "double"),
+    ("fit_results", "afr_observed_lo_pct", "double"),
+    ("fit_results", "afr_observed_hi_pct", "double"),
+    ("fit_results", "mtbf_observed_h", "double"),
+    ("fit_results", "mtbf_observed_lo_h", "double"),
+    ("fit_results", "mtbf_observed_hi_h", "double"),
+    ("fit_results", "headline_method", "varchar"),
+    ("fit_results", "headline_mtbf_h", "double"),
+    ("fit_results", "headline_mtbf_lo_h", "double"),
+    ("fit_results", "headline_mtbf_hi_h", "double"),
+    ("fit_results", "headline_rmst_h", "double"),
+    ("fit_results", "headline_extrapolated", "boolean"),
 )
 """Columns added to a raw table after it first shipped: ``(table, column, type)``. A warehouse
 made before gains them (empty) when its schema is applied; a table the lake has replaced by a

@@ -29,6 +29,26 @@ create table if not exists fit_results (
     fit_per_1e9h double,
     b10_h double,
     chosen boolean,
+    method varchar,  -- chi_square (exact exponential), mle_delta (MLE, delta-method bounds), weibayes_lr
+    shape_lo double,  -- 1 - alpha bounds of the shape (delta method on log shape)
+    shape_hi double,
+    aic_weight double,  -- Akaike weight of the family within its class x cohort
+    max_age_h double,  -- oldest age observed in the group
+    rmst_h double,  -- the family's mean restricted to max_age_h
+    extrapolated boolean,  -- more than half of the family's mean lies beyond max_age_h
+    unit_years double,  -- exposure_h / 8766
+    afr_observed_pct double,  -- 100 x failures / unit_years, exact Poisson bounds
+    afr_observed_lo_pct double,
+    afr_observed_hi_pct double,
+    mtbf_observed_h double,  -- exposure_h / failures, chi-square bounds
+    mtbf_observed_lo_h double,
+    mtbf_observed_hi_h double,
+    headline_method varchar,  -- model_average, weibayes_lr or chi_square
+    headline_mtbf_h double,  -- the class x cohort's headline MTBF and bounds (same on every row)
+    headline_mtbf_lo_h double,
+    headline_mtbf_hi_h double,
+    headline_rmst_h double,
+    headline_extrapolated boolean,
     primary key (run_id, component_class, cohort, family)
 );
 

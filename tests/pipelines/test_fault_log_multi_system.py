@@ -86,7 +86,10 @@ def db_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def fit_run(db_path: Path) -> dict[str, Any]:
     """``relia fit --lives int_fault_lives --dataset lanl_failures`` on the warehouse."""
-    with pytest.warns(FewFailuresWarning, match="fewer than 2 failures"):
+    with (
+        pytest.warns(FewFailuresWarning, match="fewer than 2 failures"),
+        pytest.warns(FewFailuresWarning, match="2 to 5 failures .{'component_class': 'software'}"),
+    ):
         return run_fit(db_path, lives="int_fault_lives", dataset=DATASET)
 
 
