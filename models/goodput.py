@@ -92,6 +92,9 @@ RSC1_NODE_FAILURES_PER_1000_NODE_DAYS = 6.50
 SECONDS_PER_HOUR = 3600.0
 SECONDS_PER_DAY = 86_400.0
 _Z975 = 1.959963984540054  # standard normal 97.5 % quantile
+MTBF_CAP_H = 1e12
+"""An MTBF sampled from a family with no finite mean (a point mass at infinity) is this many
+hours: the class then fails about never within any job."""
 _STRATEGIES = ("restart", "hot_spare", "elastic")
 _LEVELS = ("gpu", "node")
 _FLEET_AGES = ("steady_state", "new")
@@ -124,6 +127,15 @@ class ClassRate:
         missing is held at ``mtbf_h``.
     weibull_shape
         Weibull shape of one unit's lifetime; 1 is exponential, below 1 is infant mortality.
+    mtbf_mixture
+        The sampling distribution of the MTBF as a mixture of log-normals:
+        ``(weight, log_mtbf, log_sd)`` triples (a model-averaged fit's families with their Akaike
+        weights, see :func:`rates_from_fits`); ``log_mtbf = inf`` is a family with no finite mean,
+        sampled as :data:`MTBF_CAP_H`. When given, :func:`project` samples from it instead of
+        the log-normal matched to the bounds.
+    extrapolated
+        The MTBF is mostly an extrapolation beyond the ages observed (from the fit); carried into
+        the projection's output.
     """
 
     component_class: str
@@ -132,6 +144,8 @@ class ClassRate:
     mtbf_lo_h: float | None = None
     mtbf_hi_h: float | None = None
     weibull_shape: float = 1.0
+    mtbf_mixture: tuple[tuple[float, float, float], ...] = ()
+    extrapolated: bool = False
 
     def __post_init__(self) -> None:
         if self.level not in _LEVELS:
@@ -159,9 +173,29 @@ class ClassRate:
 
     @property
     def has_interval(self) -> bool:
-        """Whether both bounds are finite and positive, so the MTBF can be sampled."""
+        """Whether the MTBF can be sampled: a mixture, or both bounds finite and positive."""
+        if self.mtbf_mixture:
+            return True
         lo, hi = self.mtbf_lo_h, self.mtbf_hi_h
         return lo is not None and hi is not None and math.isfinite(hi) and 0 < lo < hi
+
+    def sample_mtbf(self, rng: np.random.Generator, n: int) -> NDArray[np.float64]:
+        """``n`` draws of the MTBF from its mixture, its bounds' log-normal, or the point."""
+        if self.mtbf_mixture:
+            weights = np.array([m[0] for m in self.mtbf_mixture])
+            centre = np.array([m[1] for m in self.mtbf_mixture])
+            spread = np.array([m[2] for m in self.mtbf_mixture])
+            pick = rng.choice(weights.size, size=n, p=weights / weights.sum())
+            finite = np.isfinite(centre[pick])
+            draws = np.full(n, MTBF_CAP_H)
+            draws[finite] = np.exp(
+                centre[pick][finite] + spread[pick][finite] * rng.standard_normal(finite.sum())
+            )
+            return np.minimum(draws, MTBF_CAP_H)
+        if self.has_interval:
+            lo, hi = math.log(self.mtbf_lo_h), math.log(self.mtbf_hi_h)  # type: ignore[arg-type]
+            return np.exp(rng.normal((lo + hi) / 2.0, (hi - lo) / (2.0 * _Z975), n))
+        return np.full(n, self.mtbf_h)
 
 
 @dataclass(frozen=True)
@@ -1425,6 +1459,19 @@ def project(
     out["strategy"] = scenario.strategy
     out["rate_source"] = scenario.rate_source
     out["fleet_age_assumption"] = _fleet_age_assumption(scenario.fleet_age, rates)
+    out["extrapolated_classes"] = [r.component_class for r in rates if r.extrapolated]
+    if out["extrapolated_classes"]:
+        out["extrapolation_note"] = (
+            "most of the fitted mean life of "
+            + ", ".join(out["extrapolated_classes"])
+            + " lies beyond the oldest age observed: "
+            + (
+                "a steady-state projection rests on it; project at the fleet's ages "
+                "(fleet_age) to use the hazard the data cover"
+                if scenario.fleet_age == "steady_state"
+                else "the projection uses the Weibull fit's hazard at the given ages"
+            )
+        )
     out["uncertainty"] = "none requested"
     out["ettr_note"] = _ettr_note(out)
     if math.isnan(out["ettr"]):
@@ -1438,24 +1485,23 @@ def project(
             out["uncertainty"] = "none: no rate carries an MTBF interval"
             return out
         rng = np.random.default_rng(random_state)
-        samples = []
-        for r in rates:
-            if r.has_interval:
-                lo, hi = math.log(r.mtbf_lo_h), math.log(r.mtbf_hi_h)  # type: ignore[arg-type]
-                samples.append(
-                    np.exp(rng.normal((lo + hi) / 2.0, (hi - lo) / (2.0 * _Z975), n_samples))
-                )
-            else:
-                samples.append(np.full(n_samples, r.mtbf_h))
+        samples = [r.sample_mtbf(rng, n_samples) for r in rates]
         tau_s = out["checkpoint_interval_min"] * 60.0
         sampled = _project_arrays(scenario, {"checkpoint_interval_s": tau_s}, mtbf_override=samples)
         for key in ("mtti_h", "ettr", "goodput", "expected_interruptions"):
             lo_q, hi_q = np.quantile(np.broadcast_to(sampled[key], (n_samples,)), [0.025, 0.975])
             out[f"{key}_lo"], out[f"{key}_hi"] = float(lo_q), float(hi_q)
         names = ", ".join(r.component_class for r in with_interval)
+        mixed = [r.component_class for r in with_interval if r.mtbf_mixture]
         out["uncertainty"] = (
             f"{n_samples} samples of the MTBF of {names} from log-normals matched to their 95 % "
-            "intervals; 2.5/97.5 % quantiles"
+            "intervals"
+            + (
+                f" (model-averaged mixtures of the fitted families for {', '.join(mixed)})"
+                if mixed
+                else ""
+            )
+            + "; 2.5/97.5 % quantiles"
         )
     return out
 
@@ -1476,8 +1522,26 @@ def _ettr_note(out: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- fit results -> rates
 
 
-def rates_from_fits(fit_results: pl.DataFrame) -> tuple[ClassRate, ...]:
-    """Turn the chosen rows of a fit table into per-class rates.
+def rates_from_fits(
+    fit_results: pl.DataFrame, *, at_ages: bool = False
+) -> tuple[ClassRate, ...]:
+    """Turn the rows of a fit table into per-class rates.
+
+    A table from :func:`models.fit_lives` (it has ``headline_mtbf_h`` and ``aic_weight``) is
+    read per class, all families together:
+
+    - by default (a steady-state projection, where only the mean matters) the rate is the
+      class's headline MTBF and bounds; a model-averaged headline also passes its mixture (each
+      family's log-normal sampling distribution with its Akaike weight, a family with no finite
+      mean as a point at infinity) so that :func:`project` samples the model uncertainty;
+    - ``at_ages=True`` (a projection at given unit ages: ``fleet_age`` ``"new"``, hours or an
+      age mix) takes the class's Weibull row (the maximum-likelihood or Weibayes fit): its
+      hazard at the ages the data cover is what the data support, and the projection engine
+      models Weibull lives natively;
+    - ``extrapolated`` is the class's ``headline_extrapolated``; a class with no failure is
+      projected at its chi-square lower bound (with a warning), as below.
+
+    Any other table is read the older way, from its chosen rows:
 
     Parameters
     ----------
@@ -1518,6 +1582,8 @@ def rates_from_fits(fit_results: pl.DataFrame) -> tuple[ClassRate, ...]:
     if missing:
         msg = f"fit_results lacks columns {missing}; pass the fit table with {list(required)}."
         raise ValueError(msg)
+    if {"headline_mtbf_h", "aic_weight", "headline_method"} <= set(fit_results.columns):
+        return _rates_from_headlines(fit_results, at_ages=at_ages)
     if "chosen" in fit_results.columns:
         fit_results = fit_results.filter(pl.col("chosen"))
     out = []
@@ -1550,6 +1616,72 @@ def rates_from_fits(fit_results: pl.DataFrame) -> tuple[ClassRate, ...]:
             + ", ".join(bounded),
             FewFailuresWarning,
             stacklevel=2,
+        )
+    return tuple(out)
+
+
+def _rates_from_headlines(fits: pl.DataFrame, *, at_ages: bool) -> tuple[ClassRate, ...]:
+    """:func:`rates_from_fits` for a ``fit_lives`` table (see there)."""
+    out, bounded = [], []
+    for (name,), rows in fits.group_by("component_class", maintain_order=True):
+        head = rows.row(0, named=True)
+        method = head["headline_method"]
+        level = str(head["unit_level"])
+        weibull = rows.filter((pl.col("family") == "weibull") & pl.col("mtbf_h").is_finite())
+        extrapolated = bool(head["headline_extrapolated"])
+        if method == "chi_square":
+            lo = _finite_or_none(head["headline_mtbf_lo_h"])
+            if lo is None:
+                msg = f"{name!r} has neither mtbf_h nor mtbf_lo_h; drop the row or give a bound."
+                raise ValueError(msg)
+            bounded.append(str(name))
+            out.append(ClassRate(str(name), level, lo, lo, None))
+            continue
+        if at_ages and weibull.height:
+            w = weibull.row(0, named=True)
+            out.append(
+                ClassRate(
+                    str(name),
+                    level,
+                    float(w["mtbf_h"]),
+                    _finite_or_none(w["mtbf_lo_h"]),
+                    _finite_or_none(w["mtbf_hi_h"]),
+                    float(w["shape"]),
+                    extrapolated=extrapolated,
+                )
+            )
+            continue
+        mixture: list[tuple[float, float, float]] = []
+        if method == "model_average":
+            for row in rows.iter_rows(named=True):
+                weight = float(row["aic_weight"] or 0.0)
+                mean = float(row["mtbf_h"]) if row["mtbf_h"] is not None else math.nan
+                if weight <= 0 or math.isnan(mean):
+                    continue
+                if math.isinf(mean):
+                    mixture.append((weight, math.inf, 0.0))
+                    continue
+                lo, hi = math.log(row["mtbf_lo_h"]), math.log(row["mtbf_hi_h"])
+                mixture.append((weight, math.log(mean), (hi - lo) / (2.0 * _Z975)))
+        shape = float(weibull["shape"][0]) if weibull.height else 1.0
+        out.append(
+            ClassRate(
+                str(name),
+                level,
+                min(float(head["headline_mtbf_h"]), MTBF_CAP_H),
+                _finite_or_none(head["headline_mtbf_lo_h"]),
+                _finite_or_none(head["headline_mtbf_hi_h"]),
+                shape,
+                mtbf_mixture=tuple(mixture),
+                extrapolated=extrapolated,
+            )
+        )
+    if bounded:
+        warnings.warn(
+            "no point MTBF, projected at the lower bound (a pessimistic rate): "
+            + ", ".join(bounded),
+            FewFailuresWarning,
+            stacklevel=3,
         )
     return tuple(out)
 

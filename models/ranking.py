@@ -11,7 +11,6 @@ factorial grid is needed or assumed. When rates carry MTBF intervals, each gain 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["KnobRanking", "knob_gains", "paired_goodput_samples"]
 
-_Z975 = 1.959963984540054  # standard normal 97.5 % quantile
 
 _GAIN_SCHEMA = {
     "knob": pl.String,
@@ -111,19 +109,13 @@ def paired_goodput_samples(
         return None, note
     for s in scenarios[1:]:
         other = s.class_rates()
-        if [(r.mtbf_h, r.mtbf_lo_h, r.mtbf_hi_h) for r in other] != [
-            (r.mtbf_h, r.mtbf_lo_h, r.mtbf_hi_h) for r in rates
+        if [(r.mtbf_h, r.mtbf_lo_h, r.mtbf_hi_h, r.mtbf_mixture) for r in other] != [
+            (r.mtbf_h, r.mtbf_lo_h, r.mtbf_hi_h, r.mtbf_mixture) for r in rates
         ]:
             msg = "paired samples need scenarios with the same rates; rank rates separately."
             raise ValueError(msg)
     rng = np.random.default_rng(random_state)
-    draws = []
-    for r in rates:
-        if r.has_interval:
-            lo, hi = math.log(r.mtbf_lo_h), math.log(r.mtbf_hi_h)  # type: ignore[arg-type]
-            draws.append(np.exp(rng.normal((lo + hi) / 2.0, (hi - lo) / (2.0 * _Z975), n_samples)))
-        else:
-            draws.append(np.full(n_samples, r.mtbf_h))
+    draws = [r.sample_mtbf(rng, n_samples) for r in rates]
     out = []
     for s in scenarios:
         tau_s = float(_project_arrays(s)["checkpoint_interval_min"]) * 60.0

@@ -186,7 +186,8 @@ def synth(
     precursor_share: Annotated[
         float | None,
         typer.Option(
-            min=0.0, max=1.0,
+            min=0.0,
+            max=1.0,
             help="Plant warning signals (ECC, row remaps, NVLink CRC, heat, warning Xids) in the "
             "hours before this share of GPU failures and none before the others; with "
             "--dcgm-interval-s. Ground truth marks which failures got them.",
@@ -429,38 +430,54 @@ def summary(
 
 
 def _fit_rows(results: Any) -> list[dict[str, Any]]:
-    """The AIC-chosen row per class and cohort, with the exponential MTBF beside it.
+    """One row per class and cohort: observed rates, the headline MTBF, the chosen family.
 
-    A chosen heavy-tailed family (log-logistic, log-normal with a large sigma, Weibull with a
-    small shape) can have a mean far beyond the data; the exponential MTBF (exposure / failures)
-    is the steady-state figure to read next to it.
+    ``afr_obs_pct`` is failures per 100 unit-years observed (exact Poisson bounds); ``mtbf_h``
+    and its bounds are the headline (``method``: a model average over the families, Weibayes
+    for 1 to 5 failures, the chi-square bound for none); ``extrap`` says most of that mean lies
+    beyond the oldest age observed, ``rmst_h`` is the mean restricted to that age; ``family``,
+    ``shape`` and ``afr_model_pct`` (8,766 h / the family's mean) are the AIC choice's, a model
+    quantity.
     """
     import polars as pl
 
-    exponential = results.filter(pl.col("family") == "exponential").select(
-        "component_class", "cohort", pl.col("mtbf_h").round(0).alias("exp_mtbf_h")
+    def span(value: Any, lo: Any, hi: Any, digits: int) -> str:
+        def one(x: Any) -> str:
+            if x is None or x != x:
+                return "-"
+            return "inf" if x == float("inf") else f"{x:,.{digits}f}"
+
+        return f"{one(value)} ({one(lo)}-{one(hi)})"
+
+    rows = []
+    chosen = results.filter(pl.col("chosen")).sort(
+        "n_failures", "component_class", descending=[True, False]
     )
-    return (
-        results.filter(pl.col("chosen"))
-        .join(exponential, on=["component_class", "cohort"], how="left")
-        .select(
-            "component_class",
-            "cohort",
-            "family",
-            "n_units",
-            "n_failures",
-            pl.col("exposure_h").round(0),
-            pl.col("shape").round(3),
-            pl.col("mtbf_h").round(0),
-            pl.col("mtbf_lo_h").round(0),
-            pl.col("mtbf_hi_h").round(0),
-            "exp_mtbf_h",
-            pl.col("afr_pct").round(3),
-            pl.col("b10_h").round(0),
-        )
-        .sort("n_failures", "component_class", descending=[True, False])
-        .to_dicts()
-    )
+    split = chosen["cohort"].n_unique() > 1 or chosen["cohort"].first() != "all"
+    for r in chosen.iter_rows(named=True):
+        row = {"class": r["component_class"]} | ({"cohort": r["cohort"]} if split else {})
+        row |= {
+            "fail": r["n_failures"],
+            "unit_yr": round(r["unit_years"], 1),
+            "afr_obs_pct": span(
+                r["afr_observed_pct"], r["afr_observed_lo_pct"], r["afr_observed_hi_pct"], 1
+            ),
+            "mtbf_h": span(
+                r["headline_mtbf_h"], r["headline_mtbf_lo_h"], r["headline_mtbf_hi_h"], 0
+            ),
+            "how": {"model_average": "avg", "weibayes_lr": "weibayes", "chi_square": "chi2"}.get(
+                r["headline_method"], r["headline_method"]
+            ),
+            "extrap": "yes" if r["headline_extrapolated"] else "",
+            "rmst_h": round(r["headline_rmst_h"])
+            if r["headline_rmst_h"] == r["headline_rmst_h"]
+            else None,
+            "family": r["family"],
+            "shape": round(r["shape"], 2),
+            "afr_model_pct": round(r["afr_pct"], 1) if r["afr_pct"] == r["afr_pct"] else None,
+        }
+        rows.append(row)
+    return rows
 
 
 @app.command()
@@ -524,16 +541,35 @@ def fit(
     notes = sorted({str(w.message) for w in caught})
     rows = results.to_dicts() if all_families else _fit_rows(results)
     if as_json:
+        chosen = results if all_families else results.filter(results["chosen"])
         _print_json(
             {
                 "run_id": run_id,
-                "fits": rows,
+                "fits": chosen.to_dicts(),
                 "cox": cox_table.to_dicts() if cox_table is not None else None,
                 "notes": notes,
             }
         )
         return
-    console.print(_table(f"fit run {run_id} (AIC choice per class; MTBF in hours)", rows))
+    title = (
+        f"fit run {run_id} (every family)"
+        if all_families
+        else f"fit run {run_id}: observed AFR, headline MTBF (hours), AIC-chosen family"
+    )
+    console.print(_table(title, rows))
+    extrapolated = sorted(
+        {r["component_class"] for r in results.to_dicts() if r.get("headline_extrapolated")}
+    )
+    if extrapolated:
+        err.print(
+            _error(
+                "note",
+                "yellow",
+                "extrapolated: most of the mean life of "
+                + ", ".join(extrapolated)
+                + " lies beyond the oldest age observed (rmst_h is the mean up to that age)",
+            )
+        )
     if cox_table is not None:
         console.print(_table("Cox proportional hazards", cox_table.to_dicts()))
     for note in notes:
@@ -724,7 +760,8 @@ def project(
     drain_recall: Annotated[
         float,
         typer.Option(
-            min=0.0, max=1.0,
+            min=0.0,
+            max=1.0,
             help="Share of failures a predictor warns of in time; each becomes a planned drain "
             "(a checkpoint + a migration) instead of lost work. See `relia predict train`.",
         ),
@@ -732,7 +769,8 @@ def project(
     drain_precision: Annotated[
         float,
         typer.Option(
-            min=0.0, max=1.0,
+            min=0.0,
+            max=1.0,
             help="Share of the predictor's alarms that are real; the rest drain healthy nodes.",
         ),
     ] = 1.0,

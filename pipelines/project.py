@@ -29,12 +29,16 @@ HARDWARE_ATTRIBUTIONS = ("hardware-confirmed", "scheduler-only")
 
 
 def projection_fits(fits: pl.DataFrame) -> pl.DataFrame:
-    """The fit row to project from, per class and cohort: the AIC choice, with failures.
+    """The fit rows to project from, per class and cohort, for classes with failures.
 
-    A chosen heavy-tailed family can have no finite mean (a log-logistic with shape <= 1) or no
-    finite interval; such a class is projected from its exponential row (exposure / failures,
-    the steady-state rate) instead. Classes with no failure are left out (rate 0).
+    A fit run that carries headlines (``headline_mtbf_h``) keeps every family row of a class:
+    :func:`models.rates_from_fits` reads the headline and the families' weights from them.
+    An older run keeps the AIC choice; a chosen heavy-tailed family with no finite mean (a
+    log-logistic with shape <= 1) or no finite interval is replaced by its exponential row
+    (exposure / failures, the steady-state rate). Classes with no failure are left out (rate 0).
     """
+    if "headline_mtbf_h" in fits.columns and fits["headline_mtbf_h"].is_not_null().any():
+        return fits.filter(pl.col("n_failures") > 0)
     finite = pl.col("mtbf_h").is_finite() & pl.col("mtbf_lo_h").is_finite()
     keys = ["component_class", "cohort"] if "cohort" in fits.columns else ["component_class"]
     with_failures = fits.filter(pl.col("n_failures") > 0)
@@ -45,8 +49,15 @@ def projection_fits(fits: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([chosen, fallback.with_columns(chosen=pl.lit(True))], how="vertical_relaxed")
 
 
-def fit_rates(con: Any, run_id: str | None = None) -> tuple[str, tuple[Any, ...]]:
-    """The per-class rates of a fit run (``latest`` or None: the newest); ``(run_id, rates)``."""
+def fit_rates(
+    con: Any, run_id: str | None = None, *, at_ages: bool = False
+) -> tuple[str, tuple[Any, ...]]:
+    """The per-class rates of a fit run (``latest`` or None: the newest); ``(run_id, rates)``.
+
+    ``at_ages``: the projection is at given unit ages (not the steady state), so each class is
+    projected from its Weibull fit's hazard rather than the model-averaged mean
+    (:func:`models.rates_from_fits`).
+    """
     from models import rates_from_fits
 
     run_id = None if run_id in (None, "latest") else run_id
@@ -62,7 +73,7 @@ def fit_rates(con: Any, run_id: str | None = None) -> tuple[str, tuple[Any, ...]
     with warnings.catch_warnings():
         # classes fitted by a non-Weibull family are projected as exponential: said in the output
         warnings.simplefilter("ignore")
-        return run_id, rates_from_fits(failing)
+        return run_id, rates_from_fits(failing, at_ages=at_ages)
 
 
 def measured_restart_s(con: Any) -> dict[str, float | int | None]:
@@ -244,7 +255,8 @@ def run_projection(
         _check_warehouse(db_path)
         with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
             if fit_run is not None:
-                run_id, rates = fit_rates(con, fit_run)
+                at_ages = knobs.get("fleet_age", "steady_state") != "steady_state"
+                run_id, rates = fit_rates(con, fit_run, at_ages=at_ages)
                 measured = measured_restart_s(con)
             if repair_from_warehouse:
                 repair = measured_repair(con)
@@ -464,7 +476,9 @@ def run_sweep(
         _check_warehouse(db_path)
         with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
             if spec.from_fits is not None:
-                run_id, rates = fit_rates(con, spec.from_fits)
+                # one set of rates for the grid: at ages unless the base is the steady state
+                at_ages = spec.base.get("fleet_age", "steady_state") != "steady_state"
+                run_id, rates = fit_rates(con, spec.from_fits, at_ages=at_ages)
                 measured = measured_restart_s(con)
             if spec.drain_model is not None:
                 model_id, curve = drain_curve(con, spec.drain_model)

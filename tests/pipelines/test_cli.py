@@ -71,6 +71,24 @@ def test_fit_and_trend_json(fleet: tuple) -> None:
     assert trend["crow_amsaa"]["verdict"] in {"improving", "stable", "degrading"}
 
 
+def test_fit_reports_observed_rates_and_the_headline(fleet: tuple) -> None:
+    db, _, truth = fleet
+    result = runner.invoke(app, ["fit", "--db", str(db), "--json"])
+    assert result.exit_code == 0, result.output
+    fits = {r["component_class"]: r for r in json.loads(result.stdout)["fits"]}
+    for name, n in truth["failures_by_class"].items():
+        row = fits[name]
+        assert row["n_failures"] == n
+        assert row["afr_observed_pct"] == 100 * n / (row["exposure_h"] / 8766)
+        assert row["headline_method"] == (
+            "chi_square" if n == 0 else "weibayes_lr" if n <= 5 else "model_average"
+        )
+        assert row["method"] in {"chi_square", "mle_delta", "weibayes_lr"}
+    table = runner.invoke(app, ["fit", "--db", str(db)])
+    assert table.exit_code == 0, table.output
+    assert "observed AFR, headline MTBF" in table.stdout
+
+
 # --------------------------------------------------------------------------- what-if knobs (#13)
 HAND = ["project", "--gpus", "16384", "--node-failures-per-1000-node-days", "6.5",
         "--samples", "0", "--json"]  # fmt: skip
