@@ -719,6 +719,22 @@ def _chosen(fits: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+_HEADLINE_COLUMNS = (
+    "unit_years",
+    "afr_observed_pct",
+    "afr_observed_lo_pct",
+    "afr_observed_hi_pct",
+    "headline_method",
+    "headline_mtbf_h",
+    "headline_mtbf_lo_h",
+    "headline_mtbf_hi_h",
+    "headline_rmst_h",
+    "headline_extrapolated",
+    "max_age_h",
+)
+"""Columns of a fit run that carries observed rates and headlines (null for an older run)."""
+
+
 def _class_table(
     con: duckdb.DuckDBPyConnection,
     params: dict[str, object],
@@ -761,6 +777,9 @@ def _class_table(
         "mtbf_lo_h",
         "mtbf_hi_h",
         "afr_pct",
+        *[c for c in _HEADLINE_COLUMNS if c in fits.columns],
+    ).with_columns(
+        pl.lit(None, pl.Float64).alias(c) for c in _HEADLINE_COLUMNS if c not in fits.columns
     )
     hours_per_year = 8766.0
     return (
@@ -1328,6 +1347,10 @@ def _goodput(
         notes.add("Goodput: no failures in the fits, so no projection.")
         return empty
     rates = notes.run("Goodput rates", lambda: rates_from_fits(projection_fits(fits)))
+    # a projection at given ages (a new system) uses each class's Weibull hazard, not the mean
+    rates_at_ages = notes.run(
+        "Goodput rates", lambda: rates_from_fits(projection_fits(fits), at_ages=True)
+    )
     if left_out:
         notes.add(
             "Goodput: classes with no failure in the fit window are left out of the projection "
@@ -1383,7 +1406,10 @@ def _goodput(
     knob_baselines: list[dict[str, Any]] = []
     for n_gpus in targets:
         for age in ("steady_state", "new"):
-            out = at(n_gpus, fleet_age=age)
+            if age == "steady_state":
+                out = at(n_gpus, fleet_age=age)
+            else:
+                out = at(n_gpus, fleet_age=age, rates=rates_at_ages)
             row = {
                 "n_gpus": n_gpus,
                 "fleet_age": age,
@@ -1430,9 +1456,11 @@ def _goodput(
                 "level": r.level,
                 "mtbf_h": r.mtbf_h,
                 "weibull_shape": r.weibull_shape,
+                "extrapolated": r.extrapolated,
             }
             for r in rates
         ],
+        "extrapolated": [r.component_class for r in rates if r.extrapolated],
         "left_out": left_out,
         "n_samples": N_SAMPLES,
         "targets": list(targets),
