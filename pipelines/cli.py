@@ -428,6 +428,25 @@ def summary(
         _print_summary(settings.db_path, result)
 
 
+_REPAIR_NAMES = {
+    "n_units": "n_repairs",
+    "n_failures": "n_repaired",
+    "exposure_h": "repair_hours",
+    "mtbf_h": "mttr_h",
+    "mtbf_lo_h": "mttr_lo_h",
+    "mtbf_hi_h": "mttr_hi_h",
+    "exp_mtbf_h": "exp_mttr_h",
+    "b10_h": "b10_repair_h",
+}
+"""Column names of a repair run's rows as printed (table and JSON): the mean is the MTTR."""
+
+
+def _repair_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fit rows of a repair run, renamed for repair times; no failure rates (AFR, FIT)."""
+    drop = {"afr_pct", "fit_per_1e9h"}
+    return [{_REPAIR_NAMES.get(k, k): v for k, v in row.items() if k not in drop} for row in rows]
+
+
 def _fit_rows(results: Any) -> list[dict[str, Any]]:
     """The AIC-chosen row per class and cohort, with the exponential MTBF beside it.
 
@@ -473,10 +492,16 @@ def fit(
         typer.Option(help="Comma-separated covariates for Cox PH (e.g. batch,position)."),
     ] = None,
     lives: Annotated[
-        str, typer.Option(help="Lives view: fct_component_lives or int_fault_lives.")
+        str,
+        typer.Option(
+            help="Lives view: fct_component_lives or int_fault_lives (lifetimes, MTBF), or a "
+            "repair view: stg_repairs (replacement tickets), int_fault_repairs or "
+            "int_node_unavailability (repair times, MTTR, with a pooled class 'all').",
+        ),
     ] = "fct_component_lives",
     dataset: Annotated[
-        str | None, typer.Option(help="Dataset name within int_fault_lives.")
+        str | None,
+        typer.Option(help="Dataset name within int_fault_lives / int_fault_repairs."),
     ] = None,
     alpha: Annotated[float, typer.Option(min=0.001, max=0.5, help="1 - confidence level.")] = 0.05,
     all_families: Annotated[
@@ -488,9 +513,22 @@ def fit(
     window_start: WindowStartOption = None,
     window_end: WindowEndOption = None,
 ) -> None:
-    """Fit MTBF per component class (and cohort), store it in fit_results, print the AIC choice."""
+    """Fit MTBF per component class (and cohort), store it in fit_results, print the AIC choice.
+
+    With a repair view as --lives the same families are fitted to repair durations (open repairs
+    right-censored) and the mean is the MTTR.
+    """
     import warnings
 
+    from pipelines.fit import LIVES_VIEWS, quantity_of
+
+    if lives not in LIVES_VIEWS:
+        err.print(
+            _error(
+                "error", "red", f"unknown --lives {lives!r}; use one of: {', '.join(LIVES_VIEWS)}"
+            )
+        )
+        raise typer.Exit(2)
     settings = _settings(db_path=db)
     _set_window(settings.db_path, window_start, window_end)
     cohorts = list(by or [])
@@ -523,17 +561,40 @@ def fit(
             )
     notes = sorted({str(w.message) for w in caught})
     rows = results.to_dicts() if all_families else _fit_rows(results)
+    quantity = quantity_of(lives)
+    repairs = outcome.get("repairs")
+    if quantity == "repair_time":
+        rows = _repair_rows(rows)
     if as_json:
         _print_json(
             {
                 "run_id": run_id,
+                "lives": lives,
+                "quantity": quantity,
+                "mean": "MTTR" if quantity == "repair_time" else "MTBF",
+                **({"repairs": repairs} if repairs is not None else {}),
                 "fits": rows,
                 "cox": cox_table.to_dicts() if cox_table is not None else None,
                 "notes": notes,
             }
         )
         return
-    console.print(_table(f"fit run {run_id} (AIC choice per class; MTBF in hours)", rows))
+    if quantity == "repair_time":
+        title = f"fit run {run_id}: repair times from {lives} (AIC choice per class; MTTR in hours)"
+    else:
+        title = f"fit run {run_id} (AIC choice per class; MTBF in hours)"
+    console.print(_table(title, rows))
+    if repairs is not None:
+        unused = repairs["n_open_no_age"] + repairs["n_no_length"] + repairs["n_before_window"]
+        console.print(
+            f"{repairs['n_repairs']:,} repairs: {repairs['n_repaired']:,} closed, "
+            f"{repairs['n_open']:,} open (right-censored at the end of the data); not fitted: "
+            f"{unused:,} ({repairs['n_open_no_age']:,} open with no age, "
+            f"{repairs['n_no_length']:,} closed at their start, {repairs['n_before_window']:,} "
+            "over before the window)",
+            highlight=False,
+            markup=False,
+        )
     if cox_table is not None:
         console.print(_table("Cox proportional hazards", cox_table.to_dicts()))
     for note in notes:
@@ -679,6 +740,15 @@ def project(
             "measured repair times (closed replacement tickets in --db).",
         ),
     ] = False,
+    repair_from_fits: Annotated[
+        str | None,
+        typer.Option(
+            metavar="latest|RUN_ID",
+            help="Set --repair-h and --repair-sigma to the median exp(mu) and sigma of the "
+            "pooled log-normal of a stored repair-time fit run (relia fit --lives stg_repairs, "
+            "int_fault_repairs or int_node_unavailability), or of the latest one.",
+        ),
+    ] = None,
     replica_gpus: Annotated[
         int | None,
         typer.Option(
@@ -791,7 +861,10 @@ def project(
     try:
         result = project_mod.run_projection(
             settings.db_path
-            if from_fits or repair_from_warehouse or fleet_age.strip() == "inventory"
+            if from_fits
+            or repair_from_warehouse
+            or repair_from_fits
+            or fleet_age.strip() == "inventory"
             else None,
             knobs,
             fit_run=from_fits,
@@ -799,6 +872,7 @@ def project(
             simulate_trials=simulate,
             seed=seed,
             repair_from_warehouse=repair_from_warehouse,
+            repair_from_fits=repair_from_fits,
         )
     except ValueError as error:
         err.print(_error("error", "red", error))
@@ -827,6 +901,16 @@ def project(
         console.print(
             f"repairs from the warehouse ({repair['n']} tickets): median "
             f"{repair['median_h']:.3g} h, log-normal sigma {repair['sigma']:.3g}",
+            highlight=False,
+            markup=False,
+        )
+    if "fitted_repair" in result:
+        fitted = result["fitted_repair"]
+        console.print(
+            f"repairs from fit run {fitted['run_id']} ({fitted['lives']}, pooled log-normal of "
+            f"{fitted['n_repairs']:,} repairs, {fitted['n_repaired']:,} closed): median "
+            f"{fitted['median_h']:.3g} h, sigma {fitted['sigma']:.3g}; MTTR "
+            f"{fitted['mttr_h']:.3g} h ({fitted['mttr_lo_h']:.3g}-{fitted['mttr_hi_h']:.3g})",
             highlight=False,
             markup=False,
         )
