@@ -429,6 +429,76 @@ def summary(
         _print_summary(settings.db_path, result)
 
 
+_REPAIR_NAMES = {
+    "n_units": "n_repairs",
+    "n_failures": "n_repaired",
+    "exposure_h": "repair_hours",
+    "mtbf_h": "mttr_h",
+    "mtbf_lo_h": "mttr_lo_h",
+    "mtbf_hi_h": "mttr_hi_h",
+    "exp_mtbf_h": "exp_mttr_h",
+    "b10_h": "b10_repair_h",
+    "mtbf_observed_h": "mttr_observed_h",
+    "mtbf_observed_lo_h": "mttr_observed_lo_h",
+    "mtbf_observed_hi_h": "mttr_observed_hi_h",
+    "headline_mtbf_h": "headline_mttr_h",
+    "headline_mtbf_lo_h": "headline_mttr_lo_h",
+    "headline_mtbf_hi_h": "headline_mttr_hi_h",
+}
+"""Column names of a repair run's rows as printed (table and JSON): the mean is the MTTR."""
+
+
+def _repair_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fit rows of a repair run, renamed for repair times; no failure rates (AFR, FIT)."""
+    drop = {
+        "afr_pct",
+        "fit_per_1e9h",
+        "unit_years",
+        "afr_observed_pct",
+        "afr_observed_lo_pct",
+        "afr_observed_hi_pct",
+    }
+    return [{_REPAIR_NAMES.get(k, k): v for k, v in row.items() if k not in drop} for row in rows]
+
+
+def _span(value: Any, lo: Any, hi: Any, digits: int) -> str:
+    """``value (lo-hi)`` for a table cell; ``-`` for a missing number, ``inf`` for an open bound."""
+
+    def one(x: Any) -> str:
+        if x is None or x != x:
+            return "-"
+        return "inf" if x == float("inf") else f"{x:,.{digits}f}"
+
+    return f"{one(value)} ({one(lo)}-{one(hi)})"
+
+
+_HOW = {"model_average": "avg", "weibayes_lr": "weibayes", "chi_square": "chi2"}
+
+
+def _repair_table_rows(results: Any) -> list[dict[str, Any]]:
+    """One row per class of a repair run: repairs, closed, headline MTTR, the chosen family."""
+    import polars as pl
+
+    chosen = results.filter(pl.col("chosen")).sort(
+        "n_failures", "component_class", descending=[True, False]
+    )
+    return [
+        {
+            "class": r["component_class"],
+            "repairs": r["n_units"],
+            "closed": r["n_failures"],
+            "mttr_h": _span(
+                r["headline_mtbf_h"], r["headline_mtbf_lo_h"], r["headline_mtbf_hi_h"], 1
+            ),
+            "how": _HOW.get(r["headline_method"], r["headline_method"]),
+            "family": r["family"],
+            "shape": round(r["shape"], 2),
+            "b10_h": round(r["b10_h"], 1) if r["b10_h"] == r["b10_h"] else None,
+        }
+        for r in chosen.iter_rows(named=True)
+    ]
+
+
 def _fit_rows(results: Any) -> list[dict[str, Any]]:
     """One row per class and cohort: observed rates, the headline MTBF, the chosen family.
 
@@ -441,14 +511,6 @@ def _fit_rows(results: Any) -> list[dict[str, Any]]:
     """
     import polars as pl
 
-    def span(value: Any, lo: Any, hi: Any, digits: int) -> str:
-        def one(x: Any) -> str:
-            if x is None or x != x:
-                return "-"
-            return "inf" if x == float("inf") else f"{x:,.{digits}f}"
-
-        return f"{one(value)} ({one(lo)}-{one(hi)})"
-
     rows = []
     chosen = results.filter(pl.col("chosen")).sort(
         "n_failures", "component_class", descending=[True, False]
@@ -459,15 +521,13 @@ def _fit_rows(results: Any) -> list[dict[str, Any]]:
         row |= {
             "fail": r["n_failures"],
             "unit_yr": round(r["unit_years"], 1),
-            "afr_obs_pct": span(
+            "afr_obs_pct": _span(
                 r["afr_observed_pct"], r["afr_observed_lo_pct"], r["afr_observed_hi_pct"], 1
             ),
-            "mtbf_h": span(
+            "mtbf_h": _span(
                 r["headline_mtbf_h"], r["headline_mtbf_lo_h"], r["headline_mtbf_hi_h"], 0
             ),
-            "how": {"model_average": "avg", "weibayes_lr": "weibayes", "chi_square": "chi2"}.get(
-                r["headline_method"], r["headline_method"]
-            ),
+            "how": _HOW.get(r["headline_method"], r["headline_method"]),
             "extrap": "yes" if r["headline_extrapolated"] else "",
             "rmst_h": round(r["headline_rmst_h"])
             if r["headline_rmst_h"] == r["headline_rmst_h"]
@@ -490,10 +550,16 @@ def fit(
         typer.Option(help="Comma-separated covariates for Cox PH (e.g. batch,position)."),
     ] = None,
     lives: Annotated[
-        str, typer.Option(help="Lives view: fct_component_lives or int_fault_lives.")
+        str,
+        typer.Option(
+            help="Lives view: fct_component_lives or int_fault_lives (lifetimes, MTBF), or a "
+            "repair view: stg_repairs (replacement tickets), int_fault_repairs or "
+            "int_node_unavailability (repair times, MTTR, with a pooled class 'all').",
+        ),
     ] = "fct_component_lives",
     dataset: Annotated[
-        str | None, typer.Option(help="Dataset name within int_fault_lives.")
+        str | None,
+        typer.Option(help="Dataset name within int_fault_lives / int_fault_repairs."),
     ] = None,
     alpha: Annotated[float, typer.Option(min=0.001, max=0.5, help="1 - confidence level.")] = 0.05,
     all_families: Annotated[
@@ -505,9 +571,22 @@ def fit(
     window_start: WindowStartOption = None,
     window_end: WindowEndOption = None,
 ) -> None:
-    """Fit MTBF per component class (and cohort), store it in fit_results, print the AIC choice."""
+    """Fit MTBF per component class (and cohort), store it in fit_results, print the AIC choice.
+
+    With a repair view as --lives the same families are fitted to repair durations (open repairs
+    right-censored) and the mean is the MTTR.
+    """
     import warnings
 
+    from pipelines.fit import LIVES_VIEWS, quantity_of
+
+    if lives not in LIVES_VIEWS:
+        err.print(
+            _error(
+                "error", "red", f"unknown --lives {lives!r}; use one of: {', '.join(LIVES_VIEWS)}"
+            )
+        )
+        raise typer.Exit(2)
     settings = _settings(db_path=db)
     _set_window(settings.db_path, window_start, window_end)
     cohorts = list(by or [])
@@ -539,28 +618,43 @@ def fit(
                 alpha=alpha,
             )
     notes = sorted({str(w.message) for w in caught})
-    rows = results.to_dicts() if all_families else _fit_rows(results)
+    quantity = quantity_of(lives)
+    repairs = outcome.get("repairs")
+    if all_families:
+        rows = results.to_dicts()
+    elif quantity == "repair_time":
+        rows = _repair_table_rows(results)
+    else:
+        rows = _fit_rows(results)
+    json_rows = (results if all_families else results.filter(results["chosen"])).to_dicts()
+    if quantity == "repair_time":
+        json_rows = _repair_rows(json_rows)
+        rows = _repair_rows(rows) if all_families else rows
     if as_json:
-        chosen = results if all_families else results.filter(results["chosen"])
         _print_json(
             {
                 "run_id": run_id,
-                "fits": chosen.to_dicts(),
+                "lives": lives,
+                "quantity": quantity,
+                "mean": "MTTR" if quantity == "repair_time" else "MTBF",
+                **({"repairs": repairs} if repairs is not None else {}),
+                "fits": json_rows,
                 "cox": cox_table.to_dicts() if cox_table is not None else None,
                 "notes": notes,
             }
         )
         return
-    title = (
-        f"fit run {run_id} (every family)"
-        if all_families
-        else f"fit run {run_id}: observed AFR, headline MTBF (hours), AIC-chosen family"
-    )
+    if quantity == "repair_time":
+        title = f"fit run {run_id}: repair times from {lives} (headline MTTR in hours)"
+    elif all_families:
+        title = f"fit run {run_id} (every family)"
+    else:
+        title = f"fit run {run_id}: observed AFR, headline MTBF (hours), AIC-chosen family"
     console.print(_table(title, rows))
     extrapolated = sorted(
         {r["component_class"] for r in results.to_dicts() if r.get("headline_extrapolated")}
     )
-    if extrapolated:
+    if extrapolated and quantity != "repair_time":
         err.print(
             _error(
                 "note",
@@ -569,6 +663,17 @@ def fit(
                 + ", ".join(extrapolated)
                 + " lies beyond the oldest age observed (rmst_h is the mean up to that age)",
             )
+        )
+    if repairs is not None:
+        unused = repairs["n_open_no_age"] + repairs["n_no_length"] + repairs["n_before_window"]
+        console.print(
+            f"{repairs['n_repairs']:,} repairs: {repairs['n_repaired']:,} closed, "
+            f"{repairs['n_open']:,} open (right-censored at the end of the data); not fitted: "
+            f"{unused:,} ({repairs['n_open_no_age']:,} open with no age, "
+            f"{repairs['n_no_length']:,} closed at their start, {repairs['n_before_window']:,} "
+            "over before the window)",
+            highlight=False,
+            markup=False,
         )
     if cox_table is not None:
         console.print(_table("Cox proportional hazards", cox_table.to_dicts()))
@@ -715,6 +820,15 @@ def project(
             "measured repair times (closed replacement tickets in --db).",
         ),
     ] = False,
+    repair_from_fits: Annotated[
+        str | None,
+        typer.Option(
+            metavar="latest|RUN_ID",
+            help="Set --repair-h and --repair-sigma to the median exp(mu) and sigma of the "
+            "pooled log-normal of a stored repair-time fit run (relia fit --lives stg_repairs, "
+            "int_fault_repairs or int_node_unavailability), or of the latest one.",
+        ),
+    ] = None,
     replica_gpus: Annotated[
         int | None,
         typer.Option(
@@ -829,7 +943,10 @@ def project(
     try:
         result = project_mod.run_projection(
             settings.db_path
-            if from_fits or repair_from_warehouse or fleet_age.strip() == "inventory"
+            if from_fits
+            or repair_from_warehouse
+            or repair_from_fits
+            or fleet_age.strip() == "inventory"
             else None,
             knobs,
             fit_run=from_fits,
@@ -837,6 +954,7 @@ def project(
             simulate_trials=simulate,
             seed=seed,
             repair_from_warehouse=repair_from_warehouse,
+            repair_from_fits=repair_from_fits,
         )
     except ValueError as error:
         err.print(_error("error", "red", error))
@@ -865,6 +983,16 @@ def project(
         console.print(
             f"repairs from the warehouse ({repair['n']} tickets): median "
             f"{repair['median_h']:.3g} h, log-normal sigma {repair['sigma']:.3g}",
+            highlight=False,
+            markup=False,
+        )
+    if "fitted_repair" in result:
+        fitted = result["fitted_repair"]
+        console.print(
+            f"repairs from fit run {fitted['run_id']} ({fitted['lives']}, pooled log-normal of "
+            f"{fitted['n_repairs']:,} repairs, {fitted['n_repaired']:,} closed): median "
+            f"{fitted['median_h']:.3g} h, sigma {fitted['sigma']:.3g}; MTTR "
+            f"{fitted['mttr_h']:.3g} h ({fitted['mttr_lo_h']:.3g}-{fitted['mttr_hi_h']:.3g})",
             highlight=False,
             markup=False,
         )

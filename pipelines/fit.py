@@ -3,6 +3,21 @@
 I/O lives here; the statistics are in ``models``. A fit run reads unit lives from a view, fits every
 component class (optionally split by cohort columns) with each distribution family, marks the AIC
 choice, and stores one row per class x cohort x family under a fresh run id.
+
+A run fits one of two quantities, named by its lives view (``fit_runs.lives``):
+
+- ``lifetime`` (:data:`LIFETIME_VIEWS`): unit lives; ``mtbf_h`` is the mean time between failures.
+- ``repair_time`` (:data:`REPAIR_VIEWS`): repair durations, one "life" per repair from the unit
+  going down (``entry_h`` 0) to its return (``exit_h``; ``failed`` = repaired), an open repair
+  right-censored at its age at the end of the data (``sql/intermediate/int_repair_lives.sql`` says
+  where each source's end comes from). ``mtbf_h`` of these rows is the mean time to repair (MTTR).
+  Besides the view's classes a repair run fits the pool of every repair
+  (``component_class = 'all'``, :data:`POOLED_CLASS`) but planned work (class ``'planned'``), which
+  is what projections take their repair-time law from. Repairs with no usable duration (open with
+  no age, closed at their start, over before the window) are not fitted; the run counts them.
+
+Projections and the report read lifetime runs only: :func:`latest_run_id` and :func:`read_fit`
+default to ``quantity="lifetime"``.
 """
 
 from __future__ import annotations
@@ -26,7 +41,16 @@ if TYPE_CHECKING:
     import duckdb
 
 FAMILIES = ("exponential", "weibull", "lognormal", "loglogistic")
-LIVES_VIEWS = ("fct_component_lives", "int_fault_lives")
+LIFETIME_VIEWS = ("fct_component_lives", "int_fault_lives")
+"""Views of unit lives: a run on one of them fits lifetimes (MTBF)."""
+REPAIR_VIEWS = ("int_fault_repairs", "int_node_unavailability", "stg_repairs")
+"""Views of repairs (read through ``int_repair_lives``): a run on one fits repair times (MTTR)."""
+LIVES_VIEWS = LIFETIME_VIEWS + REPAIR_VIEWS
+QUANTITIES = ("lifetime", "repair_time")
+POOLED_CLASS = "all"
+"""The component class of a repair run's pooled group: every repair but planned work."""
+UNPOOLED_CLASSES = ("planned",)
+"""Repair classes kept out of the pool (planned outages repair no failure)."""
 
 
 @dataclass(frozen=True)
@@ -39,18 +63,67 @@ class FitRun:
     results: pl.DataFrame
 
 
+def check_lives(view: str) -> str:
+    """``view`` when it is a lives view; else a one-line ``ValueError`` listing the valid ones."""
+    if view not in LIVES_VIEWS:
+        msg = f"unknown lives view {view!r}; use one of: {', '.join(LIVES_VIEWS)}"
+        raise ValueError(msg)
+    return view
+
+
+def quantity_of(lives: str | None) -> str:
+    """``"repair_time"`` for a repair view, else ``"lifetime"`` (runs stored before ``lives``)."""
+    return "repair_time" if lives in REPAIR_VIEWS else "lifetime"
+
+
 def read_lives(
     con: duckdb.DuckDBPyConnection, *, view: str = "fct_component_lives", dataset: str | None = None
 ) -> pl.DataFrame:
-    """Unit lives from ``view`` (``fct_component_lives`` or ``int_fault_lives`` for a dataset)."""
-    if view not in LIVES_VIEWS:
-        msg = f"lives come from one of {LIVES_VIEWS}, not {view!r}"
-        raise ValueError(msg)
+    """Unit lives from ``view`` (``fct_component_lives`` or ``int_fault_lives`` for a dataset).
+
+    For a repair view (:data:`REPAIR_VIEWS`) the rows of ``int_repair_lives`` from that view, every
+    repair with its ``status``; those with no usable duration have a null ``exit_h`` (see
+    :func:`repair_lives`).
+    """
+    check_lives(view)
+    if view in REPAIR_VIEWS:
+        where = "lives_view = $view" + ("" if dataset is None else " and dataset = $dataset")
+        params = {"view": view} | ({} if dataset is None else {"dataset": dataset})
+        return query(con, f"select * from int_repair_lives where {where}", params)
     if dataset is None:
         return query(con, f"select * from {_identifier(view)}")
     return query(
         con, f"select * from {_identifier(view)} where dataset = $dataset", {"dataset": dataset}
     )
+
+
+def repair_lives(rows: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
+    """The repairs to fit, with the pooled group, and the count of repairs by ``status``.
+
+    Parameters
+    ----------
+    rows
+        Rows of ``int_repair_lives`` (:func:`read_lives` on a repair view): ``component_class``,
+        ``status``, ``entry_h``, ``exit_h`` (null when the repair has no usable duration),
+        ``failed`` (repaired).
+
+    Returns
+    -------
+    tuple
+        The fittable repairs (``exit_h`` not null), then the same repairs again under
+        ``component_class = 'all'`` but those of :data:`UNPOOLED_CLASSES`; and
+        ``{"n_repairs", "n_repaired", "n_open", "n_open_no_age", "n_no_length",
+        "n_before_window"}`` over every row, fitted or not.
+    """
+    statuses = ("repaired", "open", "open_no_age", "no_length", "before_window")
+    counts = {"n_repairs": rows.height} | {
+        f"n_{status}": int((rows.get_column("status") == status).sum()) for status in statuses
+    }
+    usable = rows.filter(pl.col("exit_h").is_not_null())
+    pooled = usable.filter(~pl.col("component_class").is_in(UNPOOLED_CLASSES)).with_columns(
+        component_class=pl.lit(POOLED_CLASS)
+    )
+    return pl.concat([usable, pooled]), counts
 
 
 def read_window(con: duckdb.DuckDBPyConnection) -> tuple[datetime | None, datetime | None]:
@@ -108,16 +181,19 @@ def store_fit(
     *,
     by: list[str],
     window: tuple[datetime | None, datetime | None],
+    lives: str = "fct_component_lives",
 ) -> str:
-    """Write a fit run and its rows in one transaction; returns the run id."""
+    """Write a fit run (``lives``: the view it fitted) and its rows in one transaction; its id."""
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
     versions = {pkg: version(pkg) for pkg in ("relia", "lifelines", "numpy", "scipy")}
     rows = results.with_columns(run_id=pl.lit(run_id))
     con.execute("begin transaction")
     try:
         con.execute(
-            "insert into fit_runs values ($id, $now, $start, $end, $by, $versions)",
+            "insert into fit_runs (run_id, created_at, window_start, window_end, by_columns, "
+            "versions, lives) values ($id, $now, $start, $end, $by, $versions, $lives)",
             {
+                "lives": lives,
                 "id": run_id,
                 "now": datetime.now(UTC),
                 "start": window[0],
@@ -136,17 +212,78 @@ def store_fit(
     return run_id
 
 
-def latest_run_id(con: duckdb.DuckDBPyConnection) -> str | None:
-    """The most recent fit run, if any."""
-    row = con.execute("select run_id from fit_runs order by created_at desc limit 1").fetchone()
-    return row[0] if row else None
+def _runs(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str | None]]:
+    """``(run_id, lives)`` of every fit run, newest first (``lives`` None before it was stored)."""
+    has_lives = con.execute(
+        "select count(*) from information_schema.columns where table_schema = current_schema() "
+        "and table_name = 'fit_runs' and column_name = 'lives'"
+    ).fetchone()
+    lives = "lives" if has_lives and has_lives[0] else "cast(null as varchar)"
+    return [
+        (row[0], row[1])
+        for row in con.execute(
+            f"select run_id, {lives} from fit_runs order by created_at desc, run_id desc"
+        ).fetchall()
+    ]
 
 
-def read_fit(con: duckdb.DuckDBPyConnection, run_id: str | None = None) -> pl.DataFrame:
-    """The rows of a fit run (the latest when ``run_id`` is None)."""
-    run_id = run_id or latest_run_id(con)
+def run_ids(
+    con: duckdb.DuckDBPyConnection, *, quantity: str | None = "lifetime", lives: str | None = None
+) -> list[str]:
+    """Fit runs, newest first, of one ``quantity`` (None: any) and ``lives`` view (None: any).
+
+    A ``lives`` view fixes the quantity (``quantity`` is then ignored). Runs stored before
+    ``fit_runs.lives`` existed were lifetime runs; they match no ``lives``.
+    """
+    if lives is not None:
+        quantity = quantity_of(check_lives(lives))
+    if quantity is not None and quantity not in QUANTITIES:
+        msg = f"unknown quantity {quantity!r}; use one of: {', '.join(QUANTITIES)}"
+        raise ValueError(msg)
+    return [
+        run_id
+        for run_id, view in _runs(con)
+        if (quantity is None or quantity_of(view) == quantity) and lives in (None, view)
+    ]
+
+
+def latest_run_id(
+    con: duckdb.DuckDBPyConnection, *, quantity: str | None = "lifetime", lives: str | None = None
+) -> str | None:
+    """The most recent fit run of ``quantity`` (default lifetimes; None: any), if any.
+
+    With ``lives`` the most recent run on that view (of its quantity).
+    """
+    ids = run_ids(con, quantity=quantity, lives=lives)
+    return ids[0] if ids else None
+
+
+def run_lives(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
+    """The lives view a stored run fitted (None for runs stored before it was recorded).
+
+    Raises
+    ------
+    ValueError
+        When no fit run has that id.
+    """
+    for found, view in _runs(con):
+        if found == run_id:
+            return view
+    msg = (
+        f"no fit run {run_id!r} in the warehouse; `relia fit` prints the ids of the runs it stores"
+    )
+    raise ValueError(msg)
+
+
+def read_fit(
+    con: duckdb.DuckDBPyConnection, run_id: str | None = None, *, quantity: str = "lifetime"
+) -> pl.DataFrame:
+    """The rows of a fit run (the latest of ``quantity`` when ``run_id`` is None)."""
+    run_id = run_id or latest_run_id(con, quantity=quantity)
     if run_id is None:
-        msg = "no fit run in the warehouse yet; run `relia fit` first"
+        what = "repair-time fit run" if quantity == "repair_time" else "fit run"
+        hint = " --lives stg_repairs (or another repair view)" if quantity == "repair_time" else ""
+        msg = f"no {what} in the warehouse yet; run `relia fit{hint}` first"
         raise ValueError(msg)
     return query(
         con,
@@ -214,17 +351,42 @@ def run_fit(
     alpha: float = 0.05,
     lock_timeout_s: float = 60.0,
 ) -> dict[str, Any]:
-    """Read lives, fit every class x cohort x family, store the run; ``{run_id, results}``."""
+    """Read lives, fit every class x cohort x family, store the run.
+
+    Returns ``{run_id, results, lives, quantity}``; a repair run (``lives`` in
+    :data:`REPAIR_VIEWS`) also has ``repairs``, the counts of :func:`repair_lives`. In a repair
+    run's rows ``mtbf_h`` is the MTTR and ``afr_pct`` / ``fit_per_1e9h`` are null (no failure
+    rate).
+    """
+    check_lives(lives)
+    quantity = quantity_of(lives)
+    counts = None
     with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
         warehouse.apply_schema(con)
         frame = read_lives(con, view=lives, dataset=dataset)
+        if quantity == "repair_time":
+            frame, counts = repair_lives(frame)
         if frame.height == 0:
-            msg = f"no unit lives in {lives}; ingest telemetry first (relia ingest PATH)"
+            what = "repairs with a duration" if quantity == "repair_time" else "unit lives"
+            msg = f"no {what} in {lives}; ingest telemetry first (relia ingest PATH)"
             raise ValueError(msg)
         results = fit_table(frame, by=by, alpha=alpha)
-        window = read_window(con) if lives == "fct_component_lives" else (None, None)
-        run_id = store_fit(con, results, by=list(by or []), window=window)
-    return {"run_id": run_id, "results": results.with_columns(run_id=pl.lit(run_id))}
+        if quantity == "repair_time":
+            results = results.with_columns(
+                afr_pct=pl.lit(None, pl.Float64), fit_per_1e9h=pl.lit(None, pl.Float64)
+            )
+        windowed = ("fct_component_lives", "stg_repairs", "int_node_unavailability")
+        window = read_window(con) if lives in windowed else (None, None)
+        run_id = store_fit(con, results, by=list(by or []), window=window, lives=lives)
+    outcome = {
+        "run_id": run_id,
+        "results": results.with_columns(run_id=pl.lit(run_id)),
+        "lives": lives,
+        "quantity": quantity,
+    }
+    if counts is not None:
+        outcome["repairs"] = counts
+    return outcome
 
 
 def run_cox(
@@ -243,6 +405,8 @@ def run_cox(
 
     with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
         frame = read_lives(con, view=lives, dataset=dataset)
+    if lives in REPAIR_VIEWS:
+        frame = frame.filter(pl.col("exit_h").is_not_null())
     missing = [c for c in covariates if c not in frame.columns]
     if missing:
         msg = f"unknown covariate(s) {missing}; lives have columns {sorted(frame.columns)}"

@@ -2,7 +2,9 @@
 
 Rates come from a stored fit run (the AIC-chosen row of every class over the whole fleet) or are
 given by hand; restart time defaults to what the scheduler measured (median gap between a
-hardware interruption and the job's next attempt). Results are stored in ``projections``.
+hardware interruption and the job's next attempt). The repair-time law is given by hand, measured
+from the closed replacement tickets, or taken from a stored repair-time fit run (its pooled
+log-normal). Results are stored in ``projections``.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import uuid
 import warnings
 from datetime import UTC, datetime
@@ -20,7 +23,13 @@ import polars as pl
 import yaml
 
 from pipelines import warehouse
-from pipelines.fit import latest_run_id, read_fit
+from pipelines.fit import (
+    POOLED_CLASS,
+    latest_run_id,
+    quantity_of,
+    read_fit,
+    run_lives,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -61,7 +70,13 @@ def fit_rates(
     from models import rates_from_fits
 
     run_id = None if run_id in (None, "latest") else run_id
-    run_id = run_id or latest_run_id(con)
+    if run_id is not None and quantity_of(lives := run_lives(con, run_id)) != "lifetime":
+        msg = (
+            f"fit run {run_id} fitted repair times ({lives}), not lifetimes; give a lifetime run "
+            "or 'latest' (a repair run goes to --repair-from-fits)"
+        )
+        raise ValueError(msg)
+    run_id = run_id or latest_run_id(con, quantity="lifetime")
     if run_id is None:
         msg = "no fit run in the warehouse; run `relia fit` first or give rates by hand"
         raise ValueError(msg)
@@ -104,6 +119,66 @@ def measured_repair(con: Any) -> dict[str, float | int]:
         )
         raise ValueError(msg)
     return {"median_h": float(row[0]), "sigma": float(row[1]), "n": int(row[2])}
+
+
+def fitted_repair(con: Any, run_id: str | None = "latest") -> dict[str, Any]:
+    """The repair-time law of a stored repair run: its pooled log-normal fit.
+
+    The run is ``run_id`` or, for ``latest`` / None, the newest repair-time run (``relia fit
+    --lives stg_repairs``, ``int_fault_repairs`` or ``int_node_unavailability``). Its pooled row
+    (``component_class = 'all'``, every repair but planned work, cohort ``'all'``) of the
+    log-normal family gives ``median_h = exp(mu_)`` and ``sigma = sigma_``.
+
+    Returns
+    -------
+    dict
+        ``run_id``, ``lives`` (the view it fitted), ``median_h``, ``sigma``, ``mttr_h``,
+        ``mttr_lo_h``, ``mttr_hi_h`` (the log-normal's mean and its interval), ``n_repairs``,
+        ``n_repaired`` (closed; the rest were open, right-censored) and ``chosen`` (whether the
+        log-normal was the AIC choice of the pool).
+
+    Raises
+    ------
+    ValueError
+        When there is no such run, it is a lifetime run, or it has no pooled log-normal fit.
+    """
+    run_id = None if run_id in (None, "latest") else run_id
+    if run_id is not None and quantity_of(lives := run_lives(con, run_id)) != "repair_time":
+        msg = (
+            f"fit run {run_id} fitted lifetimes ({lives or 'unit lives'}), not repair times; "
+            "run `relia fit --lives stg_repairs` (or another repair view) and give that run"
+        )
+        raise ValueError(msg)
+    fits = read_fit(con, run_id, quantity="repair_time")
+    run_id = fits.get_column("run_id").first() if fits.height else run_id
+    pool = fits.filter(
+        (pl.col("component_class") == POOLED_CLASS)
+        & (pl.col("cohort") == "all")
+        & (pl.col("family") == "lognormal")
+    )
+    if pool.height == 0:
+        msg = (
+            f"repair run {run_id} has no pooled log-normal fit (fewer than 2 closed repairs, or "
+            "split by --by); refit with `relia fit --lives VIEW` and no --by"
+        )
+        raise ValueError(msg)
+    row = pool.row(0, named=True)
+    params = json.loads(row["params_json"])
+    if any(params.get(name) is None for name in ("mu_", "sigma_")):  # NaN: did not converge
+        msg = f"repair run {run_id}: the pooled log-normal fit did not converge; refit it"
+        raise ValueError(msg)
+    return {
+        "run_id": run_id,
+        "lives": run_lives(con, str(run_id)),
+        "median_h": math.exp(params["mu_"]),
+        "sigma": float(params["sigma_"]),
+        "mttr_h": row["mtbf_h"],
+        "mttr_lo_h": row["mtbf_lo_h"],
+        "mttr_hi_h": row["mtbf_hi_h"],
+        "n_repairs": int(row["n_units"]),
+        "n_repaired": int(row["n_failures"]),
+        "chosen": bool(row["chosen"]),
+    }
 
 
 INVENTORY_BINS = 10
@@ -228,11 +303,15 @@ def run_projection(
     simulate_trials: int = 0,
     seed: int = 0,
     repair_from_warehouse: bool = False,
+    repair_from_fits: str | None = None,
 ) -> dict[str, Any]:
     """Project one scenario; with ``fit_run`` the rates come from that fit (``latest`` works).
 
     With ``repair_from_warehouse``, ``repair_h`` and ``repair_sigma`` are the median and the
     log-normal sigma of the measured repair times (:func:`measured_repair`). With
+    ``repair_from_fits`` (a repair run id or ``latest``) they are the median ``exp(mu_)`` and the
+    ``sigma_`` of that run's pooled log-normal fit (:func:`fitted_repair`), reported under
+    ``fitted_repair`` with the run and its MTTR and interval. With
     ``fleet_age: "inventory"`` the fleet age is the age mix of the units in service at the end
     of the warehouse's data (:func:`inventory_ages`), reported under ``inventory_ages``.
     """
@@ -243,13 +322,21 @@ def run_projection(
     measured = None
     run_id = None
     repair = None
+    fitted = None
     inventory = None
     from_inventory = knobs.get("fleet_age") == knob_text.INVENTORY
-    if fit_run is not None or repair_from_warehouse or from_inventory:
+    if repair_from_warehouse and repair_from_fits is not None:
+        msg = "give --repair-from-warehouse or --repair-from-fits, not both"
+        raise ValueError(msg)
+    if repair_from_fits is not None and "repair_sigma" in knobs:
+        msg = "give --repair-sigma or --repair-from-fits, not both"
+        raise ValueError(msg)
+    needs_db = repair_from_warehouse or repair_from_fits is not None or from_inventory
+    if fit_run is not None or needs_db:
         if db_path is None:
             msg = (
-                "--from-fits, --repair-from-warehouse and --fleet-age inventory need a "
-                "warehouse (--db)"
+                "--from-fits, --repair-from-warehouse, --repair-from-fits and --fleet-age "
+                "inventory need a warehouse (--db)"
             )
             raise ValueError(msg)
         _check_warehouse(db_path)
@@ -260,6 +347,8 @@ def run_projection(
                 measured = measured_restart_s(con)
             if repair_from_warehouse:
                 repair = measured_repair(con)
+            if repair_from_fits is not None:
+                fitted = fitted_repair(con, repair_from_fits)
             if from_inventory:
                 inventory = inventory_ages(con)
     if inventory is not None:
@@ -269,6 +358,8 @@ def run_projection(
             msg = "give --repair-sigma or --repair-from-warehouse, not both"
             raise ValueError(msg)
         knobs = {**knobs, "repair_h": repair["median_h"], "repair_sigma": repair["sigma"]}
+    if fitted is not None:
+        knobs = {**knobs, "repair_h": fitted["median_h"], "repair_sigma": fitted["sigma"]}
     _, shorthand = knob_text.restart_shorthand(knob_text.knobs(knobs, where="scenario"))
     scenario = build_scenario(knobs, rates=rates, measured=measured)
     result = project(scenario, n_samples=n_samples, random_state=seed)
@@ -276,6 +367,8 @@ def run_projection(
     result["measured_restart"] = measured
     if repair is not None:
         result["measured_repair"] = repair
+    if fitted is not None:
+        result["fitted_repair"] = fitted
     if inventory is not None:
         result["inventory_ages"] = {k: v for k, v in inventory.items() if k != "fleet_age"}
     if shorthand is not None:

@@ -589,21 +589,35 @@ def _compare(observed: int, trailing_total: int, n_trailing: int) -> str:
 def _read_fits(
     con: duckdb.DuckDBPyConnection, lives: pl.DataFrame, notes: _Notes
 ) -> tuple[pl.DataFrame, FitInfo]:
-    """The chosen per-class fit rows: the newest stored run that matches the lives, else fresh."""
+    """The chosen per-class fit rows: the newest stored run that matches the lives, else fresh.
+
+    Only lifetime runs count: a repair-time run (``relia fit --lives stg_repairs``...) is never
+    read as the fleet's MTBF.
+    """
+    from pipelines.fit import run_ids
+
     counts = (
         lives.group_by("component_class")
         .agg(pl.len().alias("n_units"), pl.col("failed").sum().alias("n_failures"))
         .sort("component_class")
     )
-    runs = con.execute(
-        """
-        select run_id, created_at, window_start, window_end
-        from fit_runs
-        where run_id in (select run_id from fit_results where cohort = 'all')
-        order by created_at desc
-        limit 5
-        """
-    ).fetchall()
+    lifetime_runs = run_ids(con, quantity="lifetime")
+    runs = (
+        con.execute(
+            """
+            select run_id, created_at, window_start, window_end
+            from fit_runs
+            where
+                run_id in (select run_id from fit_results where cohort = 'all')
+                and list_contains($ids, run_id)
+            order by created_at desc
+            limit 5
+            """,
+            {"ids": lifetime_runs},
+        ).fetchall()
+        if lifetime_runs
+        else []
+    )
     stale: list[str] = []
     for run_id, created_at, start, end in runs:
         rows = query(

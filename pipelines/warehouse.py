@@ -62,8 +62,11 @@ ADDED_COLUMNS = (
     ("fit_results", "headline_mtbf_hi_h", "double"),
     ("fit_results", "headline_rmst_h", "double"),
     ("fit_results", "headline_extrapolated", "boolean"),
+    # the lives view a fit run fitted (fct_component_lives... or a repair view); null in runs
+    # stored before it, which were all lifetime runs
+    ("fit_runs", "lives", "varchar"),
 )
-"""Columns added to a raw table after it first shipped: ``(table, column, type)``. A warehouse
+"""Columns added to a table after it first shipped: ``(table, column, type)``. A warehouse
 made before gains them (empty) when its schema is applied; a table the lake has replaced by a
 view is left alone (its new Parquet parts carry the column)."""
 
@@ -381,9 +384,9 @@ def load_files(
         _identifier(table)
     tailed = [load for load in loads if load.stream is not None]
     keyed = {
-        id(load): load if load.rows.height + load.rejects.height else replace(
-            load, sha256=no_lines_key(load.source, load.sha256)
-        )
+        id(load): load
+        if load.rows.height + load.rejects.height
+        else replace(load, sha256=no_lines_key(load.source, load.sha256))
         for load in loads
         if load.stream is None
     }

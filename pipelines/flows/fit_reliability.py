@@ -19,7 +19,11 @@ def fit_reliability(
     dataset: str | None = None,
     alpha: float = 0.05,
 ) -> dict[str, Any]:
-    """Fit every component class (split by ``by`` cohorts) and store the run; returns its rows."""
+    """Fit every component class (split by ``by`` cohorts) and store the run; returns its rows.
+
+    ``lives`` is a lifetime view (MTBF) or a repair view (``stg_repairs``, ``int_fault_repairs``,
+    ``int_node_unavailability``: repair times, MTTR); see :mod:`pipelines.fit`.
+    """
     settings = Settings.from_env(db_path=db_path)
     outcome = fit.run_fit(
         settings.db_path,
@@ -31,8 +35,8 @@ def fit_reliability(
     )
     chosen = outcome["results"].filter("chosen")
     get_run_logger().info(
-        "fit run %s: %d classes, %d failures", outcome["run_id"], chosen.height,
-        int(chosen["n_failures"].sum()),
+        "fit run %s (%s from %s): %d classes, %d failures or closed repairs", outcome["run_id"],
+        outcome["quantity"], lives, chosen.height, int(chosen["n_failures"].sum()),
     )  # fmt: skip
     return outcome
 
