@@ -193,6 +193,15 @@ def synth(
             "--dcgm-interval-s. Ground truth marks which failures got them.",
         ),
     ] = None,
+    family: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="CLASS=FAMILY",
+            help="Draw a class's lifetimes from weibull, exponential, lognormal or loglogistic "
+            "at the same mean and median as its default Weibull (exponential: same mean); "
+            "repeatable, all=FAMILY for every class.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Simulate a fleet with known lifetimes and write real-format telemetry plus ground truth."""
@@ -211,6 +220,12 @@ def synth(
         dcgm_interval_s=dcgm_interval_s,
         precursor_share=precursor_share,
     )
+    if family:
+        try:
+            config = config.with_families(_class_families(family))
+        except ValueError as error:
+            err.print(_error("error", "red", error))
+            raise typer.Exit(2) from error
     truth = synthesize(out, config)
     summary = {
         "out": str(out),
@@ -226,6 +241,18 @@ def synth(
         _print_json(summary)
     else:
         console.print(_table("synthetic fleet", [summary]))
+
+
+def _class_families(pairs: list[str]) -> dict[str, str]:
+    """``--family CLASS=FAMILY`` options as ``{class: family}``; a pair without ``=`` is refused."""
+    families: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            msg = f"--family takes CLASS=FAMILY (gpu=lognormal, all=exponential), got {pair!r}"
+            raise ValueError(msg)
+        families[name.strip()] = value.strip()
+    return families
 
 
 def _run_ingest(

@@ -1,6 +1,7 @@
 """Synthetic GPU fleet with known ground truth (``relia synth``).
 
-The generator simulates per-class Weibull lifetimes with renewals on every GPU slot and node-level
+The generator simulates per-class lifetimes (Weibull by default; exponential, log-normal or
+log-logistic through ``SynthConfig.with_families``) with renewals on every GPU slot and node-level
 unit, a Slurm workload whose attempts those failures interrupt, and writes the telemetry a real
 cluster would leave behind (sacct, kernel logs with Xid bursts, nvidia-smi snapshots, fleet CSV,
 repair tickets) plus ``ground_truth.json`` computed with the data contract's §5 rules.
@@ -15,7 +16,7 @@ Examples
 
 from __future__ import annotations
 
-from pipelines.synth.config import ClassSpec, SynthConfig, default_classes
+from pipelines.synth.config import FAMILIES, ClassSpec, SynthConfig, default_classes
 from pipelines.synth.core import simulate, synthesize
 
-__all__ = ["ClassSpec", "SynthConfig", "default_classes", "simulate", "synthesize"]
+__all__ = ["FAMILIES", "ClassSpec", "SynthConfig", "default_classes", "simulate", "synthesize"]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
 
 #: GPU-level classes: every GPU slot carries one competing latent lifetime per class.
 GPU_CLASSES: tuple[str, ...] = ("gpu", "gpu_memory", "nvlink", "pcie")
@@ -24,6 +27,10 @@ WARNING_XIDS: tuple[int, ...] = (63, 92)
 APPLICATION_XIDS: tuple[int, ...] = (13, 31, 43)
 
 
+#: Lifetime families a class can be drawn from, with lifelines' parameter names.
+FAMILIES: tuple[str, ...] = ("weibull", "exponential", "lognormal", "loglogistic")
+
+
 @dataclass(frozen=True)
 class ClassSpec:
     """Lifetime law and repair time of one component class.
@@ -33,23 +40,156 @@ class ClassSpec:
     level
         ``"gpu"`` (one unit per GPU slot) or ``"node"`` (one unit per node).
     shape
-        Weibull shape ``k`` (below 1: infant mortality; above 1: wear-out).
+        The family's shape: Weibull ``k`` (below 1: infant mortality; above 1: wear-out),
+        log-normal ``sigma``, log-logistic ``beta`` (above 1, else the mean is infinite); 1 for
+        the exponential, which has none.
     scale_h
-        Weibull scale ``lambda`` in hours.
+        The family's scale in hours: Weibull ``lambda``, exponential mean, log-normal median
+        (``mu = ln scale_h``), log-logistic ``alpha`` (also the median).
     repair_median_h
         Median of the lognormal time from failure (ticket opened) to the new unit's installation
         (ticket closed), in hours.
+    family
+        ``"weibull"`` (default), ``"exponential"``, ``"lognormal"`` or ``"loglogistic"``, with
+        the parameters of lifelines' ``WeibullFitter`` (``lambda_, rho_``),
+        ``ExponentialFitter`` (``lambda_`` = the mean), ``LogNormalFitter`` (``mu_, sigma_``)
+        and ``LogLogisticFitter`` (``alpha_, beta_``); see :meth:`params`. To change a class's
+        family at the same mean and median, use :meth:`as_family` or
+        :meth:`SynthConfig.with_families`.
+
+    Raises
+    ------
+    ValueError
+        An unknown family, an exponential with a shape other than 1, or a log-logistic with
+        ``shape <= 1`` (no finite mean).
     """
 
     level: str
     shape: float
     scale_h: float
     repair_median_h: float
+    family: str = "weibull"
+
+    def __post_init__(self) -> None:
+        """Refuse a family the generator cannot draw, or one without a finite mean."""
+        if self.family not in FAMILIES:
+            msg = f"unknown lifetime family {self.family!r}; use one of {', '.join(FAMILIES)}."
+            raise ValueError(msg)
+        if self.family == "exponential" and self.shape != 1.0:
+            msg = f"the exponential has no shape; pass shape=1.0, got {self.shape}."
+            raise ValueError(msg)
+        if self.family == "loglogistic" and self.shape <= 1.0:
+            msg = (
+                f"a log-logistic with shape (beta) {self.shape} <= 1 has no finite mean (MTBF); "
+                "pass a shape above 1."
+            )
+            raise ValueError(msg)
 
     @property
     def mtbf_h(self) -> float:
-        """Mean of the Weibull lifetime, ``scale_h * gamma(1 + 1/shape)``."""
-        return self.scale_h * math.gamma(1.0 + 1.0 / self.shape)
+        """Mean of the lifetime, hours.
+
+        Weibull ``scale_h * gamma(1 + 1/shape)``; exponential ``scale_h``; log-normal
+        ``scale_h * exp(shape**2 / 2)``; log-logistic ``scale_h * (pi/shape) / sin(pi/shape)``.
+        """
+        k, scale = self.shape, self.scale_h
+        if self.family == "weibull":
+            return scale * math.gamma(1.0 + 1.0 / k)
+        if self.family == "exponential":
+            return scale
+        if self.family == "lognormal":
+            return scale * math.exp(k * k / 2.0)
+        return scale * _loglogistic_ratio(k)
+
+    @property
+    def median_h(self) -> float:
+        """Median of the lifetime, hours (``scale_h`` for log-normal and log-logistic)."""
+        if self.family == "weibull":
+            return self.scale_h * math.log(2.0) ** (1.0 / self.shape)
+        if self.family == "exponential":
+            return self.scale_h * math.log(2.0)
+        return self.scale_h
+
+    def params(self) -> dict[str, float]:
+        """The law's parameters under lifelines' names (hours).
+
+        ``weibull``: ``lambda_``, ``rho_``; ``exponential``: ``lambda_`` (the mean);
+        ``lognormal``: ``mu_``, ``sigma_``; ``loglogistic``: ``alpha_``, ``beta_``.
+        """
+        if self.family == "weibull":
+            return {"lambda_": self.scale_h, "rho_": self.shape}
+        if self.family == "exponential":
+            return {"lambda_": self.scale_h}
+        if self.family == "lognormal":
+            return {"mu_": math.log(self.scale_h), "sigma_": self.shape}
+        return {"alpha_": self.scale_h, "beta_": self.shape}
+
+    def as_family(self, family: str) -> ClassSpec:
+        """This class drawn from ``family``, with the same mean and (but exponential) median.
+
+        ============  ===========================================================
+        family        parameters from this law's mean ``m`` and median ``q``
+        ============  ===========================================================
+        weibull       ``k`` solves ``gamma(1 + 1/k) / ln(2)**(1/k) = m/q``;
+                      ``lambda = q / ln(2)**(1/k)``
+        exponential   mean ``m`` (its median is ``m ln 2``, not ``q``)
+        lognormal     ``sigma = sqrt(2 ln(m/q))``, ``mu = ln q``
+        loglogistic   ``b > 1`` solves ``(pi/b) / sin(pi/b) = m/q``; ``alpha = q``
+        ============  ===========================================================
+
+        Raises
+        ------
+        ValueError
+            An unknown family, or a target other than the exponential when this law's mean is
+            not above its median (a Weibull with shape above about 3.44): the log-normal and
+            the log-logistic always have ``m > q``.
+        """
+        if family not in FAMILIES:
+            msg = f"unknown lifetime family {family!r}; use one of {', '.join(FAMILIES)}."
+            raise ValueError(msg)
+        if family == self.family:
+            return self
+        mean, median = self.mtbf_h, self.median_h
+        if family == "exponential":
+            return replace(self, shape=1.0, scale_h=mean, family=family)
+        ratio = mean / median
+        if not ratio > 1.0 + 1e-12:
+            msg = (
+                f"a {self.family} law with mean {mean:.6g} h not above its median {median:.6g} h "
+                f"has no {family} of the same mean and median; keep it or use exponential."
+            )
+            raise ValueError(msg)
+        if family == "lognormal":
+            sigma = math.sqrt(2.0 * math.log(ratio))
+            return replace(self, shape=sigma, scale_h=median, family=family)
+        if family == "loglogistic":
+            beta = math.pi / _solve_increasing(lambda x: x / math.sin(x), ratio, 0.0, math.pi)
+            return replace(self, shape=beta, scale_h=median, family=family)
+        # the ratio falls below 1 for 1/k < 0.2 (its minimum is near 0.13), then rises
+        k = 1.0 / _solve_increasing(_weibull_ratio_of_inverse_shape, ratio, 0.2, 50.0)
+        return replace(self, shape=k, scale_h=median / math.log(2.0) ** (1.0 / k), family=family)
+
+
+def _loglogistic_ratio(beta: float) -> float:
+    """Mean over median of a log-logistic: ``(pi/beta) / sin(pi/beta)`` (``beta > 1``)."""
+    x = math.pi / beta
+    return x / math.sin(x)
+
+
+def _weibull_ratio_of_inverse_shape(u: float) -> float:
+    """Mean over median of a Weibull of shape ``1/u``: ``gamma(1 + u) / ln(2)**u``."""
+    return math.gamma(1.0 + u) / math.log(2.0) ** u
+
+
+def _solve_increasing(f: Callable[[float], float], target: float, lo: float, hi: float) -> float:
+    """``x`` in ``(lo, hi)`` with ``f(x) = target`` for ``f`` increasing there (bisection)."""
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if f(mid) < target:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
 
 
 def default_classes() -> dict[str, ClassSpec]:
@@ -97,6 +237,26 @@ class SynthConfig:
         With the default fleet (256 nodes x 8 GPUs, 90 days, batches installed about 400 and
         120 days before the window) this gives roughly 200 failures in the window, spread over
         every class (gpu_memory, with infant mortality, the most).
+
+        Every default law is a Weibull. :meth:`with_families` (``relia synth --family
+        CLASS=FAMILY``) draws a class from another family at the same mean (MTBF) and median
+        (:meth:`ClassSpec.as_family`); for the defaults that gives:
+
+        ============  ========  ==========  =========  ===========  ===========
+        class         mean (h)  median (h)  lognormal  loglogistic  exponential
+                                            sigma      beta         mean (h)
+        ============  ========  ==========  =========  ===========  ===========
+        gpu           70,549    55,261      0.699      2.661        70,549
+        gpu_memory    177,215   82,935      1.232      1.595        177,215
+        nvlink        101,316   75,246      0.771      2.424        101,316
+        pcie          92,358    75,432      0.636      2.910        92,358
+        nic           25,000    17,329      0.856      2.200        25,000
+        power         27,082    23,497      0.533      3.452        27,082
+        host_memory   28,220    22,104      0.699      2.661        28,220
+        ============  ========  ==========  =========  ===========  ===========
+
+        The log-normal's ``mu`` and the log-logistic's ``alpha`` are the log of the median and
+        the median; the exponential keeps only the mean (its median is ``mean * ln 2``).
     repair_sigma
         Log-scale standard deviation of repair durations (at least 1 h is enforced).
     planned_replace_per_unit_year
@@ -223,6 +383,38 @@ class SynthConfig:
             self.k8s_share or self.elastic_share or self.node_events or self.dcgm_interval_s
         )
 
+    def with_families(self, families: Mapping[str, str]) -> SynthConfig:
+        """This config with classes drawn from other lifetime families, same mean and median.
+
+        Parameters
+        ----------
+        families
+            ``{class: family}``; the key ``"all"`` names every class (a class named beside it
+            wins). Families: ``weibull``, ``exponential``, ``lognormal``, ``loglogistic``. Each
+            named class's law is converted by :meth:`ClassSpec.as_family` (the table above).
+
+        Raises
+        ------
+        ValueError
+            An unknown class or family (the message lists the known ones), or a conversion
+            :meth:`ClassSpec.as_family` refuses.
+        """
+        chosen = {name: families["all"] for name in self.classes} if "all" in families else {}
+        for name, family in families.items():
+            if name == "all":
+                continue
+            if name not in self.classes:
+                msg = f"unknown class {name!r}; use one of {', '.join(self.classes)} or 'all'."
+                raise ValueError(msg)
+            chosen[name] = family
+        classes = dict(self.classes)
+        for name, family in chosen.items():
+            if family not in FAMILIES:
+                msg = f"unknown lifetime family {family!r}; use one of {', '.join(FAMILIES)}."
+                raise ValueError(msg)
+            classes[name] = classes[name].as_family(family)
+        return replace(self, classes=classes)
+
     def to_params(self) -> dict[str, Any]:
         """The configuration as JSON-ready ``params`` for the ground truth.
 
@@ -240,16 +432,22 @@ class SynthConfig:
             params["precursor_lead_h"] = list(self.precursor_lead_h)
         params["start"] = self.start.strftime("%Y-%m-%dT%H:%M:%SZ")
         params["job_size_mix"] = list(self.job_size_mix)
-        params["classes"] = {
-            name: {
-                "level": spec.level,
-                "weibull_shape": spec.shape,
-                "weibull_scale_h": spec.scale_h,
-                "repair_median_h": spec.repair_median_h,
-            }
-            for name, spec in self.classes.items()
-        }
+        params["classes"] = {name: _class_params(spec) for name, spec in self.classes.items()}
         return params
+
+
+def _class_params(spec: ClassSpec) -> dict[str, Any]:
+    """A class's law for ``params``: Weibull classes as always; others add family and params."""
+    out: dict[str, Any] = {
+        "level": spec.level,
+        "weibull_shape": spec.shape,
+        "weibull_scale_h": spec.scale_h,
+        "repair_median_h": spec.repair_median_h,
+    }
+    if spec.family != "weibull":
+        out |= {"weibull_shape": None, "weibull_scale_h": None}
+        out |= {"family": spec.family, "params": spec.params()}
+    return out
 
 
 _MORE_TELEMETRY = ("k8s_share", "elastic_share", "node_events", "dcgm_interval_s")

@@ -181,16 +181,7 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         "params": config.to_params(),
         "window_start": truth.iso(config.window_start_s),
         "window_end": truth.iso(config.window_end_s),
-        "classes": {
-            name: {
-                "level": spec.level,
-                "weibull_shape": spec.shape,
-                "weibull_scale_h": spec.scale_h,
-                "mtbf_h": spec.mtbf_h,
-                "repair_median_h": spec.repair_median_h,
-            }
-            for name, spec in config.classes.items()
-        },
+        "classes": {name: truth.class_law(spec) for name, spec in config.classes.items()},
         "lives_by_class": lives,
         "failures_by_class": {name: v["n_failed"] for name, v in lives.items()},
         "failures": truth.failures(

@@ -1,9 +1,10 @@
 """The hardware side of the synthetic fleet: nodes, unit lifetimes with renewals, and tickets.
 
 Every unit (a GPU slot or a node-level component) is simulated in calendar time from its node's
-installation: competing Weibull latent lifetimes (one per GPU-level class for a GPU slot) and an
-exponential planned replacement race; the first to fire ends the life, a ticket is opened at that
-instant and closed after a lognormal repair, and a fresh unit starts its life at the close.
+installation: competing latent lifetimes (one per GPU-level class for a GPU slot; Weibull unless
+the class names another family) and an exponential planned replacement race; the first to fire
+ends the life, a ticket is opened at that instant and closed after a lognormal repair, and a fresh
+unit starts its life at the close.
 All times are whole epoch seconds (``int64``).
 """
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from scipy import special
 
 from pipelines.synth.config import GPU_CLASSES, NODE_CLASSES
 
@@ -162,6 +164,37 @@ def _planned_class(fleet: Fleet, unit: np.ndarray) -> np.ndarray:
     return np.where(unit < fleet.n_gpu_units, gpu_cls, node_cls)
 
 
+def _lifetimes_h(
+    rng: np.random.Generator,
+    families: list[str],
+    shapes: np.ndarray,
+    scales: np.ndarray,
+    m: int,
+) -> np.ndarray:
+    """``m`` rows of latent lifetimes (hours), one column per competing class.
+
+    All-Weibull columns draw with ``rng.weibull`` as the generator always has (same seed, same
+    bytes). Any other family switches every column to the inverse CDF of one uniform ``u``:
+    Weibull ``scale * (-ln(1-u))**(1/shape)``, exponential ``-scale * ln(1-u)``, log-normal
+    ``scale * exp(shape * Phi^-1(u))``, log-logistic ``scale * (u / (1-u))**(1/shape)``.
+    """
+    if all(f == "weibull" for f in families):
+        return rng.weibull(shapes, size=(m, shapes.size)) * scales
+    u = rng.random((m, shapes.size))
+    draws = np.empty_like(u)
+    for j, family in enumerate(families):
+        col = u[:, j]
+        if family == "weibull":
+            draws[:, j] = (-np.log1p(-col)) ** (1.0 / shapes[j])
+        elif family == "exponential":
+            draws[:, j] = -np.log1p(-col)
+        elif family == "lognormal":
+            draws[:, j] = np.exp(shapes[j] * special.ndtri(col))
+        else:
+            draws[:, j] = (col / (1.0 - col)) ** (1.0 / shapes[j])
+    return draws * scales
+
+
 def _renewals(
     config: SynthConfig,
     rng: np.random.Generator,
@@ -178,6 +211,7 @@ def _renewals(
     specs = [config.classes[fleet.class_names[int(c)]] for c in risks]
     shapes = np.array([s.shape for s in specs])
     scales = np.array([s.scale_h for s in specs])
+    families = [s.family for s in specs]
     medians = np.array([s.repair_median_h for s in specs])
     rate_h = config.planned_replace_per_unit_year / (365.0 * 24.0)
     planned_cls = _planned_class(fleet, units)
@@ -186,7 +220,7 @@ def _renewals(
     out: list[tuple[np.ndarray, ...]] = []
     while active.size:
         m = active.size
-        draws = rng.weibull(shapes, size=(m, shapes.size)) * scales
+        draws = _lifetimes_h(rng, families, shapes, scales, m)
         first = np.argmin(draws, axis=1)
         life_h = draws[np.arange(m), first]
         planned_h = rng.exponential(1.0 / rate_h, size=m) if rate_h > 0 else np.full(m, np.inf)

@@ -16,7 +16,7 @@ from pipelines.synth.config import XID_CLASS
 from pipelines.synth.fleet import REPLACE
 
 if TYPE_CHECKING:
-    from pipelines.synth.config import SynthConfig
+    from pipelines.synth.config import ClassSpec, SynthConfig
     from pipelines.synth.fleet import Fleet
     from pipelines.synth.kernel import XidLines
     from pipelines.synth.workload import Attempt, Jobs
@@ -31,6 +31,27 @@ _KEY = 1 << 40
 def iso(ts: int) -> str:
     """Epoch seconds as ``YYYY-mm-ddTHH:MM:SSZ``."""
     return np.datetime_as_string(np.datetime64(int(ts), "s")) + "Z"
+
+
+def class_law(spec: ClassSpec) -> dict[str, Any]:
+    """A class's entry under the truth's ``classes``.
+
+    ``level``, ``weibull_shape``, ``weibull_scale_h`` (both null when the class is not a
+    Weibull: there is no Weibull law to report), ``mtbf_h`` (the family's true mean, hours),
+    ``repair_median_h``, ``family``, ``params`` (the family's parameters under lifelines' names,
+    :meth:`ClassSpec.params`) and ``median_h``.
+    """
+    weibull = spec.family == "weibull"
+    return {
+        "level": spec.level,
+        "weibull_shape": spec.shape if weibull else None,
+        "weibull_scale_h": spec.scale_h if weibull else None,
+        "mtbf_h": spec.mtbf_h,
+        "repair_median_h": spec.repair_median_h,
+        "family": spec.family,
+        "params": spec.params(),
+        "median_h": spec.median_h,
+    }
 
 
 def lives_by_class(config: SynthConfig, fleet: Fleet) -> dict[str, dict[str, int]]:
