@@ -128,11 +128,12 @@ class ClassRate:
     weibull_shape
         Weibull shape of one unit's lifetime; 1 is exponential, below 1 is infant mortality.
     mtbf_mixture
-        The sampling distribution of the MTBF as a mixture of log-normals:
-        ``(weight, log_mtbf, log_sd)`` triples (a model-averaged fit's families with their Akaike
-        weights, see :func:`rates_from_fits`); ``log_mtbf = inf`` is a family with no finite mean,
-        sampled as :data:`MTBF_CAP_H`. When given, :func:`project` samples from it instead of
-        the log-normal matched to the bounds.
+        The sampling distribution of the MTBF as a mixture of split log-normals:
+        ``(weight, log_centre, sd_below, sd_above)`` (a model-averaged fit's families with their
+        Akaike weights, see :func:`rates_from_fits` and :func:`models.mixture_components`);
+        ``log_centre = inf`` is a family with no finite mean, sampled as :data:`MTBF_CAP_H`.
+        When given, :func:`project` samples from it instead of the log-normal matched to the
+        bounds.
     extrapolated
         The MTBF is mostly an extrapolation beyond the ages observed (from the fit); carried into
         the projection's output.
@@ -144,7 +145,7 @@ class ClassRate:
     mtbf_lo_h: float | None = None
     mtbf_hi_h: float | None = None
     weibull_shape: float = 1.0
-    mtbf_mixture: tuple[tuple[float, float, float], ...] = ()
+    mtbf_mixture: tuple[tuple[float, float, float, float], ...] = ()
     extrapolated: bool = False
 
     def __post_init__(self) -> None:
@@ -182,15 +183,15 @@ class ClassRate:
     def sample_mtbf(self, rng: np.random.Generator, n: int) -> NDArray[np.float64]:
         """``n`` draws of the MTBF from its mixture, its bounds' log-normal, or the point."""
         if self.mtbf_mixture:
-            weights = np.array([m[0] for m in self.mtbf_mixture])
-            centre = np.array([m[1] for m in self.mtbf_mixture])
-            spread = np.array([m[2] for m in self.mtbf_mixture])
-            pick = rng.choice(weights.size, size=n, p=weights / weights.sum())
-            finite = np.isfinite(centre[pick])
+            parts = np.array(self.mtbf_mixture, dtype=np.float64)
+            pick = rng.choice(parts.shape[0], size=n, p=parts[:, 0] / parts[:, 0].sum())
+            centre, below, above = parts[pick, 1], parts[pick, 2], parts[pick, 3]
+            z = rng.standard_normal(n)
+            finite = np.isfinite(centre)
             draws = np.full(n, MTBF_CAP_H)
-            draws[finite] = np.exp(
-                centre[pick][finite] + spread[pick][finite] * rng.standard_normal(finite.sum())
-            )
+            spread = np.where(z < 0, below, above)
+            with np.errstate(over="ignore"):
+                draws[finite] = np.exp(centre[finite] + spread[finite] * z[finite])
             return np.minimum(draws, MTBF_CAP_H)
         if self.has_interval:
             lo, hi = math.log(self.mtbf_lo_h), math.log(self.mtbf_hi_h)  # type: ignore[arg-type]
@@ -1522,9 +1523,7 @@ def _ettr_note(out: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- fit results -> rates
 
 
-def rates_from_fits(
-    fit_results: pl.DataFrame, *, at_ages: bool = False
-) -> tuple[ClassRate, ...]:
+def rates_from_fits(fit_results: pl.DataFrame, *, at_ages: bool = False) -> tuple[ClassRate, ...]:
     """Turn the rows of a fit table into per-class rates.
 
     A table from :func:`models.fit_lives` (it has ``headline_mtbf_h`` and ``aic_weight``) is
@@ -1651,18 +1650,24 @@ def _rates_from_headlines(fits: pl.DataFrame, *, at_ages: bool) -> tuple[ClassRa
                 )
             )
             continue
-        mixture: list[tuple[float, float, float]] = []
-        if method == "model_average":
-            for row in rows.iter_rows(named=True):
-                weight = float(row["aic_weight"] or 0.0)
-                mean = float(row["mtbf_h"]) if row["mtbf_h"] is not None else math.nan
-                if weight <= 0 or math.isnan(mean):
-                    continue
-                if math.isinf(mean):
-                    mixture.append((weight, math.inf, 0.0))
-                    continue
-                lo, hi = math.log(row["mtbf_lo_h"]), math.log(row["mtbf_hi_h"])
-                mixture.append((weight, math.log(mean), (hi - lo) / (2.0 * _Z975)))
+        mixture: tuple[tuple[float, float, float, float], ...] = ()
+        if method == "model_average" and "mtbf_sampled_h" in rows.columns:
+            from models.mtbf_summary import mixture_components
+
+            def value(v: Any) -> float:
+                return math.nan if v is None else float(v)
+
+            means = [value(v) for v in rows["mtbf_h"]]
+            mixture = mixture_components(
+                [
+                    m if math.isinf(m) else value(c)
+                    for m, c in zip(means, rows["mtbf_sampled_h"], strict=True)
+                ],
+                [value(v) for v in rows["mtbf_sampled_lo_h"]],
+                [value(v) for v in rows["mtbf_sampled_hi_h"]],
+                [value(v) for v in rows["aic_weight"]],
+                [value(v) for v in rows["mtbf_sampled_inf_share"]],
+            )
         shape = float(weibull["shape"][0]) if weibull.height else 1.0
         out.append(
             ClassRate(
@@ -1672,7 +1677,7 @@ def _rates_from_headlines(fits: pl.DataFrame, *, at_ages: bool) -> tuple[ClassRa
                 _finite_or_none(head["headline_mtbf_lo_h"]),
                 _finite_or_none(head["headline_mtbf_hi_h"]),
                 shape,
-                mtbf_mixture=tuple(mixture),
+                mtbf_mixture=mixture,
                 extrapolated=extrapolated,
             )
         )

@@ -37,11 +37,14 @@ __all__ = [
     "ModelAverage",
     "Weibayes",
     "aic_weights",
+    "mixture_components",
+    "mixture_quantile",
     "model_average",
     "observed_rates",
     "restricted_mean",
+    "sampled_mean",
     "summarise_group",
-    "survival",
+    "survival_function",
     "weibayes",
 ]
 
@@ -102,7 +105,7 @@ def observed_rates(n_failures: int, exposure_h: float, *, alpha: float = 0.05) -
 # --------------------------------------------------------------------------------------------
 # Survival functions and restricted means
 # --------------------------------------------------------------------------------------------
-def survival(
+def survival_function(
     family: str, params: Mapping[str, float], t: NDArray[np.float64]
 ) -> NDArray[np.float64]:
     """Survival function of a family at ages ``t`` (lifelines parameter names)."""
@@ -173,14 +176,148 @@ def aic_weights(aics: Sequence[float]) -> NDArray[np.float64]:
     return w
 
 
+_N_DRAWS = 4_000
+_DRAW_SEED = 20_261_125
+
+
+def _log_mean_of_theta(
+    family: str, mu: NDArray[np.float64], sigma: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """log(mean life) of a log-location-scale family at (mu, sigma); +inf where it has none."""
+    if family == "weibull":
+        return mu + special.gammaln(1.0 + sigma)
+    if family == "lognormal":
+        return mu + 0.5 * sigma**2
+    x = math.pi * sigma  # log-logistic: mean alpha * x / sin(x), finite for sigma < 1
+    with np.errstate(all="ignore"):
+        out = mu + np.log(x / np.sin(x))
+    return np.where(sigma < 1.0, out, np.inf)
+
+
+def sampled_mean(
+    family: str,
+    theta: NDArray[np.float64] | None,
+    cov_theta: NDArray[np.float64] | None,
+    *,
+    alpha: float = 0.05,
+) -> dict[str, float]:
+    """The sampling distribution of a family's mean life, from its parameters' normal law.
+
+    ``theta = (mu, log sigma)`` and its covariance (the inverse observed information) are drawn
+    :data:`_N_DRAWS` times (a fixed seed: the same fit gives the same figures) and each draw's
+    mean life computed. Unlike the delta method, the draws keep the skew of the mean in the
+    shape: a log-normal's ``exp(mu + sigma^2 / 2)`` or a Weibull's ``Gamma(1 + 1/rho)`` rise
+    steeply as the shape parameter moves one way and flatten the other way, so the lower tail of
+    an extrapolated mean stays near the data while the upper tail opens. Draws with no finite
+    mean (a log-logistic with shape <= 1) are counted in ``mtbf_sampled_inf_share``.
+
+    Returns
+    -------
+    dict
+        ``mtbf_sampled_h`` (median of the finite draws), ``mtbf_sampled_lo_h`` and
+        ``mtbf_sampled_hi_h`` (their ``alpha/2`` and ``1 - alpha/2`` quantiles) and
+        ``mtbf_sampled_inf_share``; NaN when the covariance is not usable.
+    """
+    nan = {
+        "mtbf_sampled_h": math.nan,
+        "mtbf_sampled_lo_h": math.nan,
+        "mtbf_sampled_hi_h": math.nan,
+        "mtbf_sampled_inf_share": math.nan,
+    }
+    if theta is None or cov_theta is None or not np.all(np.isfinite(cov_theta)):
+        return nan
+    rng = np.random.default_rng(_DRAW_SEED)
+    try:
+        draws = rng.multivariate_normal(theta, cov_theta, size=_N_DRAWS, method="cholesky")
+    except np.linalg.LinAlgError:
+        return nan
+    log_mean = _log_mean_of_theta(family, draws[:, 0], np.exp(draws[:, 1]))
+    finite = log_mean[np.isfinite(log_mean)]
+    share = 1.0 - finite.size / _N_DRAWS
+    if finite.size < 10:
+        return nan | {"mtbf_sampled_inf_share": share}
+    lo, mid, hi = np.quantile(finite, [alpha / 2.0, 0.5, 1.0 - alpha / 2.0])
+    with np.errstate(over="ignore"):
+        return {
+            "mtbf_sampled_h": float(np.exp(mid)),
+            "mtbf_sampled_lo_h": float(np.exp(lo)),
+            "mtbf_sampled_hi_h": float(np.exp(hi)),
+            "mtbf_sampled_inf_share": share,
+        }
+
+
 @dataclass(frozen=True)
 class ModelAverage:
-    """A model-averaged MTBF: the mixture median and its MATA-Wald bounds, hours."""
+    """A model-averaged MTBF: the mixture median and its tail-area bounds, hours."""
 
     mtbf_h: float
     lo_h: float
     hi_h: float
     weights: tuple[float, ...]
+    components: tuple[tuple[float, float, float, float], ...]
+    """``(weight, log centre, sd below, sd above)``; an infinite centre is a point at +inf."""
+
+
+def mixture_components(
+    mtbf_h: Sequence[float],
+    lo_h: Sequence[float],
+    hi_h: Sequence[float],
+    weights: Sequence[float],
+    inf_share: Sequence[float] | None = None,
+    *,
+    alpha: float = 0.05,
+) -> tuple[tuple[float, float, float, float], ...]:
+    """Split log-normal components ``(weight, log centre, sd below, sd above)`` of a mixture.
+
+    Family ``i`` with weight ``w_i`` and a share ``p_i`` of its draws at an infinite mean gives
+    ``(w_i (1 - p_i), log m_i, (log m_i - log lo_i) / z, (log hi_i - log m_i) / z)`` and, when
+    ``p_i > 0``, ``(w_i p_i, inf, 0, 0)``; ``z = Phi^-1(1 - alpha/2)``. A family whose mean is
+    infinite (``m_i = inf``) is all at +inf. Families with weight 0, or a finite centre without
+    finite bounds, are left out.
+    """
+    z = float(special.ndtri(1.0 - alpha / 2.0))
+    shares = [0.0] * len(mtbf_h) if inf_share is None else list(inf_share)
+    out: list[tuple[float, float, float, float]] = []
+    for m, lo, hi, w, p in zip(mtbf_h, lo_h, hi_h, weights, shares, strict=True):
+        if not w > 0:
+            continue
+        p = 0.0 if p is None or math.isnan(p) else float(p)
+        if math.isinf(m) and m > 0:
+            out.append((float(w), math.inf, 0.0, 0.0))
+            continue
+        if not (m > 0 and lo > 0 and math.isfinite(hi) and lo <= m <= hi and hi > lo):
+            continue
+        centre = math.log(m)
+        out.append(
+            (float(w) * (1.0 - p), centre, (centre - math.log(lo)) / z, (math.log(hi) - centre) / z)
+        )
+        if p > 0:
+            out.append((float(w) * p, math.inf, 0.0, 0.0))
+    total = sum(c[0] for c in out)
+    return tuple((c[0] / total, c[1], c[2], c[3]) for c in out) if total > 0 else ()
+
+
+def mixture_quantile(components: Sequence[tuple[float, float, float, float]], p: float) -> float:
+    """The ``p`` quantile of a split log-normal mixture (``inf`` past its finite mass)."""
+    finite = [c for c in components if math.isfinite(c[1])]
+    mass_inf = sum(c[0] for c in components if not math.isfinite(c[1]))
+    if not components or p >= 1.0 - mass_inf:
+        return math.inf if components else math.nan
+    w = np.array([c[0] for c in finite])
+    centre = np.array([c[1] for c in finite])
+    below = np.array([c[2] for c in finite])
+    above = np.array([c[3] for c in finite])
+
+    def cdf(x: float) -> float:
+        d = x - centre
+        with np.errstate(divide="ignore", invalid="ignore"):
+            zs = np.where(d < 0, d / below, d / above)
+        zs = np.where(np.isnan(zs), 0.0, zs)  # a zero spread at its own centre
+        return float((w * special.ndtr(zs)).sum()) - p
+
+    a = float((centre - 12.0 * below).min()) - 1e-9
+    b = float((centre + 12.0 * above).max()) + 1e-9
+    return float(math.exp(optimize.brentq(cdf, a, b, xtol=1e-12, rtol=1e-14)))
 
 
 def model_average(
@@ -189,58 +326,38 @@ def model_average(
     hi_h: Sequence[float],
     aics: Sequence[float],
     *,
+    inf_share: Sequence[float] | None = None,
     alpha: float = 0.05,
 ) -> ModelAverage:
-    """Model-averaged MTBF over families: AIC weights, MATA-Wald interval on log(MTBF).
+    """Model-averaged MTBF over families: Akaike weights, tail-area interval on log(MTBF).
 
-    Each family ``i`` with a finite MTBF and finite bounds contributes the normal sampling
-    distribution of ``log MTBF`` its own interval implies: centre ``log m_i``, standard deviation
-    ``(log hi_i - log lo_i) / (2 z)`` (``z = Phi^-1(1 - alpha/2)``). A family whose mean is
-    infinite (a log-logistic with shape <= 1, ``m_i = inf``) contributes a point mass at ``+inf``.
-    With Akaike weights ``w_i``, the bounds solve ``sum_i w_i Phi((log L - log m_i)/s_i) =
-    alpha/2`` and ``= 1 - alpha/2`` (the model-averaged tail-area Wald interval, Turek & Fletcher,
-    *Comput. Stat. Data Anal.* 56 (2012) 2809); the point is the mixture's median (the same
-    equation at 1/2). The upper bound is ``inf`` when more than ``alpha/2`` of the weight is at
-    ``+inf``. A family with a NaN AIC (not converged) or a finite mean without finite bounds gets
-    weight 0, and the weights are renormalised over the rest.
-
-    Returns
-    -------
-    ModelAverage
-        ``mtbf_h``, ``lo_h``, ``hi_h`` and the weights used (aligned with the inputs).
+    Each family contributes the sampling distribution of its mean that ``(mtbf_h, lo_h, hi_h)``
+    describe (its median and ``1 - alpha`` quantiles, see :func:`sampled_mean`): a split normal
+    on ``log MTBF`` (:func:`mixture_components`), plus a point at ``+inf`` for the share of it
+    with no finite mean. With Akaike weights ``w_i`` the bounds solve
+    ``sum_i w_i F_i(L) = alpha/2`` and ``= 1 - alpha/2``: the model-averaged tail-area (MATA)
+    interval of Turek & Fletcher, *Comput. Stat. Data Anal.* 56 (2012) 2809, with each
+    family's own skewed interval in place of a symmetric Wald one. The point is the mixture's
+    median. The upper bound is ``inf`` when more than ``alpha/2`` of the mass is at ``+inf``.
+    A family with a NaN AIC (not converged) or no finite interval gets weight 0 and the weights
+    are renormalised over the rest.
     """
     m = np.asarray(mtbf_h, dtype=np.float64)
     lo = np.asarray(lo_h, dtype=np.float64)
     hi = np.asarray(hi_h, dtype=np.float64)
-    infinite = np.isposinf(m)
-    finite = np.isfinite(m) & (m > 0) & np.isfinite(lo) & (lo > 0) & np.isfinite(hi) & (hi > lo)
-    aic = np.where(finite | infinite, np.asarray(aics, dtype=np.float64), np.nan)
-    w = aic_weights(aic)
-    if not w.any():
-        return ModelAverage(math.nan, math.nan, math.nan, tuple(w.tolist()))
-    z = float(special.ndtri(1.0 - alpha / 2.0))
-    centre = np.log(m[finite])
-    spread = (np.log(hi[finite]) - np.log(lo[finite])) / (2.0 * z)
-    wf = w[finite]
-    mass_inf = float(w[infinite].sum())
-
-    def quantile(p: float) -> float:
-        if p >= 1.0 - mass_inf:
-            return math.inf
-        if np.all(spread == 0):  # point masses only: a weighted quantile
-            order = np.argsort(centre)
-            cum = np.cumsum(wf[order])
-            return float(math.exp(centre[order][np.searchsorted(cum, p)]))
-
-        def cdf(x: float) -> float:
-            return float((wf * special.ndtr((x - centre) / spread)).sum()) - p
-
-        a = float((centre - 12.0 * spread).min())
-        b = float((centre + 12.0 * spread).max())
-        return float(math.exp(optimize.brentq(cdf, a, b, xtol=1e-12, rtol=1e-14)))
-
+    usable = np.isposinf(m) | (
+        np.isfinite(m) & (m > 0) & np.isfinite(lo) & (lo > 0) & np.isfinite(hi) & (hi > lo)
+    )
+    w = aic_weights(np.where(usable, np.asarray(aics, dtype=np.float64), np.nan))
+    components = mixture_components(m, lo, hi, w, inf_share, alpha=alpha)
+    if not components:
+        return ModelAverage(math.nan, math.nan, math.nan, tuple(w.tolist()), ())
     return ModelAverage(
-        quantile(0.5), quantile(alpha / 2.0), quantile(1.0 - alpha / 2.0), tuple(w.tolist())
+        mixture_quantile(components, 0.5),
+        mixture_quantile(components, alpha / 2.0),
+        mixture_quantile(components, 1.0 - alpha / 2.0),
+        tuple(w.tolist()),
+        components,
     )
 
 
@@ -324,6 +441,13 @@ def _mean_of(row: dict[str, Any]) -> float:
     return float(row["mtbf_h"]) if row["mtbf_h"] is not None else math.nan
 
 
+def _sampled_centre(row: dict[str, Any]) -> float:
+    """A family's sampled median; +inf for a family whose fitted mean is infinite."""
+    if math.isinf(_mean_of(row)):
+        return math.inf
+    return float(row["mtbf_sampled_h"])
+
+
 def summarise_group(
     rows: list[dict[str, Any]],
     *,
@@ -341,7 +465,14 @@ def summarise_group(
 
     - no failure: ``chi_square``, the exponential row (no point, a one-sided lower bound);
     - 1 to :data:`WEIBAYES_MAX_FAILURES` failures: ``weibayes_lr``, the chosen Weibayes row;
-    - more: ``model_average``, :func:`model_average` of the families' rows; its
+    - more: ``model_average``: the bounds are :func:`model_average` of the families' sampled
+      means (each family's skewed sampling distribution, :func:`sampled_mean`, with its Akaike
+      weight), so they carry the uncertainty about the family; the point is the AIC-chosen
+      family's mean (held inside the bounds; the mixture's median when that mean is infinite).
+      Over simulated fleets of all four families the chosen family's mean is the less biased
+      point (median log error +0.03 / +0.34 / -0.14 / -0.12 for exponential / Weibull /
+      log-normal / log-logistic truths, against +0.16 / +0.63 / -0.27 / +0.02 for the
+      mixture's median), while its own interval alone misses the truth too often. Its
       ``headline_extrapolated`` compares the weighted restricted means with the weighted means
       (``1 - sum w rmst / sum w mean``; an infinite mean with weight counts as extrapolated).
     """
@@ -378,10 +509,11 @@ def summarise_group(
         }
     else:
         averaged = model_average(
-            [_mean_of(r) for r in rows],
-            [r["mtbf_lo_h"] for r in rows],
-            [r["mtbf_hi_h"] for r in rows],
+            [_sampled_centre(r) for r in rows],
+            [r["mtbf_sampled_lo_h"] for r in rows],
+            [r["mtbf_sampled_hi_h"] for r in rows],
             [r["aic"] for r in rows],
+            inf_share=[r["mtbf_sampled_inf_share"] for r in rows],
             alpha=alpha,
         )
         weights = np.asarray(averaged.weights)
@@ -391,9 +523,13 @@ def summarise_group(
         w = weights[used]
         mean_avg = float((w * means).sum()) if used.any() else math.nan
         rmst_avg = float((w * rmsts).sum()) if used.any() else math.nan
+        chosen = next((r for r in rows if r["chosen"]), None)
+        point = _mean_of(chosen) if chosen is not None else math.nan
+        if not math.isfinite(point):
+            point = averaged.mtbf_h
         headline = {
             "headline_method": "model_average",
-            "headline_mtbf_h": averaged.mtbf_h,
+            "headline_mtbf_h": min(max(point, averaged.lo_h), averaged.hi_h),
             "headline_mtbf_lo_h": averaged.lo_h,
             "headline_mtbf_hi_h": averaged.hi_h,
             "headline_rmst_h": rmst_avg,

@@ -48,7 +48,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from models.exceptions import ConvergenceWarning, FewFailuresWarning
-from models.mtbf_summary import WEIBAYES_MAX_FAILURES, summarise_group, weibayes
+from models.mtbf_summary import WEIBAYES_MAX_FAILURES, sampled_mean, summarise_group, weibayes
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -589,6 +589,8 @@ class _ParametricFit:
     cov: NDArray[np.float64]
     log_likelihood: float
     converged: bool
+    theta: NDArray[np.float64] | None = None  # (mu, log sigma) of the log-location-scale form
+    cov_theta: NDArray[np.float64] | None = None
 
     @property
     def aic(self) -> float:
@@ -646,7 +648,7 @@ def _fit_family_fast(
         jac = np.diag([scale, -1.0 / sigma])
     with np.errstate(all="ignore"):
         cov = jac @ cov_theta @ jac.T
-    return _ParametricFit(family, params, cov, ll, converged)
+    return _ParametricFit(family, params, cov, ll, converged, np.asarray(theta), cov_theta)
 
 
 # --------------------------------------------------------------------------------------------
@@ -949,6 +951,10 @@ _RESULT_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
     "max_age_h": pl.Float64,
     "rmst_h": pl.Float64,
     "extrapolated": pl.Boolean,
+    "mtbf_sampled_h": pl.Float64,
+    "mtbf_sampled_lo_h": pl.Float64,
+    "mtbf_sampled_hi_h": pl.Float64,
+    "mtbf_sampled_inf_share": pl.Float64,
     "unit_years": pl.Float64,
     "afr_observed_pct": pl.Float64,
     "afr_observed_lo_pct": pl.Float64,
@@ -990,6 +996,10 @@ def _exponential_row(data: _LogLives, alpha: float) -> dict[str, Any]:
         "shape_lo": math.nan,
         "shape_hi": math.nan,
         "_params": {"lambda_": mtbf},
+        "mtbf_sampled_h": mtbf,
+        "mtbf_sampled_lo_h": lo,
+        "mtbf_sampled_hi_h": hi,
+        "mtbf_sampled_inf_share": 0.0,
     }
 
 
@@ -1013,6 +1023,10 @@ def _parametric_row(fit: _ParametricFit, alpha: float) -> dict[str, Any]:
             "shape_lo": nan,
             "shape_hi": nan,
             "_params": None,
+            "mtbf_sampled_h": nan,
+            "mtbf_sampled_lo_h": nan,
+            "mtbf_sampled_hi_h": nan,
+            "mtbf_sampled_inf_share": nan,
         }
     mtbf, lo, hi = _delta_interval(family, fit.params, fit.cov, alpha)
     shape = fit.params[_SHAPE_PARAM[family]]
@@ -1036,6 +1050,7 @@ def _parametric_row(fit: _ParametricFit, alpha: float) -> dict[str, Any]:
         "shape_lo": shape * math.exp(-half),
         "shape_hi": shape * math.exp(half),
         "_params": fit.params,
+        **sampled_mean(family, fit.theta, fit.cov_theta, alpha=alpha),
     }
 
 
@@ -1069,6 +1084,10 @@ def _weibayes_row(
         "shape_lo": math.nan,
         "shape_hi": math.nan,
         "_params": params,
+        "mtbf_sampled_h": fit.mtbf_h,
+        "mtbf_sampled_lo_h": fit.mtbf_lo_h,
+        "mtbf_sampled_hi_h": fit.mtbf_hi_h,
+        "mtbf_sampled_inf_share": 0.0,
     }
 
 

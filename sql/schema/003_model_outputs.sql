@@ -36,6 +36,10 @@ create table if not exists fit_results (
     max_age_h double,  -- oldest age observed in the group
     rmst_h double,  -- the family's mean restricted to max_age_h
     extrapolated boolean,  -- more than half of the family's mean lies beyond max_age_h
+    mtbf_sampled_h double,  -- median, bounds and share at infinity of the family's mean drawn from its parameters' normal law
+    mtbf_sampled_lo_h double,
+    mtbf_sampled_hi_h double,
+    mtbf_sampled_inf_share double,
     unit_years double,  -- exposure_h / 8766
     afr_observed_pct double,  -- 100 x failures / unit_years, exact Poisson bounds
     afr_observed_lo_pct double,

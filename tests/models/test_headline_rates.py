@@ -32,7 +32,7 @@ def test_steady_state_rates_sample_the_model_average(table: pl.DataFrame) -> Non
     assert rate.mtbf_h == pytest.approx(min(head["headline_mtbf_h"], 1e12))
     assert rate.extrapolated is head["headline_extrapolated"] is True
     weights = {r["family"]: r["aic_weight"] for r in table.iter_rows(named=True)}
-    assert sum(w for w, _, _ in rate.mtbf_mixture) == pytest.approx(
+    assert sum(c[0] for c in rate.mtbf_mixture) == pytest.approx(
         sum(w for f, w in weights.items() if w > 0)
     )
     # the draws follow the mixture: their 2.5 and 97.5 % quantiles are the headline bounds
@@ -65,7 +65,10 @@ def test_projection_output_carries_the_extrapolation_flag(table: pl.DataFrame) -
 
 def test_an_infinite_mean_family_is_a_point_at_the_cap() -> None:
     rate = ClassRate(
-        "x", "gpu", 50_000.0, mtbf_mixture=((0.5, math.log(50_000.0), 0.2), (0.5, math.inf, 0.0))
+        "x",
+        "gpu",
+        50_000.0,
+        mtbf_mixture=((0.5, math.log(50_000.0), 0.2, 0.2), (0.5, math.inf, 0.0, 0.0)),
     )
     draws = rate.sample_mtbf(np.random.default_rng(3), 10_000)
     at_cap = float(np.mean(draws == 1e12))
