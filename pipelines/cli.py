@@ -998,6 +998,8 @@ def project(
     keys = ("rate_source", "fleet_age_assumption", "uncertainty", "ettr_note", "fit_run_id")
     for key in keys:
         console.print(f"{key}: {result.get(key)}", highlight=False)
+    if result.get("extrapolation_note"):
+        err.print(_error("note", "yellow", f"extrapolated: {result['extrapolation_note']}"))
     bound = result["goodput_error_bound"]
     console.print(
         f"analytical goodput within ±{bound:.2g} of the event-level model"
