@@ -10,7 +10,15 @@ import importlib
 import importlib.util
 
 _SUBMODULES = (
-    "exceptions", "survival", "repairable", "goodput", "ranking", "simulate", "mc_sweep", "predict",
+    "exceptions",
+    "survival",
+    "gof",
+    "repairable",
+    "goodput",
+    "ranking",
+    "simulate",
+    "mc_sweep",
+    "predict",
 )
 
 __all__: list[str] = []
