@@ -45,7 +45,14 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["PAPERS", "ProbabilityPlot", "goodness_of_fit", "paper_transform", "probability_plot"]
+__all__ = [
+    "PAPERS",
+    "ProbabilityPlot",
+    "goodness_of_fit",
+    "goodness_of_fit_families",
+    "paper_transform",
+    "probability_plot",
+]
 
 PAPERS: tuple[str, ...] = ("weibull", "lognormal")
 """Probability papers: ``x = ln t`` and ``y = ln(-ln(1 - F))`` (Weibull) or ``Phi^-1(F)``."""
@@ -381,11 +388,27 @@ def goodness_of_fit(
     >>> row = table.filter(pl.col("family") == "weibull").row(0, named=True)
     >>> goodness_of_fit(lives, "weibull", json.loads(row["params_json"]))
     """
-    family = _check_family(family)
-    checked = _check_params(family, params)
-    if not all(math.isfinite(v) for v in checked.values()):
-        return math.nan
-    return _ProductLimit.of(_lifetimes(lives)).anderson_darling(family, checked)
+    return goodness_of_fit_families(lives, {family: params})[family]
+
+
+def goodness_of_fit_families(
+    lives: pl.DataFrame | Lifetimes, fits: Mapping[str, Mapping[str, float]]
+) -> dict[str, float]:
+    """:func:`goodness_of_fit` of several fitted families on the same lives.
+
+    The product limit is computed once and scored against each ``family: params`` of ``fits``;
+    returns ``{family: A^2}`` (NaN where a parameter is not finite).
+    """
+    checked = {
+        _check_family(family): _check_params(family, params) for family, params in fits.items()
+    }
+    limit = _ProductLimit.of(_lifetimes(lives))
+    return {
+        family: limit.anderson_darling(family, params)
+        if all(math.isfinite(v) for v in params.values())
+        else math.nan
+        for family, params in checked.items()
+    }
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,9 @@ SEEDS = {
 ADDED_COLUMNS = (
     ("raw_fault_events", "unit_group", "varchar"),
     ("raw_slurm_jobs", "cluster", "varchar"),
+    ("fit_results", "ad_statistic", "double"),  # Anderson-Darling distance of the family's fit
 )
-"""Columns added to a raw table after it first shipped: ``(table, column, type)``. A warehouse
+"""Columns added to a table after it first shipped: ``(table, column, type)``. A warehouse
 made before gains them (empty) when its schema is applied; a table the lake has replaced by a
 view is left alone (its new Parquet parts carry the column)."""
 
@@ -361,9 +362,9 @@ def load_files(
         _identifier(table)
     tailed = [load for load in loads if load.stream is not None]
     keyed = {
-        id(load): load if load.rows.height + load.rejects.height else replace(
-            load, sha256=no_lines_key(load.source, load.sha256)
-        )
+        id(load): load
+        if load.rows.height + load.rejects.height
+        else replace(load, sha256=no_lines_key(load.source, load.sha256))
         for load in loads
         if load.stream is None
     }
