@@ -2,7 +2,8 @@
 
 Both start from the product-limit (Kaplan-Meier) estimate of the lives, with left truncation:
 a unit joins the risk set at its entry age ``entry_h`` and leaves it at ``exit_h``, so at a
-failure age ``t`` the units at risk are those with ``entry_h < t <= exit_h``.
+failure age ``t`` the units at risk are those with ``entry_h < t <= exit_h``, as in lifelines'
+estimate (a zero-length life, ``entry_h == exit_h``, counts at its own age).
 
 Anchoring (left truncation)
 ---------------------------
@@ -190,10 +191,17 @@ class _ProductLimit:
         starts = np.concatenate([[entry[0]], entry[np.searchsorted(entry, ends, side="right")]])
         ends = np.concatenate([ends, [knots[-1]]])
         ages, n_failed = np.unique(lives.exit_h[lives.failed], return_counts=True)
+        # at risk at t: entry_h < t <= exit_h (as lifelines' estimate counts), and a zero-length
+        # life (entry_h == exit_h == t) at its own age
         at_risk = np.searchsorted(entry, ages, side="left") - np.searchsorted(
             exit_, ages, side="left"
         )
-        segment = np.searchsorted(starts, ages, side="left") - 1
+        zero = np.sort(lives.exit_h[lives.exit_h == lives.entry_h])
+        if zero.size:
+            at_risk += np.searchsorted(zero, ages, side="right") - np.searchsorted(
+                zero, ages, side="left"
+            )
+        segment = np.maximum(np.searchsorted(starts, ages, side="right") - 1, 0)
         hazard = n_failed / at_risk
         with np.errstate(divide="ignore"):  # every unit at risk failed: log 0 = -inf
             log_step = np.log1p(-np.minimum(hazard, 1.0))

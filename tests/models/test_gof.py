@@ -197,6 +197,20 @@ class TestProbabilityPlot:
         assert late["position"].is_sorted()
         assert plot.params["rho_"] == pytest.approx(1.8, rel=0.2)
 
+    def test_a_zero_length_failed_life_counts_at_its_age(self) -> None:
+        lives = pl.DataFrame(
+            {
+                "entry_h": [40.0, 50.0, 50.0, 60.0, 70.0, 80.0],
+                "exit_h": [120.0, 50.0, 200.0, 200.0, 90.0, 300.0],
+                "failed": [True, True, False, False, True, True],
+            }
+        )
+        plot = probability_plot(lives, "exponential")
+        # at 50 h: the life entered at 40 h and the zero-length one (not the one entering at 50)
+        assert plot.points["at_risk"].to_list() == [2, 5, 4, 1]
+        assert plot.points["segment"].to_list() == [0, 0, 0, 0]
+        assert math.isfinite(plot.ad_statistic)
+
     def test_paper_transform(self) -> None:
         f = np.array([0.1, 0.5, 0.9])
         np.testing.assert_allclose(paper_transform(f, "weibull"), np.log(-np.log1p(-f)))
