@@ -359,7 +359,8 @@ def probability_figure(item: ClassProbabilityPlots, paper: str) -> Figure | None
 
     ``x`` is the age on a log scale (``ln t``); ``y`` is the paper's transform of ``F``
     (``ln(-ln(1 - F))`` or ``Phi^-1(F)``), labelled in percent failed. A family that fits is a
-    straight line through the points on its own paper.
+    straight line through the points on its own paper. Points from failures with fewer than
+    ``MIN_AT_RISK`` units at risk are hollow: each such failure moves the estimate a lot.
     """
     plot = item.plots.get(paper)
     if plot is None:
@@ -371,7 +372,7 @@ def probability_figure(item: ClassProbabilityPlots, paper: str) -> Figure | None
 
     points = plot.points.filter(pl.col("y").is_finite())
     line = plot.line
-    fig = _figure(3.7, 3.2)
+    fig = _figure(3.7, 3.6)
     ax = fig.add_subplot()
     age_d = line.get_column("age_h").to_numpy() / 24.0
     level = round(100 * (1 - plot.alpha))
@@ -381,8 +382,16 @@ def probability_figure(item: ClassProbabilityPlots, paper: str) -> Figure | None
     ad = item.ad_statistics.get(plot.family, plot.ad_statistic)
     ax.plot(age_d, line.get_column("y").to_numpy(), color=COLORS["fit"],
             label=f"{plot.family} fit (AD {fmt_sig(ad)})")  # fmt: skip
-    ax.plot(points.get_column("age_h").to_numpy() / 24.0, points.get_column("y").to_numpy(), "o",
-            color=COLORS["line"], markersize=3, label="product limit")  # fmt: skip
+    few = points.get_column("at_risk").to_numpy() < MIN_AT_RISK
+    point_d = points.get_column("age_h").to_numpy() / 24.0
+    point_y = points.get_column("y").to_numpy()
+    if not few.all():
+        ax.plot(point_d[~few], point_y[~few], "o", color=COLORS["line"], markersize=3,
+                label="product limit")  # fmt: skip
+    if few.any():
+        ax.plot(point_d[few], point_y[few], "o", markerfacecolor="none", markersize=3.5,
+                color=COLORS["line"],
+                label=f"product limit, < {MIN_AT_RISK} at risk")  # fmt: skip
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     ax.set_xscale("log")
@@ -408,7 +417,7 @@ def probability_figure(item: ClassProbabilityPlots, paper: str) -> Figure | None
     ax.set_xlabel("unit age (days, log scale)", fontsize=8)
     ax.set_ylabel("failed by this age", fontsize=8)
     ax.tick_params(which="both", labelsize=7)
-    ax.legend(fontsize=7, frameon=False, loc="best")
+    fig.legend(fontsize=7, frameon=False, loc="outside lower center", ncols=2)
     _style(ax)
     return fig
 
