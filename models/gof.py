@@ -358,7 +358,7 @@ def goodness_of_fit(
     Returns
     -------
     float
-        The adjusted Anderson-Darling statistic ``A^2`` (lower is a closer fit). NaN when a
+        The Anderson-Darling statistic ``A^2`` (lower is a closer fit). NaN when a
         parameter is not finite (a fit that did not converge). It compares families on the same
         lives; its null distribution with censoring, truncation and estimated parameters is not
         the tabulated one, so read no p-value into it.
@@ -370,11 +370,15 @@ def goodness_of_fit(
 
     Notes
     -----
-    The statistic is the Anderson-Darling distance computed on the product-limit estimate, the
-    "adjusted Anderson-Darling" of Minitab's distribution identification for censored data
-    (Minitab, *Methods and formulas for distribution identification*, "Anderson-Darling
-    statistic"; after Anderson and Darling, 1954, Ann. Math. Stat. 25, 765-769, and the
-    censored form of Pettitt and Stephens, 1976, Biometrika 63, 291-298):
+    The statistic is the Anderson-Darling distance between the fitted CDF and the
+    product-limit (Kaplan-Meier) step function, as Minitab scores families in its Distribution
+    ID Plot for censored data (Minitab Help, "Methods and formulas for goodness-of-fit measures
+    in Distribution ID Plot": a weighted squared distance from the plot points to the fitted
+    line, heavier in the tails; Minitab calls the variant on other plotting positions the
+    adjusted AD*). It is the Anderson-Darling (1952, Ann. Math. Stat. 23, 193-212; 1954, J. Am.
+    Stat. Assoc. 49, 765-769) integral with the empirical CDF replaced by the product limit and
+    the range cut to the observed ages, as in the censored statistics of Pettitt and Stephens
+    (1976, Biometrika 63, 291-298), here extended to left truncation by conditioning:
 
     ``A^2 = n * integral (F_hat(t) - F(t))^2 / (F(t) (1 - F(t))) dF(t)``
 
