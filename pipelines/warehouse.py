@@ -362,9 +362,9 @@ def load_files(
         _identifier(table)
     tailed = [load for load in loads if load.stream is not None]
     keyed = {
-        id(load): load
-        if load.rows.height + load.rejects.height
-        else replace(load, sha256=no_lines_key(load.source, load.sha256))
+        id(load): load if load.rows.height + load.rejects.height else replace(
+            load, sha256=no_lines_key(load.source, load.sha256)
+        )
         for load in loads
         if load.stream is None
     }
