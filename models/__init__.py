@@ -10,8 +10,8 @@ import importlib
 import importlib.util
 
 _SUBMODULES = (
-    "exceptions", "mtbf_summary", "survival", "repairable", "goodput", "ranking", "simulate",
-    "mc_sweep", "predict",
+    "exceptions", "mtbf_summary", "survival", "gof", "repairable", "goodput", "ranking",
+    "simulate", "mc_sweep", "predict",
 )
 
 __all__: list[str] = []

@@ -1058,7 +1058,7 @@ def _weibayes_row(
     part: pl.DataFrame, shape: tuple[float, str], data: _LogLives, alpha: float
 ) -> dict[str, Any]:
     """The Weibayes row of a group with 1 to 5 failures: a Weibull at a known shape, LR bounds."""
-    beta, source = shape
+    beta, _ = shape
     fit = weibayes(
         part.get_column("exit_h").to_numpy(),
         part.get_column("failed").to_numpy(),
@@ -1070,7 +1070,7 @@ def _weibayes_row(
     afr, fit_rate = _rates(fit.mtbf_h)
     return {
         "family": "weibull",
-        "params_json": json.dumps(params | {"shape_source": source}),
+        "params_json": _json(params),
         "shape": beta,
         "log_likelihood": fit.log_likelihood,
         "aic": 2.0 - 2.0 * fit.log_likelihood,
@@ -1106,8 +1106,14 @@ class _WeibayesShapes:
     ) -> None:
         self.frame, self.by, self.given = frame, by, given
         self.pooled: dict[Any, tuple[float, str]] = {}
+        self.used: dict[str, str] = {}
 
     def weibayes_shape(self, key: tuple[Any, ...]) -> tuple[float, str]:
+        shape, source = self._shape(key)
+        self.used[str(dict(zip(self.by, key, strict=True)))] = f"{shape:.3g} ({source})"
+        return shape, source
+
+    def _shape(self, key: tuple[Any, ...]) -> tuple[float, str]:
         if isinstance(self.given, (int, float)):
             return float(self.given), "given"
         if self.given is not None and key and key[0] in self.given:
@@ -1349,7 +1355,8 @@ def fit_lives(
         warnings.warn(
             f"{len(weibayes_groups)} group(s) have {_MIN_FAILURES} to {WEIBAYES_MAX_FAILURES} "
             f"failures ({shown}{more}): their chosen row is Weibayes (a Weibull at a known shape "
-            "with likelihood-ratio bounds); the other families' fits are shown, not chosen.",
+            "with likelihood-ratio bounds); the other families' fits are shown, not chosen. "
+            "Shapes: " + "; ".join(f"{k}: {v}" for k, v in list(shapes.used.items())[:10]) + ".",
             FewFailuresWarning,
             stacklevel=2,
         )

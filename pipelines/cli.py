@@ -592,6 +592,15 @@ def fit(
     all_families: Annotated[
         bool, typer.Option("--all-families", help="Print every family, not just the AIC choice.")
     ] = False,
+    plots: Annotated[
+        Path | None,
+        typer.Option(
+            "--plots",
+            metavar="DIR",
+            help="Write Weibull- and log-normal-paper probability plots (<class>_<paper>.png, "
+            "classes with 3+ failures) into DIR.",
+        ),
+    ] = None,
     db: DbOption = None,
     tracked: TrackedOption = False,
     as_json: JsonOption = False,
@@ -644,6 +653,13 @@ def fit(
                 dataset=dataset,
                 alpha=alpha,
             )
+        written = None
+        if plots is not None:
+            from pipelines.report import write_fit_plots
+
+            written = write_fit_plots(
+                settings.db_path, results, plots, lives=lives, dataset=dataset, alpha=alpha
+            )
     notes = sorted({str(w.message) for w in caught})
     quantity = quantity_of(lives)
     repairs = outcome.get("repairs")
@@ -667,6 +683,7 @@ def fit(
                 **({"repairs": repairs} if repairs is not None else {}),
                 "fits": json_rows,
                 "cox": cox_table.to_dicts() if cox_table is not None else None,
+                "plots": [str(p) for p in written] if written is not None else None,
                 "notes": notes,
             }
         )
@@ -704,6 +721,13 @@ def fit(
         )
     if cox_table is not None:
         console.print(_table("Cox proportional hazards", cox_table.to_dicts()))
+    if written is not None:
+        where = plots.resolve() if plots is not None else None
+        console.print(
+            f"probability plots: {len(written)} PNG file(s) in [bold]{where}[/bold]"
+            if written
+            else f"probability plots: no class has 3+ failures; nothing written to {where}"
+        )
     for note in notes:
         err.print(_error("note", "yellow", note))
 

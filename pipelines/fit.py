@@ -23,6 +23,7 @@ default to ``quantity="lifetime"``.
 from __future__ import annotations
 
 import json
+import math
 import uuid
 import warnings
 from dataclasses import dataclass
@@ -147,7 +148,13 @@ def fit_table(
     families: tuple[str, ...] = FAMILIES,
     alpha: float = 0.05,
 ) -> pl.DataFrame:
-    """Fit every component class (x cohort) and family; the table ``fit_results`` stores."""
+    """Fit every component class (x cohort) and family; the table ``fit_results`` stores.
+
+    Besides :func:`models.fit_lives`' columns, ``ad_statistic`` is the Anderson-Darling distance
+    (:func:`models.goodness_of_fit`) between each group's product limit and the row's fit: lower
+    is a closer fit, for comparing families within a group. NaN where the fit has no finite
+    parameters (not converged, or no failures).
+    """
     from models import fit_lives
 
     cohorts = list(by or [])
@@ -168,11 +175,37 @@ def fit_table(
         families=families,
         alpha=alpha,
     )
+    fitted = fitted.with_columns(
+        ad_statistic=ad_statistics(lives, fitted, by=["component_class", *cohorts])
+    )
     return (
         fitted.with_columns(cohort=cohort_labels(fitted, cohorts))
         .drop(cohorts)
         .join(levels, on="component_class", how="left")
     )
+
+
+def ad_statistics(lives: pl.DataFrame, fitted: pl.DataFrame, *, by: list[str]) -> pl.Series:
+    """The Anderson-Darling statistic of each row of a :func:`models.fit_lives` table.
+
+    ``lives`` are grouped by the same ``by`` columns; each row's ``params_json`` is scored
+    against its group's lives (:func:`models.goodness_of_fit`). NaN where a parameter is missing
+    or not finite.
+    """
+    from models import goodness_of_fit_families
+
+    groups = lives.partition_by(by, as_dict=True, maintain_order=True) if by else {(): lives}
+    wanted: dict[tuple[Any, ...], dict[str, dict[str, float]]] = {}
+    for row in fitted.iter_rows(named=True):
+        params = json.loads(row["params_json"] or "{}")
+        if params and all(v is not None for v in params.values()):
+            wanted.setdefault(tuple(row[c] for c in by), {})[row["family"]] = params
+    scores = {key: goodness_of_fit_families(groups[key], fits) for key, fits in wanted.items()}
+    values = [
+        scores.get(tuple(row[c] for c in by), {}).get(row["family"], math.nan)
+        for row in fitted.iter_rows(named=True)
+    ]
+    return pl.Series("ad_statistic", values, dtype=pl.Float64)
 
 
 def store_fit(

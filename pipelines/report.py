@@ -14,6 +14,7 @@ import base64
 import io
 import logging
 import math
+import re
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,6 +27,7 @@ from markupsafe import Markup
 from pipelines.report_data import (
     DEFAULT_TARGET_GPUS,
     MIN_AT_RISK,
+    MIN_PLOT_FAILURES,
     SECTIONS,
     ReportData,
     read_report_data,
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     import polars as pl
     from matplotlib.figure import Figure
 
-    from pipelines.report_data import ReportPeriod, SurvivalCurve
+    from pipelines.report_data import ClassProbabilityPlots, ReportPeriod, SurvivalCurve
 
 log = logging.getLogger(__name__)
 
@@ -340,6 +342,144 @@ def goodput_figure(curve: pl.DataFrame) -> Figure | None:
     return fig
 
 
+PAPER_LABELS = {"weibull": "Weibull paper", "lognormal": "log-normal paper"}
+PAPER_TICKS = (0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999)
+
+
+def _ad_text(ad: dict[str, float], best: str | None) -> str:
+    """``AD exponential 1.2, weibull 0.8*`` on two lines of two families each."""
+    shown = [f"{f} {fmt_sig(v)}{'*' if f == best else ''}" for f, v in ad.items()]
+    if not shown:
+        return "AD: not computed"
+    return "AD " + ", ".join(shown[:2]) + (",\n" + ", ".join(shown[2:]) if shown[2:] else "")
+
+
+def probability_figure(item: ClassProbabilityPlots, paper: str) -> Figure | None:
+    """Points (product limit), the paper's own family fitted, its band; AD of every family.
+
+    ``x`` is the age on a log scale (``ln t``); ``y`` is the paper's transform of ``F``
+    (``ln(-ln(1 - F))`` or ``Phi^-1(F)``), labelled in percent failed. A family that fits is a
+    straight line through the points on its own paper. Points from failures with fewer than
+    ``MIN_AT_RISK`` units at risk are hollow: each such failure moves the estimate a lot.
+    """
+    plot = item.plots.get(paper)
+    if plot is None:
+        return None
+    import numpy as np
+    import polars as pl
+
+    from models import paper_transform
+
+    points = plot.points.filter(pl.col("y").is_finite())
+    line = plot.line
+    fig = _figure(3.7, 3.6)
+    ax = fig.add_subplot()
+    age_d = line.get_column("age_h").to_numpy() / 24.0
+    level = round(100 * (1 - plot.alpha))
+    ax.fill_between(age_d, line.get_column("y_lo").to_numpy(), line.get_column("y_hi").to_numpy(),
+                    color=COLORS["band"], alpha=0.5, linewidth=0,
+                    label=f"{level} % band")  # fmt: skip
+    ad = item.ad_statistics.get(plot.family, plot.ad_statistic)
+    ax.plot(age_d, line.get_column("y").to_numpy(), color=COLORS["fit"],
+            label=f"{plot.family} fit (AD {fmt_sig(ad)})")  # fmt: skip
+    few = points.get_column("at_risk").to_numpy() < MIN_AT_RISK
+    point_d = points.get_column("age_h").to_numpy() / 24.0
+    point_y = points.get_column("y").to_numpy()
+    if not few.all():
+        ax.plot(point_d[~few], point_y[~few], "o", color=COLORS["line"], markersize=3,
+                label="product limit")  # fmt: skip
+    if few.any():
+        ax.plot(point_d[few], point_y[few], "o", markerfacecolor="none", markersize=3.5,
+                color=COLORS["line"],
+                label=f"product limit, < {MIN_AT_RISK} at risk")  # fmt: skip
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    y_points = points.get_column("y").to_numpy()
+    y_line = line.get_column("y").to_numpy()
+    finite = y_line[np.isfinite(y_line)]
+    low = min(float(y_points.min()), float(finite[0])) if finite.size else float(y_points.min())
+    high = max(float(y_points.max()), float(finite[-1])) if finite.size else float(y_points.max())
+    margin = 0.08 * max(high - low, 0.5)
+    ax.set_ylim(low - margin, high + margin)
+    ticks = np.array(PAPER_TICKS)
+    tick_y = paper_transform(ticks, paper)
+    inside = (tick_y >= low - margin) & (tick_y <= high + margin)
+    ax.set_yticks(tick_y[inside], [f"{100 * t:g} %" for t in ticks[inside]])
+    finite_ad = {f: v for f, v in item.ad_statistics.items() if math.isfinite(v)}
+    best = min(finite_ad, key=finite_ad.__getitem__) if finite_ad else None
+    ax.set_title(f"{item.component_class}: {PAPER_LABELS[paper]}, {item.n_failures} failures\n"
+                 f"{_ad_text(finite_ad, best)} (* lowest)", fontsize=7.5,
+                 loc="left")  # fmt: skip
+    ax.set_xlabel("unit age (days, log scale)", fontsize=8)
+    ax.set_ylabel("failed by this age", fontsize=8)
+    ax.tick_params(which="both", labelsize=7)
+    fig.legend(fontsize=7, frameon=False, loc="outside lower center", ncols=2)
+    _style(ax)
+    return fig
+
+
+def probability_figures(items: list[ClassProbabilityPlots]) -> dict[tuple[str, str], Figure]:
+    """``(class, paper) -> figure`` for every class and paper with a plot."""
+    figures = {}
+    for item in items:
+        for paper in item.plots:
+            fig = probability_figure(item, paper)
+            if fig is not None:
+                figures[item.component_class, paper] = fig
+    return figures
+
+
+def probability_figure_key(component_class: str, paper: str) -> str:
+    """The :func:`report_figures` key of a probability plot."""
+    return f"probability:{component_class}:{paper}"
+
+
+def plot_file_name(component_class: str, paper: str) -> str:
+    """``<class>_<paper>.png``, with characters unsafe in a file name replaced by ``_``."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", component_class).lstrip(".") or "class"
+    return f"{safe}_{paper}.png"
+
+
+def write_probability_plots(items: list[ClassProbabilityPlots], out_dir: Path) -> list[Path]:
+    """Write one PNG per class and paper into ``out_dir`` (created); returns the paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for (component_class, paper), fig in probability_figures(items).items():
+        path = out_dir / plot_file_name(component_class, paper)
+        fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
+        written.append(path)
+    return written
+
+
+def write_fit_plots(
+    db_path: Path,
+    results: pl.DataFrame,
+    out_dir: Path,
+    *,
+    lives: str = "fct_component_lives",
+    dataset: str | None = None,
+    alpha: float = 0.05,
+) -> list[Path]:
+    """Probability plots of a fit run's classes, read from the warehouse, written as PNGs.
+
+    Reads the lives the run was fitted on (``lives`` view, ``dataset``), takes each family's AD
+    statistic from ``results`` (its ``cohort = 'all'`` rows; a fit split by cohort is refitted
+    per class) and writes ``<class>_weibull.png`` and ``<class>_lognormal.png`` per class with
+    at least ``MIN_PLOT_FAILURES`` failures.
+    """
+    from pipelines import warehouse
+    from pipelines.fit import read_lives
+    from pipelines.report_data import probability_plots
+
+    with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
+        frame = read_lives(con, view=lives, dataset=dataset)
+    return write_probability_plots(probability_plots(frame, results, alpha=alpha), out_dir)
+
+
 def report_figures(data: ReportData) -> dict[str, str]:
     """Every figure of the report as a PNG data URI (missing key: nothing to plot)."""
     makers = {
@@ -356,6 +496,8 @@ def report_figures(data: ReportData) -> dict[str, str]:
         fig = make()
         if fig is not None:
             figures[name] = png_data_uri(fig)
+    for (component_class, paper), fig in probability_figures(data.probability).items():
+        figures[probability_figure_key(component_class, paper)] = png_data_uri(fig)
     return figures
 
 
@@ -429,6 +571,8 @@ def render_html(data: ReportData, figures: dict[str, str]) -> str:
         sections=SECTIONS,
         min_at_risk=MIN_AT_RISK,
         figures={k: Markup(v) for k, v in figures.items()},
+        probability_key=probability_figure_key,
+        min_plot_failures=MIN_PLOT_FAILURES,
         classes=_rows(data.classes),
         causes=_rows(data.causes),
         restart=_rows(data.restart),

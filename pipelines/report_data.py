@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     import duckdb
 
+    from models.gof import ProbabilityPlot
     from models.goodput import ClassRate, Scenario
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,8 @@ log = logging.getLogger(__name__)
 WEEK_FORMAT = re.compile(r"^(\d{4})-W(\d{2})$")
 TRAILING_WEEKS = 4
 TOP_SURVIVAL_CLASSES = 4
+MIN_PLOT_FAILURES = 3
+"""Failures a class needs for its probability plots."""
 MIN_AT_RISK = 20
 MIN_SPAN_H = 14 * 24.0
 DEFAULT_TARGET_GPUS = (16_384, 100_000)
@@ -252,6 +255,29 @@ class SurvivalCurve:
 
 
 @dataclass(frozen=True)
+class ClassProbabilityPlots:
+    """Probability plots of one component class and the AD statistic of every family.
+
+    Attributes
+    ----------
+    component_class, n_units, n_failures
+        The class, its lives and failures.
+    plots
+        Paper (``weibull``, ``lognormal``) -> the plot of that paper's own family
+        (:func:`models.probability_plot`); a paper whose fit did not converge is left out.
+    ad_statistics
+        Family -> Anderson-Darling statistic (:func:`models.goodness_of_fit`), from the fit
+        table's ``ad_statistic`` when it has one, else computed from its ``params_json``.
+    """
+
+    component_class: str
+    n_units: int
+    n_failures: int
+    plots: dict[str, ProbabilityPlot]
+    ad_statistics: dict[str, float]
+
+
+@dataclass(frozen=True)
 class ReportData:
     """Everything the weekly report shows, as frames and dicts (no HTML).
 
@@ -287,6 +313,9 @@ class ReportData:
         its threshold, with their evidence (:func:`_prediction`).
     notes
         Assumptions and model warnings, in words.
+    probability
+        Weibull- and log-normal-paper probability plots of every class with at least
+        ``MIN_PLOT_FAILURES`` failures, most failures first (:func:`probability_plots`).
     """
 
     period: ReportPeriod
@@ -313,6 +342,7 @@ class ReportData:
     checks: pl.DataFrame
     notes: list[str] = field(default_factory=list)
     prediction: dict[str, Any] = field(default_factory=dict)
+    probability: list[ClassProbabilityPlots] = field(default_factory=list)
 
 
 class _Notes:
@@ -447,6 +477,7 @@ def read_report_data(
             "the trailing mean uses those."
         )
     survival = _survival_curves(lives, fits, notes)
+    probability = probability_plots(lives, fits, notes=notes)
     mcf, trend = _trend(con, params, period, notes)
     causes, restart, listed = _interruptions(con, params)
     nodes, rule = _nodes(con, params, notes)
@@ -479,6 +510,7 @@ def read_report_data(
         checks=checks,
         notes=notes.items,
         prediction=prediction,
+        probability=probability,
     )
 
 
@@ -529,9 +561,7 @@ def _prediction(con: duckdb.DuckDBPyConnection, notes: _Notes) -> dict[str, Any]
         "order by prob desc, host, gpu_index limit $limit",
         {"id": model["model_id"], "at": latest["at"], "limit": AT_RISK_LIMIT},
     )
-    rows = [
-        {**r, "evidence": _evidence_text(r["evidence"])} for r in at_risk.to_dicts()
-    ]
+    rows = [{**r, "evidence": _evidence_text(r["evidence"])} for r in at_risk.to_dicts()]
     if latest["at"] is None:
         notes.add(
             f"Failure predictor {model['model_id']} has not scored the fleet yet: run "
@@ -918,6 +948,83 @@ def _survival_curves(lives: pl.DataFrame, fits: pl.DataFrame, notes: _Notes) -> 
             )
         )
     return curves
+
+
+def probability_plots(
+    lives: pl.DataFrame,
+    fits: pl.DataFrame,
+    *,
+    min_failures: int = MIN_PLOT_FAILURES,
+    alpha: float = 0.05,
+    notes: _Notes | None = None,
+) -> list[ClassProbabilityPlots]:
+    """Weibull- and log-normal-paper probability plots per class with ``min_failures`` or more.
+
+    Parameters
+    ----------
+    lives
+        Unit lives (``component_class``, ``entry_h``, ``exit_h``, ``failed``).
+    fits
+        A fit table (``fit_results`` rows or :func:`pipelines.fit.fit_table`); its
+        ``cohort = 'all'`` rows give each family's AD statistic. A class without such rows
+        (a fit split by cohort) is fitted here.
+    min_failures
+        Failures a class needs to be plotted.
+    alpha
+        One minus the level of the fitted line's band.
+    notes
+        Collects fits that did not converge (a paper left out); ``None``: drop them.
+
+    Returns
+    -------
+    list of ClassProbabilityPlots
+        Most failures first, then by class name.
+    """
+    from models import FAMILIES, fit_lives, goodness_of_fit_families, probability_plot
+
+    counts = (
+        lives.group_by("component_class")
+        .agg(pl.len().alias("n_units"), pl.col("failed").cast(pl.Int64).sum().alias("n_failures"))
+        .filter(pl.col("n_failures") >= min_failures)
+        .sort(["n_failures", "component_class"], descending=[True, False])
+    )
+    pooled = fits.filter(pl.col("cohort") == "all") if "cohort" in fits.columns else fits
+    out = []
+    for row in counts.iter_rows(named=True):
+        name = row["component_class"]
+        part = lives.filter(pl.col("component_class") == name)
+        plots = {}
+        for paper in ("weibull", "lognormal"):
+            try:
+                plots[paper] = probability_plot(part, paper, paper=paper, alpha=alpha)
+            except ValueError as error:
+                if notes is not None:
+                    notes.add(f"Probability plot of {name} on {paper} paper left out: {error}")
+        rows = pooled.filter(pl.col("component_class") == name)
+        if rows.height == 0:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # convergence is reported through the plots
+                rows = fit_lives(part, by=())
+        stored = (
+            dict(zip(rows["family"], rows["ad_statistic"], strict=True))
+            if "ad_statistic" in rows.columns
+            else {}
+        )
+        params = {
+            r["family"]: json.loads(r["params_json"] or "{}") for r in rows.iter_rows(named=True)
+        }
+        usable = {f: p for f, p in params.items() if p and all(v is not None for v in p.values())}
+        missing = {f: p for f, p in usable.items() if stored.get(f) is None}
+        computed = goodness_of_fit_families(part, missing) if missing else {}
+        ad = {
+            f: float(v)
+            for f in FAMILIES
+            if f in params and (v := computed.get(f, stored.get(f))) is not None
+        }
+        out.append(
+            ClassProbabilityPlots(name, int(row["n_units"]), int(row["n_failures"]), plots, ad)
+        )
+    return out
 
 
 def _risk_segments(entry_h: np.ndarray, exit_h: np.ndarray) -> list[tuple[float, float]]:

@@ -69,6 +69,7 @@ ADDED_COLUMNS = (
     # the lives view a fit run fitted (fct_component_lives... or a repair view); null in runs
     # stored before it, which were all lifetime runs
     ("fit_runs", "lives", "varchar"),
+    ("fit_results", "ad_statistic", "double"),  # Anderson-Darling distance of the family's fit
 )
 """Columns added to a table after it first shipped: ``(table, column, type)``. A warehouse
 made before gains them (empty) when its schema is applied; a table the lake has replaced by a

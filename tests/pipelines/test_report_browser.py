@@ -232,3 +232,42 @@ def test_report_renders_in_headless_chromium(report: ReportResult, tmp_path: Pat
     assert page.n_resources == 0  # inline data URIs only: nothing fetched
     assert page.screenshot.startswith(b"\x89PNG\r\n\x1a\n")
     assert len(page.screenshot) > 50_000
+
+
+@pytest.mark.slow
+def test_probability_plots_show_and_load(
+    report: ReportResult, fleet: tuple[Path, Path, dict], tmp_path: Path
+) -> None:
+    import duckdb
+
+    from pipelines.report_data import MIN_PLOT_FAILURES
+
+    with duckdb.connect(str(fleet[0]), read_only=True) as con:
+        [(n_classes,)] = con.execute(
+            "select count(*) from (select component_class from fct_component_lives "
+            "group by 1 having count(*) filter (where failed) >= $n)",
+            {"n": MIN_PLOT_FAILURES},
+        ).fetchall()
+    with chromium(tmp_path) as driver:
+        driver.command("POST", "/url", {"url": report.path.resolve().as_uri()})
+        papers, n_broken, widths = driver.script(
+            "const imgs = Array.from("
+            "document.querySelectorAll('#survival #probability-plots img'));"
+            "return [imgs.map(i => i.dataset.paper),"
+            " imgs.filter(i => !(i.complete && i.naturalWidth > 0)).length,"
+            " imgs.map(i => i.naturalWidth)]"
+        )
+        sources = driver.script(
+            "return Array.from(document.querySelectorAll('#probability-plots img'))"
+            ".map(i => i.getAttribute('src').slice(0, 22))"
+        )
+        errors = [e for e in driver.browser_log() if e.get("level") in ("SEVERE", "ERROR")]
+        shot = driver.element_png("#probability-plots")
+    (tmp_path / "probability.png").write_bytes(shot)
+    assert n_classes >= 1
+    assert sorted(papers) == sorted(["weibull", "lognormal"] * n_classes)
+    assert n_broken == 0
+    assert min(widths) > 200
+    assert set(sources) == {"data:image/png;base64,"}
+    assert errors == []
+    assert shot.startswith(b"\x89PNG\r\n\x1a\n")
