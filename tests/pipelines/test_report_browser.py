@@ -271,3 +271,48 @@ def test_probability_plots_show_and_load(
     assert set(sources) == {"data:image/png;base64,"}
     assert errors == []
     assert shot.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+@pytest.mark.slow
+def test_class_table_shows_observed_afr_headline_mtbf_and_extrapolation(
+    report: ReportResult, fleet: tuple[Path, Path, dict], tmp_path: Path
+) -> None:
+    import duckdb
+
+    # the observed AFR, from the unit lives by hand: 100 x failures per unit-year of exposure
+    with duckdb.connect(str(fleet[0]), read_only=True) as con:
+        counts = con.execute(
+            "select component_class, count(*) filter (where failed), sum(exit_h - entry_h) "
+            "from fct_component_lives group by 1"
+        ).fetchall()
+    expected = {name: (n, 100.0 * n / (hours / 8766.0)) for name, n, hours in counts}
+    with chromium(tmp_path) as driver:
+        driver.command("POST", "/url", {"url": report.path.resolve().as_uri()})
+        rows = driver.script(
+            "return Array.from(document.querySelectorAll('#class-table tbody tr')).map(r => ["
+            " r.cells[0].textContent.trim(),"
+            " r.querySelector('.afr-observed').textContent.trim(),"
+            " r.querySelector('.mtbf-cell').textContent.trim(),"
+            " r.querySelector('.extrapolation').textContent.trim()])"
+        )
+        note = driver.script("return document.querySelector('#class-method-note').innerText")
+        heads = driver.script(
+            "return Array.from(document.querySelectorAll('#class-table th'))"
+            ".map(h => h.textContent.trim())"
+        )
+        errors = [e for e in driver.browser_log() if e.get("level") in ("SEVERE", "ERROR")]
+    assert errors == []
+    assert {"AFR observed", "MTBF (model-averaged)", "Mean from data?", "Model AFR"} <= set(heads)
+    assert all(afr for _, afr, _, _ in rows)
+    assert {r[0] for r in rows} == set(expected)
+    for name, afr, mtbf, extrapolation in rows:
+        n, observed = expected[name]
+        assert afr == f"{observed:.2f} %", name
+        method = "chi-square" if n == 0 else "Weibayes" if n <= 5 else "model average"
+        assert f"({method})" in " ".join(mtbf.split()), (name, mtbf)
+        if n > 5:
+            assert extrapolation.startswith(("extrapolated", "yes")), (name, extrapolation)
+    # the default fleet is young against its classes' mean lives: most means are extrapolated
+    assert sum(r[3].startswith("extrapolated") for r in rows) >= 3
+    assert "Turek" in note
+    assert "model quantity" in note
