@@ -48,7 +48,13 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from models.exceptions import ConvergenceWarning, FewFailuresWarning
-from models.mtbf_summary import WEIBAYES_MAX_FAILURES, sampled_mean, summarise_group, weibayes
+from models.mtbf_summary import (
+    WEIBAYES_MAX_FAILURES,
+    sampled_mean,
+    summarise_group,
+    survival_function,
+    weibayes,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -913,16 +919,7 @@ class MtbfFitter(BaseEstimator):
             Survival probabilities, same shape as ``times_h``.
         """
         check_is_fitted(self, "params_")
-        t = np.asarray(times_h, dtype=np.float64)
-        p = self.params_
-        with np.errstate(divide="ignore"):
-            if self.family == "exponential":
-                return np.exp(-t / p["lambda_"])
-            if self.family == "weibull":
-                return np.exp(-((t / p["lambda_"]) ** p["rho_"]))
-            if self.family == "lognormal":
-                return special.ndtr(-(np.log(t) - p["mu_"]) / p["sigma_"])
-            return 1.0 / (1.0 + (t / p["alpha_"]) ** p["beta_"])
+        return survival_function(self.family, self.params_, np.asarray(times_h, dtype=np.float64))
 
 
 # --------------------------------------------------------------------------------------------

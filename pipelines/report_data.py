@@ -896,20 +896,12 @@ def fitted_survival(family: str, params: dict[str, float], age_h: np.ndarray) ->
     ``lognormal``: ``1 - Phi((log t - mu_) / sigma_)``; ``loglogistic``:
     ``1 / (1 + (t / alpha_) ** beta_)`` (the table in :mod:`models.survival`).
     """
-    from scipy import special
+    from models import FAMILIES, survival_function
 
-    t = np.asarray(age_h, dtype=np.float64)
-    with np.errstate(divide="ignore"):
-        if family == "exponential":
-            return np.exp(-t / params["lambda_"])
-        if family == "weibull":
-            return np.exp(-((t / params["lambda_"]) ** params["rho_"]))
-        if family == "lognormal":
-            return special.ndtr(-(np.log(t) - params["mu_"]) / params["sigma_"])
-        if family == "loglogistic":
-            return 1.0 / (1.0 + (t / params["alpha_"]) ** params["beta_"])
-    msg = f"unknown family {family!r}"
-    raise ValueError(msg)
+    if family not in FAMILIES:
+        msg = f"unknown family {family!r}"
+        raise ValueError(msg)
+    return survival_function(family, params, age_h)
 
 
 def _survival_curves(lives: pl.DataFrame, fits: pl.DataFrame, notes: _Notes) -> list[SurvivalCurve]:
