@@ -1154,6 +1154,16 @@ def whatif(
         )
     )
     console.print(f"gain uncertainty: {result['gain_uncertainty']}", highlight=False, markup=False)
+    if result.get("extrapolated_classes"):
+        err.print(
+            _error(
+                "note",
+                "yellow",
+                "extrapolated: most of the fitted mean life of "
+                + ", ".join(result["extrapolated_classes"])
+                + " lies beyond the oldest age observed (relia fit shows the restricted mean)",
+            )
+        )
     console.print(f"{result['n_points']} scenarios; table {result['table']}; plots:")
     for plot in result["plots"]:
         console.print(f"  {plot}", highlight=False)

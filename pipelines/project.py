@@ -619,6 +619,7 @@ def run_sweep(
         "n_not_simulated": int(table["method"].str.starts_with("analytical:").sum())
         if "method" in table.columns
         else 0,
+        "extrapolated_classes": [r.component_class for r in rates if r.extrapolated],
     }
     if shorthand is not None:
         result["restart_shorthand"] = shorthand

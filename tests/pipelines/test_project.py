@@ -53,6 +53,43 @@ def test_projection_from_fits_covers_the_true_interruption_rate(fleet: tuple, fi
     assert "steady state" in result["fleet_age_assumption"]
 
 
+def test_projection_carries_the_extrapolation_flag_and_uses_weibull_fits_at_ages(
+    fleet: tuple, fit_run: str
+) -> None:
+    from pipelines import warehouse
+
+    db = fleet[0]
+    with warehouse.connect(db, read_only=True) as con:
+        rows = warehouse.query(
+            con,
+            "select component_class, family, mtbf_h, shape, headline_mtbf_h, headline_method, "
+            "headline_extrapolated from fit_results "
+            "where run_id = $id and cohort = 'all' and n_failures > 0",
+            {"id": fit_run},
+        )
+    flagged = sorted(set(rows.filter(pl.col("headline_extrapolated"))["component_class"]))
+    assert flagged  # the default fleet is young against its classes' mean lives
+    steady = project.run_projection(db, {"n_gpus": 16_384}, fit_run=fit_run)
+    assert sorted(steady["extrapolated_classes"]) == flagged
+    assert "steady-state projection rests on it" in steady["extrapolation_note"]
+    headline = {r["component_class"]: r for r in rows.iter_rows(named=True)}
+    for rate in steady["scenario"]["rates"]:
+        head = headline[rate["component_class"]]
+        assert rate["mtbf_h"] == pytest.approx(head["headline_mtbf_h"], rel=1e-12)
+        # a model average is sampled as its mixture; a Weibayes headline from its LR bounds
+        assert bool(rate["mtbf_mixture"]) == (head["headline_method"] == "model_average")
+    assert any(rate["mtbf_mixture"] for rate in steady["scenario"]["rates"])
+    new = project.run_projection(db, {"n_gpus": 16_384, "fleet_age": "new"}, fit_run=fit_run)
+    assert "Weibull fit's hazard" in new["extrapolation_note"]
+    weibull = {
+        r["component_class"]: (r["mtbf_h"], r["shape"])
+        for r in rows.filter(pl.col("family") == "weibull").iter_rows(named=True)
+    }
+    for rate in new["scenario"]["rates"]:
+        assert (rate["mtbf_h"], rate["weibull_shape"]) == weibull[rate["component_class"]]
+        assert not rate["mtbf_mixture"]
+
+
 def test_measured_restart_sets_the_rescheduling_wait(fleet: tuple, fit_run: str) -> None:
     result = project.run_projection(fleet[0], {"n_gpus": 1024}, fit_run="latest", n_samples=0)
     measured = result["measured_restart"]["median_s"]
