@@ -10,7 +10,7 @@ export GX_ANALYTICS_ENABLED := False
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 export MPLBACKEND := Agg
 
-.PHONY: install demo test test-fast lint bench clean
+.PHONY: install browser demo test test-fast lint bench clean
 
 $(BIN)/relia: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -23,7 +23,18 @@ install: $(BIN)/relia
 demo: install
 	$(BIN)/relia demo
 
-test: install
+# The report's browser test renders the HTML in Debian's headless Chromium driven by chromedriver
+# (no browser download); installed from apt when missing, with sudo when not root.
+browser:
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+	  echo "installing Debian's chromium and chromium-driver for the report's browser test"; \
+	  command -v apt-get >/dev/null || { echo "no apt-get: install chromium and chromedriver (/usr/bin) yourself" >&2; exit 1; }; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium chromium-driver; \
+	fi
+
+test: install browser
 	$(BIN)/python -m pytest
 
 test-fast: install
