@@ -316,3 +316,18 @@ def test_class_table_shows_observed_afr_headline_mtbf_and_extrapolation(
     assert sum(r[3].startswith("extrapolated") for r in rows) >= 3
     assert "Turek" in note
     assert "model quantity" in note
+
+
+@pytest.mark.slow
+def test_no_table_is_wider_than_its_section(report: ReportResult, tmp_path: Path) -> None:
+    with chromium(tmp_path) as driver:
+        driver.command("POST", "/url", {"url": report.path.resolve().as_uri()})
+        overflowing = driver.script(
+            "return Array.from(document.querySelectorAll('table')).map(t => {"
+            " const s = t.closest('section'); const cs = getComputedStyle(s);"
+            " const right = s.getBoundingClientRect().right - parseFloat(cs.paddingRight);"
+            " const over = t.getBoundingClientRect().right - right;"
+            " return [t.id || t.parentElement.id, Math.round(over)];"
+            "}).filter(x => x[1] > 0)"
+        )
+    assert overflowing == []
