@@ -9,6 +9,7 @@ flow runs.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -20,18 +21,114 @@ import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+from typer.core import TyperGroup
+
+from pipelines.errors import ReliaError
 
 if TYPE_CHECKING:
+    import click
+
     from pipelines.settings import Settings
+
+console = Console()
+err = Console(stderr=True, soft_wrap=True)
+
+
+def _expected_exit_code(error: BaseException) -> int | None:
+    """The exit code of an expected failure (one line, no traceback), or None for a bug.
+
+    Our own :class:`~pipelines.errors.ReliaError` (missing, empty or busy warehouse) carries its
+    code; a ``ValueError`` from validating what the user gave (an option value, a sweep file) and
+    a file that is not valid YAML exit 2, like a usage error; an input file that does not exist
+    exits 1.
+    """
+    if isinstance(error, ReliaError):
+        return error.exit_code
+    yaml = sys.modules.get("yaml")
+    if isinstance(error, ValueError) or (yaml is not None and isinstance(error, yaml.YAMLError)):
+        return 2
+    if isinstance(error, FileNotFoundError):
+        return 1
+    return None
+
+
+def _expected_message(error: BaseException) -> str:
+    missing = error if isinstance(error, FileNotFoundError) else None
+    if missing is not None and missing.filename is not None and not isinstance(error, ReliaError):
+        return f"no such file: {missing.filename}"
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def _debug(ctx: click.Context) -> bool:
+    env = os.environ.get("RELIA_DEBUG", "").strip().lower()
+    return bool(ctx.meta.get("relia.debug")) or env not in ("", "0", "false", "no")
+
+
+class _ReliaGroup(TyperGroup):
+    """The ``relia`` group: the one place that turns expected failures into one line.
+
+    An expected failure (:func:`_expected_exit_code`) prints ``error: <message>`` on stderr and
+    exits 1 (2 for bad values), without a traceback unless ``--debug`` or ``RELIA_DEBUG=1``;
+    anything else is a bug and keeps its traceback.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Exception as error:
+            code = _expected_exit_code(error)
+            if code is None or _debug(ctx):
+                raise
+            err.print(_error("error", "red", _expected_message(error)))
+            raise typer.Exit(code) from error
+
 
 app = typer.Typer(
     name="relia",
+    cls=_ReliaGroup,
     help="Reliability analytics for GPU clusters: ingest telemetry, fit MTBF, project goodput.",
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console()
-err = Console(stderr=True, soft_wrap=True)
+
+
+def _print_version(value: bool) -> None:
+    if not value:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("relia")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        installed = "unknown (not installed; pip install -e .)"
+    console.print(f"relia {installed}", highlight=False, markup=False)
+    raise typer.Exit
+
+
+@app.callback()
+def _main(
+    ctx: typer.Context,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            envvar="RELIA_DEBUG",
+            help="Show the traceback of an expected error too (or set RELIA_DEBUG=1).",
+        ),
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the installed relia version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Reliability analytics for GPU clusters: ingest telemetry, fit MTBF, project goodput."""
+    ctx.meta["relia.debug"] = debug
+
 
 DbOption = Annotated[
     Path | None,
@@ -86,8 +183,9 @@ def _set_window(db_path: Path, start: str | None, end: str | None) -> None:
         msg = f"--window-end {end} is not after --window-start {start}: swap or widen them"
         raise typer.BadParameter(msg, param_hint="--window-end")
     if not db_path.exists():
-        err.print(_error("error", "red", f"no warehouse at {db_path}: run relia ingest first"))
-        raise typer.Exit(1)
+        from pipelines.errors import WarehouseMissingError
+
+        raise WarehouseMissingError(db_path)
     from pipelines import warehouse
 
     with warehouse.connect(db_path, lock_timeout_s=30) as con:
@@ -119,8 +217,58 @@ def _tracked(flag: bool) -> bool:
     return flag or bool(os.environ.get("PREFECT_API_URL"))
 
 
+def _strict_json(value: Any) -> Any:
+    """``value`` with every NaN or infinite float (numpy's too) made None, recursively.
+
+    Strict JSON parsers reject ``NaN`` and ``Infinity``; an open or unknown bound is ``null``.
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _strict_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strict_json(item) for item in value]
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return _strict_json(value.tolist())  # numpy scalars and arrays
+    return value
+
+
 def _print_json(payload: Any) -> None:
-    sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
+    """Print ``payload`` as strict JSON (no NaN/Infinity: they become null) on stdout."""
+    text = json.dumps(_strict_json(payload), indent=2, default=str, allow_nan=False)
+    sys.stdout.write(text + "\n")
+
+
+def _require_warehouse(
+    db_path: Path, relation: str, *, lock_timeout_s: float, absent: str | None = None
+) -> None:
+    """Fail with one line unless ``db_path`` exists and has the table or view ``relation``.
+
+    ``absent`` is the message when the relation is missing (default: nothing was ingested).
+
+    Raises
+    ------
+    WarehouseMissingError
+        When there is no file at ``db_path`` (a command must not create an empty warehouse).
+    WarehouseEmptyError
+        When the file lacks ``relation``: nothing was ingested into it yet.
+    """
+    from pipelines import warehouse
+    from pipelines.errors import WarehouseEmptyError, WarehouseMissingError
+
+    if not Path(db_path).exists():
+        raise WarehouseMissingError(db_path)
+    with warehouse.connect(db_path, read_only=True, lock_timeout_s=lock_timeout_s) as con:
+        found = con.execute(
+            "select count(*) from information_schema.tables where table_name = $name",
+            {"name": relation},
+        ).fetchone()
+    if not found or not found[0]:
+        msg = absent or (
+            f"{db_path} has no {relation}: nothing was ingested into it yet; run "
+            f"`relia ingest LANDING --db {db_path}` first"
+        )
+        raise WarehouseEmptyError(msg)
 
 
 def _table(title: str, rows: list[dict[str, Any]]) -> Table:
@@ -396,10 +544,10 @@ def ingest(
     console.print(_table(f"ingest into {settings.db_path}", rows))
 
 
-def _summary(db_path: Path) -> dict[str, list[dict[str, Any]]]:
+def _summary(db_path: Path, *, lock_timeout_s: float = 30) -> dict[str, list[dict[str, Any]]]:
     from pipelines import warehouse
 
-    with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
+    with warehouse.connect(db_path, read_only=True, lock_timeout_s=lock_timeout_s) as con:
         fleet = warehouse.query(
             con,
             "select component_class, units_at_risk, n_failures, "
@@ -449,7 +597,10 @@ def summary(
     """Print the fleet summary from the warehouse."""
     settings = _settings(db_path=db)
     _set_window(settings.db_path, window_start, window_end)
-    result = _summary(settings.db_path)
+    _require_warehouse(
+        settings.db_path, "rpt_fleet_summary", lock_timeout_s=settings.lock_timeout_s
+    )
+    result = _summary(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
     if as_json:
         _print_json(result)
     else:
@@ -625,6 +776,7 @@ def fit(
         raise typer.Exit(2)
     settings = _settings(db_path=db)
     _set_window(settings.db_path, window_start, window_end)
+    _require_warehouse(settings.db_path, lives, lock_timeout_s=settings.lock_timeout_s)
     cohorts = list(by or [])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -639,7 +791,12 @@ def fit(
             from pipelines import fit as fit_mod
 
             outcome = fit_mod.run_fit(
-                settings.db_path, by=cohorts, lives=lives, dataset=dataset, alpha=alpha
+                settings.db_path,
+                by=cohorts,
+                lives=lives,
+                dataset=dataset,
+                alpha=alpha,
+                lock_timeout_s=settings.lock_timeout_s,
             )
         run_id, results = outcome["run_id"], outcome["results"]
         cox_table = None
@@ -748,7 +905,12 @@ def trend(
     from pipelines import warehouse
 
     settings = _settings(db_path=db)
-    with warehouse.connect(settings.db_path, read_only=True, lock_timeout_s=30) as con:
+    _require_warehouse(
+        settings.db_path, "fct_node_recurrence", lock_timeout_s=settings.lock_timeout_s
+    )
+    with warehouse.connect(
+        settings.db_path, read_only=True, lock_timeout_s=settings.lock_timeout_s
+    ) as con:
         result = fit_mod.fleet_trend(
             fit_mod.read_node_recurrence(con), alpha=alpha, lemon_alpha=lemon_alpha
         )
@@ -991,25 +1153,29 @@ def project(
         )  # fmt: skip
         raise typer.Exit(2)
     settings = _settings(db_path=db)
-    try:
-        result = project_mod.run_projection(
-            settings.db_path
-            if from_fits
-            or repair_from_warehouse
-            or repair_from_fits
-            or fleet_age.strip() == "inventory"
-            else None,
-            knobs,
-            fit_run=from_fits,
-            n_samples=samples,
-            simulate_trials=simulate,
-            seed=seed,
-            repair_from_warehouse=repair_from_warehouse,
-            repair_from_fits=repair_from_fits,
+    if from_fits is not None or repair_from_fits is not None:
+        _require_warehouse(
+            settings.db_path,
+            "fit_runs",
+            lock_timeout_s=settings.lock_timeout_s,
+            absent="no fit run in the warehouse; run `relia fit` first or give rates by hand",
         )
-    except ValueError as error:
-        err.print(_error("error", "red", error))
-        raise typer.Exit(2) from error
+    # a ValueError (a knob value) is one line, exit 2: see _ReliaGroup
+    result = project_mod.run_projection(
+        settings.db_path
+        if from_fits
+        or repair_from_warehouse
+        or repair_from_fits
+        or fleet_age.strip() == "inventory"
+        else None,
+        knobs,
+        fit_run=from_fits,
+        n_samples=samples,
+        simulate_trials=simulate,
+        seed=seed,
+        repair_from_warehouse=repair_from_warehouse,
+        repair_from_fits=repair_from_fits,
+    )
     if as_json:
         _print_json(result)
         return
@@ -1125,19 +1291,18 @@ def whatif(
 ) -> None:
     """Run a what-if grid; write Parquet/CSV and plots; name the knob that buys most goodput."""
     settings = _settings(db_path=db)
-    try:
-        _prefect_defaults()
-        from pipelines.flows.what_if import what_if
+    if not sweep_file.is_file():  # before Prefect's import, and a tracked run that would fail
+        raise FileNotFoundError(2, "no such file", str(sweep_file))
+    _prefect_defaults()
+    from pipelines.flows.what_if import what_if
 
-        # the what-if flow either way: as a tracked run, or its function without orchestration
-        run = what_if if _tracked(tracked) else what_if.fn
-        result = run(
-            sweep_file=sweep_file, out_dir=out, db_path=settings.db_path, drain_model=drain_model,
-            simulate=simulate,
-        )  # fmt: skip
-    except ValueError as error:
-        err.print(_error("error", "red", error))
-        raise typer.Exit(2) from error
+    # the what-if flow either way: as a tracked run, or its function without orchestration;
+    # a bad sweep file (ValueError) is one line, exit 2: see _ReliaGroup
+    run = what_if if _tracked(tracked) else what_if.fn
+    result = run(
+        sweep_file=sweep_file, out_dir=out, db_path=settings.db_path, drain_model=drain_model,
+        simulate=simulate,
+    )  # fmt: skip
     if as_json:
         _print_json(result)
         return
@@ -1240,30 +1405,39 @@ def report(
 
     settings = _settings(db_path=db, reports_dir=reports_dir)
     scales = tuple(target_gpus or (16_384, 100_000))
-    try:
-        if _tracked(tracked):
-            _prefect_defaults()
-            from pipelines.flows.weekly_report import weekly_report
+    _require_warehouse(
+        settings.db_path, "stg_observation_window", lock_timeout_s=settings.lock_timeout_s
+    )
+    # a week outside the window (ValueError) is one line, exit 2: see _ReliaGroup
+    if _tracked(tracked):
+        _prefect_defaults()
+        from pipelines.flows.weekly_report import weekly_report
 
-            result = weekly_report(
-                week=week,
-                db_path=settings.db_path,
-                reports_dir=settings.reports_dir,
-                target_gpus=list(scales),
-            )
-        else:
-            from pipelines.report import build_report
+        started = time.perf_counter()
+        # the flow returns the report's path; its headline is the run's markdown artifact
+        path = weekly_report(
+            week=week,
+            db_path=settings.db_path,
+            reports_dir=settings.reports_dir,
+            target_gpus=list(scales),
+        )
+        seconds = time.perf_counter() - started
+        artifact = "weekly-reliability-report"
+        if as_json:
+            _print_json({"path": path, "seconds": seconds, "headline": None, "artifact": artifact})
+            return
+        console.print(f"report: [bold]{path}[/bold] ({seconds:.1f} s; tracked flow run, headline "
+                      f"in its Prefect artifact {artifact})")  # fmt: skip
+        return
+    from pipelines.report import build_report
 
-            result = build_report(
-                settings.db_path,
-                week=week,
-                reports_dir=settings.reports_dir,
-                target_gpus=scales,
-                lock_timeout_s=settings.lock_timeout_s,
-            )
-    except ValueError as error:
-        err.print(_error("error", "red", error))
-        raise typer.Exit(2) from error
+    result = build_report(
+        settings.db_path,
+        week=week,
+        reports_dir=settings.reports_dir,
+        target_gpus=scales,
+        lock_timeout_s=settings.lock_timeout_s,
+    )
     if as_json:
         _print_json({"path": str(result.path), "seconds": result.seconds,
                      "headline": result.headline})  # fmt: skip

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from pipelines import warehouse
+from pipelines.errors import WarehouseEmptyError
 from pipelines.warehouse import _identifier, query
 
 if TYPE_CHECKING:
@@ -348,6 +349,9 @@ def fleet_trend(
     """Crow-AMSAA (pooled over nodes), Laplace test, lemon nodes and MCF from node recurrences."""
     from models import crow_amsaa_fleet, laplace_test, lemon_nodes, mean_cumulative_function
 
+    if recurrence.height == 0:
+        msg = "no nodes in fct_node_recurrence; ingest telemetry first (relia ingest PATH)"
+        raise WarehouseEmptyError(msg)
     events = recurrence.select(pl.col("node").alias("unit_id"), "time_h", "start_h", "end_h")
     failures = events.filter(pl.col("time_h").is_not_null())
     window_h = float(events["end_h"].max() or 0.0)
@@ -402,7 +406,7 @@ def run_fit(
         if frame.height == 0:
             what = "repairs with a duration" if quantity == "repair_time" else "unit lives"
             msg = f"no {what} in {lives}; ingest telemetry first (relia ingest PATH)"
-            raise ValueError(msg)
+            raise WarehouseEmptyError(msg)
         results = fit_table(frame, by=by, alpha=alpha)
         if quantity == "repair_time":
             results = results.with_columns(

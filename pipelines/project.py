@@ -23,6 +23,7 @@ import polars as pl
 import yaml
 
 from pipelines import warehouse
+from pipelines.errors import WarehouseEmptyError, WarehouseMissingError
 from pipelines.fit import (
     POOLED_CLASS,
     latest_run_id,
@@ -79,7 +80,7 @@ def fit_rates(
     run_id = run_id or latest_run_id(con, quantity="lifetime")
     if run_id is None:
         msg = "no fit run in the warehouse; run `relia fit` first or give rates by hand"
-        raise ValueError(msg)
+        raise WarehouseEmptyError(msg)
     fits = read_fit(con, run_id).filter(pl.col("cohort") == "all")
     if fits.height == 0:
         msg = f"fit run {run_id} has no whole-fleet rows (cohort 'all'); refit without --by"
@@ -385,8 +386,7 @@ def run_projection(
 def _check_warehouse(db_path: Path) -> None:
     """A one-line error when the warehouse file is missing (read-only DuckDB cannot create it)."""
     if not Path(db_path).exists():
-        msg = f"no warehouse at {db_path}; run `relia ingest` first or give --db"
-        raise ValueError(msg)
+        raise WarehouseMissingError(db_path)
 
 
 def _scenario_dict(scenario: Any) -> dict[str, Any]:

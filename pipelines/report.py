@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 from markupsafe import Markup
 
+from pipelines.errors import WarehouseMissingError
 from pipelines.report_data import (
     DEFAULT_TARGET_GPUS,
     MIN_AT_RISK,
@@ -688,6 +689,8 @@ def build_report(
 
     Raises
     ------
+    WarehouseMissingError
+        When ``db_path`` does not exist.
     ValueError
         On an empty warehouse or a week outside the observation window.
     """
@@ -695,8 +698,7 @@ def build_report(
 
     started = time.perf_counter()
     if not Path(db_path).exists():
-        msg = f"no warehouse at {db_path}; run `relia ingest` first or pass --db"
-        raise ValueError(msg)
+        raise WarehouseMissingError(db_path)
     with warehouse.connect(db_path, read_only=True, lock_timeout_s=lock_timeout_s) as con:
         data = read_report_data(con, week=week, target_gpus=target_gpus)
     html = render_html(data, report_figures(data))

@@ -27,6 +27,7 @@ import numpy as np
 import polars as pl
 
 from pipelines import warehouse
+from pipelines.errors import WarehouseEmptyError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -380,7 +381,7 @@ def read_window(con: duckdb.DuckDBPyConnection) -> tuple[datetime, datetime]:
     row = frame.row(0) if frame.height else None
     if row is None or row[0] is None or row[1] is None:
         msg = "the warehouse has no telemetry (no observation window); run `relia ingest` first"
-        raise ValueError(msg)
+        raise WarehouseEmptyError(msg)
     return row[0].astimezone(UTC), row[1].astimezone(UTC)
 
 

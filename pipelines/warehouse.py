@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 import duckdb
 import polars as pl
 
+from pipelines.errors import ReliaError
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -76,8 +78,16 @@ made before gains them (empty) when its schema is applied; a table the lake has 
 view is left alone (its new Parquet parts carry the column)."""
 
 
-class WarehouseBusyError(RuntimeError):
+class WarehouseBusyError(ReliaError, RuntimeError):
     """Another process holds the warehouse's write lock; retry later."""
+
+
+def _holder(error: Exception) -> str:
+    """``PID n (program)`` when DuckDB's lock error names the holder, else ``another process``."""
+    found = re.search(r"lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)", str(error))
+    if not found:
+        return "another process"
+    return f"PID {found['pid']} ({found['program']})"
 
 
 def _identifier(name: str) -> str:
@@ -114,8 +124,9 @@ def connect(
                 raise
             if time.monotonic() >= deadline:
                 msg = (
-                    f"warehouse busy: {db_path} is locked by another process (DuckDB allows one "
-                    "writer); retry when the running ingest has finished"
+                    f"warehouse busy: {db_path} is locked by {_holder(error)} (DuckDB allows "
+                    f"one writer); waited {lock_timeout_s:g} s; retry when it has finished, or "
+                    "wait longer with RELIA_LOCK_TIMEOUT_S"
                 )
                 raise WarehouseBusyError(msg) from error
             time.sleep(delay)

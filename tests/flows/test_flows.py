@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,3 +58,25 @@ def test_what_if_flow_ranks_knobs_from_the_latest_fit(
     table = pl.read_parquet(result["table"])
     assert table.height == result["n_points"] == 5 * 3 * 2 * 3
     assert result["best_knob"]["knob"] in {"strategy", "checkpoint_s", "failure_domain_gpus"}
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["table", "json"])
+def test_cli_report_tracked_runs_the_weekly_report_flow(
+    prefect_harness: None, small_warehouse: Path, tmp_path: Path, as_json: bool
+) -> None:
+    """``relia report --tracked`` once read ``.path`` off the flow's ``str`` result."""
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    reports = tmp_path / "reports"
+    args = ["report", "--tracked", "--db", str(small_warehouse), "--reports-dir", str(reports)]
+    result = CliRunner().invoke(app, [*args, "--json"] if as_json else args)
+    assert result.exit_code == 0, result.output
+    [written] = reports.glob("*.html")
+    if as_json:
+        payload = json.loads(result.stdout)
+        assert payload["path"] == str(written)
+        assert payload["artifact"] == "weekly-reliability-report"
+    else:
+        assert str(written) in result.stdout.replace("\n", "")

@@ -479,6 +479,6 @@ def test_fleet_age_inventory_without_a_warehouse_is_one_line(tmp_path: Path) -> 
     missing = CliRunner().invoke(
         app, ["project", "--db", str(tmp_path / "none.duckdb"), "--fleet-age", "inventory"]
     )
-    assert missing.exit_code == 2
+    assert missing.exit_code == 1  # a missing warehouse is not a usage error
     assert "no warehouse" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
