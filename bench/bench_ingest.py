@@ -400,7 +400,7 @@ def views_and_counts(db_path: Path) -> int:
     with warehouse.connect(db_path) as con:
         names = warehouse.create_views(con)
         for name in names:
-            con.execute(f"select count(*) from {warehouse._identifier(name)}").fetchone()
+            con.execute(f"select count(*) from {warehouse.identifier(name)}").fetchone()
     return len(names)
 
 

@@ -11,7 +11,7 @@ import importlib.util
 
 _SUBMODULES = (
     "exceptions", "mtbf_summary", "survival", "gof", "repairable", "goodput", "ranking",
-    "simulate", "mc_sweep", "predict",
+    "simulate", "projector", "mc_sweep", "predict",
 )
 
 __all__: list[str] = []

@@ -34,11 +34,11 @@ from scipy import special, stats
 
 from models.survival import (
     Lifetimes,
-    _check_alpha,
-    _check_family,
-    _fit_family_fast,
-    _LogLives,
+    LogLives,
+    check_alpha,
+    check_family,
     check_lifetimes,
+    fit_family_fast,
 )
 
 if TYPE_CHECKING:
@@ -412,7 +412,7 @@ def goodness_of_fit_families(
     returns ``{family: A^2}`` (NaN where a parameter is not finite).
     """
     checked = {
-        _check_family(family): _check_params(family, params) for family, params in fits.items()
+        check_family(family): _check_params(family, params) for family, params in fits.items()
     }
     limit = _ProductLimit.of(_lifetimes(lives))
     return {
@@ -467,7 +467,7 @@ def _fit(family: str, lives: Lifetimes) -> tuple[dict[str, float], NDArray[np.fl
     if family == "exponential":
         lam = lives.exposure_h / lives.n_failures
         return {"lambda_": lam}, np.array([[lam * lam / lives.n_failures]])
-    fit = _fit_family_fast(family, _LogLives(lives))
+    fit = fit_family_fast(family, LogLives(lives))
     if not fit.converged:
         msg = (
             f"The {family} fit of these lives did not converge (too few failures at distinct "
@@ -530,8 +530,8 @@ def probability_plot(
     normal ``1 - alpha/2`` quantile (Meeker and Escobar, section 8.4.3). The exponential fixes
     ``sigma = 1``, so ``Var z = Var(ln lambda_) = 1 / r`` for ``r`` failures.
     """
-    family = _check_family(family)
-    alpha = _check_alpha(alpha)
+    family = check_family(family)
+    alpha = check_alpha(alpha)
     if paper not in PAPERS:
         msg = f"Unknown paper {paper!r}; choose one of {', '.join(PAPERS)}."
         raise ValueError(msg)

@@ -60,7 +60,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 from scipy import special
-from sklearn.base import BaseEstimator
 
 from models.exceptions import ApproximationWarning, FewFailuresWarning
 
@@ -72,7 +71,6 @@ if TYPE_CHECKING:
 __all__ = [
     "RSC1_NODE_FAILURES_PER_1000_NODE_DAYS",
     "ClassRate",
-    "GoodputProjector",
     "Scenario",
     "age_mix",
     "daly_expected_wall_time_s",
@@ -98,7 +96,9 @@ hours: the class then fails about never within any job."""
 _STRATEGIES = ("restart", "hot_spare", "elastic")
 _LEVELS = ("gpu", "node")
 _FLEET_AGES = ("steady_state", "new")
-_CATEGORICAL = ("strategy", "fleet_age", "rates", "weibull_shape", "node_groups")
+CATEGORICAL_KNOBS = ("strategy", "fleet_age", "rates", "weibull_shape", "node_groups")
+"""Scenario fields :func:`sweep` loops over (the others it evaluates as arrays in one pass)."""
+_CATEGORICAL = CATEGORICAL_KNOBS  # the old name, read by tests/hardening/test_scale_out.py
 _RENEWAL_GRID = 400  # time steps for the renewal-function quadrature
 _PIECES = 32  # geometric time pieces over the job where the fault rate or the spare pool varies
 _EXACT_SHARE = 0.01  # an analytical goodput is exact when its error bound is within 1 % of it
@@ -1057,12 +1057,15 @@ def _spare_wait_random_sampled(
     return out_m, out_l
 
 
-def _project_arrays(
+def project_arrays(
     s: Scenario,
     over: Mapping[str, ArrayLike] | None = None,
     mtbf_override: Sequence[NDArray[np.float64]] | None = None,
 ) -> dict[str, NDArray[np.float64]]:
     """Vectorised analytical projection; ``over`` maps numeric Scenario fields to arrays.
+
+    The core :func:`project` and :func:`sweep` share with :mod:`models.simulate` and
+    :mod:`models.ranking`: a dict of arrays, one entry per output, no validation or rounding.
 
     ``goodput_error_bound`` (absolute goodput) adds three parts. Discretisation: where the answer
     is integrated over time pieces (a fault rate that changes over the job, or a spare pool that
@@ -1086,6 +1089,11 @@ def _project_arrays(
     return fine
 
 
+_project_arrays = project_arrays
+"""The name :func:`project`, :func:`sweep` and :func:`drain_sweep` call: the seam tests patch
+(``monkeypatch.setattr(models.goodput, "_project_arrays", ...)``) to widen error bounds."""
+
+
 def _mix(weights: Sequence[tuple[Any, Any]]) -> Any:
     """Sum of weight * value pairs (a mixture over detection kinds or interruption kinds)."""
     return sum(w * v for w, v in weights)
@@ -1100,7 +1108,9 @@ def _project_core(
 ) -> dict[str, Any]:
     over = {} if over is None else over
     p = {
-        f.name: _param(s, over, f.name) for f in dataclasses.fields(s) if f.name not in _CATEGORICAL
+        f.name: _param(s, over, f.name)
+        for f in dataclasses.fields(s)
+        if f.name not in CATEGORICAL_KNOBS
     }
     rates = s.class_rates()
     if mtbf_override is not None:
@@ -1443,7 +1453,7 @@ def project(
     rates of their units with lifetimes scaled by the multiplier.
 
     **Error bound.** ``goodput_error_bound`` (absolute) says how far the analytical answer can
-    be from the event-level model (see :func:`_project_arrays`); ``analytical_exact`` is true
+    be from the event-level model (see :func:`project_arrays`); ``analytical_exact`` is true
     when it is within 1 % of goodput, and ``relia whatif`` evaluates the other points by Monte
     Carlo. Meta's ETTR is ``None`` where its first-order formula goes negative, with the reason
     in ``ettr_note``.
@@ -1738,8 +1748,8 @@ def sweep(base: Scenario, grid: Mapping[str, Sequence[Any]]) -> pl.DataFrame:
         for value in values:
             replace(base, **{key: value})  # validates each value with the scenario's own checks
     keys = list(grid)
-    categorical = [k for k in keys if k in _CATEGORICAL]
-    numeric = [k for k in keys if k not in _CATEGORICAL]
+    categorical = [k for k in keys if k in CATEGORICAL_KNOBS]
+    numeric = [k for k in keys if k not in CATEGORICAL_KNOBS]
     shape = tuple(len(grid[k]) for k in numeric)
     index = np.indices(shape).reshape(len(numeric), -1) if numeric else np.zeros((0, 1), int)
     columns: dict[str, Any] = {}
@@ -1876,65 +1886,3 @@ def drain_sweep(base: Scenario, curve: pl.DataFrame) -> pl.DataFrame:
         lead_s = curve["lead_time_h"].cast(pl.Float64) * SECONDS_PER_HOUR
         data["lead_time_covers_checkpoint"] = lead_s >= base.checkpoint_s
     return pl.DataFrame(data).with_columns(pl.col("ettr").fill_nan(None))  # null: not applicable
-
-
-# --------------------------------------------------------------------------- estimator wrapper
-
-
-class GoodputProjector(BaseEstimator):
-    """Projection (and optionally simulation) of a scenario whose rates come from a fit table.
-
-    Parameters
-    ----------
-    scenario
-        The job and fleet; ``None`` is ``Scenario()``.
-    n_samples
-        MTBF samples for the projection's interval (see :func:`project`).
-    n_trials
-        Monte Carlo trials of :func:`models.simulate.simulate_job`; 0 skips the simulation.
-    random_state
-        Seed or generator for both.
-
-    Attributes
-    ----------
-    scenario_
-        The scenario projected, with ``rates`` from the fit table when one was given.
-    projection_
-        Output of :func:`project`.
-    simulation_
-        Output of :func:`models.simulate.simulate_job`, or ``None``.
-
-    Examples
-    --------
-    >>> GoodputProjector(Scenario(n_gpus=1024)).fit().projection_["mtti_h"] > 10
-    True
-    """
-
-    def __init__(
-        self,
-        scenario: Scenario | None = None,
-        n_samples: int = 0,
-        n_trials: int = 0,
-        random_state: int | np.random.Generator | None = None,
-    ) -> None:
-        self.scenario = scenario
-        self.n_samples = n_samples
-        self.n_trials = n_trials
-        self.random_state = random_state
-
-    def fit(self, fit_results: pl.DataFrame | None = None) -> GoodputProjector:
-        """Project the scenario, with ``rates`` taken from ``fit_results`` when given."""
-        scenario = Scenario() if self.scenario is None else self.scenario
-        if fit_results is not None:
-            scenario = replace(
-                scenario, rates=rates_from_fits(fit_results), node_failures_per_1000_node_days=None
-            )
-        rng = np.random.default_rng(self.random_state)
-        self.scenario_ = scenario
-        self.projection_ = project(scenario, n_samples=self.n_samples, random_state=rng)
-        self.simulation_ = None
-        if self.n_trials > 0:
-            from models.simulate import simulate_job  # simulate imports this module
-
-            self.simulation_ = simulate_job(scenario, n_trials=self.n_trials, random_state=rng)
-        return self

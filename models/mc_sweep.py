@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from models.goodput import _CATEGORICAL, Scenario, sweep
+from models.goodput import CATEGORICAL_KNOBS, Scenario, sweep
 from models.simulate import simulate_job
 
 if TYPE_CHECKING:
@@ -84,8 +84,8 @@ def grid_points(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
     slowest) and inside that over the numeric ones (grid order, the first slowest).
     """
     keys = list(grid)
-    categorical = [k for k in keys if k in _CATEGORICAL]
-    numeric = [k for k in keys if k not in _CATEGORICAL]
+    categorical = [k for k in keys if k in CATEGORICAL_KNOBS]
+    numeric = [k for k in keys if k not in CATEGORICAL_KNOBS]
     points = []
     for combo in itertools.product(*(grid[k] for k in categorical)):
         for values in itertools.product(*(grid[k] for k in numeric)):
@@ -98,7 +98,7 @@ def grid_points(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
 def _check_order(table: pl.DataFrame, points: list[dict[str, Any]]) -> None:
     """Fail loudly if ``sweep``'s row order ever stops being the one :func:`grid_points` gives."""
     for key in points[0] if points else ():
-        if key in _CATEGORICAL or key not in table.columns:
+        if key in CATEGORICAL_KNOBS or key not in table.columns:
             continue
         expected = [p[key] for p in points]
         got = table[key].to_list()

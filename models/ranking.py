@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from models.goodput import Scenario, _project_arrays, knob_label, project
+from models.goodput import Scenario, knob_label, project, project_arrays
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -118,8 +118,8 @@ def paired_goodput_samples(
     draws = [r.sample_mtbf(rng, n_samples) for r in rates]
     out = []
     for s in scenarios:
-        tau_s = float(_project_arrays(s)["checkpoint_interval_min"]) * 60.0
-        sampled = _project_arrays(s, {"checkpoint_interval_s": tau_s}, mtbf_override=draws)
+        tau_s = float(project_arrays(s)["checkpoint_interval_min"]) * 60.0
+        sampled = project_arrays(s, {"checkpoint_interval_s": tau_s}, mtbf_override=draws)
         out.append(np.broadcast_to(np.asarray(sampled["goodput"], float), (n_samples,)))
     return out, note
 

@@ -98,7 +98,7 @@ import numpy as np
 import polars as pl
 from scipy import special
 
-from models.goodput import SECONDS_PER_HOUR, Scenario, _project_arrays
+from models.goodput import SECONDS_PER_HOUR, Scenario, project_arrays
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -168,7 +168,7 @@ def _group_units(units: int, groups: Sequence[tuple[float, Any]]) -> list[tuple[
 
 
 def _plan(s: Scenario) -> _Plan:
-    core = _project_arrays(s)
+    core = project_arrays(s)
     n_domains = math.ceil(s.n_gpus / s.failure_domain_gpus)
     gpus_held = n_domains * s.failure_domain_gpus
     nodes_held = math.ceil(gpus_held / s.gpus_per_node)

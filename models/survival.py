@@ -230,14 +230,16 @@ def check_lifetimes(
     return Lifetimes(exit_h, failed_raw.astype(bool), entry)
 
 
-def _check_alpha(alpha: float) -> float:
+def check_alpha(alpha: float) -> float:
+    """``alpha`` as a float when it lies in (0, 1); shared with :mod:`models.gof`."""
     if not 0.0 < alpha < 1.0:
         msg = f"alpha must lie in (0, 1), e.g. 0.05 for 95 % intervals; got {alpha!r}."
         raise ValueError(msg)
     return float(alpha)
 
 
-def _check_family(family: str) -> str:
+def check_family(family: str) -> str:
+    """``family`` when it is one of :data:`FAMILIES`; shared with :mod:`models.gof`."""
     if family not in FAMILIES:
         msg = f"Unknown family {family!r}; choose one of {', '.join(FAMILIES)}."
         raise ValueError(msg)
@@ -284,7 +286,7 @@ def exponential_mtbf(
     --------
     >>> mtbf, lo, hi = exponential_mtbf(0, 30_000.0)   # lower bound only: about 10,014 h
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     if n_failures < 0 or int(n_failures) != n_failures:
         msg = f"n_failures must be a non-negative integer; got {n_failures!r}."
         raise ValueError(msg)
@@ -465,7 +467,7 @@ _STANDARD: dict[str, tuple[_TermFn, _TermFn, _ValueFn, _ValueFn]] = {
 }
 
 
-class _LogLives:
+class LogLives:
     """Log ages split by role, computed once per group and shared by every family."""
 
     def __init__(self, lives: Lifetimes) -> None:
@@ -483,7 +485,7 @@ class _LogLives:
 class _LogLikelihood:
     """Left-truncated, right-censored log-likelihood of one family in (mu, log sigma)."""
 
-    def __init__(self, family: str, data: _LogLives) -> None:
+    def __init__(self, family: str, data: LogLives) -> None:
         self.data = data
         self.f_terms, self.s_terms, self.f_value, self.s_value = _STANDARD[family]
 
@@ -604,7 +606,7 @@ class _ParametricFit:
 
 
 def _start_point(
-    family: str, data: _LogLives, weibull: _ParametricFit | None
+    family: str, data: LogLives, weibull: _ParametricFit | None
 ) -> NDArray[np.float64]:
     """Starting (mu, log sigma): the exponential MLE, or a moment-matched Weibull fit."""
     mu_exp = math.log(data.exposure_h / max(data.n_failures, 1))
@@ -619,10 +621,13 @@ def _start_point(
     return np.array([median, math.log(sigma)])
 
 
-def _fit_family_fast(
-    family: str, data: _LogLives, weibull: _ParametricFit | None = None
+def fit_family_fast(
+    family: str, data: LogLives, weibull: _ParametricFit | None = None
 ) -> _ParametricFit:
-    """Maximum-likelihood fit of one log-location-scale family; params in lifelines names."""
+    """Maximum-likelihood fit of one log-location-scale family; params in lifelines names.
+
+    Shared with :mod:`models.gof` (probability plots and goodness of fit).
+    """
     objective = _LogLikelihood(family, data)
     theta, ll, hess, converged = _newton_maximise(objective, _start_point(family, data, weibull))
     if not converged and family != "weibull":
@@ -804,8 +809,8 @@ class MtbfFitter(BaseEstimator):
         MtbfFitter
             ``self``, with the fitted attributes set.
         """
-        family = _check_family(self.family)
-        alpha = _check_alpha(self.alpha)
+        family = check_family(self.family)
+        alpha = check_alpha(self.alpha)
         if self.ci_method not in ("delta", "bootstrap"):
             msg = f"ci_method must be 'delta' or 'bootstrap'; got {self.ci_method!r}."
             raise ValueError(msg)
@@ -827,7 +832,7 @@ class MtbfFitter(BaseEstimator):
                     "classes / cohorts."
                 )
                 raise ValueError(msg)
-            fast = _fit_family_fast(family, _LogLives(lives))
+            fast = fit_family_fast(family, LogLives(lives))
             start = np.array(list(fast.params.values())) if fast.converged else None
             if not fast.converged:
                 warnings.warn(
@@ -889,7 +894,7 @@ class MtbfFitter(BaseEstimator):
             elif r < _MIN_FAILURES:
                 means[b] = math.nan
             else:
-                fit = _fit_family_fast(self.family, _LogLives(sample))
+                fit = fit_family_fast(self.family, LogLives(sample))
                 means[b] = _mean_life_h(self.family, fit.params) if fit.converged else math.nan
         n_failed = int(np.count_nonzero(np.isnan(means)))
         if n_failed > 0.01 * means.size:
@@ -972,7 +977,7 @@ def _json(params: dict[str, float]) -> str:
     return json.dumps({k: (v if math.isfinite(v) else None) for k, v in params.items()})
 
 
-def _exponential_row(data: _LogLives, alpha: float) -> dict[str, Any]:
+def _exponential_row(data: LogLives, alpha: float) -> dict[str, Any]:
     r, total = data.n_failures, data.exposure_h
     mtbf, lo, hi = exponential_mtbf(r, total, alpha=alpha)
     ll = _exponential_log_likelihood(r, total)
@@ -1052,7 +1057,7 @@ def _parametric_row(fit: _ParametricFit, alpha: float) -> dict[str, Any]:
 
 
 def _weibayes_row(
-    part: pl.DataFrame, shape: tuple[float, str], data: _LogLives, alpha: float
+    part: pl.DataFrame, shape: tuple[float, str], data: LogLives, alpha: float
 ) -> dict[str, Any]:
     """The Weibayes row of a group with 1 to 5 failures: a Weibull at a known shape, LR bounds."""
     beta, _ = shape
@@ -1119,7 +1124,7 @@ class _WeibayesShapes:
             return 1.0, "assumed (no fleet-wide fit)"
         if key[0] not in self.pooled:
             part = self.frame.filter(pl.col(self.by[0]) == key[0])
-            data = _LogLives(
+            data = LogLives(
                 Lifetimes(
                     part.get_column("exit_h").to_numpy(),
                     part.get_column("failed").to_numpy(),
@@ -1128,7 +1133,7 @@ class _WeibayesShapes:
             )
             found = (1.0, "assumed (no fleet-wide fit)")
             if data.n_failures > WEIBAYES_MAX_FAILURES:
-                fit = _fit_family_fast("weibull", data)
+                fit = fit_family_fast("weibull", data)
                 if fit.converged:
                     found = (fit.params["rho_"], f"fleet-wide {self.by[0]} fit")
             self.pooled[key[0]] = found
@@ -1250,9 +1255,9 @@ def fit_lives(
     >>> table = fit_lives(lives, by=("component_class",))
     >>> table.filter(pl.col("chosen")).select("component_class", "family", "mtbf_h")
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     by = list(by)
-    wanted = [_check_family(f) for f in dict.fromkeys(families)]
+    wanted = [check_family(f) for f in dict.fromkeys(families)]
     if not wanted:
         msg = "families is empty; pass at least one of " + ", ".join(FAMILIES) + "."
         raise ValueError(msg)
@@ -1268,7 +1273,7 @@ def fit_lives(
     not_converged: list[str] = []
     shapes = _WeibayesShapes(frame, by, weibayes_shape)
     for key, part in parts.items():
-        data = _LogLives(
+        data = LogLives(
             Lifetimes(
                 part.get_column("exit_h").to_numpy(),
                 part.get_column("failed").to_numpy(),
@@ -1301,7 +1306,7 @@ def fit_lives(
                     continue
                 if r < _MIN_FAILURES:
                     continue
-                fit = _fit_family_fast(family, data, weibull)
+                fit = fit_family_fast(family, data, weibull)
                 if family == "weibull":
                     weibull = fit
                 if not fit.converged:
@@ -1417,7 +1422,7 @@ def kaplan_meier(
     With left truncation and few units at risk at young ages the curve can drop steeply
     early on; read it from the age where ``at_risk`` is large.
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     kmf, _ = _nonparametric(KaplanMeierFitter(alpha=alpha), durations_h, failed, entry_h)
     timeline = kmf.timeline.astype(np.float64)
     band = kmf.confidence_interval_survival_function_.to_numpy()
@@ -1457,7 +1462,7 @@ def nelson_aalen(
     polars.DataFrame
         ``timeline_h`` (age, h), ``cumulative_hazard``, ``lo``, ``hi``, ``at_risk``.
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     naf, _ = _nonparametric(NelsonAalenFitter(alpha=alpha), durations_h, failed, entry_h)
     timeline = naf.timeline.astype(np.float64)
     band = naf.confidence_interval_cumulative_hazard_.to_numpy()
@@ -1565,7 +1570,7 @@ def cox_ph(
     ConvergenceWarning
         When lifelines reports a convergence or variance problem (e.g. a near-constant column).
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     covariates = list(covariates)
     if not covariates:
         msg = "covariates is empty; name at least one column such as 'batch'."

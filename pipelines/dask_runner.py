@@ -31,7 +31,7 @@ T = TypeVar("T")
 
 CATEGORICAL_KNOBS = ("strategy", "fleet_age", "rates", "weibull_shape", "node_groups")
 """Knobs ``models.sweep`` loops over in its outer loop (the rest it evaluates as arrays); kept
-equal to ``models.goodput._CATEGORICAL`` by a test, without importing models here."""
+equal to ``models.goodput.CATEGORICAL_KNOBS`` by a test, without importing models here."""
 
 
 def local_cluster_kwargs(n_workers: int = 2) -> dict[str, Any]:

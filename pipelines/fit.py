@@ -35,7 +35,8 @@ import polars as pl
 
 from pipelines import warehouse
 from pipelines.errors import WarehouseEmptyError
-from pipelines.warehouse import _identifier, query
+from pipelines.warehouse import identifier as _identifier  # a SQL guard by that name
+from pipelines.warehouse import query
 
 if TYPE_CHECKING:
     from pathlib import Path

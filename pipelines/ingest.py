@@ -486,7 +486,8 @@ def _validate_and_load(
             for r in checked.results
         ]
         loads.append(_file_load(pending, good, bad, results))
-    return warehouse.load_files(con, loads, lake_dir=lake_dir)
+    write_parts = None if lake_dir is None else functools.partial(lake.write_parts, lake_dir)
+    return warehouse.load_files(con, loads, write_parts=write_parts)
 
 
 def ingest(

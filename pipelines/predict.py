@@ -30,6 +30,7 @@ import numpy as np
 import polars as pl
 
 from pipelines import warehouse
+from pipelines.warehouse import identifier as _identifier  # a SQL guard by that name
 from pipelines.warehouse import query
 
 if TYPE_CHECKING:
@@ -499,8 +500,8 @@ def _scratch(
                 star = (
                     "* replace ("
                     + ", ".join(
-                        f"case when {warehouse._identifier(c)} < $at then "
-                        f"{warehouse._identifier(c)} end as {warehouse._identifier(c)}"
+                        f"case when {_identifier(c)} < $at then "
+                        f"{_identifier(c)} end as {_identifier(c)}"
                         for c in reopen
                     )
                     + ")"

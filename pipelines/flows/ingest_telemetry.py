@@ -28,10 +28,17 @@ def find_landing_files(
     return ingest.landing_files(landing_dir, path_patterns=patterns)
 
 
-def _warehouse_busy(_task: object, _task_run: object, state: State) -> bool:
-    """Retry only when the warehouse was locked by another writer, not on bad data or bugs."""
+def warehouse_busy(_task: object, _task_run: object, state: State) -> bool:
+    """Retry only when the warehouse was locked by another writer, not on bad data or bugs.
+
+    The ``retry_condition_fn`` of every task that writes the warehouse (also in
+    :mod:`pipelines.flows.weekly_report`).
+    """
     error = state.result(raise_on_failure=False)
     return isinstance(error, warehouse.WarehouseBusyError)
+
+
+_warehouse_busy = warehouse_busy  # the old name, imported by tests/hardening/test_concurrency.py
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)
@@ -60,7 +67,7 @@ def _fan_out(
     return parse_many
 
 
-@task(retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=_warehouse_busy)
+@task(retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=warehouse_busy)
 def load_files(
     db_path: Path,
     files: list[ingest.LandingFile],

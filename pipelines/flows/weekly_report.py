@@ -8,13 +8,13 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 
 from pipelines import warehouse
-from pipelines.flows.ingest_telemetry import _warehouse_busy
+from pipelines.flows.ingest_telemetry import warehouse_busy
 from pipelines.report import build_report
 from pipelines.report_data import DEFAULT_TARGET_GPUS
 from pipelines.settings import Settings
 
 
-@task(retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=_warehouse_busy)
+@task(retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=warehouse_busy)
 def score_fleet(db_path: Path, lock_timeout_s: float) -> int | None:
     """Score every GPU with the latest failure predictor, if one was trained; GPUs at risk.
 

@@ -96,7 +96,7 @@ def plan_xids(
         node = np.repeat(np.arange(fleet.n_nodes), counts)
         t0 = service_from[node] + (rng.random(node.size) * (service_to - service_from)[node])
         parts.append(
-            _bursts(
+            bursts(
                 rng,
                 node,
                 rng.integers(0, g, size=node.size),
@@ -112,7 +112,7 @@ def plan_xids(
         node = np.array([a.nodes[0] for a in app], dtype=np.int64)
         t0 = np.array([a.end_s for a in app], dtype=np.int64) - rng.integers(5, 61, size=node.size)
         code = np.array(APPLICATION_XIDS)[rng.integers(0, 3, size=node.size)]
-        parts.append(_bursts(rng, node, rng.integers(0, g, size=node.size), t0, code, 6))
+        parts.append(bursts(rng, node, rng.integers(0, g, size=node.size), t0, code, 6))
     node, slot, true_ts, code = (np.concatenate([p[i] for p in parts]) for i in range(4))
     # keep non-failure lines away from failure bursts on the same GPU
     is_failure = np.isin(code, list(FAILURE_XIDS_ALL))
@@ -140,7 +140,7 @@ def _failure_code(cls: str, u: float) -> int:
     return codes[min(int(u * len(codes)), len(codes) - 1)]
 
 
-def _bursts(
+def bursts(
     rng: np.random.Generator,
     node: np.ndarray,
     slot: np.ndarray,
@@ -148,6 +148,10 @@ def _bursts(
     code: np.ndarray,
     max_lines: int,
 ) -> tuple[np.ndarray, ...]:
+    """1 to ``max_lines`` Xid lines per event within a minute of its ``t0``: (node, slot, ts, code).
+
+    Shared with :mod:`pipelines.synth.precursors` (its warning bursts).
+    """
     n_lines = rng.integers(1, max_lines + 1, size=node.size)
     rep = np.repeat(np.arange(node.size), n_lines)
     offsets = rng.integers(0, 60, size=rep.size)

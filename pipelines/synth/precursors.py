@@ -181,7 +181,7 @@ def with_warning_xids(
     unit = np.concatenate([np.array(units, dtype=np.int64), plan.bg_unit[is_xid]])
     t0 = np.concatenate([t0, plan.bg_start[is_xid]])
     code = np.array(WARNING_XIDS)[rng.integers(0, len(WARNING_XIDS), unit.size)]
-    node, slot, true_ts, code = kernel._bursts(rng, unit // g, unit % g, t0, code, 3)
+    node, slot, true_ts, code = kernel.bursts(rng, unit // g, unit % g, t0, code, 3)
     gpu_fail = (fleet.ev_action == REPLACE) & (fleet.ev_unit < fleet.n_gpu_units)
     fail_keys = np.sort(fleet.ev_unit[gpu_fail] * (1 << 40) + fleet.ev_open[gpu_fail])
     key = (node * g + slot) * (1 << 40)

@@ -1,0 +1,349 @@
+"""Import layering of the project's own code: no cycles, no private names across modules.
+
+The test parses (never imports) every module under ``models/``, ``pipelines/`` and ``bench/``
+and builds the graph of imports between the project's own modules. It counts imports at module
+level *and* inside functions: a deferred import hides a cycle from the interpreter but not from a
+reader (both cycles this test first found were hidden that way).
+
+Rules:
+
+* **No cycles.** A strongly connected component of more than one module, or a module importing
+  itself, fails. Imports under ``if TYPE_CHECKING:`` never run, so they are left out of the cycle
+  check (they still count for the other two rules).
+* **``models/`` stays pure.** Nothing under ``models/`` imports ``prefect``, ``duckdb``,
+  ``great_expectations`` or anything from ``pipelines`` (which is where files, DuckDB and GX live).
+* **No private name crosses a module boundary.** ``from x import _y`` and ``x._y`` (``x`` a
+  project module bound by an import) fail when ``x`` is another project module; what two modules
+  share gets a public name. ``ALLOWED_PRIVATE`` would list justified exceptions; it is empty.
+
+Packages: ``import models.goodput`` runs ``models/__init__.py`` first, but that implicit
+submodule -> parent edge is not counted, or every package with re-exports would be one big cycle.
+A package is an edge target only when an import names it (``from models import Scenario``,
+``import models``). Its own edges are its imports; ``models/__init__.py`` re-exports through
+``importlib.import_module(f"models.{name}")`` over the literal ``_SUBMODULES`` tuple, read here as
+package -> each listed submodule. So a submodule that does ``from models import X`` closes a real
+cycle (the package is half initialised while the submodule runs), and the test reports it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("models", "pipelines", "bench")
+FORBIDDEN_IN_MODELS = ("prefect", "duckdb", "great_expectations", "pipelines")
+
+# (importing module, imported module, private name) -> why it cannot be public. Keep it empty.
+ALLOWED_PRIVATE: dict[tuple[str, str, str], str] = {}
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: str
+    line: int
+    type_checking: bool
+    names: tuple[str, ...] = ()
+
+    def where(self) -> str:
+        return f"{self.source.replace('.', '/')}.py:{self.line}"
+
+
+def _module_files() -> dict[str, Path]:
+    modules: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            modules[".".join(parts)] = path
+    return modules
+
+
+MODULES = _module_files()
+
+
+def _is_package(module: str) -> bool:
+    return MODULES[module].name == "__init__.py"
+
+
+def _resolve(module: str, level: int, name: str | None) -> str:
+    """Absolute dotted name of ``from <level dots><name> import ...`` written in ``module``."""
+    if level == 0:
+        return name or ""
+    base = module.split(".")
+    if not _is_package(module):
+        base = base[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join([*base, name] if name else base)
+
+
+def _project_module(dotted: str) -> str | None:
+    """The longest prefix of ``dotted`` that is a project module, or None."""
+    parts = dotted.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in MODULES:
+            return candidate
+    return None
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+class _Collector(ast.NodeVisitor):
+    """Every import in one module, with whether it sits under ``if TYPE_CHECKING:``."""
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+        self.edges: list[Edge] = []
+        self.external: list[tuple[str, int, bool]] = []  # (top-level package, line, type_checking)
+        self.aliases: dict[str, str] = {}  # local name -> project module it is bound to
+        self._type_checking = 0
+
+    def visit_If(self, node: ast.If) -> None:
+        if _is_type_checking(node.test):
+            self._type_checking += 1
+            for child in node.body:
+                self.visit(child)
+            self._type_checking -= 1
+            for child in node.orelse:
+                self.visit(child)
+        else:
+            self.generic_visit(node)
+
+    def _edge(self, target: str, line: int, names: tuple[str, ...] = ()) -> None:
+        self.edges.append(Edge(self.module, target, line, self._type_checking > 0, names))
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            target = _project_module(alias.name)
+            if target is None:
+                self.external.append(
+                    (alias.name.split(".")[0], node.lineno, self._type_checking > 0)
+                )
+                continue
+            self._edge(target, node.lineno)
+            if alias.asname:
+                self.aliases[alias.asname] = target
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        base = _resolve(self.module, node.level, node.module)
+        origin = _project_module(base) if base else None
+        if origin is None or origin != base:
+            self.external.append((base.split(".")[0], node.lineno, self._type_checking > 0))
+            return
+        plain: list[str] = []
+        for alias in node.names:
+            submodule = f"{base}.{alias.name}"
+            if submodule in MODULES:  # ``from package import submodule``
+                self._edge(submodule, node.lineno)
+                self.aliases[alias.asname or alias.name] = submodule
+            else:
+                plain.append(alias.name)
+        if plain:
+            self._edge(base, node.lineno, tuple(plain))
+
+
+def _dynamic_edges(module: str, tree: ast.Module) -> list[Edge]:
+    """``models/__init__.py``: import_module(f"<package>.{name}") for name in a literal tuple."""
+    if not _is_package(module):
+        return []
+    names: dict[str, list[str]] = {}
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Tuple | ast.List)
+        ):
+            values = [e.value for e in node.value.elts if isinstance(e, ast.Constant)]
+            if values and all(isinstance(v, str) for v in values):
+                names[node.targets[0].id] = [str(v) for v in values]
+    edges: list[Edge] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.For) and isinstance(node.iter, ast.Name)):
+            continue
+        if node.iter.id not in names:
+            continue
+        calls = [
+            n
+            for n in ast.walk(node)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "import_module"
+        ]
+        if calls:
+            for name in names[node.iter.id]:
+                target = f"{module}.{name}"
+                assert target in MODULES, f"{module}: {node.iter.id} lists missing {target}"
+                edges.append(Edge(module, target, calls[0].lineno, False))
+    return edges
+
+
+@dataclass
+class _Parsed:
+    edges: list[Edge]
+    external: dict[str, list[tuple[str, int, bool]]]
+    private_attributes: list[tuple[str, str, str, int]]  # (source, target, name, line)
+
+
+def _parse_all() -> _Parsed:
+    edges: list[Edge] = []
+    external: dict[str, list[tuple[str, int, bool]]] = {}
+    private_attributes: list[tuple[str, str, str, int]] = []
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        collector = _Collector(module)
+        collector.visit(tree)
+        edges += collector.edges + _dynamic_edges(module, tree)
+        external[module] = collector.external
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in collector.aliases
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                target = collector.aliases[node.value.id]
+                if target != module:
+                    private_attributes.append((module, target, node.attr, node.lineno))
+    return _Parsed(edges, external, private_attributes)
+
+
+PARSED = _parse_all()
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative; components in discovery order."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                components.append(sorted(component))
+    return components
+
+
+def _cycle_report(component: list[str], runtime: list[Edge]) -> str:
+    members = set(component)
+    inside = sorted(
+        {
+            (e.source, e.target, e.where())
+            for e in runtime
+            if e.source in members and e.target in members
+        }
+    )
+    lines = [f"  {source} -> {target}  ({where})" for source, target, where in inside]
+    return f"cycle among {', '.join(component)}:\n" + "\n".join(lines)
+
+
+def test_no_import_cycles() -> None:
+    runtime = [e for e in PARSED.edges if not e.type_checking]
+    graph: dict[str, set[str]] = {module: set() for module in MODULES}
+    for edge in runtime:
+        graph[edge.source].add(edge.target)
+    problems = [
+        _cycle_report(component, runtime)
+        for component in _strongly_connected(graph)
+        if len(component) > 1 or component[0] in graph[component[0]]
+    ]
+    assert not problems, "import cycles between project modules:\n" + "\n".join(problems)
+
+
+def test_models_import_no_io_layer() -> None:
+    problems = [
+        f"{module.replace('.', '/')}.py:{line} imports {top}"
+        for module, imports in PARSED.external.items()
+        if module.split(".")[0] == "models"
+        for top, line, _ in imports
+        if top in FORBIDDEN_IN_MODELS
+    ]
+    problems += [
+        f"{edge.where()} imports {edge.target}"
+        for edge in PARSED.edges
+        if edge.source.split(".")[0] == "models"
+        and edge.target.split(".")[0] in FORBIDDEN_IN_MODELS
+    ]
+    assert not problems, (
+        "models/ must stay free of prefect, duckdb, GX and pipelines:\n"
+        + "\n".join(sorted(problems))
+    )
+
+
+def test_no_private_names_across_modules() -> None:
+    found = [
+        (edge.source, edge.target, name, edge.where())
+        for edge in PARSED.edges
+        if edge.source != edge.target
+        for name in edge.names
+        if name.startswith("_") and not name.startswith("__")
+    ]
+    found += [
+        (source, target, name, f"{source.replace('.', '/')}.py:{line}")
+        for source, target, name, line in PARSED.private_attributes
+    ]
+    problems = sorted(
+        f"{where}: {name} from {target}"
+        for source, target, name, where in found
+        if (source, target, name) not in ALLOWED_PRIVATE
+    )
+    assert not problems, "private names used across project modules:\n" + "\n".join(problems)
+
+
+def test_allow_list_is_current() -> None:
+    used = {(e.source, e.target, n) for e in PARSED.edges for n in e.names}
+    used |= {(s, t, n) for s, t, n, _ in PARSED.private_attributes}
+    stale = sorted(set(ALLOWED_PRIVATE) - used)
+    assert not stale, f"ALLOWED_PRIVATE entries no longer needed: {stale}"
+
+
+def test_the_walker_sees_the_tree() -> None:
+    """Guards against a walker that silently finds nothing."""
+    assert {"models.goodput", "pipelines.warehouse", "pipelines.cli"} <= set(MODULES)
+    targets = {(e.source, e.target) for e in PARSED.edges}
+    assert ("models", "models.goodput") in targets  # the importlib re-export in models/__init__.py
+    assert any(source == "pipelines.cli" for source, _ in targets)
