@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -10,6 +11,7 @@ from prefect import State, flow, get_run_logger, task, unmapped
 from prefect.cache_policies import NO_CACHE
 
 from pipelines import dask_runner, ingest, warehouse
+from pipelines.flows.artifacts import publish_ingest
 from pipelines.path_patterns import parse_patterns
 from pipelines.settings import Settings
 from pipelines.sources import fault_log
@@ -126,6 +128,7 @@ def ingest_telemetry(
     patterns = {p.source: p.pattern for p in settings.path_patterns}
     files = find_landing_files(settings.landing_dir, patterns)
     runner = dask_runner.task_runner(settings.dask_address)
+    since = datetime.now(UTC)
     counts = load_landing.with_options(task_runner=runner)(
         settings.db_path, files, settings.lock_timeout_s, settings.lake_dir, parse_tasks,
         time_from_mtime,
@@ -138,6 +141,7 @@ def ingest_telemetry(
         sum(int(c["n_loaded"]) for c in new),  # type: ignore[call-overload]
         sum(int(c["n_quarantined"]) for c in new),  # type: ignore[call-overload]
     )
+    publish_ingest(counts, settings.db_path, since, settings.lock_timeout_s)
     return counts
 
 
