@@ -26,6 +26,8 @@ from pipelines import warehouse
 KEYS = {
     "ingest_counts": "ingest-counts",
     "ingest_quarantine": "ingest-quarantine",
+    "ingest_files_counts": "ingest-files-counts",
+    "ingest_files_quarantine": "ingest-files-quarantine",
     "fit_mtbf": "fit-mtbf",
     "fit_mttr": "fit-mttr",
     "whatif_ranking": "whatif-ranking",
@@ -96,19 +98,27 @@ def quarantine_reasons(
 
 
 def publish_ingest(
-    counts: list[dict[str, Any]], db_path: Path, since: datetime, lock_timeout_s: float = 60.0
+    counts: list[dict[str, Any]],
+    db_path: Path,
+    since: datetime,
+    lock_timeout_s: float = 60.0,
+    flow: str = "ingest",
 ) -> None:
-    """The ingest run's counts per source and the reasons its new rows were quarantined."""
+    """The ingest run's counts per source and the reasons its new rows were quarantined.
+
+    ``flow`` is ``ingest`` (``ingest-telemetry``, the landing folder on a schedule) or
+    ``ingest_files`` (``ingest-files``, files given by hand): each has its own keys.
+    """
     new = [c for c in counts if not c["skipped"]]
     create_table_artifact(
-        key=KEYS["ingest_counts"],
+        key=KEYS[f"{flow}_counts"],
         table=ingest_count_rows(counts),
         description=f"Files and rows per source: {len(counts)} files, {len(new)} new.",
     )
     paths = sorted({str(c["path"]) for c in new if c.get("n_quarantined")})
     reasons = quarantine_reasons(db_path, paths, since, lock_timeout_s)
     create_table_artifact(
-        key=KEYS["ingest_quarantine"],
+        key=KEYS[f"{flow}_quarantine"],
         table=reasons,
         description=f"Rows quarantined by this run, by reason: "
         f"{sum(r['n_rows'] for r in reasons)} rows from {len(paths)} files.",

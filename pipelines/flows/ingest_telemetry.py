@@ -162,8 +162,12 @@ def ingest_paths_flow(
     folder that resolves outside it is refused."""
     settings = Settings.from_env(db_path=db_path, lake_dir=lake_dir, path_patterns=path_patterns)
     files = ingest.discover(paths, source=source, path_patterns=settings.path_patterns)
-    return load_files(settings.db_path, files, settings.lock_timeout_s, mapping, settings.lake_dir,
-                      force=force, host=host, run=run, time_from_mtime=time_from_mtime)  # fmt: skip
+    since = datetime.now(UTC)
+    counts = load_files(settings.db_path, files, settings.lock_timeout_s, mapping,
+                        settings.lake_dir, force=force, host=host, run=run,
+                        time_from_mtime=time_from_mtime)  # fmt: skip
+    publish_ingest(counts, settings.db_path, since, settings.lock_timeout_s, flow="ingest_files")
+    return counts
 
 
 if __name__ == "__main__":

@@ -106,6 +106,25 @@ def test_ingest_flow_publishes_counts_and_quarantine_reasons(
 
 @pytest.mark.prefect
 @pytest.mark.slow
+def test_ingest_files_flow_publishes_under_its_own_keys(
+    prefect_harness: None, tmp_path: Path
+) -> None:
+    from pipelines.flows.ingest_telemetry import ingest_paths_flow
+
+    landing = tmp_path / "landing"
+    synthesize(
+        landing, SynthConfig(nodes=4, days=7, seed=2, start=datetime(2026, 5, 4, tzinfo=UTC))
+    )
+    counts, artifacts = _run(ingest_paths_flow, paths=[landing], db_path=tmp_path / "r.duckdb")
+    assert set(artifacts) == {KEYS["ingest_files_counts"], KEYS["ingest_files_quarantine"]}
+    rows = _table(artifacts[KEYS["ingest_files_counts"]])
+    assert sum(r["loaded"] for r in rows) == sum(c["n_loaded"] for c in counts) > 0
+    reasons = _table(artifacts[KEYS["ingest_files_quarantine"]])
+    assert sum(r["n_rows"] for r in reasons) == sum(c["n_quarantined"] for c in counts) > 0
+
+
+@pytest.mark.prefect
+@pytest.mark.slow
 def test_fit_flow_publishes_one_row_per_class_of_its_run(
     prefect_harness: None, small_warehouse: Path
 ) -> None:
