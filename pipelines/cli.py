@@ -1422,7 +1422,7 @@ def report(
             target_gpus=list(scales),
         )
         seconds = time.perf_counter() - started
-        artifact = "weekly-reliability-report"
+        artifact = "weekly-report-headline"
         if as_json:
             _print_json({"path": path, "seconds": seconds, "headline": None, "artifact": artifact})
             return

@@ -8,6 +8,7 @@ from typing import Any
 from prefect import flow, get_run_logger
 
 from pipelines import fit
+from pipelines.flows.artifacts import publish_fit
 from pipelines.settings import Settings
 
 
@@ -38,6 +39,7 @@ def fit_reliability(
         "fit run %s (%s from %s): %d classes, %d failures or closed repairs", outcome["run_id"],
         outcome["quantity"], lives, chosen.height, int(chosen["n_failures"].sum()),
     )  # fmt: skip
+    publish_fit(outcome, by)
     return outcome
 
 

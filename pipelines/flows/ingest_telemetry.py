@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -10,6 +11,7 @@ from prefect import State, flow, get_run_logger, task, unmapped
 from prefect.cache_policies import NO_CACHE
 
 from pipelines import dask_runner, ingest, warehouse
+from pipelines.flows.artifacts import publish_ingest
 from pipelines.path_patterns import parse_patterns
 from pipelines.settings import Settings
 from pipelines.sources import fault_log
@@ -133,6 +135,7 @@ def ingest_telemetry(
     patterns = {p.source: p.pattern for p in settings.path_patterns}
     files = find_landing_files(settings.landing_dir, patterns)
     runner = dask_runner.task_runner(settings.dask_address)
+    since = datetime.now(UTC)
     counts = load_landing.with_options(task_runner=runner)(
         settings.db_path, files, settings.lock_timeout_s, settings.lake_dir, parse_tasks,
         time_from_mtime,
@@ -145,6 +148,7 @@ def ingest_telemetry(
         sum(int(c["n_loaded"]) for c in new),  # type: ignore[call-overload]
         sum(int(c["n_quarantined"]) for c in new),  # type: ignore[call-overload]
     )
+    publish_ingest(counts, settings.db_path, since, settings.lock_timeout_s)
     return counts
 
 
@@ -165,8 +169,12 @@ def ingest_paths_flow(
     folder that resolves outside it is refused."""
     settings = Settings.from_env(db_path=db_path, lake_dir=lake_dir, path_patterns=path_patterns)
     files = ingest.discover(paths, source=source, path_patterns=settings.path_patterns)
-    return load_files(settings.db_path, files, settings.lock_timeout_s, mapping, settings.lake_dir,
-                      force=force, host=host, run=run, time_from_mtime=time_from_mtime)  # fmt: skip
+    since = datetime.now(UTC)
+    counts = load_files(settings.db_path, files, settings.lock_timeout_s, mapping,
+                        settings.lake_dir, force=force, host=host, run=run,
+                        time_from_mtime=time_from_mtime)  # fmt: skip
+    publish_ingest(counts, settings.db_path, since, settings.lock_timeout_s, flow="ingest_files")
+    return counts
 
 
 if __name__ == "__main__":

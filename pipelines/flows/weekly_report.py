@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
 
 from pipelines import warehouse
+from pipelines.flows.artifacts import publish_report
 from pipelines.flows.ingest_telemetry import warehouse_busy
 from pipelines.report import build_report
 from pipelines.report_data import DEFAULT_TARGET_GPUS
@@ -58,11 +58,7 @@ def weekly_report(
         target_gpus=tuple(target_gpus or DEFAULT_TARGET_GPUS),
         lock_timeout_s=settings.lock_timeout_s,
     )
-    create_markdown_artifact(
-        key="weekly-reliability-report",
-        markdown=result.markdown,
-        description=f"Weekly reliability report {result.headline['week']}: {result.path}",
-    )
+    publish_report(result.path, result.markdown, str(result.headline["week"]))
     get_run_logger().info("report %s written in %.1f s", result.path, result.seconds)
     return str(result.path)
 

@@ -14,6 +14,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
 
 from pipelines import dask_runner, project
+from pipelines.flows.artifacts import publish_what_if
 from pipelines.settings import Settings
 
 
@@ -83,6 +84,8 @@ def what_if(
         "%d scenarios; largest gain at %d GPUs: %s", result["n_points"], result["target_gpus"],
         f"{best['knob']}={best['best_value']} (+{best['gain']:.4f})" if best else "none",
     )  # fmt: skip
+    if tracked:  # artifacts belong to a flow run (the CLI also calls this untracked)
+        publish_what_if(result)
     return result
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -13,3 +16,21 @@ def prefect_harness() -> Iterator[None]:
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+@pytest.fixture(scope="session")
+def small_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A warehouse of a small synthetic fleet (24 nodes, 30 days) with one fit run stored."""
+    from models.exceptions import FewFailuresWarning
+    from pipelines import fit, ingest
+    from pipelines.synth import SynthConfig, synthesize
+
+    root = tmp_path_factory.mktemp("flows")
+    synthesize(root / "landing", SynthConfig(nodes=24, days=30, seed=3,
+                                             start=datetime(2026, 4, 6, tzinfo=UTC)))  # fmt: skip
+    db = root / "relia.duckdb"
+    ingest.ingest(db, ingest.discover([root / "landing"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FewFailuresWarning)
+        fit.run_fit(db)  # the sweep reads rates from the latest fit run
+    return db

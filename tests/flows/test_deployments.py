@@ -2,8 +2,9 @@
 
 Starts ``prefect server start`` on a free 127.0.0.1 port with a throw-away PREFECT_HOME, creates
 the work pool, deploys every deployment from prefect.yaml, starts a process worker and triggers
-``weekly-report`` on a small synthetic warehouse; then checks the HTML report and the markdown
-artifact. Everything it started is stopped by process id.
+``weekly-report`` on a small synthetic warehouse; then checks the HTML report and the
+artifacts (a link to it and its headline markdown). Everything it started is stopped by
+process id.
 """
 
 from __future__ import annotations
@@ -146,11 +147,12 @@ def test_weekly_report_deployment_runs_under_a_worker(tmp_path: Path) -> None:
         artifacts = _api(
             api,
             "/artifacts/filter",
-            {"artifacts": {"key": {"any_": ["weekly-reliability-report"]}}},
+            {"artifacts": {"key": {"any_": ["weekly-report", "weekly-report-headline"]}}},
         )
-    assert artifacts
-    assert artifacts[0]["type"] == "markdown"  # type: ignore[index]
-    assert artifacts[0]["flow_run_id"] == run_id  # type: ignore[index]
+    assert sorted(a["key"] for a in artifacts) == ["weekly-report", "weekly-report-headline"]  # type: ignore[union-attr]
+    for artifact in artifacts:  # type: ignore[union-attr]
+        assert artifact["type"] == "markdown"  # a link artifact is markdown too
+        assert artifact["flow_run_id"] == run_id
     html = list(reports.glob("*.html"))
     assert len(html) == 1
     assert html[0].stat().st_size > 10_000

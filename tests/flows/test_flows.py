@@ -1,34 +1,20 @@
-"""``fit-reliability`` and ``what-if`` as real flow runs under the Prefect test harness."""
+"""``fit-reliability`` and ``what-if`` as real flow runs under the Prefect test harness
+(``small_warehouse`` is in conftest.py)."""
 
 from __future__ import annotations
 
 import json
 import warnings
-from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from models.exceptions import FewFailuresWarning
-from pipelines import fit, ingest, warehouse
-from pipelines.synth import SynthConfig, synthesize
+from pipelines import warehouse
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
 SWEEPS = Path(__file__).resolve().parents[2] / "data_samples" / "sweeps"
-
-
-@pytest.fixture(scope="module")
-def small_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("flows")
-    synthesize(root / "landing", SynthConfig(nodes=24, days=30, seed=3,
-                                             start=datetime(2026, 4, 6, tzinfo=UTC)))  # fmt: skip
-    db = root / "relia.duckdb"
-    ingest.ingest(db, ingest.discover([root / "landing"]))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FewFailuresWarning)
-        fit.run_fit(db)  # the sweep reads rates from the latest fit run
-    return db
 
 
 def test_fit_reliability_flow_stores_a_run(prefect_harness: None, small_warehouse: Path) -> None:
@@ -77,6 +63,6 @@ def test_cli_report_tracked_runs_the_weekly_report_flow(
     if as_json:
         payload = json.loads(result.stdout)
         assert payload["path"] == str(written)
-        assert payload["artifact"] == "weekly-reliability-report"
+        assert payload["artifact"] == "weekly-report-headline"
     else:
         assert str(written) in result.stdout.replace("\n", "")
