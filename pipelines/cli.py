@@ -743,6 +743,13 @@ def fit(
     all_families: Annotated[
         bool, typer.Option("--all-families", help="Print every family, not just the AIC choice.")
     ] = False,
+    weibayes_shape: Annotated[
+        str | None,
+        typer.Option(
+            help="Known Weibull shape for classes with 1 to 5 failures (Weibayes): 1.3 for every "
+            "class, or gpu=1.3,nic=0.9; default: the class's fleet-wide fit for cohorts, else 1.",
+        ),
+    ] = None,
     plots: Annotated[
         Path | None,
         typer.Option(
@@ -765,7 +772,7 @@ def fit(
     """
     import warnings
 
-    from pipelines.fit import LIVES_VIEWS, quantity_of
+    from pipelines.fit import LIVES_VIEWS, parse_weibayes_shape, quantity_of
 
     if lives not in LIVES_VIEWS:
         err.print(
@@ -774,6 +781,7 @@ def fit(
             )
         )
         raise typer.Exit(2)
+    shapes = parse_weibayes_shape(weibayes_shape)
     settings = _settings(db_path=db)
     _set_window(settings.db_path, window_start, window_end)
     _require_warehouse(settings.db_path, lives, lock_timeout_s=settings.lock_timeout_s)
@@ -785,8 +793,9 @@ def fit(
             from pipelines.flows.fit_reliability import fit_reliability
 
             outcome = fit_reliability(
-                db_path=settings.db_path, by=cohorts, lives=lives, dataset=dataset, alpha=alpha
-            )
+                db_path=settings.db_path, by=cohorts, lives=lives, dataset=dataset, alpha=alpha,
+                weibayes_shape=shapes,
+            )  # fmt: skip
         else:
             from pipelines import fit as fit_mod
 
@@ -797,6 +806,7 @@ def fit(
                 dataset=dataset,
                 alpha=alpha,
                 lock_timeout_s=settings.lock_timeout_s,
+                weibayes_shape=shapes,
             )
         run_id, results = outcome["run_id"], outcome["results"]
         cox_table = None

@@ -143,14 +143,45 @@ def cohort_labels(frame: pl.DataFrame, by: list[str]) -> pl.Series:
     return frame.select(pl.concat_str(parts, separator=",").alias("cohort")).to_series()
 
 
+def parse_weibayes_shape(text: str | None) -> float | dict[str, float] | None:
+    """``--weibayes-shape``: ``1.3`` for every class, or ``gpu=1.3,nic=0.9`` per class."""
+    if text is None or not text.strip():
+        return None
+
+    def shape(value: str, where: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not (math.isfinite(number) and number > 0):
+            msg = f"--weibayes-shape {where}: a Weibull shape is a positive number, got {value!r}"
+            raise ValueError(msg)
+        return number
+
+    if "=" not in text:
+        return shape(text.strip(), "")
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        if not sep or not name.strip():
+            msg = f"--weibayes-shape: {part!r} is not CLASS=SHAPE (e.g. gpu=1.3,nic=0.9)"
+            raise ValueError(msg)
+        out[name.strip()] = shape(value.strip(), f"for {name.strip()}")
+    return out
+
+
 def fit_table(
     lives: pl.DataFrame,
     *,
     by: list[str] | None = None,
     families: tuple[str, ...] = FAMILIES,
     alpha: float = 0.05,
+    weibayes_shape: float | dict[str, float] | None = None,
 ) -> pl.DataFrame:
     """Fit every component class (x cohort) and family; the table ``fit_results`` stores.
+
+    ``weibayes_shape``: the known Weibull shape of groups with 1 to 5 failures (one for every
+    class, or per class); see :func:`models.fit_lives`.
 
     Besides :func:`models.fit_lives`' columns, ``ad_statistic`` is the Anderson-Darling distance
     (:func:`models.goodness_of_fit`) between each group's product limit and the row's fit: lower
@@ -176,6 +207,7 @@ def fit_table(
         by=("component_class", *cohorts),
         families=families,
         alpha=alpha,
+        weibayes_shape=weibayes_shape,
     )
     fitted = fitted.with_columns(
         ad_statistic=ad_statistics(lives, fitted, by=["component_class", *cohorts])
@@ -388,6 +420,7 @@ def run_fit(
     dataset: str | None = None,
     alpha: float = 0.05,
     lock_timeout_s: float = 60.0,
+    weibayes_shape: float | dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Read lives, fit every class x cohort x family, store the run.
 
@@ -408,7 +441,7 @@ def run_fit(
             what = "repairs with a duration" if quantity == "repair_time" else "unit lives"
             msg = f"no {what} in {lives}; ingest telemetry first (relia ingest PATH)"
             raise WarehouseEmptyError(msg)
-        results = fit_table(frame, by=by, alpha=alpha)
+        results = fit_table(frame, by=by, alpha=alpha, weibayes_shape=weibayes_shape)
         if quantity == "repair_time":
             results = results.with_columns(
                 afr_pct=pl.lit(None, pl.Float64), fit_per_1e9h=pl.lit(None, pl.Float64)

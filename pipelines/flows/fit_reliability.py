@@ -19,6 +19,7 @@ def fit_reliability(
     lives: str = "fct_component_lives",
     dataset: str | None = None,
     alpha: float = 0.05,
+    weibayes_shape: float | dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Fit every component class (split by ``by`` cohorts) and store the run; returns its rows.
 
@@ -33,6 +34,7 @@ def fit_reliability(
         dataset=dataset,
         alpha=alpha,
         lock_timeout_s=settings.lock_timeout_s,
+        weibayes_shape=weibayes_shape,
     )
     chosen = outcome["results"].filter("chosen")
     get_run_logger().info(

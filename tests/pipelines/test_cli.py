@@ -192,3 +192,27 @@ def test_bad_knob_values_are_one_line_errors(flags: list[str], message: str) -> 
     assert lines[0].startswith("error:")
     assert message in lines[0]
     assert "Traceback" not in result.output
+
+
+def test_fit_takes_a_known_weibayes_shape(fleet: tuple) -> None:
+    db, _, truth = fleet
+    few = sorted(c for c, n in truth["failures_by_class"].items() if 1 <= n <= 5)
+    assert few  # the small fleet has classes with 1 to 5 failures
+    result = runner.invoke(app, ["fit", "--db", str(db), "--json", "--weibayes-shape", "1.7"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    rows = {r["component_class"]: r for r in payload["fits"]}
+    for name in few:
+        assert rows[name]["method"] == "weibayes_lr"
+        assert rows[name]["shape"] == 1.7
+    assert any("1.7 (given)" in note for note in payload["notes"])
+    per_class = runner.invoke(
+        app, ["fit", "--db", str(db), "--json", "--weibayes-shape", f"{few[0]}=0.8"]
+    )
+    rows = {r["component_class"]: r for r in json.loads(per_class.stdout)["fits"]}
+    assert rows[few[0]]["shape"] == 0.8
+    for bad in ("-1", "gpu=x", "=2"):
+        wrong = runner.invoke(app, ["fit", "--db", str(db), "--weibayes-shape", bad])
+        assert wrong.exit_code == 2, (bad, wrong.output)
+        assert len(wrong.output.strip().splitlines()) == 1, wrong.output
+        assert "--weibayes-shape" in wrong.output
