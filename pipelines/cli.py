@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, Group
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
@@ -271,17 +272,30 @@ def _require_warehouse(
         raise WarehouseEmptyError(msg)
 
 
-def _table(title: str, rows: list[dict[str, Any]]) -> Table:
+def _table(title: str, rows: list[dict[str, Any]]) -> Table | Group:
+    """Rows as a table; as one ``field  value`` block per row when the table is wider than
+    the terminal (nothing is cut to "gp…")."""
     table = Table(title=title, title_justify="left")
     if not rows:
         table.add_column("(none)")
         return table
     for column in rows[0]:
         numeric = isinstance(rows[0][column], int | float)
-        table.add_column(column, justify="right" if numeric else "left")
+        table.add_column(column, justify="right" if numeric else "left", overflow="fold")
     for row in rows:
         table.add_row(*[_fmt(v) for v in row.values()])
-    return table
+    natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    if natural <= console.width:
+        return table
+    blocks: list[Any] = [Text(title, style="italic")]
+    for row in rows:
+        block = Table.grid(padding=(0, 2))
+        block.add_column(style="bold", no_wrap=True)
+        block.add_column(overflow="fold")
+        for column, value in row.items():
+            block.add_row(column, _fmt(value))
+        blocks += [Text(""), block]
+    return Group(*blocks)
 
 
 def _inert(text: str, *, lines: bool = False) -> Text:

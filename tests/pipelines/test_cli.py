@@ -216,3 +216,24 @@ def test_fit_takes_a_known_weibayes_shape(fleet: tuple) -> None:
         assert wrong.exit_code == 2, (bad, wrong.output)
         assert len(wrong.output.strip().splitlines()) == 1, wrong.output
         assert "--weibayes-shape" in wrong.output
+
+
+def test_tables_wider_than_the_terminal_become_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.console import Console
+
+    import pipelines.cli as cli
+
+    rows = [
+        {"component_class": name, **{f"figure_{i}": f"{i * 1234.5:,.1f} (lo-hi)" for i in range(9)}}
+        for name in ("gpu_memory", "host_memory")
+    ]
+    for width, records in ((80, True), (400, False)):
+        screen = Console(width=width, record=True)
+        monkeypatch.setattr(cli, "console", screen)
+        screen.print(cli._table("fit run", rows))
+        text = screen.export_text()
+        assert "…" not in text  # nothing cut to "gp…"
+        assert all(len(line.rstrip()) <= width for line in text.splitlines())
+        for name in ("gpu_memory", "host_memory", "figure_8", "9,876.0 (lo-hi)"):
+            assert name in text
+        assert ("┃" not in text) is records
