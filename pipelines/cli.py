@@ -511,6 +511,14 @@ def ingest(
             "read as a line (default 300)."
         ),
     ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            help=f"One row per file even when more than {FILE_ROWS} files were read "
+            "(default: then one row per source and outcome).",
+        ),
+    ] = False,
     db: DbOption = None,
     tracked: TrackedOption = False,
     as_json: JsonOption = False,
@@ -555,7 +563,45 @@ def ingest(
         }
         for c in counts
     ]
-    console.print(_table(f"ingest into {settings.db_path}", rows))
+    if len(rows) <= FILE_ROWS or verbose:
+        console.print(_table(f"ingest into {settings.db_path}", rows))
+        return
+    summary = Table(
+        title=f"ingest into {settings.db_path}: {len(rows):,} files by source and outcome "
+        "(--verbose lists every file)",
+        title_justify="left",
+        box=None,
+        padding=(0, 1),
+    )
+    summed = _by_source(rows)
+    for name in summed[0]:
+        summary.add_column(name, justify="left" if name in ("source", "status") else "right")
+    for r in summed:
+        summary.add_row(*[v if isinstance(v, str) else f"{v:,}" for v in r.values()])
+    console.print(summary)
+
+
+FILE_ROWS = 40
+"""Most files `relia ingest` lists one by one; more are summed per source and outcome."""
+
+
+def _by_source(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per-file ingest rows summed per (source, status), in order of first appearance."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in rows:
+        key = (str(row["source"]), str(row["status"]))
+        total = out.setdefault(
+            key,
+            {"source": key[0], "files": 0, "read": 0, "loaded": 0, "quarantined": 0, "held": 0,
+             "ignored": 0, "status": key[1]},
+        )  # fmt: skip
+        total["files"] += 1
+        for name in ("read", "loaded", "quarantined", "held", "ignored"):
+            total[name] += int(row[name] or 0)
+    summed = list(out.values())
+    # columns that are 0 for every source say nothing: leave them out so the table fits
+    empty = {n for n in ("quarantined", "held", "ignored") if not any(r[n] for r in summed)}
+    return [{k: v for k, v in r.items() if k not in empty} for r in summed]
 
 
 def _summary(db_path: Path, *, lock_timeout_s: float = 30) -> dict[str, list[dict[str, Any]]]:

@@ -237,3 +237,21 @@ def test_tables_wider_than_the_terminal_become_records(monkeypatch: pytest.Monke
         for name in ("gpu_memory", "host_memory", "figure_8", "9,876.0 (lo-hi)"):
             assert name in text
         assert ("┃" not in text) is records
+
+
+def test_a_no_op_reingest_of_many_files_is_summarised_by_source(fleet: tuple) -> None:
+    db, landing, _ = fleet
+    n_files = sum(1 for p in landing.rglob("*") if p.is_file() and p.name != "ground_truth.json")
+    assert n_files > 40  # the fleet's landing has more files than are listed one by one
+    again = runner.invoke(app, ["ingest", str(landing), "--db", str(db)], terminal_width=200)
+    assert again.exit_code == 0, again.output
+    text = " ".join(again.stdout.split())
+    assert "by source and outcome" in text
+    assert len(again.stdout.splitlines()) < 40
+    assert "no new lines" in text or "already loaded" in text
+    listed = runner.invoke(app, ["ingest", str(landing), "--db", str(db), "--verbose", "--json"])
+    per_file = json.loads(listed.stdout)
+    assert len(per_file) > 40
+    assert {c["status"] for c in per_file} <= {"already loaded", "no new lines"}  # no change
+    verbose = runner.invoke(app, ["ingest", str(landing), "--db", str(db), "--verbose"])
+    assert "by source and outcome" not in " ".join(verbose.stdout.split())
