@@ -1619,14 +1619,18 @@ def rates_from_fits(fit_results: pl.DataFrame, *, at_ages: bool = False) -> tupl
             ApproximationWarning,
             stacklevel=2,
         )
-    if bounded:
-        warnings.warn(
-            "no point MTBF, projected at the lower bound (a pessimistic rate): "
-            + ", ".join(bounded),
-            FewFailuresWarning,
-            stacklevel=2,
-        )
+    _warn_bounded(bounded, stacklevel=3)
     return tuple(out)
+
+
+def _warn_bounded(names: list[str], *, stacklevel: int) -> None:
+    """Say which classes with no point MTBF were projected at their lower bound."""
+    if names:
+        warnings.warn(
+            "no point MTBF, projected at the lower bound (a pessimistic rate): " + ", ".join(names),
+            FewFailuresWarning,
+            stacklevel=stacklevel + 1,
+        )
 
 
 def _rates_from_headlines(fits: pl.DataFrame, *, at_ages: bool) -> tuple[ClassRate, ...]:
@@ -1662,22 +1666,9 @@ def _rates_from_headlines(fits: pl.DataFrame, *, at_ages: bool) -> tuple[ClassRa
             continue
         mixture: tuple[tuple[float, float, float, float], ...] = ()
         if method == "model_average" and "mtbf_sampled_h" in rows.columns:
-            from models.mtbf_summary import mixture_components
+            from models.mtbf_summary import family_mixture
 
-            def value(v: Any) -> float:
-                return math.nan if v is None else float(v)
-
-            means = [value(v) for v in rows["mtbf_h"]]
-            mixture = mixture_components(
-                [
-                    m if math.isinf(m) else value(c)
-                    for m, c in zip(means, rows["mtbf_sampled_h"], strict=True)
-                ],
-                [value(v) for v in rows["mtbf_sampled_lo_h"]],
-                [value(v) for v in rows["mtbf_sampled_hi_h"]],
-                [value(v) for v in rows["aic_weight"]],
-                [value(v) for v in rows["mtbf_sampled_inf_share"]],
-            )
+            mixture = family_mixture(rows.to_dicts())
         shape = float(weibull["shape"][0]) if weibull.height else 1.0
         out.append(
             ClassRate(
@@ -1691,13 +1682,7 @@ def _rates_from_headlines(fits: pl.DataFrame, *, at_ages: bool) -> tuple[ClassRa
                 extrapolated=extrapolated,
             )
         )
-    if bounded:
-        warnings.warn(
-            "no point MTBF, projected at the lower bound (a pessimistic rate): "
-            + ", ".join(bounded),
-            FewFailuresWarning,
-            stacklevel=3,
-        )
+    _warn_bounded(bounded, stacklevel=4)
     return tuple(out)
 
 

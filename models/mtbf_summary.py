@@ -37,6 +37,7 @@ __all__ = [
     "ModelAverage",
     "Weibayes",
     "aic_weights",
+    "family_mixture",
     "mixture_components",
     "mixture_quantile",
     "model_average",
@@ -437,15 +438,35 @@ def weibayes(
 # --------------------------------------------------------------------------------------------
 # One group's headline
 # --------------------------------------------------------------------------------------------
-def _mean_of(row: dict[str, Any]) -> float:
+def _mean_of(row: Mapping[str, Any]) -> float:
     return float(row["mtbf_h"]) if row["mtbf_h"] is not None else math.nan
 
 
-def _sampled_centre(row: dict[str, Any]) -> float:
+def _number(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _sampled_centre(row: Mapping[str, Any]) -> float:
     """A family's sampled median; +inf for a family whose fitted mean is infinite."""
     if math.isinf(_mean_of(row)):
         return math.inf
-    return float(row["mtbf_sampled_h"])
+    return _number(row["mtbf_sampled_h"])
+
+
+def family_mixture(
+    rows: Sequence[Mapping[str, Any]], *, alpha: float = 0.05
+) -> tuple[tuple[float, float, float, float], ...]:
+    """The mixture (:func:`mixture_components`) of one class's family rows as :func:`fit_lives`
+    stores them: sampled medians and bounds, Akaike weights and shares at infinity; the
+    distribution the headline's bounds are quantiles of, for a projection to sample."""
+    return mixture_components(
+        [_sampled_centre(r) for r in rows],
+        [_number(r["mtbf_sampled_lo_h"]) for r in rows],
+        [_number(r["mtbf_sampled_hi_h"]) for r in rows],
+        [_number(r["aic_weight"]) for r in rows],
+        [_number(r["mtbf_sampled_inf_share"]) for r in rows],
+        alpha=alpha,
+    )
 
 
 def summarise_group(

@@ -9,7 +9,6 @@ flow runs.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
@@ -25,6 +24,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from pipelines.errors import ReliaError
+from pipelines.jsonsafe import json_ready as _strict_json  # the name tests/ use
 
 if TYPE_CHECKING:
     import click
@@ -216,22 +216,6 @@ def _prefect_defaults() -> None:
 
 def _tracked(flag: bool) -> bool:
     return flag or bool(os.environ.get("PREFECT_API_URL"))
-
-
-def _strict_json(value: Any) -> Any:
-    """``value`` with every NaN or infinite float (numpy's too) made None, recursively.
-
-    Strict JSON parsers reject ``NaN`` and ``Infinity``; an open or unknown bound is ``null``.
-    """
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _strict_json(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_strict_json(item) for item in value]
-    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
-        return _strict_json(value.tolist())  # numpy scalars and arrays
-    return value
 
 
 def _print_json(payload: Any) -> None:

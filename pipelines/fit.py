@@ -144,30 +144,11 @@ def cohort_labels(frame: pl.DataFrame, by: list[str]) -> pl.Series:
 
 
 def parse_weibayes_shape(text: str | None) -> float | dict[str, float] | None:
-    """``--weibayes-shape``: ``1.3`` for every class, or ``gpu=1.3,nic=0.9`` per class."""
-    if text is None or not text.strip():
-        return None
+    """``--weibayes-shape``: ``1.3`` for every class, or ``gpu=1.3,nic=0.9`` per class (the
+    same text as a projection's ``--weibull-shape``, :func:`pipelines.knobs.weibull_shape`)."""
+    from pipelines.knobs import weibull_shape
 
-    def shape(value: str, where: str) -> float:
-        try:
-            number = float(value)
-        except ValueError:
-            number = math.nan
-        if not (math.isfinite(number) and number > 0):
-            msg = f"--weibayes-shape {where}: a Weibull shape is a positive number, got {value!r}"
-            raise ValueError(msg)
-        return number
-
-    if "=" not in text:
-        return shape(text.strip(), "")
-    out: dict[str, float] = {}
-    for part in text.split(","):
-        name, sep, value = part.partition("=")
-        if not sep or not name.strip():
-            msg = f"--weibayes-shape: {part!r} is not CLASS=SHAPE (e.g. gpu=1.3,nic=0.9)"
-            raise ValueError(msg)
-        out[name.strip()] = shape(value.strip(), f"for {name.strip()}")
-    return out
+    return weibull_shape(text, where="--weibayes-shape")  # type: ignore[no-any-return]
 
 
 def fit_table(

@@ -8,7 +8,6 @@ functions create the artifacts and must run inside a flow or task run, which the
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime
 from pathlib import Path
@@ -22,6 +21,7 @@ from prefect.artifacts import (
 )
 
 from pipelines import warehouse
+from pipelines.jsonsafe import json_ready
 
 KEYS = {
     "ingest_counts": "ingest-counts",
@@ -38,22 +38,14 @@ KEYS = {
 """Artifact keys by flow and kind (lowercase letters, digits and dashes, as Prefect requires)."""
 
 
+def _plain(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime | date) else str(value)
+
+
 def json_safe(value: Any) -> Any:
     """``value`` with only JSON types: NaN and infinities become None, dates ISO strings,
-    paths and anything else unknown their ``str``."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [json_safe(v) for v in value]
-    if hasattr(value, "item"):  # numpy scalars
-        return json_safe(value.item())
-    return str(value)
+    paths and anything else unknown their ``str`` (:func:`pipelines.jsonsafe.json_ready`)."""
+    return json_ready(value, _plain)
 
 
 # --- ingest ---------------------------------------------------------------------------------
