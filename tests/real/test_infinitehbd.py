@@ -215,3 +215,28 @@ def test_infinitehbd_repair_time_best_family(repairs: pl.DataFrame) -> None:
     assert weibull_mean[0] < mttr.mtbf_h_ < weibull_mean[1]  # Weibull's mean fits the data
     lognormal_row = table.filter(pl.col("family") == "lognormal").row(0, named=True)
     assert lognormal_row["mtbf_lo_h"] > mttr.mtbf_ci_h_[1]  # log-normal's tail overshoots it
+
+
+def test_infinitehbd_repair_fit_through_the_repair_view(infinitehbd: RealWarehouse) -> None:
+    """`relia fit --lives int_fault_repairs` on the real trace: every repair counted, MTTR."""
+    from pipelines.fit import repair_lives
+
+    rows = read_lives(infinitehbd.con, view="int_fault_repairs", dataset="infinitehbd")
+    frame, counts = repair_lives(rows)
+    # 584 faults, all closed; 14 start and end in the same 8.64 s tick (README): not fitted
+    assert counts["n_repairs"] == 584
+    assert (counts["n_repaired"], counts["n_no_length"], counts["n_open"]) == (570, 14, 0)
+    with pytest.warns(FewFailuresWarning):
+        table = fit_table(frame)
+    pooled = table.filter(
+        (pl.col("component_class") == "all") & (pl.col("family") == "exponential")
+    )
+    row = pooled.row(0, named=True)
+    assert row["n_failures"] == 570
+    # the exponential MTTR is the mean repair time of the 570; README: 5.5 d over all 584
+    assert row["mtbf_h"] * 570 / 584 / 24 == pytest.approx(5.5, abs=0.05)
+    chosen = table.filter((pl.col("component_class") == "all") & pl.col("chosen")).row(
+        0, named=True
+    )
+    assert chosen["headline_method"] == "model_average"
+    assert chosen["headline_mtbf_lo_h"] <= chosen["headline_mtbf_h"] <= chosen["headline_mtbf_hi_h"]
