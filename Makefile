@@ -15,7 +15,7 @@ export MPLBACKEND := Agg
 $(BIN)/relia: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check uv==0.13.9 || $(BIN)/pip install --quiet uv
-	$(BIN)/uv pip install --quiet --compile-bytecode -p $(BIN)/python -e '.[dev]'
+	$(BIN)/uv pip install --quiet --compile-bytecode -p $(BIN)/python -e '.[dev,dask]'
 	touch $(BIN)/relia
 
 install: $(BIN)/relia

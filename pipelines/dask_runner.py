@@ -18,11 +18,17 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pipelines.errors import ReliaError
+
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
     from pathlib import Path
 
     from prefect.task_runners import TaskRunner
+
+class DaskMissingError(ReliaError, ImportError):
+    """A Dask address was configured but the optional ``dask`` extra is not installed."""
+
 
 LOCAL = "local"
 """Address prefix that asks for a LocalCluster on loopback (``local`` or ``local:<workers>``)."""
@@ -66,12 +72,22 @@ def task_runner(address: str | None) -> TaskRunner[Any]:
     ------
     ValueError
         For ``local:N`` where N is not a positive whole number.
+    DaskMissingError
+        When an address is given but the ``dask`` extra (prefect-dask, distributed) is not
+        installed.
     """
     from prefect.task_runners import ThreadPoolTaskRunner
 
     if not address:
         return ThreadPoolTaskRunner()
-    from prefect_dask import DaskTaskRunner
+    try:
+        from prefect_dask import DaskTaskRunner
+    except ImportError as error:
+        msg = (
+            f"RELIA_DASK_ADDRESS={address!r} needs the dask extra: "
+            "pip install -e '.[dask]' (make install does), or unset it to use threads"
+        )
+        raise DaskMissingError(msg) from error
 
     if address == LOCAL or address.startswith(f"{LOCAL}:"):
         count = address.partition(":")[2] or "2"

@@ -188,6 +188,22 @@ def test_task_runner_from_the_address() -> None:
         dask_runner.task_runner("local:many")
 
 
+def test_without_the_dask_extra_an_address_is_a_one_line_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Dask is an optional extra: threads need nothing, an address names the extra to install."""
+    import sys
+
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from pipelines.errors import ReliaError
+
+    monkeypatch.setitem(sys.modules, "prefect_dask", None)  # import prefect_dask -> ImportError
+    assert isinstance(dask_runner.task_runner(None), ThreadPoolTaskRunner)
+    with pytest.raises(ReliaError, match=r"needs the dask extra: pip install -e '\.\[dask\]'"):
+        dask_runner.task_runner("local:2")
+
+
 @pytest.mark.parametrize(
     "grid",
     [
