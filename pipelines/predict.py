@@ -156,7 +156,7 @@ def read_features(
         ) as features
         where keep_all or hash(host, gpu_index, prediction_ts) % {_HASH_MOD} < $keep_k
     """
-    params = {
+    params: dict[str, object] = {
         "at": at,
         "start": start,
         "end": end,
@@ -300,7 +300,7 @@ def train_model(
     clock = time.perf_counter()
     prob = model.predict_proba(split.test)
     curve = mp.operating_curve(split.test, prob, horizon_h=horizon_h)
-    metrics = {
+    metrics: dict[str, Any] = {
         "model": mp.evaluate(split.test, prob, horizon_h=horizon_h, threshold=model.threshold_),
         "never_predict": mp.never_predict(split.test, horizon_h=horizon_h),
         "sbe_rule": mp.sbe_rule(

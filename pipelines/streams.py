@@ -340,7 +340,7 @@ def _continues(state: StreamState, content: bytes | Partial) -> bool:
     return sha256_hex(_tail(content, state.consumed_bytes)) == state.tail_sha
 
 
-def new_stream_id(source: str, content: bytes, path: str) -> str:
+def new_stream_id(source: str, content: bytes | Partial, path: str) -> str:
     """A new stream's id: its source, its first bytes and the path it was first met at."""
     return sha256_hex(b"relia-stream\0", source.encode(), b"\0", content[:HEAD_BYTES], b"\0",
                       path.encode())  # fmt: skip

@@ -26,7 +26,8 @@ def sweep_slice(
     from models import auto_sweep
 
     # the points to simulate on their own are chosen once, on the whole table (run_sweep)
-    return auto_sweep(base, grid, simulate=simulate, random_state=seed, max_points=0)
+    table: pl.DataFrame = auto_sweep(base, grid, simulate=simulate, random_state=seed, max_points=0)
+    return table
 
 
 @flow(name="what-if-grid")

@@ -361,7 +361,7 @@ def parsed_from(
         pl.col("line").alias("raw"),
         pl.col("reason"),
     )
-    return Parsed(rows, rejects.cast(REJECT_SCHEMA), n_ignored)
+    return Parsed(rows, rejects.cast(pl.Schema(REJECT_SCHEMA)), n_ignored)
 
 
 class Fields(NamedTuple):

@@ -271,8 +271,8 @@ def _parse_prometheus(
         pl.col("metric").replace_strict(_BY_NAME, default=None).alias("column"),
         _blank_to_null(pl.col("value")),
     )
-    keys = ["host", "ts", "gpu_index"]
-    rows = good.group_by(keys, maintain_order=True).agg(
+    sample_keys = ["host", "ts", "gpu_index"]
+    rows = good.group_by(sample_keys, maintain_order=True).agg(
         pl.col("line_no").min(),
         pl.col("line").first(),
         pl.col("label_UUID").drop_nulls().last().alias("uuid"),
@@ -280,8 +280,8 @@ def _parse_prometheus(
         pl.col("label_modelName").drop_nulls().last().alias("model_name"),
     )
     if good.height:
-        wide = good.pivot(on="column", index=keys, values="value", aggregate_function="last")
-        rows = rows.join(wide, on=keys, how="left", nulls_equal=True)
+        wide = good.pivot(on="column", index=sample_keys, values="value", aggregate_function="last")
+        rows = rows.join(wide, on=sample_keys, how="left", nulls_equal=True)
     rows = rows.with_columns(
         *[pl.lit(None, pl.Float64).alias(c) for c in METRICS if c not in rows.columns],
         pci_bus_id(pl.col("pci_text")).alias("pci_bus_id"),
@@ -289,9 +289,12 @@ def _parse_prometheus(
         pl.lit(None, pl.String).alias("reason"),
     )
     bad = checked.filter(pl.col("reason").is_not_null())
-    frame = pl.concat([rows, bad.select("line_no", "line", "reason")], how="diagonal_relaxed")
+    samples = pl.concat([rows, bad.select("line_no", "line", "reason")], how="diagonal_relaxed")
     return parsed_from(
-        frame.sort("line_no"), schema=SCHEMA, source_file=source_file, n_ignored=n_ignored + n_other
+        samples.sort("line_no"),
+        schema=SCHEMA,
+        source_file=source_file,
+        n_ignored=n_ignored + n_other,
     )
 
 

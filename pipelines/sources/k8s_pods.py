@@ -247,9 +247,11 @@ def _item_problem(item: Any) -> str | None:
 def _pod_rows(pod: dict[str, Any]) -> list[dict[str, str | None]]:
     """One dict of text fields per container run of ``pod`` (one without a run if none)."""
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
-    labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
+    labels_raw = meta.get("labels")
+    labels: dict[str, Any] = labels_raw if isinstance(labels_raw, dict) else {}
     owner = _controller(meta.get("ownerReferences"))
-    conditions = status.get("conditions") if isinstance(status.get("conditions"), list) else []
+    conditions_raw = status.get("conditions")
+    conditions: list[Any] = conditions_raw if isinstance(conditions_raw, list) else []
     disruption = next(
         (
             c.get("reason")
@@ -290,9 +292,11 @@ def _pod_rows(pod: dict[str, Any]) -> list[dict[str, str | None]]:
             "gpu_limit_text": gpus.get(name or ""),
             "restart_count_text": text_or_none(cs.get("restartCount")),
         }
-        state = cs.get("state") if isinstance(cs.get("state"), dict) else {}
+        state_raw = cs.get("state")
+        state: dict[str, Any] = state_raw if isinstance(state_raw, dict) else {}
         kind = next((k for k in ("terminated", "running", "waiting") if k in state), None)
-        rows.append(common | {"run": "current", "container_state": kind} | _run(state.get(kind)))
+        current = state.get(kind) if kind else None
+        rows.append(common | {"run": "current", "container_state": kind} | _run(current))
         last = dig(cs, "lastState", "terminated")
         if isinstance(last, dict):
             rows.append(common | {"run": "last", "container_state": "terminated"} | _run(last))

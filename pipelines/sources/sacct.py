@@ -182,10 +182,9 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
     colon = exit_text.str.find(":", literal=True)
     # The TRES the GPUs are counted from: the allocation's, else the request's (pending jobs and
     # dumps whose --format has only ReqTRES).
-    tres = pl.when(text["AllocTRES"].fill_null("") != "").then(text["AllocTRES"])
-    tres = tres.otherwise(text["ReqTRES"])
-    tres_name = pl.when(text["AllocTRES"].fill_null("") != "").then(pl.lit("AllocTRES"))
-    tres_name = tres_name.otherwise(pl.lit("ReqTRES"))
+    allocated = text["AllocTRES"].fill_null("") != ""
+    tres = pl.when(allocated).then(text["AllocTRES"]).otherwise(text["ReqTRES"])
+    tres_name = pl.when(allocated).then(pl.lit("AllocTRES")).otherwise(pl.lit("ReqTRES"))
     typed = b"gres/gpu:" in data
     zoned = _ZONED.search(data) is not None  # SLURM_TIME_FORMAT with %z
     timestamps = {c: _timestamp(text[c], zoned=zoned) for c in ("Submit", "Start", "End")}

@@ -405,10 +405,10 @@ def _with_time_and_host(frame: pl.LazyFrame, styles: list[str]) -> pl.LazyFrame:
     hosts: list[tuple[list[str], pl.Expr]] = []
     if "dmesg_t" in styles:
         texts.append((["dmesg_t"], prefix.str.slice(5, 20)))  # "[Mon Jun  1 00:00:00 2026] "
-    iso = [s for s in ("journal_iso", "rfc3339", "dmesg_iso") if s in styles]
+    iso: list[str] = [s for s in ("journal_iso", "rfc3339", "dmesg_iso") if s in styles]
     if iso:
         texts.append((iso, prefix.str.extract(r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[^ ]+)", 1)))
-        with_host = [s for s in iso if s != "dmesg_iso"]
+        with_host: list[str] = [s for s in iso if s != "dmesg_iso"]
         if with_host:
             hosts.append((with_host, prefix.str.splitn(" ", 3).struct.field("field_1")))
     if "syslog" in styles:

@@ -105,7 +105,7 @@ class ClassSpec:
     def median_h(self) -> float:
         """Median of the lifetime, hours (``scale_h`` for log-normal and log-logistic)."""
         if self.family == "weibull":
-            return self.scale_h * math.log(2.0) ** (1.0 / self.shape)
+            return float(self.scale_h * math.log(2.0) ** (1.0 / self.shape))
         if self.family == "exponential":
             return self.scale_h * math.log(2.0)
         return self.scale_h
@@ -178,7 +178,7 @@ def _loglogistic_ratio(beta: float) -> float:
 
 def _weibull_ratio_of_inverse_shape(u: float) -> float:
     """Mean over median of a Weibull of shape ``1/u``: ``gamma(1 + u) / ln(2)**u``."""
-    return math.gamma(1.0 + u) / math.log(2.0) ** u
+    return float(math.gamma(1.0 + u) / math.log(2.0) ** u)
 
 
 def _solve_increasing(f: Callable[[float], float], target: float, lo: float, hi: float) -> float:

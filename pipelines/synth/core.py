@@ -74,7 +74,7 @@ def synthesize(out: Path, config: SynthConfig) -> dict[str, Any]:
     """
     _prepare(out, config)
     data = simulate(config)
-    truth_dict = data["truth"]
+    truth_dict: dict[str, Any] = data["truth"]
     for source in ("k8s_pods", "k8s_events", "elastic", "node_events"):
         for name, text in data.get(source, {}).items():
             _write_text(out / source / name, text)

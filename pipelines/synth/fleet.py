@@ -179,7 +179,8 @@ def _lifetimes_h(
     ``scale * exp(shape * Phi^-1(u))``, log-logistic ``scale * (u / (1-u))**(1/shape)``.
     """
     if all(f == "weibull" for f in families):
-        return rng.weibull(shapes, size=(m, shapes.size)) * scales
+        weibull: np.ndarray = rng.weibull(shapes, size=(m, shapes.size)) * scales
+        return weibull
     u = rng.random((m, shapes.size))
     draws = np.empty_like(u)
     for j, family in enumerate(families):
@@ -192,7 +193,8 @@ def _lifetimes_h(
             draws[:, j] = np.exp(shapes[j] * special.ndtri(col))
         else:
             draws[:, j] = (col / (1.0 - col)) ** (1.0 / shapes[j])
-    return draws * scales
+    scaled: np.ndarray = draws * scales
+    return scaled
 
 
 def _renewals(

@@ -217,7 +217,8 @@ def node_signals(
     g = fleet.gpus_per_node
     m = times.size
     step_h = step_s / HOUR_S
-    rate = {k: np.zeros((m, g)) for k in ("sbe", "remap", "crc", "pcie", "temp", "power")}
+    kinds = ("sbe", "remap", "crc", "pcie", "temp", "power")
+    rate: dict[str, np.ndarray] = {k: np.zeros((m, g)) for k in kinds}
     classes = fleet.class_names
     units = fleet.ev_unit[plan.event]
     for k in np.flatnonzero(plan.planted & (units // g == node)).tolist():

@@ -299,10 +299,10 @@ class _Scheduler:
                 self.push(carrier.start_s, _UNDRAIN, n)
             job = self.jobs.carrier.index(c)
             self.push(carrier.start_s, _CARRIER, job)
-        for j, (submit, carrier) in enumerate(
+        for j, (submit, carrier_no) in enumerate(
             zip(self.jobs.submit, self.jobs.carrier, strict=True)
         ):
-            if carrier < 0:
+            if carrier_no < 0:
                 self.push(submit, _ARRIVAL, j)
 
     def run(self) -> list[Attempt]:
@@ -424,9 +424,8 @@ class _Scheduler:
         kind = self.kind[j]
         event_at = jobs.event_at_s[j]
         if kind != NORMAL and done < event_at < done + run:
-            t_event = t + event_at - done
-            if kind in (APP_FAIL, OOM):
-                t_event = self.clear_time(nodes, t, end, t_event)
+            t_at = t + event_at - done
+            t_event = self.clear_time(nodes, t, end, t_at) if kind in (APP_FAIL, OOM) else t_at
             if t_event is None:
                 self.kind[j] = NORMAL
             elif kind == CANCEL:
