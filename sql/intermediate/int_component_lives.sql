@@ -164,7 +164,8 @@ lives as (
     select * from ended_lives
     union all
     -- a slot whose last repair is still open has no current life
-    select * from open_lives where open_lives.start_ts is not null
+    select * from open_lives
+    where open_lives.start_ts is not null
 ),
 
 clipped as (

@@ -71,8 +71,13 @@ node_failures as (
 
 final as (
     select
-        md5('gpu|' || gpu_failures.host || '|' || coalesce(cast(gpu_failures.gpu_index as varchar), '?')
-            || '|' || cast(gpu_failures.failed_ts as varchar)) as failure_id,
+        md5(
+            'gpu|'
+            || gpu_failures.host
+            || '|'
+            || coalesce(cast(gpu_failures.gpu_index as varchar), '?')
+            || '|' || cast(gpu_failures.failed_ts as varchar)
+        ) as failure_id,
         'gpu' as unit_level,
         gpu_failures.host,
         gpu_failures.gpu_index,

@@ -22,10 +22,18 @@ lagged as (
         lag(samples.ecc_dbe_aggregate ignore nulls) over gpu_series as prev_ecc_dbe_aggregate,
         lag(samples.retired_sbe ignore nulls) over gpu_series as prev_retired_sbe,
         lag(samples.retired_dbe ignore nulls) over gpu_series as prev_retired_dbe,
-        lag(samples.remapped_rows_correctable ignore nulls) over gpu_series as prev_remapped_rows_correctable,
-        lag(samples.remapped_rows_uncorrectable ignore nulls) over gpu_series as prev_remapped_rows_uncorrectable,
-        lag(samples.nvlink_crc_flit_errors ignore nulls) over gpu_series as prev_nvlink_crc_flit_errors,
-        lag(samples.nvlink_crc_data_errors ignore nulls) over gpu_series as prev_nvlink_crc_data_errors,
+        lag(samples.remapped_rows_correctable ignore nulls)
+            over gpu_series
+            as prev_remapped_rows_correctable,
+        lag(samples.remapped_rows_uncorrectable ignore nulls)
+            over gpu_series
+            as prev_remapped_rows_uncorrectable,
+        lag(samples.nvlink_crc_flit_errors ignore nulls)
+            over gpu_series
+            as prev_nvlink_crc_flit_errors,
+        lag(samples.nvlink_crc_data_errors ignore nulls)
+            over gpu_series
+            as prev_nvlink_crc_data_errors,
         lag(samples.pcie_replays ignore nulls) over gpu_series as prev_pcie_replays
     from samples
     window gpu_series as (
@@ -50,11 +58,15 @@ deltas as (
             else lagged.ecc_dbe_volatile - lagged.prev_ecc_dbe_volatile
         end as ecc_dbe_volatile_delta,
         case
-            when lagged.ecc_sbe_aggregate < lagged.prev_ecc_sbe_aggregate then lagged.ecc_sbe_aggregate
+            when
+                lagged.ecc_sbe_aggregate < lagged.prev_ecc_sbe_aggregate
+                then lagged.ecc_sbe_aggregate
             else lagged.ecc_sbe_aggregate - lagged.prev_ecc_sbe_aggregate
         end as ecc_sbe_aggregate_delta,
         case
-            when lagged.ecc_dbe_aggregate < lagged.prev_ecc_dbe_aggregate then lagged.ecc_dbe_aggregate
+            when
+                lagged.ecc_dbe_aggregate < lagged.prev_ecc_dbe_aggregate
+                then lagged.ecc_dbe_aggregate
             else lagged.ecc_dbe_aggregate - lagged.prev_ecc_dbe_aggregate
         end as ecc_dbe_aggregate_delta,
         case
@@ -66,19 +78,27 @@ deltas as (
             else lagged.retired_dbe - lagged.prev_retired_dbe
         end as retired_dbe_delta,
         case
-            when lagged.remapped_rows_correctable < lagged.prev_remapped_rows_correctable then lagged.remapped_rows_correctable
+            when
+                lagged.remapped_rows_correctable < lagged.prev_remapped_rows_correctable
+                then lagged.remapped_rows_correctable
             else lagged.remapped_rows_correctable - lagged.prev_remapped_rows_correctable
         end as remapped_rows_correctable_delta,
         case
-            when lagged.remapped_rows_uncorrectable < lagged.prev_remapped_rows_uncorrectable then lagged.remapped_rows_uncorrectable
+            when
+                lagged.remapped_rows_uncorrectable < lagged.prev_remapped_rows_uncorrectable
+                then lagged.remapped_rows_uncorrectable
             else lagged.remapped_rows_uncorrectable - lagged.prev_remapped_rows_uncorrectable
         end as remapped_rows_uncorrectable_delta,
         case
-            when lagged.nvlink_crc_flit_errors < lagged.prev_nvlink_crc_flit_errors then lagged.nvlink_crc_flit_errors
+            when
+                lagged.nvlink_crc_flit_errors < lagged.prev_nvlink_crc_flit_errors
+                then lagged.nvlink_crc_flit_errors
             else lagged.nvlink_crc_flit_errors - lagged.prev_nvlink_crc_flit_errors
         end as nvlink_crc_flit_errors_delta,
         case
-            when lagged.nvlink_crc_data_errors < lagged.prev_nvlink_crc_data_errors then lagged.nvlink_crc_data_errors
+            when
+                lagged.nvlink_crc_data_errors < lagged.prev_nvlink_crc_data_errors
+                then lagged.nvlink_crc_data_errors
             else lagged.nvlink_crc_data_errors - lagged.prev_nvlink_crc_data_errors
         end as nvlink_crc_data_errors_delta,
         case
@@ -93,7 +113,9 @@ deltas as (
         or coalesce(lagged.retired_sbe < lagged.prev_retired_sbe, false)
         or coalesce(lagged.retired_dbe < lagged.prev_retired_dbe, false)
         or coalesce(lagged.remapped_rows_correctable < lagged.prev_remapped_rows_correctable, false)
-        or coalesce(lagged.remapped_rows_uncorrectable < lagged.prev_remapped_rows_uncorrectable, false)
+        or coalesce(
+            lagged.remapped_rows_uncorrectable < lagged.prev_remapped_rows_uncorrectable, false
+        )
         or coalesce(lagged.nvlink_crc_flit_errors < lagged.prev_nvlink_crc_flit_errors, false)
         or coalesce(lagged.nvlink_crc_data_errors < lagged.prev_nvlink_crc_data_errors, false)
         or coalesce(lagged.pcie_replays < lagged.prev_pcie_replays, false) as is_reset,

@@ -45,7 +45,7 @@ bursts as (
         count(*) as n_lines,
         first(numbered.xid order by numbered.ts, numbered.line_no) as first_xid,
         first(numbered.xid order by numbered.ts, numbered.line_no)
-            filter (where numbered.is_failure) as first_failure_xid,
+        filter (where numbered.is_failure) as first_failure_xid,
         list(distinct numbered.xid order by numbered.xid) as xid_codes,
         bool_or(numbered.is_failure) as is_failure,
         bool_or(numbered.stops_job) as stops_job

@@ -93,7 +93,7 @@ pod_attempts as (
         any_value(numbered_runs.job_name) as job_name,
         any_value(numbered_runs.job_kind) as job_kind,
         list(distinct numbered_runs.node_name order by numbered_runs.node_name)
-            filter (where numbered_runs.node_name is not null) as nodes,
+        filter (where numbered_runs.node_name is not null) as nodes,
         sum(numbered_runs.gpu_limit) as n_gpus,
         min(numbered_runs.created_ts) as submit_ts,
         min(numbered_runs.started_ts) as start_ts,
@@ -208,7 +208,7 @@ rounds as (
         min(agent_lines.ts) filter (where agent_lines.event = 'death_signal') as signal_ts,
         max(agent_lines.ts) filter (where agent_lines.event = 'group_succeeded') as succeeded_ts,
         list(distinct agent_lines.host order by agent_lines.host)
-            filter (where agent_lines.event in ('rendezvous_joined', 'workers_started')) as nodes,
+        filter (where agent_lines.event in ('rendezvous_joined', 'workers_started')) as nodes,
         max(agent_lines.world_size) as world_size
     from agent_lines
     group by agent_lines.run_id, agent_lines.round

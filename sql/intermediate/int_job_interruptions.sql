@@ -22,9 +22,15 @@ params as (select * from stg_params),
 
 observation as (select * from stg_observation_window),
 
-incidents as (select * from int_incidents where is_failure),
+incidents as (
+    select * from int_incidents
+    where is_failure
+),
 
-tickets as (select * from stg_repairs where action = 'replace'),
+tickets as (
+    select * from stg_repairs
+    where action = 'replace'
+),
 
 node_events as (
     select

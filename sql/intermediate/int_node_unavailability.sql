@@ -18,7 +18,7 @@ stacked as (
     select
         node_events.*,
         -- the latest end among the node's earlier events (null end = still open = no end)
-        max(coalesce(node_events.end_ts, 'infinity'::timestamptz)) over (
+        max(coalesce(node_events.end_ts, cast('infinity' as timestamptz))) over (
             partition by node_events.node
             order by node_events.start_ts, node_events.source_file, node_events.line_no
             rows between unbounded preceding and 1 preceding

@@ -26,7 +26,7 @@ with observation as (select * from stg_observation_window),
 
 tickets as (
     select * from stg_repairs
-    where stg_repairs.action = 'replace'
+    where action = 'replace'
 ),
 
 fault_repairs as (select * from int_fault_repairs),

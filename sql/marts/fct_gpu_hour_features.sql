@@ -167,9 +167,9 @@ warning_counts as (
     inner join warnings
         on keys.host = warnings.host
         and keys.gpu_index = warnings.gpu_index
-        and warnings.ts < keys.prediction_ts
+        and keys.prediction_ts > warnings.ts
         and warnings.ts >= keys.prediction_ts - interval 168 hour
-        and warnings.ts >= keys.series_start_ts
+        and keys.series_start_ts <= warnings.ts
     group by keys.host, keys.gpu_index, keys.uuid, keys.prediction_ts
 ),
 
@@ -192,7 +192,7 @@ host_failures as (
 
 node_failures as (
     select * from failures
-    where failures.unit_level = 'node'
+    where unit_level = 'node'
 ),
 
 slot_renewals as (
@@ -297,7 +297,8 @@ final as (
         windowed.power_over_peers_6h_w,
         coalesce(warning_counts.warning_xids_24h, 0) as warning_xids_24h,
         coalesce(warning_counts.warning_xids_168h, 0) as warning_xids_168h,
-        epoch(labelled.prediction_ts - labelled.last_warning_ts) / 3600.0 as hours_since_warning_xid,
+        epoch(labelled.prediction_ts - labelled.last_warning_ts)
+        / 3600.0 as hours_since_warning_xid,
         epoch(labelled.prediction_ts - coalesce(labelled.renewed_ts, fleet.installed_ts)) / 3600.0
             as gpu_age_h,
         epoch(labelled.prediction_ts - labelled.series_start_ts) / 3600.0 as series_age_h,
@@ -305,17 +306,27 @@ final as (
         labelled.n_failures_node_30d,
         epoch(labelled.prediction_ts - labelled.last_node_failure_ts) / 3600.0
             as hours_since_node_failure,
-        case when labelled.node_first then labelled.next_node_failure_ts
-            else labelled.next_gpu_failure_ts end as next_failure_ts,
-        case when labelled.node_first then labelled.next_node_failure_id
-            else labelled.next_gpu_failure_id end as next_failure_id,
-        case when labelled.node_first then 'node'
-            when labelled.next_gpu_failure_ts is not null then 'gpu' end as next_failure_level,
-        case when labelled.node_first then labelled.next_node_failure_class
-            else labelled.next_gpu_failure_class end as next_failure_class,
+        case
+            when labelled.node_first then labelled.next_node_failure_ts
+            else labelled.next_gpu_failure_ts
+        end as next_failure_ts,
+        case
+            when labelled.node_first then labelled.next_node_failure_id
+            else labelled.next_gpu_failure_id
+        end as next_failure_id,
+        case
+            when labelled.node_first then 'node'
+            when labelled.next_gpu_failure_ts is not null then 'gpu'
+        end as next_failure_level,
+        case
+            when labelled.node_first then labelled.next_node_failure_class
+            else labelled.next_gpu_failure_class
+        end as next_failure_class,
         epoch(
-            case when labelled.node_first then labelled.next_node_failure_ts
-                else labelled.next_gpu_failure_ts end
+            case
+                when labelled.node_first then labelled.next_node_failure_ts
+                else labelled.next_gpu_failure_ts
+            end
             - labelled.prediction_ts
         ) / 3600.0 as hours_to_failure
     from labelled

@@ -40,4 +40,4 @@ final as (
 )
 
 select * from final
-order by n_failures desc, component_class
+order by n_failures desc, component_class asc

@@ -13,4 +13,4 @@ final as (
 )
 
 select * from final
-order by n_interruptions desc, cause_class
+order by n_interruptions desc, cause_class asc

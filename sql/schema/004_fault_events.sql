@@ -25,4 +25,3 @@ create table if not exists raw_fault_events (
     window_start timestamptz,    -- observation window (of the unit's group) from the mapping
     window_end timestamptz
 );
-

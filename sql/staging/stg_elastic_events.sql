@@ -3,8 +3,7 @@
 with source as (select * from raw_elastic_events),
 
 deduplicated as (
-    select distinct on (source.source_file, source.line_no, source.ts, source.message)
-        source.*
+    select distinct on (source.source_file, source.line_no, source.ts, source.message) source.*
     from source
 ),
 

@@ -12,7 +12,7 @@ final as (
         source.uuid,
         source.gpu_name
     from source
-    order by source.host, source.snapshot_ts, source.gpu_index, source.source_file desc
+    order by source.host asc, source.snapshot_ts asc, source.gpu_index asc, source.source_file desc
 )
 
 select * from final

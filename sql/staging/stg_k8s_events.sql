@@ -12,20 +12,21 @@ ranked as (
     select
         source.*,
         row_number() over (
-            partition by coalesce(
-                source.event_uid,
-                md5(
-                    concat_ws(
-                        '|',
-                        source.involved_kind,
-                        source.involved_namespace,
-                        source.involved_name,
-                        source.event_reason,
-                        cast(coalesce(source.first_ts, source.event_time_ts) as varchar),
-                        source.message
+            partition by
+                coalesce(
+                    source.event_uid,
+                    md5(
+                        concat_ws(
+                            '|',
+                            source.involved_kind,
+                            source.involved_namespace,
+                            source.involved_name,
+                            source.event_reason,
+                            cast(coalesce(source.first_ts, source.event_time_ts) as varchar),
+                            source.message
+                        )
                     )
                 )
-            )
             order by
                 source.count desc nulls last,
                 source.last_ts desc nulls last,
@@ -95,8 +96,8 @@ final as (
     from ranked
     left join planned_texts
         on
-            ranked.involved_kind = 'Node'
-            and concat_ws(' ', ranked.event_reason, ranked.message) = planned_texts.text
+        ranked.involved_kind = 'Node'
+        and concat_ws(' ', ranked.event_reason, ranked.message) = planned_texts.text
     where ranked.version_rank = 1
 )
 

@@ -11,7 +11,7 @@
 -- as every node is when slurmctld first starts) are not outages and are left out.
 with source as (
     select * from raw_node_events
-    where raw_node_events.state_base not in ('futr', 'future')
+    where state_base not in ('futr', 'future')
 ),
 
 catalog as (select * from seed_xid),
@@ -20,7 +20,7 @@ vocabulary as (select * from seed_planned_reason),
 
 unnested as (
     select
-        source.* exclude (nodes),
+        source.* exclude (nodes),  -- noqa: RF03
         unnest(source.nodes) as node
     from source
 ),

@@ -16,7 +16,8 @@ final as (
         -- hours from failure report to repair done (null while open)
         epoch(source.closed_ts - source.opened_ts) / 3600.0 as repair_h
     from source
-    order by source.ticket_id, source.closed_ts is null, source.source_file desc, source.line_no desc
+    order by
+        source.ticket_id asc, source.closed_ts is null, source.source_file desc, source.line_no desc
 )
 
 select * from final

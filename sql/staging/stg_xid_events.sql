@@ -5,8 +5,7 @@ with source as (select * from raw_xid_events),
 catalog as (select * from seed_xid),
 
 deduplicated as (
-    select distinct on (source.source_file, source.line_no, source.ts, source.message)
-        source.*
+    select distinct on (source.source_file, source.line_no, source.ts, source.message) source.*
     from source
 ),
 
