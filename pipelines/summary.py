@@ -26,9 +26,10 @@ _CAUSES = (
 # rpt_ingest_quality has one row per (source, target table) and quarantine reason of that
 # table: a (source, target table) repeats its file counts on each of its reasons, and a reason
 # repeats for each source loading its table, hence the ``distinct`` before summing or listing
+# (a reason of a table no recorded file loads comes with a null source)
 _FILES = (
     "with per_table as (select distinct source, target_table, n_files, n_read, n_loaded, "
-    "n_quarantined from rpt_ingest_quality) "
+    "n_quarantined from rpt_ingest_quality where source is not null) "
     "select source, sum(n_files)::bigint as n_files, sum(n_read)::bigint as n_read, "
     "sum(n_loaded)::bigint as n_loaded, sum(n_quarantined)::bigint as n_quarantined "
     "from per_table group by source order by source"
