@@ -422,3 +422,39 @@ def test_synth_format_csv_and_json(tmp_path: Path) -> None:
     assert header == list(payload)
     assert len(rows) == 1
     assert rows[0]["gpus"] == str(payload["gpus"])
+
+
+@pytest.mark.slow
+def test_predict_format_csv_and_json(tmp_path: Path) -> None:
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    from pipelines import ingest
+    from pipelines.synth import SynthConfig, default_classes, synthesize
+
+    # memoryless lifetimes failing often, DCGM scraped hourly (as tests/pipelines/test_predict_e2e)
+    classes = {
+        name: replace(
+            spec,
+            shape=1.0,
+            scale_h=spec.scale_h / (25 if spec.level == "gpu" else 8),
+            repair_median_h=6.0,
+        )
+        for name, spec in default_classes().items()
+    }
+    config = SynthConfig(nodes=8, days=30, seed=5, start=datetime(2026, 3, 2, tzinfo=UTC),
+                         classes=classes, dcgm_interval_s=3600, precursor_share=0.0)  # fmt: skip
+    synthesize(tmp_path / "landing", config)
+    db = str(tmp_path / "relia.duckdb")
+    ingest.ingest(Path(db), ingest.discover([tmp_path / "landing"]))
+    train = ("predict", "train", "--db", db, "--as-of-checks", "0")
+    assert set(_strict_loads(_invoke(*train, "--format", "json"))["metrics"]) >= {"model"}
+    header, rows = _csv_rows(_invoke(*train, "--format", "csv"))
+    assert header == ["predictor", "threshold", "precision", "recall", "pr_auc", "lead_time_h",
+                      "alarms_per_day", "caught"]  # fmt: skip
+    assert [r["predictor"] for r in rows] == ["classifier", "SBE rule", "never predict"]
+    score = ("predict", "score", "--db", db, "--top", "5")
+    scores = _strict_loads(_invoke(*score, "--format", "json"))["scores"]
+    header, rows = _csv_rows(_invoke(*score, "--format", "csv"))
+    assert len(rows) == len(scores) == 5
+    assert header == list(scores[0])
