@@ -1,4 +1,7 @@
 -- Per source and quarantine reason: files, rows read, loaded and quarantined.
+-- A (source, target table) repeats its file counts on each quarantine reason of its table; a
+-- reason of a table no recorded file loads has null source and counts (relia summary reads
+-- both grains from here).
 with files as (select * from raw_ingest_files),
 
 quarantine as (select * from raw_quarantine),
@@ -29,7 +32,7 @@ reasons as (
 final as (
     select
         per_source.source,
-        per_source.target_table,
+        coalesce(per_source.target_table, reasons.target_table) as target_table,
         per_source.n_files,
         per_source.n_read,
         per_source.n_loaded,
@@ -39,7 +42,7 @@ final as (
         reasons.reason,
         reasons.n_rows as n_rows_with_reason
     from per_source
-    left join reasons
+    full join reasons
         on per_source.target_table = reasons.target_table
 )
 

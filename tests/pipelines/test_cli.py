@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -221,7 +224,7 @@ def test_fit_takes_a_known_weibayes_shape(fleet: tuple) -> None:
 def test_tables_wider_than_the_terminal_become_records(monkeypatch: pytest.MonkeyPatch) -> None:
     from rich.console import Console
 
-    import pipelines.cli as cli
+    from pipelines.cli import render
 
     rows = [
         {"component_class": name, **{f"figure_{i}": f"{i * 1234.5:,.1f} (lo-hi)" for i in range(9)}}
@@ -229,8 +232,8 @@ def test_tables_wider_than_the_terminal_become_records(monkeypatch: pytest.Monke
     ]
     for width, records in ((80, True), (400, False)):
         screen = Console(width=width, record=True)
-        monkeypatch.setattr(cli, "console", screen)
-        screen.print(cli._table("fit run", rows))
+        monkeypatch.setattr(render, "console", screen)
+        screen.print(render.rows_table("fit run", rows))
         text = screen.export_text()
         assert "…" not in text  # nothing cut to "gp…"
         assert all(len(line.rstrip()) <= width for line in text.splitlines())
@@ -255,3 +258,203 @@ def test_a_no_op_reingest_of_many_files_is_summarised_by_source(fleet: tuple) ->
     assert {c["status"] for c in per_file} <= {"already loaded", "no new lines"}  # no change
     verbose = runner.invoke(app, ["ingest", str(landing), "--db", str(db), "--verbose"])
     assert "by source and outcome" not in " ".join(verbose.stdout.split())
+
+
+# ------------------------------------------------------------- --format table|json|csv (#15)
+REPO = Path(__file__).resolve().parents[2]
+HAND_RATES = REPO / "data_samples/sweeps/hand_rates.yaml"
+
+
+def _strict_loads(text: str) -> Any:
+    def refuse(constant: str) -> None:
+        msg = f"not strict JSON: {constant}"
+        raise ValueError(msg)
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def _csv_rows(text: str) -> tuple[list[str], list[dict[str, str]]]:
+    """The header and rows of strict CSV: no NaN or infinity, nulls as empty fields."""
+    reader = csv.DictReader(io.StringIO(text))
+    rows = list(reader)
+    assert reader.fieldnames, text
+    for row in rows:
+        assert len(row) == len(reader.fieldnames), row
+        assert None not in row, row  # no field beyond the header
+        assert not {v.strip().lower() for v in row.values()} & {"nan", "inf", "-inf", "none"}
+    return list(reader.fieldnames), rows
+
+
+def _invoke(*args: str) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_python_m_pipelines_cli_runs_the_app() -> None:
+    shown = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "summary", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+    )
+    assert "Usage: relia summary" in " ".join(shown.stdout.split())
+    assert "--format" in shown.stdout
+
+
+def test_shell_completion_is_offered() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert "--install-completion" in result.output
+    assert "--show-completion" in result.output
+
+
+def test_json_and_format_csv_together_are_a_usage_error(fleet: tuple) -> None:
+    result = runner.invoke(app, ["summary", "--db", str(fleet[0]), "--json", "--format", "csv"])
+    assert result.exit_code == 2
+    assert "--json" in result.output
+
+
+@pytest.mark.parametrize("table", ["failures_by_class", "interruptions_by_cause", "files",
+                                   "quarantine"])  # fmt: skip
+def test_summary_format_csv_and_json(fleet: tuple, table: str) -> None:
+    db = str(fleet[0])
+    payload = _strict_loads(_invoke("summary", "--db", db, "--format", "json"))
+    assert payload == _strict_loads(_invoke("summary", "--db", db, "--json"))
+    header, rows = _csv_rows(_invoke("summary", "--db", db, "--format", "csv", "--table", table))
+    expected = {
+        "failures_by_class": ["component_class", "units_at_risk", "n_failures", "exposure_h",
+                              "naive_mtbf_h", "n_interruptions"],
+        "interruptions_by_cause": ["cause_class", "attribution", "n_interruptions",
+                                   "gpu_hours_interrupted", "median_restart_overhead_s"],
+        "files": ["source", "n_files", "n_read", "n_loaded", "n_quarantined"],
+        "quarantine": ["target_table", "stage", "reason", "n_rows"],
+    }[table]  # fmt: skip
+    assert len(rows) == len(payload[table])
+    if rows:
+        assert header == expected
+    assert [r[expected[0]] for r in rows] == [str(r[expected[0]]) for r in payload[table]]
+
+
+def test_summary_files_and_quarantine_come_from_rpt_ingest_quality(fleet: tuple) -> None:
+    """The view gives what the raw-table queries the summary used before gave."""
+    import duckdb
+
+    db = fleet[0]
+    payload = _strict_loads(_invoke("summary", "--db", str(db), "--json"))
+    with duckdb.connect(str(db), read_only=True) as con:
+        files = con.execute(
+            "select source, count(*), sum(n_read)::bigint, sum(n_loaded)::bigint, "
+            "sum(n_quarantined)::bigint from raw_ingest_files group by source order by source"
+        ).fetchall()
+        quarantine = con.execute(
+            "select target_table, stage, reason, count(*) from raw_quarantine group by all"
+        ).fetchall()
+    assert [tuple(r.values()) for r in payload["files"]] == files
+    assert sorted(tuple(r.values()) for r in payload["quarantine"]) == sorted(quarantine)
+    assert quarantine  # the synthetic fleet has rows to quarantine
+
+
+def test_ingest_format_csv_and_json(fleet: tuple) -> None:
+    db, landing, _ = fleet
+    repairs = str(landing / "repairs")
+    counts = _strict_loads(_invoke("ingest", repairs, "--db", str(db), "--format", "json"))
+    header, rows = _csv_rows(_invoke("ingest", repairs, "--db", str(db), "--format", "csv"))
+    assert header == ["file", "source", "read", "loaded", "quarantined", "held", "ignored",
+                      "status"]  # fmt: skip
+    assert len(rows) == len(counts) == 1
+    assert rows[0]["status"] == "already loaded"
+    # past 40 files the CSV holds the table's rows: one per source and outcome
+    header, rows = _csv_rows(_invoke("ingest", str(landing), "--db", str(db), "--format", "csv"))
+    assert header[:2] == ["source", "files"]
+    assert header[-1] == "status"
+    assert sum(int(r["files"]) for r in rows) > 40
+
+
+def test_fit_and_trend_format_csv_and_json(fleet: tuple) -> None:
+    db = str(fleet[0])
+    payload = _strict_loads(_invoke("fit", "--db", db, "--format", "json"))
+    header, rows = _csv_rows(_invoke("fit", "--db", db, "--format", "csv"))
+    assert header == ["class", "fail", "unit_yr", "afr_obs_pct", "mtbf_h", "how", "extrap",
+                      "rmst_h", "family", "shape", "afr_model_pct"]  # fmt: skip
+    assert len(rows) == len(payload["fits"])
+    assert {r["class"] for r in rows} == {r["component_class"] for r in payload["fits"]}
+    trend = _strict_loads(_invoke("trend", "--db", db, "--format", "json"))
+    header, rows = _csv_rows(_invoke("trend", "--db", db, "--format", "csv"))
+    assert header == ["unit_id", "observed", "expected", "p_value", "p_adjusted", "lemon",
+                      "classes"]  # fmt: skip
+    assert len(rows) == len(trend["most_suspect_nodes"])
+
+
+def test_project_format_csv_and_json() -> None:
+    payload = _strict_loads(_invoke(*HAND[:-1], "--format", "json"))
+    header, rows = _csv_rows(_invoke(*HAND[:-1], "--format", "csv"))
+    assert header == ["figure", "value"]
+    figures = [r["figure"] for r in rows]
+    assert len(set(figures)) == len(figures)
+    assert set(figures) <= set(payload)  # each row is one figure of the JSON result
+    assert {"mtti_h", "goodput", "daly_interval_min"} <= {r["figure"] for r in rows}
+    assert float(next(r["value"] for r in rows if r["figure"] == "goodput")) == pytest.approx(
+        payload["goodput"]
+    )
+
+
+def test_whatif_format_csv_and_json(tmp_path: Path) -> None:
+    payload = _strict_loads(
+        _invoke("whatif", str(HAND_RATES), "--out", str(tmp_path / "j"), "--format", "json")
+    )
+    header, rows = _csv_rows(
+        _invoke("whatif", str(HAND_RATES), "--out", str(tmp_path / "c"), "--format", "csv")
+    )
+    assert header == ["knob", "baseline", "best", "goodput_baseline", "goodput_best", "gain",
+                      "gain 95 %", "within_uncertainty", "useful GPU-h gained"]  # fmt: skip
+    assert [r["knob"] for r in rows] == [g["knob"] for g in payload["gains"]]
+
+
+def test_synth_format_csv_and_json(tmp_path: Path) -> None:
+    small = ["--nodes", "2", "--days", "2", "--seed", "1"]
+    payload = _strict_loads(
+        _invoke("synth", "--out", str(tmp_path / "j"), *small, "--format", "json")
+    )
+    header, rows = _csv_rows(
+        _invoke("synth", "--out", str(tmp_path / "c"), *small, "--format", "csv")
+    )
+    assert header == list(payload)
+    assert len(rows) == 1
+    assert rows[0]["gpus"] == str(payload["gpus"])
+
+
+@pytest.mark.slow
+def test_predict_format_csv_and_json(tmp_path: Path) -> None:
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    from pipelines import ingest
+    from pipelines.synth import SynthConfig, default_classes, synthesize
+
+    # memoryless lifetimes failing often, DCGM scraped hourly (as tests/pipelines/test_predict_e2e)
+    classes = {
+        name: replace(
+            spec,
+            shape=1.0,
+            scale_h=spec.scale_h / (25 if spec.level == "gpu" else 8),
+            repair_median_h=6.0,
+        )
+        for name, spec in default_classes().items()
+    }
+    config = SynthConfig(nodes=8, days=30, seed=5, start=datetime(2026, 3, 2, tzinfo=UTC),
+                         classes=classes, dcgm_interval_s=3600, precursor_share=0.0)  # fmt: skip
+    synthesize(tmp_path / "landing", config)
+    db = str(tmp_path / "relia.duckdb")
+    ingest.ingest(Path(db), ingest.discover([tmp_path / "landing"]))
+    train = ("predict", "train", "--db", db, "--as-of-checks", "0")
+    assert set(_strict_loads(_invoke(*train, "--format", "json"))["metrics"]) >= {"model"}
+    header, rows = _csv_rows(_invoke(*train, "--format", "csv"))
+    assert header == ["predictor", "threshold", "precision", "recall", "pr_auc", "lead_time_h",
+                      "alarms_per_day", "caught"]  # fmt: skip
+    assert [r["predictor"] for r in rows] == ["classifier", "SBE rule", "never predict"]
+    score = ("predict", "score", "--db", db, "--top", "5")
+    scores = _strict_loads(_invoke(*score, "--format", "json"))["scores"]
+    header, rows = _csv_rows(_invoke(*score, "--format", "csv"))
+    assert len(rows) == len(scores) == 5
+    assert header == list(scores[0])

@@ -19,7 +19,8 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines import ingest
-from pipelines.cli import _strict_json, app
+from pipelines.cli import app
+from pipelines.jsonsafe import json_ready as _strict_json
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
@@ -177,13 +178,14 @@ def test_cli_debug_shows_the_traceback(tmp_path: Path, how: str) -> None:
 
 
 def test_cli_a_bug_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import pipelines.cli as cli
+    import pipelines.cli.summary as cli
+    from pipelines import summary
 
     def broken(db_path: Path, *, lock_timeout_s: float = 30) -> dict[str, Any]:
         raise KeyError("a bug")
 
-    monkeypatch.setattr(cli, "_summary", broken)
-    monkeypatch.setattr(cli, "_require_warehouse", lambda *_a, **_k: None)
+    monkeypatch.setattr(summary, "fleet_summary", broken)
+    monkeypatch.setattr(cli, "require_warehouse", lambda *_a, **_k: None)
     result = runner.invoke(app, ["summary", "--db", str(tmp_path / "w.duckdb")])
     assert result.exit_code == 1
     assert isinstance(result.exception, KeyError)

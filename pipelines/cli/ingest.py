@@ -1,0 +1,216 @@
+"""``relia ingest``: parse, validate and load telemetry files; one row per file (or source)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from pipelines.cli.options import (
+    DbOption,
+    FormatOption,
+    JsonOption,
+    TrackedOption,
+    is_tracked,
+    load_settings,
+    prefect_defaults,
+)
+from pipelines.cli.render import (
+    OutputFormat,
+    console,
+    err,
+    error_text,
+    output_format,
+    print_csv,
+    print_json,
+    rows_table,
+)
+from pipelines.cli.root import app
+
+__all__ = ["FILE_ROWS", "ingest"]
+
+FILE_ROWS = 40
+"""Most files `relia ingest` lists one by one; more are summed per source and outcome."""
+
+
+def _run_ingest(
+    db: Path,
+    paths: list[Path],
+    source: str | None,
+    *,
+    mapping: Path | None = None,
+    lake: Path | None = None,
+    quiet: bool = False,
+    force: bool = False,
+    host: str | None = None,
+    run: str | None = None,
+    time_from_mtime: bool = False,
+    hold_quiet_s: float | None = None,
+) -> list[dict[str, Any]]:
+    """Ingest ``paths`` into ``db`` directly (no flow run), with a progress bar on stderr.
+
+    Returns
+    -------
+    list of dict
+        One :class:`pipelines.warehouse.LoadCounts` per file, as a mapping, plus its ``status``.
+    """
+    from dataclasses import asdict
+
+    from rich.progress import Progress
+
+    from pipelines import ingest as ingest_mod
+
+    settings = load_settings(db_path=db, lake_dir=lake)
+    files = ingest_mod.discover(paths, source=source, path_patterns=settings.path_patterns)
+    options = ingest_mod.identity_options(
+        files, host=host, run=run, time_from_mtime=time_from_mtime
+    )
+    if mapping is not None:
+        from pipelines.sources.fault_log import load_mapping
+
+        options.setdefault("fault_log", {})["mapping"] = load_mapping(mapping)
+    with Progress(console=err, transient=True, disable=quiet) as progress:
+        bar = progress.add_task("ingesting", total=len(files))
+        counts = ingest_mod.ingest(
+            settings.db_path,
+            files,
+            lock_timeout_s=settings.lock_timeout_s,
+            parser_options=options,
+            on_file=lambda _c: progress.advance(bar),
+            lake_dir=settings.lake_dir,
+            force=force,
+            hold_quiet_s=ingest_mod.HOLD_QUIET_S if hold_quiet_s is None else hold_quiet_s,
+        )
+    return [asdict(c) | {"status": c.outcome} for c in counts]
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Landing folder, source folders or files.")],
+    source: Annotated[
+        str | None, typer.Option(help="Source of the files when their folder does not say.")
+    ] = None,
+    mapping: Annotated[
+        Path | None,
+        typer.Option(help="Column mapping (YAML) for --source fault_log (data_samples/mappings)."),
+    ] = None,
+    lake: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write raw rows as Parquet under this folder (lake/source=.../date=.../), "
+            "read by the warehouse's views (default: $RELIA_LAKE; unset: raw tables)."
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Re-ingest the named files, replacing in one transaction whatever they loaded "
+            "before under any source (a file ingested with the wrong --source).",
+        ),
+    ] = False,
+    host: Annotated[
+        str | None,
+        typer.Option(
+            help="Host of files whose lines do not name it (dmesg, torchrun, scrapes); wins over "
+            "a path pattern ($RELIA_PATH_PATTERNS)."
+        ),
+    ] = None,
+    run: Annotated[
+        str | None, typer.Option(help="Run (rendezvous) id of torchrun logs that do not print it.")
+    ] = None,
+    time_from_mtime: Annotated[
+        bool,
+        typer.Option(
+            "--time-from-mtime",
+            help="Take a DCGM scrape's modification time as the time of its samples that carry "
+            "none (when the file name gives none either).",
+        ),
+    ] = False,
+    hold_quiet_s: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds a live log must be quiet before its last line without a newline is "
+            "read as a line (default 300)."
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            help=f"One row per file even when more than {FILE_ROWS} files were read "
+            "(default: then one row per source and outcome).",
+        ),
+    ] = False,
+    db: DbOption = None,
+    tracked: TrackedOption = False,
+    as_json: JsonOption = False,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """Parse, validate and load telemetry files; print loaded / quarantined / held per file.
+
+    Kernel logs are read as streams: only new complete lines, across rotation and compression.
+    """
+    shown = output_format(fmt, as_json)
+    settings = load_settings(db_path=db, lake_dir=lake)
+    try:
+        if is_tracked(tracked):
+            prefect_defaults()
+            from pipelines.flows.ingest_telemetry import ingest_paths_flow
+
+            counts = ingest_paths_flow(
+                paths=paths, source=source, mapping=mapping, db_path=settings.db_path,
+                lake_dir=settings.lake_dir, force=force, host=host, run=run,
+                time_from_mtime=time_from_mtime,
+            )  # fmt: skip
+        else:
+            counts = _run_ingest(
+                settings.db_path, paths, source, mapping=mapping, lake=settings.lake_dir,
+                quiet=shown is not OutputFormat.table, force=force, host=host, run=run,
+                time_from_mtime=time_from_mtime, hold_quiet_s=hold_quiet_s,
+            )  # fmt: skip
+    except ValueError as error:
+        err.print(error_text("error", "red", error))
+        raise typer.Exit(2) from error
+    if shown is OutputFormat.json:
+        print_json(counts)
+        return
+    rows = [
+        {
+            "file": Path(str(c["path"])).name,
+            "source": c["source"],
+            "read": c["n_read"],
+            "loaded": c["n_loaded"],
+            "quarantined": c["n_quarantined"],
+            "held": c.get("n_held", 0),
+            "ignored": c["n_ignored"],
+            "status": c.get("status") or ("already loaded" if c["skipped"] else "loaded"),
+        }
+        for c in counts
+    ]
+    if len(rows) <= FILE_ROWS or verbose:
+        if shown is OutputFormat.csv:
+            print_csv(rows)
+        else:
+            console.print(rows_table(f"ingest into {settings.db_path}", rows))
+        return
+    from pipelines.summary import outcomes_by_source
+
+    summed = outcomes_by_source(rows)
+    if shown is OutputFormat.csv:
+        print_csv(summed)
+        return
+    summary = Table(
+        title=f"ingest into {settings.db_path}: {len(rows):,} files by source and outcome "
+        "(--verbose lists every file)",
+        title_justify="left",
+        box=None,
+        padding=(0, 1),
+    )
+    for name in summed[0]:
+        summary.add_column(name, justify="left" if name in ("source", "status") else "right")
+    for r in summed:
+        summary.add_row(*[v if isinstance(v, str) else f"{v:,}" for v in r.values()])
+    console.print(summary)

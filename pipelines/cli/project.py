@@ -1,0 +1,472 @@
+"""``relia project`` and ``relia whatif``: goodput at a scale, and a grid of what-if knobs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from pipelines.cli.options import (
+    DbOption,
+    FormatOption,
+    JsonOption,
+    TrackedOption,
+    is_tracked,
+    load_settings,
+    prefect_defaults,
+    require_warehouse,
+)
+from pipelines.cli.render import (
+    OutputFormat,
+    console,
+    err,
+    error_text,
+    output_format,
+    print_csv,
+    print_json,
+    rows_table,
+)
+from pipelines.cli.root import app
+
+__all__ = ["project", "whatif"]
+
+_PROJECTION_KEYS = (
+    "mtti_h", "mtti_h_lo", "mtti_h_hi", "expected_interruptions", "expected_interruptions_lo",
+    "expected_interruptions_hi", "young_interval_min", "daly_interval_min",
+    "checkpoint_interval_min", "ettr", "ettr_lo", "ettr_hi", "goodput", "goodput_lo", "goodput_hi",
+    "daly_wall_time_h", "lost_gpu_h_checkpoint", "lost_gpu_h_rework", "lost_gpu_h_restart",
+    "lost_gpu_h_spares_wait", "lost_gpu_h_drain", "expected_drains", "expected_false_alarms",
+    "mtti_unpredicted_h", "energy_lost_mwh", "goodput_error_bound",
+)  # fmt: skip
+
+
+@app.command()
+def project(
+    gpus: Annotated[int, typer.Option(min=1, help="GPUs in the job.")] = 16_384,
+    gpus_per_node: Annotated[int, typer.Option(min=1)] = 8,
+    failure_domain_gpus: Annotated[
+        int | None, typer.Option(help="GPUs one fault takes out (default: a node).")
+    ] = None,
+    node_failures_per_1000_node_days: Annotated[
+        float | None, typer.Option(help="Hand-given node failure rate (instead of fits).")
+    ] = None,
+    checkpoint_s: Annotated[float, typer.Option(help="Blocking checkpoint write, s.")] = 60.0,
+    checkpoint_interval_s: Annotated[
+        float | None, typer.Option(help="Compute between checkpoints, s (default: Daly optimum).")
+    ] = None,
+    restart_s: Annotated[
+        float | None,
+        typer.Option(
+            help="Whole restart time, s: a shorthand that sets --reschedule-s to this minus "
+            "detection, reload and warm-up (each at its value), and says so.",
+        ),
+    ] = None,
+    detect_s: Annotated[
+        float | None, typer.Option(help="Time to detect a crash, s (default 120).")
+    ] = None,
+    detect_hang_s: Annotated[
+        float | None,
+        typer.Option(help="Time for the watchdog to declare a hang, s (default 600)."),
+    ] = None,
+    hang_share: Annotated[
+        float | None,
+        typer.Option(help="Share of interruptions that hang instead of crashing, 0-1 (default 0)."),
+    ] = None,
+    reschedule_s: Annotated[
+        float | None,
+        typer.Option(
+            help="Wait for replacement hardware from the scheduler, s (default 300; with "
+            "--from-fits: the measured requeue gap less detection).",
+        ),
+    ] = None,
+    reload_s: Annotated[
+        float | None, typer.Option(help="Checkpoint reload time, s (default 180).")
+    ] = None,
+    warmup_s: Annotated[
+        float | None, typer.Option(help="Warm-up to full speed after a restart, s (default 120).")
+    ] = None,
+    strategy: Annotated[str, typer.Option(help="restart, hot_spare or elastic.")] = "restart",
+    hot_spares: Annotated[int, typer.Option(min=0)] = 0,
+    repair_h: Annotated[
+        float, typer.Option(min=0.001, help="Repair time of a failed domain, h (the median).")
+    ] = 24.0,
+    repair_sigma: Annotated[
+        float | None,
+        typer.Option(
+            help="Log-normal sigma of repair times around the --repair-h median (default 0: "
+            "every repair takes --repair-h).",
+        ),
+    ] = None,
+    repair_from_warehouse: Annotated[
+        bool,
+        typer.Option(
+            help="Set --repair-h and --repair-sigma to the median and log-normal sigma of the "
+            "measured repair times (closed replacement tickets in --db).",
+        ),
+    ] = False,
+    repair_from_fits: Annotated[
+        str | None,
+        typer.Option(
+            metavar="latest|RUN_ID",
+            help="Set --repair-h and --repair-sigma to the median exp(mu) and sigma of the "
+            "pooled log-normal of a stored repair-time fit run (relia fit --lives stg_repairs, "
+            "int_fault_repairs or int_node_unavailability), or of the latest one.",
+        ),
+    ] = None,
+    replica_gpus: Annotated[
+        int | None,
+        typer.Option(
+            help="GPUs a failure removes under elastic: a model-parallel group, TP x PP GPUs "
+            "(default 512).",
+        ),
+    ] = None,
+    job_interruptions_per_h: Annotated[
+        float | None,
+        typer.Option(
+            help="Job-level interruptions per hour that do not grow with GPU count (software "
+            "crashes, storage stalls; default 0).",
+        ),
+    ] = None,
+    node_group: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="SHARE:MULTIPLIER",
+            help="A group of nodes with its own failure rate, share:rate_multiplier (0.1:3 = a "
+            "tenth of the nodes failing 3x as often); repeatable.",
+        ),
+    ] = None,
+    weibull_shape: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="SHAPE|CLASS=SHAPE",
+            help="Lifetime Weibull shape, fleet-wide (0.7) or per class (gpu=0.7, repeatable); "
+            "1 is exponential, below 1 infant mortality. Default: each class's fitted shape.",
+        ),
+    ] = None,
+    job_days: Annotated[float, typer.Option(min=0.001)] = 30.0,
+    fleet_age: Annotated[
+        str,
+        typer.Option(
+            help="Unit ages at job start: steady_state, new, an age in hours, an age mix "
+            "(age_h:share pairs, 0:0.5,8760:0.5), or inventory (the ages of the units in "
+            "service at the end of the warehouse's data, in up to 10 bins; needs --db).",
+        ),
+    ] = "steady_state",
+    from_fits: Annotated[
+        str | None, typer.Option(help="Fit run id for the rates, or 'latest'.")
+    ] = None,
+    drain_recall: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Share of failures a predictor warns of in time; each becomes a planned drain "
+            "(a checkpoint + a migration) instead of lost work. See `relia predict train`.",
+        ),
+    ] = 0.0,
+    drain_precision: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Share of the predictor's alarms that are real; the rest drain healthy nodes.",
+        ),
+    ] = 1.0,
+    drain_migration_s: Annotated[
+        float, typer.Option(min=0.0, help="Moving the job off a drained node, s.")
+    ] = 300.0,
+    simulate: Annotated[int, typer.Option(min=0, help="Monte Carlo trials to run as well.")] = 0,
+    samples: Annotated[int, typer.Option(min=0, help="Parameter samples for intervals.")] = 2000,
+    seed: int = 0,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """Project MTTI, checkpoint intervals, ETTR and goodput for a job at a given scale."""
+    from pipelines import project as project_mod
+
+    shown = output_format(fmt, as_json)
+
+    knobs: dict[str, Any] = {
+        "n_gpus": gpus,
+        "gpus_per_node": gpus_per_node,
+        "failure_domain_gpus": failure_domain_gpus or gpus_per_node,
+        "checkpoint_s": checkpoint_s,
+        "checkpoint_interval_s": checkpoint_interval_s,
+        "strategy": strategy,
+        "hot_spares": hot_spares,
+        "repair_h": repair_h,
+        "job_days": job_days,
+        "fleet_age": fleet_age,
+        "drain_recall": drain_recall,
+        "drain_precision": drain_precision,
+        "drain_migration_s": drain_migration_s,
+    }
+    optional = {
+        "node_failures_per_1000_node_days": node_failures_per_1000_node_days,
+        "restart_s": restart_s,
+        "detect_s": detect_s,
+        "detect_hang_s": detect_hang_s,
+        "hang_share": hang_share,
+        "reschedule_s": reschedule_s,
+        "reload_s": reload_s,
+        "warmup_s": warmup_s,
+        "repair_sigma": repair_sigma,
+        "replica_gpus": replica_gpus,
+        "job_interruptions_per_h": job_interruptions_per_h,
+        "node_groups": ",".join(node_group) if node_group else None,
+        "weibull_shape": ",".join(weibull_shape) if weibull_shape else None,
+    }
+    knobs |= {k: v for k, v in optional.items() if v is not None}
+    if weibull_shape and len(weibull_shape) > 1 and any("=" not in w for w in weibull_shape):
+        err.print(
+            error_text(
+                "error", "red",
+                "give one fleet-wide --weibull-shape (0.7) or per-class ones (gpu=0.7), not both",
+            )
+        )  # fmt: skip
+        raise typer.Exit(2)
+    settings = load_settings(db_path=db)
+    if from_fits is not None or repair_from_fits is not None:
+        require_warehouse(
+            settings.db_path,
+            "fit_runs",
+            lock_timeout_s=settings.lock_timeout_s,
+            absent="no fit run in the warehouse; run `relia fit` first or give rates by hand",
+        )
+    # a ValueError (a knob value) is one line, exit 2: see _ReliaGroup
+    result = project_mod.run_projection(
+        settings.db_path
+        if from_fits
+        or repair_from_warehouse
+        or repair_from_fits
+        or fleet_age.strip() == "inventory"
+        else None,
+        knobs,
+        fit_run=from_fits,
+        n_samples=samples,
+        simulate_trials=simulate,
+        seed=seed,
+        repair_from_warehouse=repair_from_warehouse,
+        repair_from_fits=repair_from_fits,
+    )
+    if shown is OutputFormat.json:
+        print_json(result)
+        return
+    rows = [
+        {"figure": k, "value": "n/a (see ettr_note)" if result[k] is None else result[k]}
+        for k in _PROJECTION_KEYS
+        if k in result
+    ]
+    if shown is OutputFormat.csv:
+        print_csv(rows)
+        return
+    console.print(rows_table(f"projection: {gpus:,} GPUs, {strategy}", rows))
+    keys = ("rate_source", "fleet_age_assumption", "uncertainty", "ettr_note", "fit_run_id")
+    for key in keys:
+        console.print(f"{key}: {result.get(key)}", highlight=False)
+    if result.get("extrapolation_note"):
+        err.print(error_text("note", "yellow", f"extrapolated: {result['extrapolation_note']}"))
+    bound = result["goodput_error_bound"]
+    console.print(
+        f"analytical goodput within ±{bound:.2g} of the event-level model"
+        + ("" if result["analytical_exact"] else
+           " (more than 1 % of goodput: check it with --simulate TRIALS)"),
+        highlight=False,
+    )  # fmt: skip
+    if "measured_repair" in result:
+        repair = result["measured_repair"]
+        console.print(
+            f"repairs from the warehouse ({repair['n']} tickets): median "
+            f"{repair['median_h']:.3g} h, log-normal sigma {repair['sigma']:.3g}",
+            highlight=False,
+            markup=False,
+        )
+    if "fitted_repair" in result:
+        fitted = result["fitted_repair"]
+        console.print(
+            f"repairs from fit run {fitted['run_id']} ({fitted['lives']}, pooled log-normal of "
+            f"{fitted['n_repairs']:,} repairs, {fitted['n_repaired']:,} closed): median "
+            f"{fitted['median_h']:.3g} h, sigma {fitted['sigma']:.3g}; MTTR "
+            f"{fitted['mttr_h']:.3g} h ({fitted['mttr_lo_h']:.3g}-{fitted['mttr_hi_h']:.3g})",
+            highlight=False,
+            markup=False,
+        )
+    if "inventory_ages" in result:
+        inv = result["inventory_ages"]
+        bins = ", ".join(f"{b['share']:.3g} at {b['age_h']:.0f} h" for b in inv["bins"])
+        console.print(
+            f"fleet age from the inventory: {inv['n_units']:,} units in service on "
+            f"{inv['as_of']:%Y-%m-%d %H:%M} UTC, {len(inv['bins'])} age bins ({bins})",
+            highlight=False,
+            markup=False,
+        )
+    if "restart_shorthand" in result:
+        set_ = result["restart_shorthand"]
+        console.print(
+            f"--restart-s {set_['restart_s']:g} s set reschedule_s = {set_['reschedule_s']:g} s "
+            f"(detect_s {set_['detect_s']:g} + reload_s {set_['reload_s']:g} + warmup_s "
+            f"{set_['warmup_s']:g} held at their values)",
+            highlight=False,
+            markup=False,
+        )
+    if "simulation" in result:
+        sim = result["simulation"]
+        console.print(
+            f"Monte Carlo ({simulate} trials): goodput {sim['goodput']:.4f} "
+            f"± {sim['goodput_se']:.4f} (s.e.)",
+            highlight=False,
+        )
+
+
+def _share(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def _gain_row(gain: dict[str, Any]) -> dict[str, Any]:
+    """A gains row for the terminal: the change, the goodputs, the gain and its interval."""
+    within = gain["within_uncertainty"]
+    return {
+        "knob": gain["knob"],
+        "baseline": gain["baseline_value"],
+        "best": gain["best_value"],
+        "goodput_baseline": gain["goodput_baseline"],
+        "goodput_best": gain["goodput_best"],
+        "gain": gain["gain"],
+        "gain 95 %": "-" if gain["gain_lo"] is None
+        else f"{gain['gain_lo']:.4f} to {gain['gain_hi']:.4f}",
+        "within_uncertainty": "-" if within is None else ("yes" if within else "no"),
+        "useful GPU-h gained": gain["gain_useful_gpu_h"],
+    }  # fmt: skip
+
+
+@app.command()
+def whatif(
+    sweep_file: Annotated[Path, typer.Argument(help="Sweep YAML: base, grid, target_gpus.")],
+    out: Annotated[Path, typer.Option(help="Folder for the table and plots.")] = Path("whatif"),
+    drain_model: Annotated[
+        str | None,
+        typer.Option(
+            help="Also sweep the alarm threshold of this stored failure predictor ('latest' or a "
+            "model id from `relia predict train`): goodput with proactive drains at each one."
+        ),
+    ] = None,
+    simulate: Annotated[
+        int | None,
+        typer.Option(
+            "--simulate",
+            metavar="TRIALS",
+            min=1,
+            help="Evaluate every grid point by Monte Carlo with TRIALS trials (standard error in "
+            "goodput_se; default: the file's simulate:, else analytical, with Monte Carlo only "
+            "where the analytical error bound exceeds 1 % of goodput).",
+        ),
+    ] = None,
+    db: DbOption = None,
+    tracked: TrackedOption = False,
+    as_json: JsonOption = False,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """Run a what-if grid; write Parquet/CSV and plots; name the knob that buys most goodput.
+
+    ``--format csv`` writes the table of knobs ranked by goodput gain.
+    """
+    shown = output_format(fmt, as_json)
+    settings = load_settings(db_path=db)
+    if not sweep_file.is_file():  # before Prefect's import, and a tracked run that would fail
+        raise FileNotFoundError(2, "no such file", str(sweep_file))
+    prefect_defaults()
+    from pipelines.flows.what_if import what_if
+
+    # the what-if flow either way: as a tracked run, or its function without orchestration;
+    # a bad sweep file (ValueError) is one line, exit 2: see _ReliaGroup
+    run = what_if if is_tracked(tracked) else what_if.fn
+    result = run(
+        sweep_file=sweep_file, out_dir=out, db_path=settings.db_path, drain_model=drain_model,
+        simulate=simulate,
+    )  # fmt: skip
+    if shown is OutputFormat.json:
+        print_json(result)
+        return
+    gains = [_gain_row(g) for g in result["gains"]]
+    if shown is OutputFormat.csv:
+        print_csv(gains)
+        return
+    held = ", ".join(f"{k}={v}" for k, v in result["baseline_values"].items())
+    console.print(
+        f"baseline at {result['target_gpus']:,} GPUs (held for every other knob): {held}",
+        highlight=False,
+        markup=False,
+    )
+    console.print(
+        rows_table(
+            f"knobs ranked by goodput gain over the baseline at {result['target_gpus']:,} GPUs",
+            gains,
+        )
+    )
+    console.print(f"gain uncertainty: {result['gain_uncertainty']}", highlight=False, markup=False)
+    if result.get("extrapolated_classes"):
+        err.print(
+            error_text(
+                "note",
+                "yellow",
+                "extrapolated: most of the fitted mean life of "
+                + ", ".join(result["extrapolated_classes"])
+                + " lies beyond the oldest age observed (relia fit shows the restricted mean)",
+            )
+        )
+    console.print(f"{result['n_points']} scenarios; table {result['table']}; plots:")
+    for plot in result["plots"]:
+        console.print(f"  {plot}", highlight=False)
+    if result.get("n_monte_carlo"):
+        how = (
+            f"{result['simulate_trials']} trials each, as asked"
+            if result["simulate_trials"]
+            else "on their own: the analytical error bound exceeds 1 % of goodput there"
+        )
+        console.print(
+            f"{result['n_monte_carlo']} of the scenarios by Monte Carlo ({how}; standard error in "
+            "goodput_se)",
+            highlight=False,
+            markup=False,
+        )
+    if result.get("n_not_simulated"):
+        console.print(
+            f"{result['n_not_simulated']} more scenarios have an analytical error bound above 1 % "
+            "of goodput but were left analytical (method column says so): run with --simulate "
+            "TRIALS to simulate every point",
+            highlight=False,
+            markup=False,
+        )
+    best = result["best_knob"]
+    if best:
+        caveat = " (within the projection's uncertainty)" if best["within_uncertainty"] else ""
+        console.print(
+            f"largest gain: {best['knob']} = {best['best_value']} (+{best['gain']:.4f} goodput "
+            f"vs {best['baseline_value']} at the baseline){caveat}",
+            highlight=False,
+            markup=False,
+        )
+    else:
+        console.print("no knob improves on the baseline at this scale", highlight=False)
+    pair = result["interaction"]
+    if pair:
+        console.print(
+            f"both {pair['knobs'][0]} = {pair['values'][0]} and {pair['knobs'][1]} = "
+            f"{pair['values'][1]}: {pair['gain_both']:+.4f} goodput; interaction "
+            f"{pair['interaction']:+.4f} (both changed - baseline - the two gains)",
+            highlight=False,
+            markup=False,
+        )
+    if "drain" in result:
+        drain = result["drain"]["best"]
+        console.print(
+            f"proactive drains ({result['drain']['n_thresholds']} thresholds of model "
+            f"{result['drain']['model_id']}, table {result['drain']['table']}): best threshold "
+            f"{drain['threshold']:.3g} (precision {_share(drain['precision'])}, recall "
+            f"{_share(drain['recall'])}) gives goodput {drain['goodput']:.4f} vs "
+            f"{drain['goodput_no_drain']:.4f} without drains at {result['target_gpus']:,} GPUs",
+            highlight=False,
+            markup=False,
+        )
