@@ -31,6 +31,5 @@ import pipelines.cli.predict  # noqa: F401
 # isort: on
 from pipelines.cli.render import console, err
 from pipelines.cli.root import app
-from pipelines.jsonsafe import json_ready as _strict_json  # the name tests/ used
 
-__all__ = ["_strict_json", "app", "console", "err"]
+__all__ = ["app", "console", "err"]

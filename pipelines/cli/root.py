@@ -18,7 +18,8 @@ from pipelines.cli.render import console, err, error_text
 from pipelines.errors import ReliaError
 
 if TYPE_CHECKING:
-    import click
+    # Typer 0.29 vendors click; its commands take the vendored Context (typer.Context subclasses it)
+    from typer._click.core import Context
 
 __all__ = ["app"]
 
@@ -48,7 +49,7 @@ def _expected_message(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
-def _debug(ctx: click.Context) -> bool:
+def _debug(ctx: Context) -> bool:
     env = os.environ.get("RELIA_DEBUG", "").strip().lower()
     return bool(ctx.meta.get("relia.debug")) or env not in ("", "0", "false", "no")
 
@@ -61,7 +62,7 @@ class _ReliaGroup(TyperGroup):
     anything else is a bug and keeps its traceback.
     """
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Context) -> Any:
         try:
             return super().invoke(ctx)
         except Exception as error:

@@ -41,7 +41,8 @@ def synth(
         bool, typer.Option("--node-events", help="Write sacctmgr node down/drain events.")
     ] = False,
     dcgm_interval_s: Annotated[
-        float | None, typer.Option(help="Write DCGM samples at this interval (off by default).")
+        int | None,
+        typer.Option(help="Write DCGM samples every this many seconds (off by default)."),
     ] = None,
     precursor_share: Annotated[
         float | None,

@@ -47,4 +47,4 @@ final as (
 )
 
 select * from final
-order by source, n_rows_with_reason desc nulls last
+order by source asc, n_rows_with_reason desc nulls last
