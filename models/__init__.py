@@ -10,7 +10,8 @@ import importlib
 import importlib.util
 
 _SUBMODULES = (
-    "exceptions", "mtbf_summary", "survival", "gof", "repairable", "goodput", "ranking",
+    "exceptions", "parametric", "lifetimes", "mle", "mtbf_summary", "fitter", "survival",
+    "nonparametric", "cox", "gof", "repairable", "goodput", "ranking",
     "simulate", "projector", "mc_sweep", "predict",
 )
 

@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 from scipy import optimize, special, stats
 
-from models.survival import exponential_mtbf
+from models.parametric import exponential_mtbf
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -719,7 +719,7 @@ def period_mtbf(
 
     See Also
     --------
-    models.survival.exponential_mtbf : the bounds for one count and exposure.
+    models.parametric.exponential_mtbf : the bounds for one count and exposure.
 
     Notes
     -----
