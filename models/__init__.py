@@ -11,7 +11,7 @@ import importlib.util
 
 _SUBMODULES = (
     "exceptions", "parametric", "lifetimes", "mle", "mtbf_summary", "fitter", "survival",
-    "nonparametric", "cox", "gof", "repairable", "goodput", "ranking",
+    "nonparametric", "cox", "gof", "repairable", "trend", "goodput", "ranking",
     "simulate", "projector", "mc_sweep", "predict",
 )
 
