@@ -12,7 +12,7 @@ import importlib.util
 _SUBMODULES = (
     "exceptions", "parametric", "lifetimes", "mle", "mtbf_summary", "fitter", "survival",
     "nonparametric", "cox", "gof", "repairable", "trend", "goodput", "ranking",
-    "simulate", "projector", "mc_sweep", "predict",
+    "simulate", "projector", "mc_sweep", "predict_features", "predict",
 )
 
 __all__: list[str] = []
