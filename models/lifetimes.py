@@ -150,7 +150,13 @@ def check_lifetimes(
 
 
 class LogLives:
-    """Log ages split by role, computed once per group and shared by every family."""
+    """Log ages split by role, computed once per group and shared by every family.
+
+    Parameters
+    ----------
+    lives
+        Validated lives.
+    """
 
     def __init__(self, lives: Lifetimes) -> None:
         log_exit = np.log(lives.exit_h)

@@ -259,7 +259,23 @@ def fit_family_fast(
 ) -> ParametricFit:
     """Maximum-likelihood fit of one log-location-scale family; params in lifelines names.
 
-    Shared with :mod:`models.gof` (probability plots and goodness of fit).
+    Shared by :func:`~models.survival.fit_lives`, :class:`~models.fitter.MtbfFitter` (start
+    point and bootstrap) and :mod:`models.gof` (probability plots and goodness of fit).
+
+    Parameters
+    ----------
+    family
+        ``"weibull"``, ``"lognormal"`` or ``"loglogistic"``.
+    data
+        The group's log ages (:class:`~models.lifetimes.LogLives`).
+    weibull
+        A Weibull fit of the same lives, used to start the other families near it.
+
+    Returns
+    -------
+    ParametricFit
+        Parameters, covariance (NaN when the information is singular), log-likelihood and
+        whether the solver converged.
     """
     objective = _LogLikelihood(family, data)
     theta, ll, hess, converged = _newton_maximise(objective, _start_point(family, data, weibull))

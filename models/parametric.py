@@ -65,7 +65,23 @@ SHAPE_PARAM = {"weibull": "rho_", "lognormal": "sigma_", "loglogistic": "beta_"}
 # Argument checks
 # --------------------------------------------------------------------------------------------
 def check_alpha(alpha: float) -> float:
-    """``alpha`` as a float when it lies in (0, 1); shared with :mod:`models.gof`."""
+    """``alpha`` as a float when it lies in (0, 1).
+
+    Parameters
+    ----------
+    alpha
+        One minus the confidence level.
+
+    Returns
+    -------
+    float
+        ``alpha``.
+
+    Raises
+    ------
+    ValueError
+        When ``alpha`` is outside (0, 1).
+    """
     if not 0.0 < alpha < 1.0:
         msg = f"alpha must lie in (0, 1), e.g. 0.05 for 95 % intervals; got {alpha!r}."
         raise ValueError(msg)
@@ -73,7 +89,23 @@ def check_alpha(alpha: float) -> float:
 
 
 def check_family(family: str) -> str:
-    """``family`` when it is one of :data:`FAMILIES`; shared with :mod:`models.gof`."""
+    """``family`` when it is one of :data:`FAMILIES`.
+
+    Parameters
+    ----------
+    family
+        A family name.
+
+    Returns
+    -------
+    str
+        ``family``.
+
+    Raises
+    ------
+    ValueError
+        When ``family`` is not one of :data:`FAMILIES`.
+    """
     if family not in FAMILIES:
         msg = f"Unknown family {family!r}; choose one of {', '.join(FAMILIES)}."
         raise ValueError(msg)
@@ -137,6 +169,20 @@ def exponential_mtbf(
 
 
 def exponential_log_likelihood(n_failures: int, exposure_h: float) -> float:
+    """Maximised exponential log-likelihood ``r log(r / T) - r`` of ``r`` failures in ``T`` h.
+
+    Parameters
+    ----------
+    n_failures
+        Failures ``r``.
+    exposure_h
+        Unit-hours observed ``T``.
+
+    Returns
+    -------
+    float
+        The log-likelihood at the MLE; NaN with zero failures (there is no MLE).
+    """
     if n_failures == 0:
         return math.nan
     return n_failures * math.log(n_failures / exposure_h) - n_failures
@@ -146,7 +192,20 @@ def exponential_log_likelihood(n_failures: int, exposure_h: float) -> float:
 # Summaries from fitted parameters (lifelines names)
 # --------------------------------------------------------------------------------------------
 def mean_life_h(family: str, params: dict[str, float]) -> float:
-    """Mean of the fitted lifetime distribution (the MTBF of a unit replaced on failure)."""
+    """Mean of the fitted lifetime distribution (the MTBF of a unit replaced on failure).
+
+    Parameters
+    ----------
+    family
+        One of :data:`FAMILIES`.
+    params
+        Fitted parameters under lifelines' names (:data:`PARAM_NAMES`).
+
+    Returns
+    -------
+    float
+        Mean life in hours; ``inf`` for a log-logistic shape ``beta_ <= 1``.
+    """
     with np.errstate(over="ignore"):
         if family == "exponential":
             return params["lambda_"]
@@ -163,7 +222,20 @@ def mean_life_h(family: str, params: dict[str, float]) -> float:
 
 
 def log_mean_gradient(family: str, params: dict[str, float]) -> NDArray[np.float64]:
-    """Gradient of log(mean life) with respect to the lifelines parameters, in their order."""
+    """Gradient of log(mean life) with respect to the lifelines parameters, in their order.
+
+    Parameters
+    ----------
+    family
+        One of :data:`FAMILIES`.
+    params
+        Fitted parameters under lifelines' names (:data:`PARAM_NAMES`).
+
+    Returns
+    -------
+    numpy.ndarray
+        One derivative per parameter of :data:`PARAM_NAMES`.
+    """
     if family == "exponential":
         return np.array([1.0 / params["lambda_"]])
     if family == "weibull":
@@ -179,7 +251,20 @@ def log_mean_gradient(family: str, params: dict[str, float]) -> NDArray[np.float
 
 
 def b10_h(family: str, params: dict[str, float]) -> float:
-    """Age by which 10 % of units have failed under the fitted distribution."""
+    """Age by which 10 % of units have failed under the fitted distribution (B10 life).
+
+    Parameters
+    ----------
+    family
+        One of :data:`FAMILIES`.
+    params
+        Fitted parameters under lifelines' names (:data:`PARAM_NAMES`).
+
+    Returns
+    -------
+    float
+        The B10 life in hours.
+    """
     q = 1.0 - B10_SURVIVAL
     if family == "exponential":
         return -params["lambda_"] * math.log(B10_SURVIVAL)
@@ -194,7 +279,25 @@ def b10_h(family: str, params: dict[str, float]) -> float:
 def delta_interval(
     family: str, params: dict[str, float], cov: NDArray[np.float64], alpha: float
 ) -> tuple[float, float, float]:
-    """MTBF and its delta-method interval on log(MTBF) from the parameter covariance."""
+    """MTBF and its delta-method interval on log(MTBF) from the parameter covariance.
+
+    Parameters
+    ----------
+    family
+        One of :data:`FAMILIES`.
+    params
+        Fitted parameters under lifelines' names (:data:`PARAM_NAMES`).
+    cov
+        Covariance of ``params`` (lifelines order).
+    alpha
+        One minus the confidence level.
+
+    Returns
+    -------
+    tuple of float
+        ``(mtbf_h, lo_h, hi_h)``; NaN bounds when the variance is not usable, ``(inf, nan, inf)``
+        when the mean does not exist.
+    """
     mtbf = mean_life_h(family, params)
     if not math.isfinite(mtbf):
         return mtbf, math.nan, math.inf
@@ -209,7 +312,19 @@ def delta_interval(
 
 
 def annual_rates(mtbf_h: float) -> tuple[float, float]:
-    """Annualised failure rate (%) and FIT (failures per 1e9 h) of a steady-state renewal."""
+    """Annualised failure rate (%) and FIT (failures per 1e9 h) of a steady-state renewal.
+
+    Parameters
+    ----------
+    mtbf_h
+        Mean life in hours.
+
+    Returns
+    -------
+    tuple of float
+        ``(HOURS_PER_YEAR / mtbf_h * 100, 1e9 / mtbf_h)``; NaN for a non-positive or
+        non-finite MTBF.
+    """
     if not (math.isfinite(mtbf_h) and mtbf_h > 0):
         return math.nan, math.nan
     return HOURS_PER_YEAR / mtbf_h * 100.0, 1e9 / mtbf_h
@@ -221,7 +336,25 @@ def annual_rates(mtbf_h: float) -> tuple[float, float]:
 def survival_function(
     family: str, params: Mapping[str, float], t: NDArray[np.float64]
 ) -> NDArray[np.float64]:
-    """Survival function of a family at ages ``t`` (lifelines parameter names)."""
+    """Survival function of a family at ages ``t`` (lifelines parameter names).
+
+    The one implementation of the table in this module's docstring;
+    ``MtbfFitter.survival_function_at`` and the report's fitted curves use it.
+
+    Parameters
+    ----------
+    family
+        One of :data:`FAMILIES`.
+    params
+        Fitted parameters under lifelines' names (:data:`PARAM_NAMES`).
+    t
+        Ages in hours.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``S(t)``, same shape as ``t``.
+    """
     t = np.asarray(t, dtype=np.float64)
     with np.errstate(divide="ignore", over="ignore"):
         if family == "exponential":
@@ -278,7 +411,20 @@ def restricted_mean(family: str, params: Mapping[str, float], tau_h: float) -> f
 def log_mean_of_theta(
     family: str, mu: NDArray[np.float64], sigma: NDArray[np.float64]
 ) -> NDArray[np.float64]:
-    """log(mean life) of a log-location-scale family at (mu, sigma); +inf where it has none."""
+    """log(mean life) of a log-location-scale family at (mu, sigma); +inf where it has none.
+
+    Parameters
+    ----------
+    family
+        ``"weibull"``, ``"lognormal"`` or ``"loglogistic"``.
+    mu, sigma
+        Location and scale of ``ln T`` (arrays of equal shape).
+
+    Returns
+    -------
+    numpy.ndarray
+        log(mean life in hours) per element.
+    """
     if family == "weibull":
         return mu + special.gammaln(1.0 + sigma)
     if family == "lognormal":
@@ -293,7 +439,20 @@ def log_mean_of_theta(
 # Families as log-location-scale laws: log S(t) = g((ln t - mu) / sigma)
 # --------------------------------------------------------------------------------------------
 def location_scale(family: str, params: Mapping[str, float]) -> tuple[float, float]:
-    """``(mu, sigma)`` of ``ln T`` from lifelines' parameters."""
+    """``(mu, sigma)`` of ``ln T`` from lifelines' parameters.
+
+    Parameters
+    ----------
+    family
+        One of :data:`FAMILIES`.
+    params
+        Fitted parameters under lifelines' names (:data:`PARAM_NAMES`).
+
+    Returns
+    -------
+    tuple of float
+        Location and scale of log life (the exponential has ``sigma = 1``).
+    """
     if family == "exponential":
         return math.log(params["lambda_"]), 1.0
     if family == "weibull":
@@ -306,7 +465,22 @@ def location_scale(family: str, params: Mapping[str, float]) -> tuple[float, flo
 def location_scale_cov(
     family: str, params: Mapping[str, float], cov: NDArray[np.float64]
 ) -> NDArray[np.float64]:
-    """Covariance of ``(mu, sigma)`` from the covariance in lifelines' parameters."""
+    """Covariance of ``(mu, sigma)`` from the covariance in lifelines' parameters.
+
+    Parameters
+    ----------
+    family
+        One of :data:`FAMILIES`.
+    params
+        Fitted parameters under lifelines' names (:data:`PARAM_NAMES`).
+    cov
+        Covariance of ``params`` (lifelines order).
+
+    Returns
+    -------
+    numpy.ndarray
+        The 2 x 2 covariance of :func:`location_scale` (delta method).
+    """
     if family == "exponential":  # sigma is fixed at 1
         lam = params["lambda_"]
         return np.array([[cov[0, 0] / lam**2, 0.0], [0.0, 0.0]])
@@ -328,6 +502,18 @@ def log_sf_cdf_standard(
 
     Smallest extreme value (exponential, Weibull): ``S = exp(-e^z)``; normal (log-normal);
     logistic (log-logistic): ``S = 1 / (1 + e^z)``.
+
+    Parameters
+    ----------
+    family
+        One of :data:`FAMILIES`.
+    z
+        Standardised log ages.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(log S(z), log F(z))``.
     """
     with np.errstate(all="ignore"):
         if family in ("exponential", "weibull"):
@@ -341,7 +527,22 @@ def log_sf_cdf_standard(
 def log_sf_cdf(
     family: str, params: Mapping[str, float], age_h: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``(log S(t), log F(t))`` of a fitted family (``(0, -inf)`` at ``t = 0``)."""
+    """``(log S(t), log F(t))`` of a fitted family (``(0, -inf)`` at ``t = 0``).
+
+    Parameters
+    ----------
+    family
+        One of :data:`FAMILIES`.
+    params
+        Fitted parameters under lifelines' names (:data:`PARAM_NAMES`).
+    age_h
+        Ages in hours.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Log survival and log distribution function, each exact in its tail.
+    """
     mu, sigma = location_scale(family, params)
     age = np.asarray(age_h, dtype=np.float64)
     log_s = np.zeros_like(age)
@@ -356,5 +557,20 @@ def log_sf_cdf(
 def log_survival(
     family: str, params: Mapping[str, float], age_h: NDArray[np.float64]
 ) -> NDArray[np.float64]:
-    """``log S(t)`` of a fitted family (``0`` at ``t = 0``)."""
+    """``log S(t)`` of a fitted family (``0`` at ``t = 0``).
+
+    Parameters
+    ----------
+    family
+        One of :data:`FAMILIES`.
+    params
+        Fitted parameters under lifelines' names (:data:`PARAM_NAMES`).
+    age_h
+        Ages in hours.
+
+    Returns
+    -------
+    numpy.ndarray
+        Log survival at each age.
+    """
     return log_sf_cdf(family, params, age_h)[0]
