@@ -35,6 +35,7 @@ from scipy import special, stats
 from models.lifetimes import Lifetimes, LogLives, check_lifetimes
 from models.mle import fit_family_fast
 from models.parametric import (
+    MIN_FAILURES,
     PARAM_NAMES,
     check_alpha,
     check_family,
@@ -61,8 +62,6 @@ __all__ = [
 
 PAPERS: tuple[str, ...] = ("weibull", "lognormal")
 """Probability papers: ``x = ln t`` and ``y = ln(-ln(1 - F))`` (Weibull) or ``Phi^-1(F)``."""
-
-_MIN_FAILURES = 2
 
 
 def paper_transform(probability: ArrayLike, paper: str) -> NDArray[np.float64]:
@@ -464,9 +463,9 @@ def probability_plot(
         msg = f"Unknown paper {paper!r}; choose one of {', '.join(PAPERS)}."
         raise ValueError(msg)
     checked = _lifetimes(lives)
-    if checked.n_failures < _MIN_FAILURES:
+    if checked.n_failures < MIN_FAILURES:
         msg = (
-            f"A probability plot needs at least {_MIN_FAILURES} failures; these lives have "
+            f"A probability plot needs at least {MIN_FAILURES} failures; these lives have "
             f"{checked.n_failures}. Pool more lives (a longer window or a coarser class)."
         )
         raise ValueError(msg)

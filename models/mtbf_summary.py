@@ -10,8 +10,8 @@ into the headline numbers:
   log(MTBF) mixed with Akaike weights; the bounds are the model-averaged tail-area (MATA-Wald)
   interval of Turek & Fletcher (2012), the point is the mixture's median. A family with an
   infinite mean (log-logistic with shape <= 1) puts its weight at +inf.
-- **Extrapolation** (:func:`restricted_mean`): the share of a family's mean that lies beyond the
-  oldest age observed.
+- **Extrapolation** (:func:`~models.parametric.restricted_mean`): the share of a family's mean
+  that lies beyond the oldest age observed.
 - **Weibayes** (:func:`weibayes`): with 1 to 5 failures the Weibull shape is taken as known (the
   class's fleet-wide fit, or given) and the scale has closed-form MLE and likelihood-ratio bounds.
 """
