@@ -10,8 +10,9 @@ import importlib
 import importlib.util
 
 _SUBMODULES = (
-    "exceptions", "mtbf_summary", "survival", "gof", "repairable", "goodput", "ranking",
-    "simulate", "projector", "mc_sweep", "predict",
+    "exceptions", "parametric", "lifetimes", "mle", "mtbf_summary", "fitter", "survival",
+    "nonparametric", "cox", "gof", "repairable", "trend", "goodput", "ranking",
+    "simulate", "projector", "mc_sweep", "predict_features", "predict",
 )
 
 __all__: list[str] = []

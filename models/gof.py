@@ -32,13 +32,18 @@ import numpy as np
 import polars as pl
 from scipy import special, stats
 
-from models.survival import (
-    Lifetimes,
-    LogLives,
+from models.lifetimes import Lifetimes, LogLives, check_lifetimes
+from models.mle import fit_family_fast
+from models.parametric import (
+    MIN_FAILURES,
+    PARAM_NAMES,
     check_alpha,
     check_family,
-    check_lifetimes,
-    fit_family_fast,
+    location_scale,
+    location_scale_cov,
+    log_sf_cdf,
+    log_sf_cdf_standard,
+    log_survival,
 )
 
 if TYPE_CHECKING:
@@ -57,79 +62,6 @@ __all__ = [
 
 PAPERS: tuple[str, ...] = ("weibull", "lognormal")
 """Probability papers: ``x = ln t`` and ``y = ln(-ln(1 - F))`` (Weibull) or ``Phi^-1(F)``."""
-
-_MIN_FAILURES = 2
-
-
-# --------------------------------------------------------------------------------------------
-# Families as log-location-scale laws: log S(t) = g((ln t - mu) / sigma)
-# --------------------------------------------------------------------------------------------
-def _location_scale(family: str, params: Mapping[str, float]) -> tuple[float, float]:
-    """``(mu, sigma)`` of ``ln T`` from lifelines' parameters."""
-    if family == "exponential":
-        return math.log(params["lambda_"]), 1.0
-    if family == "weibull":
-        return math.log(params["lambda_"]), 1.0 / params["rho_"]
-    if family == "lognormal":
-        return float(params["mu_"]), float(params["sigma_"])
-    return math.log(params["alpha_"]), 1.0 / params["beta_"]
-
-
-def _location_scale_cov(
-    family: str, params: Mapping[str, float], cov: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """Covariance of ``(mu, sigma)`` from the covariance in lifelines' parameters."""
-    if family == "exponential":  # sigma is fixed at 1
-        lam = params["lambda_"]
-        return np.array([[cov[0, 0] / lam**2, 0.0], [0.0, 0.0]])
-    if family == "lognormal":
-        return np.asarray(cov, dtype=np.float64)
-    scale, shape = (
-        (params["lambda_"], params["rho_"])
-        if family == "weibull"
-        else (params["alpha_"], params["beta_"])
-    )
-    jac = np.diag([1.0 / scale, -1.0 / shape**2])
-    return jac @ np.asarray(cov, dtype=np.float64) @ jac.T
-
-
-def _log_sf_cdf_standard(
-    family: str, z: NDArray[np.float64]
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``(log S, log F)`` of the standard law of ``(ln T - mu) / sigma``, each exact in its tail.
-
-    Smallest extreme value (exponential, Weibull): ``S = exp(-e^z)``; normal (log-normal);
-    logistic (log-logistic): ``S = 1 / (1 + e^z)``.
-    """
-    with np.errstate(all="ignore"):
-        if family in ("exponential", "weibull"):
-            ez = np.exp(z)
-            return -ez, np.log(-np.expm1(-ez))
-        if family == "lognormal":
-            return special.log_ndtr(-z), special.log_ndtr(z)
-        return -np.logaddexp(0.0, z), -np.logaddexp(0.0, -z)
-
-
-def _log_sf_cdf(
-    family: str, params: Mapping[str, float], age_h: NDArray[np.float64]
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``(log S(t), log F(t))`` of a fitted family (``(0, -inf)`` at ``t = 0``)."""
-    mu, sigma = _location_scale(family, params)
-    age = np.asarray(age_h, dtype=np.float64)
-    log_s = np.zeros_like(age)
-    log_f = np.full_like(age, -np.inf)
-    positive = age > 0
-    with np.errstate(all="ignore"):
-        z = (np.log(age[positive]) - mu) / sigma
-    log_s[positive], log_f[positive] = _log_sf_cdf_standard(family, z)
-    return log_s, log_f
-
-
-def _log_survival(
-    family: str, params: Mapping[str, float], age_h: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """``log S(t)`` of a fitted family (``0`` at ``t = 0``)."""
-    return _log_sf_cdf(family, params, age_h)[0]
 
 
 def paper_transform(probability: ArrayLike, paper: str) -> NDArray[np.float64]:
@@ -230,7 +162,7 @@ class _ProductLimit:
 
     def anchors(self, family: str, params: Mapping[str, float]) -> NDArray[np.float64]:
         """``log S_fit(a_k)`` at each segment start."""
-        return _log_survival(family, params, self.starts)
+        return log_survival(family, params, self.starts)
 
     def anderson_darling(self, family: str, params: Mapping[str, float]) -> float:
         """``n * sum`` of the weighted squared distance over each constant piece; see
@@ -272,7 +204,7 @@ class _ProductLimit:
         log_s_tau: float,
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(log S_c, log F_c)`` given survival to ``tau`` (``F`` itself when ``tau = 0``)."""
-        log_s, log_f = _log_sf_cdf(family, params, age_h)
+        log_s, log_f = log_sf_cdf(family, params, age_h)
         if self.tau_h > 0:
             log_s = log_s - log_s_tau
             with np.errstate(divide="ignore"):
@@ -323,12 +255,7 @@ def _lifetimes(lives: pl.DataFrame | Lifetimes) -> Lifetimes:
 
 
 def _check_params(family: str, params: Mapping[str, float]) -> dict[str, float]:
-    names = {
-        "exponential": ("lambda_",),
-        "weibull": ("lambda_", "rho_"),
-        "lognormal": ("mu_", "sigma_"),
-        "loglogistic": ("alpha_", "beta_"),
-    }[family]
+    names = PARAM_NAMES[family]
     missing = [n for n in names if n not in params or params[n] is None]
     if missing:
         msg = (
@@ -349,9 +276,9 @@ def goodness_of_fit(
     lives
         One row per unit life with ``entry_h`` (age when observation began, left truncation;
         optional, 0 if absent), ``exit_h`` (age at failure or censoring, h) and ``failed``; or
-        validated :class:`~models.survival.Lifetimes`.
+        validated :class:`~models.lifetimes.Lifetimes`.
     family
-        One of :data:`~models.survival.FAMILIES`.
+        One of :data:`~models.parametric.FAMILIES`.
     params
         The fitted parameters in lifelines' names (a ``params_json`` of :func:`fit_lives`).
 
@@ -491,9 +418,9 @@ def probability_plot(
     ----------
     lives
         One row per unit life with ``entry_h`` (left truncation; optional), ``exit_h`` (h) and
-        ``failed``; or validated :class:`~models.survival.Lifetimes`.
+        ``failed``; or validated :class:`~models.lifetimes.Lifetimes`.
     family
-        The family to fit and draw (one of :data:`~models.survival.FAMILIES`); it is a straight
+        The family to fit and draw (one of :data:`~models.parametric.FAMILIES`); it is a straight
         line on its own paper.
     paper
         ``"weibull"``: ``x = ln t``, ``y = ln(-ln(1 - F))``; ``"lognormal"``: ``x = ln t``,
@@ -536,9 +463,9 @@ def probability_plot(
         msg = f"Unknown paper {paper!r}; choose one of {', '.join(PAPERS)}."
         raise ValueError(msg)
     checked = _lifetimes(lives)
-    if checked.n_failures < _MIN_FAILURES:
+    if checked.n_failures < MIN_FAILURES:
         msg = (
-            f"A probability plot needs at least {_MIN_FAILURES} failures; these lives have "
+            f"A probability plot needs at least {MIN_FAILURES} failures; these lives have "
             f"{checked.n_failures}. Pool more lives (a longer window or a coarser class)."
         )
         raise ValueError(msg)
@@ -560,15 +487,15 @@ def probability_plot(
     )
     # the observed ages: from just below the first failure to the largest exit
     age = np.geomspace(0.8 * float(limit.ages[0]), float(checked.exit_h.max()), n_grid)
-    mu, sigma = _location_scale(family, params)
-    cov_ms = _location_scale_cov(family, params, cov)
+    mu, sigma = location_scale(family, params)
+    cov_ms = location_scale_cov(family, params, cov)
     z = (np.log(age) - mu) / sigma
     grad = np.stack([-np.ones_like(z) / sigma, -z / sigma])  # dz/dmu, dz/dsigma
     se = np.sqrt(np.einsum("in,ij,jn->n", grad, cov_ms, grad))
     q = float(stats.norm.ppf(1.0 - alpha / 2.0))
-    log_s = _log_sf_cdf_standard(family, z)[0]
-    log_s_lo = _log_sf_cdf_standard(family, z - q * se)[0]  # smaller z: smaller F
-    log_s_hi = _log_sf_cdf_standard(family, z + q * se)[0]
+    log_s = log_sf_cdf_standard(family, z)[0]
+    log_s_lo = log_sf_cdf_standard(family, z - q * se)[0]  # smaller z: smaller F
+    log_s_hi = log_sf_cdf_standard(family, z + q * se)[0]
     line = pl.DataFrame(
         {
             "age_h": age,

@@ -10,21 +10,26 @@ into the headline numbers:
   log(MTBF) mixed with Akaike weights; the bounds are the model-averaged tail-area (MATA-Wald)
   interval of Turek & Fletcher (2012), the point is the mixture's median. A family with an
   infinite mean (log-logistic with shape <= 1) puts its weight at +inf.
-- **Extrapolation** (:func:`restricted_mean`): the share of a family's mean that lies beyond the
-  oldest age observed.
+- **Extrapolation** (:func:`~models.parametric.restricted_mean`): the share of a family's mean
+  that lies beyond the oldest age observed.
 - **Weibayes** (:func:`weibayes`): with 1 to 5 failures the Weibull shape is taken as known (the
   class's fleet-wide fit, or given) and the scale has closed-form MLE and likelihood-ratio bounds.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import integrate, optimize, special, stats
+from scipy import optimize, special, stats
+
+from models.parametric import (
+    HOURS_PER_YEAR,
+    log_mean_of_theta,
+    restricted_mean,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -42,14 +47,11 @@ __all__ = [
     "mixture_quantile",
     "model_average",
     "observed_rates",
-    "restricted_mean",
     "sampled_mean",
     "summarise_group",
-    "survival_function",
     "weibayes",
 ]
 
-HOURS_PER_YEAR = 8766.0
 EXTRAPOLATED_SHARE = 0.5
 """A mean is flagged ``extrapolated`` when more than this share of it lies beyond the oldest age
 observed (``1 - restricted_mean / mean``)."""
@@ -104,66 +106,6 @@ def observed_rates(n_failures: int, exposure_h: float, *, alpha: float = 0.05) -
 
 
 # --------------------------------------------------------------------------------------------
-# Survival functions and restricted means
-# --------------------------------------------------------------------------------------------
-def survival_function(
-    family: str, params: Mapping[str, float], t: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """Survival function of a family at ages ``t`` (lifelines parameter names)."""
-    t = np.asarray(t, dtype=np.float64)
-    with np.errstate(divide="ignore", over="ignore"):
-        if family == "exponential":
-            return np.exp(-t / params["lambda_"])
-        if family == "weibull":
-            return np.exp(-((t / params["lambda_"]) ** params["rho_"]))
-        if family == "lognormal":
-            return special.ndtr(-(np.log(t) - params["mu_"]) / params["sigma_"])
-        return 1.0 / (1.0 + (t / params["alpha_"]) ** params["beta_"])
-
-
-def restricted_mean(family: str, params: Mapping[str, float], tau_h: float) -> float:
-    """Mean life restricted to ``tau_h``: ``E[min(T, tau)] = integral_0^tau S(t) dt``, hours.
-
-    Closed forms for the exponential (``lambda (1 - e^{-tau/lambda})``), Weibull
-    (``lambda Gamma(1 + 1/rho) P(1/rho, (tau/lambda)^rho)``, with ``P`` the regularised lower
-    incomplete gamma) and log-normal (``e^{mu + sigma^2/2} Phi((ln tau - mu - sigma^2)/sigma) +
-    tau (1 - Phi((ln tau - mu)/sigma))``); adaptive quadrature on a log-age scale for the
-    log-logistic.
-    """
-    tau = float(tau_h)
-    if not tau > 0:
-        return 0.0
-    if family == "exponential":
-        lam = params["lambda_"]
-        return float(lam * -math.expm1(-tau / lam))
-    if family == "weibull":
-        lam, rho = params["lambda_"], params["rho_"]
-        a = 1.0 / rho
-        return float(
-            lam * math.exp(special.gammaln(1.0 + a)) * special.gammainc(a, (tau / lam) ** rho)
-        )
-    if family == "lognormal":
-        mu, sigma = params["mu_"], params["sigma_"]
-        z = (math.log(tau) - mu) / sigma
-        return float(
-            math.exp(mu + 0.5 * sigma**2 + special.log_ndtr(z - sigma)) + tau * special.ndtr(-z)
-        )
-    # log-logistic: integral over u = ln t of S(e^u) e^u, split at the scale
-    alpha, beta = params["alpha_"], params["beta_"]
-
-    def integrand(u: float) -> float:
-        return math.exp(u - math.log1p(math.exp(min(beta * (u - math.log(alpha)), 700.0))))
-
-    low = math.log(tau) - 60.0
-    edges = sorted({low, min(math.log(alpha), math.log(tau)), math.log(tau)})
-    total = 0.0
-    for a, b in itertools.pairwise(edges):
-        if b > a:
-            total += integrate.quad(integrand, a, b, epsabs=0.0, epsrel=1e-12, limit=200)[0]
-    return total
-
-
-# --------------------------------------------------------------------------------------------
 # Model averaging
 # --------------------------------------------------------------------------------------------
 def aic_weights(aics: Sequence[float]) -> NDArray[np.float64]:
@@ -179,20 +121,6 @@ def aic_weights(aics: Sequence[float]) -> NDArray[np.float64]:
 
 _N_DRAWS = 4_000
 _DRAW_SEED = 20_261_125
-
-
-def _log_mean_of_theta(
-    family: str, mu: NDArray[np.float64], sigma: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """log(mean life) of a log-location-scale family at (mu, sigma); +inf where it has none."""
-    if family == "weibull":
-        return mu + special.gammaln(1.0 + sigma)
-    if family == "lognormal":
-        return mu + 0.5 * sigma**2
-    x = math.pi * sigma  # log-logistic: mean alpha * x / sin(x), finite for sigma < 1
-    with np.errstate(all="ignore"):
-        out = mu + np.log(x / np.sin(x))
-    return np.where(sigma < 1.0, out, np.inf)
 
 
 def sampled_mean(
@@ -232,7 +160,7 @@ def sampled_mean(
         draws = rng.multivariate_normal(theta, cov_theta, size=_N_DRAWS, method="cholesky")
     except np.linalg.LinAlgError:
         return nan
-    log_mean = _log_mean_of_theta(family, draws[:, 0], np.exp(draws[:, 1]))
+    log_mean = log_mean_of_theta(family, draws[:, 0], np.exp(draws[:, 1]))
     finite = log_mean[np.isfinite(log_mean)]
     share = 1.0 - finite.size / _N_DRAWS
     if finite.size < 10:

@@ -9,33 +9,30 @@ Event frames (:func:`mean_cumulative_function`, :func:`crow_amsaa_fleet`) have o
 failure event with the unit, the event time and the unit's observation window ``[start, end]``
 on the same clock (hours). A unit observed without any failure appears once with a null event
 time, so that its window still counts in the risk set.
+
+The trend tests (Crow-AMSAA, Laplace) live in :mod:`models.trend`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 import polars as pl
-from scipy import optimize, special, stats
+from scipy import special, stats
 
-from models.survival import exponential_mtbf
+from models.parametric import check_alpha, exponential_mtbf
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from numpy.typing import ArrayLike, NDArray
+    from numpy.typing import NDArray
 
 __all__ = [
-    "CrowAmsaaResult",
-    "LaplaceResult",
-    "crow_amsaa",
-    "crow_amsaa_fleet",
-    "laplace_test",
     "lemon_nodes",
     "mean_cumulative_function",
     "period_mtbf",
@@ -44,26 +41,11 @@ __all__ = [
 _MAX_CELLS = 4_000_000  # units x event times held in memory at once for the MCF variance
 
 
-def _check_alpha(alpha: float) -> float:
-    if not 0.0 < alpha < 1.0:
-        msg = f"alpha must lie in (0, 1), e.g. 0.05 for 95 % intervals; got {alpha!r}."
-        raise ValueError(msg)
-    return float(alpha)
-
-
-def _trend_verdict(lo: float, hi: float) -> str:
-    if hi < 1.0:
-        return "improving"
-    if lo > 1.0:
-        return "degrading"
-    return "stable"
-
-
 # --------------------------------------------------------------------------------------------
 # Event frames
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class _Events:
+class EventArrays:
     """Unit windows and event times as arrays; ``event_unit`` indexes ``start_h``/``end_h``."""
 
     units: list[Any]
@@ -73,9 +55,28 @@ class _Events:
     event_h: NDArray[np.float64]
 
 
-def _events(
+def event_arrays(
     events: pl.DataFrame, unit_col: str, time_col: str, start_col: str, end_col: str
-) -> _Events:
+) -> EventArrays:
+    """Validate an event frame and return its unit windows and event times as arrays.
+
+    Parameters
+    ----------
+    events
+        One row per failure event (a unit without failures once, with a null time).
+    unit_col, time_col, start_col, end_col
+        The unit, the event time and the unit's observation window, hours on one clock.
+
+    Returns
+    -------
+    EventArrays
+        Units, windows and events; ``event_unit`` indexes the windows.
+
+    Raises
+    ------
+    ValueError
+        On missing columns or invalid times; the message says how to fix them.
+    """
     missing = [c for c in (unit_col, time_col, start_col, end_col) if c not in events.columns]
     if missing:
         msg = (
@@ -130,7 +131,7 @@ def _events(
         raise ValueError(msg)
     index = windows.select("unit").with_row_index("unit_index")
     occurred = frame.filter(pl.col("time").is_not_null()).join(index, on="unit", how="left")
-    return _Events(
+    return EventArrays(
         units=windows.get_column("unit").to_list(),
         start_h=windows.get_column("start").to_numpy(),
         end_h=windows.get_column("end").to_numpy(),
@@ -189,8 +190,8 @@ def mean_cumulative_function(
     with ``delta_i`` the at-risk indicator and ``d_i`` unit i's events. The band is
     log-transformed, ``mcf * exp(+-z se / mcf)``, so it stays positive.
     """
-    alpha = _check_alpha(alpha)
-    ev = _events(events, unit_col, time_col, start_col, end_col)
+    alpha = check_alpha(alpha)
+    ev = event_arrays(events, unit_col, time_col, start_col, end_col)
     times, event_index = np.unique(ev.event_h, return_inverse=True)
     n_times, n_units = times.size, len(ev.units)
     schema = {
@@ -242,314 +243,6 @@ def mean_cumulative_function(
 
 
 # --------------------------------------------------------------------------------------------
-# Crow-AMSAA (power-law NHPP)
-# --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class CrowAmsaaResult:
-    """Power-law NHPP fit: cumulative expected failures ``lambda_ * t ** beta``.
-
-    Attributes
-    ----------
-    beta, beta_lo, beta_hi
-        MLE of the shape and its ``1 - alpha`` bounds (chi-square, Crow 1974).
-    beta_unbiased
-        Bias-corrected shape: ``(n - 1) / n * beta`` time truncated, ``(n - 2) / n * beta``
-        failure truncated (summed over systems in the fleet version).
-    lambda_
-        Scale, in failures per hour to the power ``beta``.
-    mtbf_instantaneous_h
-        Current MTBF at the end of observation, ``1 / (lambda_ beta T^(beta - 1))``.
-    n_events, total_time_h, alpha
-        Data and level the result rests on (fleet: ``total_time_h`` is summed unit-hours).
-    verdict
-        ``"improving"`` (beta < 1 at level alpha: ``beta_hi < 1``), ``"degrading"``
-        (``beta_lo > 1``) or ``"stable"``.
-    """
-
-    beta: float
-    beta_lo: float
-    beta_hi: float
-    beta_unbiased: float
-    lambda_: float
-    mtbf_instantaneous_h: float
-    n_events: int
-    total_time_h: float
-    alpha: float
-    verdict: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the fields as a plain dict (``lambda_`` kept with its underscore)."""
-        return asdict(self)
-
-
-def _event_times(event_times_h: ArrayLike) -> NDArray[np.float64]:
-    try:
-        times = np.sort(np.asarray(event_times_h, dtype=np.float64).ravel())
-    except (TypeError, ValueError) as exc:
-        msg = f"event_times_h must be numeric hours ({exc})."
-        raise ValueError(msg) from exc
-    if not np.all(np.isfinite(times)):
-        msg = "event_times_h has NaN or infinite values; drop them before testing for trend."
-        raise ValueError(msg)
-    return times
-
-
-def crow_amsaa(
-    event_times_h: ArrayLike,
-    total_time_h: float,
-    *,
-    alpha: float = 0.05,
-    time_truncated: bool = True,
-) -> CrowAmsaaResult:
-    """Crow-AMSAA (power-law NHPP) fit of one system's failure times, with Crow's exact CI.
-
-    Parameters
-    ----------
-    event_times_h
-        Cumulative times of the failures (hours since the start of observation, > 0).
-    total_time_h
-        End of observation ``T``. For failure-truncated data the observation ends at the last
-        failure, which is used as ``T``; ``total_time_h`` must then not precede it.
-    alpha
-        One minus the confidence level of the shape bounds and the verdict.
-    time_truncated
-        ``True`` when observation stopped at a fixed time (the usual case for telemetry);
-        ``False`` when it stopped at the ``n``-th failure.
-
-    Returns
-    -------
-    CrowAmsaaResult
-        Shape ``beta`` with bounds, scale ``lambda_`` and the verdict.
-
-    Raises
-    ------
-    ValueError
-        On too few events (1 time truncated, 2 failure truncated), event times outside
-        ``(0, T]``, or all events at ``T``.
-
-    Notes
-    -----
-    Time truncated: ``beta = n / sum ln(T / t_i)`` and ``2 n beta_true / beta`` is chi-square
-    with ``2n`` degrees of freedom, so ``beta_lo = beta chi2(alpha/2; 2n) / 2n`` and
-    ``beta_hi = beta chi2(1 - alpha/2; 2n) / 2n``. Failure truncated: ``T = t_n``, the sum
-    runs over ``i < n`` and the degrees of freedom are ``2(n - 1)`` (MIL-HDBK-189C, 5.4).
-    ``lambda_ = n / T ** beta``.
-    """
-    alpha = _check_alpha(alpha)
-    times = _event_times(event_times_h)
-    n = times.size
-    if n < (1 if time_truncated else 2):
-        msg = (
-            f"Crow-AMSAA needs at least {1 if time_truncated else 2} event(s); got {n}. "
-            "With no failures there is no trend to estimate."
-        )
-        raise ValueError(msg)
-    if times[0] <= 0:
-        msg = "event times must be > 0 h (hours since the start of observation)."
-        raise ValueError(msg)
-    end = float(total_time_h)
-    if not (math.isfinite(end) and end >= times[-1]):
-        msg = f"total_time_h ({total_time_h!r}) must be finite and not before the last event."
-        raise ValueError(msg)
-    if not time_truncated:
-        end = float(times[-1])
-    log_sum = float(np.sum(np.log(end / times)))
-    if log_sum <= 0:
-        msg = "every event is at the end of observation; the shape is not identifiable."
-        raise ValueError(msg)
-    beta = n / log_sum
-    dof = 2 * n if time_truncated else 2 * (n - 1)
-    lo = beta * float(stats.chi2.ppf(alpha / 2.0, dof)) / (2 * n)
-    hi = beta * float(stats.chi2.ppf(1.0 - alpha / 2.0, dof)) / (2 * n)
-    lam = n / end**beta
-    unbiased = beta * ((n - 1) if time_truncated else (n - 2)) / n
-    return CrowAmsaaResult(
-        beta=beta,
-        beta_lo=lo,
-        beta_hi=hi,
-        beta_unbiased=unbiased,
-        lambda_=lam,
-        mtbf_instantaneous_h=end / (n * beta),
-        n_events=n,
-        total_time_h=end,
-        alpha=alpha,
-        verdict=_trend_verdict(lo, hi),
-    )
-
-
-def crow_amsaa_fleet(
-    events: pl.DataFrame,
-    *,
-    unit_col: str = "unit_id",
-    time_col: str = "time_h",
-    start_col: str = "start_h",
-    end_col: str = "end_h",
-    alpha: float = 0.05,
-) -> CrowAmsaaResult:
-    """Crow-AMSAA fit pooled over several systems observed over equal or different windows.
-
-    Parameters
-    ----------
-    events
-        One row per failure with the unit, its event time and the unit's observation window
-        ``[start, end]``, all in hours of system age (a unit without failures: one row with a
-        null event time). Every system follows the same power law ``lambda_ * t ** beta``.
-    unit_col, time_col, start_col, end_col
-        Column names.
-    alpha
-        One minus the confidence level.
-
-    Returns
-    -------
-    CrowAmsaaResult
-        Pooled shape and scale; ``mtbf_instantaneous_h`` at the latest window end, per system;
-        ``total_time_h`` is the summed observed hours.
-
-    Raises
-    ------
-    ValueError
-        On invalid frames (see :func:`mean_cumulative_function`) or no events.
-
-    Notes
-    -----
-    The MLE solves (Crow 1975; MIL-HDBK-189C, 5.5)::
-
-        lambda = N / sum_q (T_q^beta - S_q^beta)
-        N / beta + sum ln t_iq - N sum_q (T_q^beta ln T_q - S_q^beta ln S_q)
-                                 / sum_q (T_q^beta - S_q^beta) = 0
-
-    When every window is ``[0, T]`` this is ``beta = N / sum ln(T / t_iq)`` and the
-    chi-square bounds with ``2N`` degrees of freedom are exact; with different windows the
-    same bounds are used as an approximation.
-    """
-    alpha = _check_alpha(alpha)
-    ev = _events(events, unit_col, time_col, start_col, end_col)
-    n = int(ev.event_h.size)
-    if n == 0:
-        msg = "No failures in events: there is no trend to estimate."
-        raise ValueError(msg)
-    if np.any(ev.event_h <= 0):
-        msg = "event times must be > 0 h of system age."
-        raise ValueError(msg)
-    scale = float(ev.end_h.max())
-    start = ev.start_h / scale
-    end = ev.end_h / scale
-    log_events = np.log(ev.event_h / scale)
-    sum_log = float(log_events.sum())
-
-    def exposure(beta: float) -> tuple[float, float]:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            s_pow = np.where(start > 0, start**beta, 0.0)
-            s_log = np.where(start > 0, s_pow * np.log(np.where(start > 0, start, 1.0)), 0.0)
-        e_pow = end**beta
-        return float(np.sum(e_pow - s_pow)), float(np.sum(e_pow * np.log(end) - s_log))
-
-    def score(log_beta: float) -> float:
-        beta = math.exp(log_beta)
-        total, derivative = exposure(beta)
-        return n / beta + sum_log - n * derivative / total
-
-    if np.all(start == 0) and np.all(end == end[0]):
-        beta = n / float(np.sum(np.log(end[0]) - log_events))
-    else:
-        try:
-            beta = math.exp(optimize.brentq(score, math.log(1e-3), math.log(1e3), xtol=1e-14))
-        except ValueError as exc:
-            msg = "The Crow-AMSAA likelihood has no maximum for shape in [0.001, 1000]."
-            raise ValueError(msg) from exc
-    total, _ = exposure(beta)
-    lam = n / total / scale**beta
-    lo = beta * float(stats.chi2.ppf(alpha / 2.0, 2 * n)) / (2 * n)
-    hi = beta * float(stats.chi2.ppf(1.0 - alpha / 2.0, 2 * n)) / (2 * n)
-    t_end = float(ev.end_h.max())
-    return CrowAmsaaResult(
-        beta=beta,
-        beta_lo=lo,
-        beta_hi=hi,
-        beta_unbiased=beta * (n - 1) / n,
-        lambda_=lam,
-        mtbf_instantaneous_h=1.0 / (lam * beta * t_end ** (beta - 1.0)),
-        n_events=n,
-        total_time_h=float(np.sum(ev.end_h - ev.start_h)),
-        alpha=alpha,
-        verdict=_trend_verdict(lo, hi),
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# Laplace trend test
-# --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class LaplaceResult:
-    """Laplace test of a homogeneous Poisson process against a monotone trend.
-
-    Attributes
-    ----------
-    statistic
-        ``U``, standard normal under a constant rate; > 0 means failures come later (rate
-        increasing), < 0 earlier (rate decreasing).
-    p_value
-        Two-sided p-value.
-    n_events, total_time_h, alpha
-        Data and level.
-    verdict
-        ``"degrading"`` (``p < alpha`` and ``U > 0``), ``"improving"`` (``p < alpha``,
-        ``U < 0``) or ``"stable"``.
-    """
-
-    statistic: float
-    p_value: float
-    n_events: int
-    total_time_h: float
-    alpha: float
-    verdict: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the fields as a plain dict."""
-        return asdict(self)
-
-
-def laplace_test(
-    event_times_h: ArrayLike, total_time_h: float, *, alpha: float = 0.05
-) -> LaplaceResult:
-    """Laplace trend test for one system observed over ``[0, T]`` (time truncated).
-
-    Parameters
-    ----------
-    event_times_h
-        Failure times in hours since the start of observation.
-    total_time_h
-        End of observation ``T``.
-    alpha
-        Level of the two-sided test behind the verdict.
-
-    Returns
-    -------
-    LaplaceResult
-        ``U = (mean(t_i) - T/2) / (T / sqrt(12 n))``, its two-sided normal p-value, verdict.
-
-    Raises
-    ------
-    ValueError
-        With no events, or events outside ``[0, T]``.
-    """
-    alpha = _check_alpha(alpha)
-    times = _event_times(event_times_h)
-    n = times.size
-    end = float(total_time_h)
-    if n == 0:
-        msg = "The Laplace test needs at least one event."
-        raise ValueError(msg)
-    if not (math.isfinite(end) and end > 0 and times[0] >= 0 and times[-1] <= end):
-        msg = "event times must lie in [0, total_time_h] and total_time_h must be positive."
-        raise ValueError(msg)
-    u = (float(times.mean()) - end / 2.0) / (end / math.sqrt(12.0 * n))
-    p = float(2.0 * stats.norm.sf(abs(u)))
-    verdict = "stable" if p >= alpha else ("degrading" if u > 0 else "improving")
-    return LaplaceResult(u, p, n, end, alpha, verdict)
-
-
-# --------------------------------------------------------------------------------------------
 # Lemon nodes
 # --------------------------------------------------------------------------------------------
 def lemon_nodes(
@@ -592,7 +285,7 @@ def lemon_nodes(
     The fleet rate includes the lemons themselves, which makes the test slightly
     conservative.
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     missing = [c for c in (unit_col, failures_col, exposure_col) if c not in counts.columns]
     if missing:
         msg = f"counts is missing column(s) {missing}; expected one row per node."
@@ -719,7 +412,7 @@ def period_mtbf(
 
     See Also
     --------
-    models.survival.exponential_mtbf : the bounds for one count and exposure.
+    models.parametric.exponential_mtbf : the bounds for one count and exposure.
 
     Notes
     -----
@@ -734,7 +427,7 @@ def period_mtbf(
     --------
     >>> period_mtbf(times, window=(start, end), period="quarter", timezone="America/New_York")
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     if period not in _PERIODS:
         msg = f"period must be one of {sorted(_PERIODS)}; got {period!r}."
         raise ValueError(msg)

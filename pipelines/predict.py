@@ -247,7 +247,7 @@ def train_model(
     """
     import time
 
-    from models import predict as mp
+    import models as mp
 
     timings: dict[str, float] = {}
     clock = time.perf_counter()
@@ -421,7 +421,7 @@ def check_as_of(
     models.predict.LeakageError
         When a feature differs, naming it.
     """
-    from models import predict as mp
+    from models import predict_features as mp
 
     sql = feature_sql if feature_sql is not None else _feature_sql()
     picks = _as_of_picks(con, n_times=n_times, horizon_h=horizon_h, random_state=random_state)
