@@ -9,8 +9,7 @@ from prefect import flow, get_run_logger, task
 from pipelines import warehouse
 from pipelines.flows.artifacts import publish_report
 from pipelines.flows.ingest_telemetry import warehouse_busy
-from pipelines.report import build_report
-from pipelines.report_data import DEFAULT_TARGET_GPUS
+from pipelines.report import DEFAULT_TARGET_GPUS, build_report
 from pipelines.settings import Settings
 
 

@@ -19,8 +19,15 @@ import duckdb
 import pytest
 
 from pipelines import ingest
-from pipelines.report import ReportResult, build_report, render_html
-from pipelines.report_data import SECTIONS, default_week, report_period, week_monday
+from pipelines.report import (
+    SECTIONS,
+    ReportResult,
+    build_report,
+    default_week,
+    render_html,
+    report_period,
+    week_monday,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -262,7 +269,7 @@ def test_report_refuses_bad_weeks(markup_db: Path, tmp_path: Path, week: str) ->
 
 def test_render_html_refuses_external_images(report: ReportResult, markup_db: Path) -> None:
     from pipelines import warehouse
-    from pipelines.report_data import read_report_data
+    from pipelines.report import read_report_data
 
     with warehouse.connect(markup_db, read_only=True) as con:
         data = read_report_data(con, week=report.headline["week"], target_gpus=(1024,))
@@ -326,7 +333,7 @@ def test_report_ranks_knobs_as_relia_whatif_does(
     from typer.testing import CliRunner
 
     from pipelines.cli import app
-    from pipelines.report_data import read_report_data
+    from pipelines.report import read_report_data
 
     with duckdb.connect(str(markup_db), read_only=True) as con:
         data = read_report_data(con)
