@@ -231,14 +231,14 @@ def _node_events(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -> p
                 node,
                 epoch(greatest(installed_ts, $w0) - $w0) / 3600.0 as start_h,
                 epoch(least(coalesce(removed_ts, $w1), $asof) - $w0) / 3600.0 as end_h
-            from stg_fleet
+            from rpt_fleet_nodes
         ),
 
         observed as (select * from nodes where end_h > start_h),
 
         failures as (
             select node, epoch(observed_to_ts - $w0) / 3600.0 as time_h
-            from int_component_lives
+            from rpt_unit_lives
             where failed and observed_to_ts < $asof
         )
 

@@ -59,7 +59,7 @@ def read_window(con: duckdb.DuckDBPyConnection) -> tuple[datetime, datetime]:
     ValueError
         When the warehouse holds no telemetry to derive a window from.
     """
-    frame = query(con, "select window_start, window_end from stg_observation_window")
+    frame = query(con, "select window_start, window_end from rpt_observation_window")
     row = frame.row(0) if frame.height else None
     if row is None or row[0] is None or row[1] is None:
         msg = "the warehouse has no telemetry (no observation window); run `relia ingest` first"
@@ -113,9 +113,10 @@ def read_report_data(
         con,
         """
         select
-            count(*) filter (where end_ts >= $ws and end_ts < $we) as n_week,
-            count(*) filter (where end_ts >= $ts and end_ts < $ws) as n_trailing
-        from int_job_interruptions
+            count(*) filter (where end_ts >= $ws) as n_week,
+            count(*) filter (where end_ts < $ws) as n_trailing
+        from rpt_job_interruptions
+        where end_ts >= $ts and end_ts < $we
         """,
         params,
     ).row(0, named=True)
@@ -289,19 +290,19 @@ def _fleet_numbers(con: duckdb.DuckDBPyConnection, params: dict[str, object]) ->
         con,
         """
         with fleet as (
-            select * from stg_fleet
+            select * from rpt_fleet_nodes
             where installed_ts < $we and coalesce(removed_ts, $w1) > $ws
         ),
 
         gpus as (
             select count(*) as n_gpus
-            from (select distinct host, slot from stg_inventory)
-            where host in (select node from fleet)
+            from rpt_fleet_gpus
+            where node in (select node from fleet)
         ),
 
         gpu_lives as (
             select observed_from_ts, observed_to_ts
-            from int_component_lives
+            from rpt_unit_lives
             where unit_level = 'gpu' and component_class = 'gpu'
         ),
 
@@ -317,7 +318,7 @@ def _fleet_numbers(con: duckdb.DuckDBPyConnection, params: dict[str, object]) ->
         node_hours as (
             select sum(greatest(epoch(least(coalesce(removed_ts, $w1), $asof)
                                       - greatest(installed_ts, $w0)), 0)) / 3600.0 as to_date_h
-            from stg_fleet
+            from rpt_fleet_nodes
         ),
 
         failures as (
@@ -326,7 +327,7 @@ def _fleet_numbers(con: duckdb.DuckDBPyConnection, params: dict[str, object]) ->
                 count(*) filter (where observed_to_ts >= $ts and observed_to_ts < $ws)
                     as n_trailing,
                 count(*) filter (where observed_to_ts < $asof) as n_to_date
-            from int_component_lives
+            from rpt_unit_lives
             where failed
         )
 
@@ -382,21 +383,18 @@ def _class_table(
         con,
         """
         select
-            classes.component_class,
-            classes.category,
-            count(lives.unit_id) filter (
-                where lives.failed and lives.observed_to_ts >= $ws and lives.observed_to_ts < $we
+            component_class,
+            category,
+            count(unit_id) filter (
+                where failed and observed_to_ts >= $ws and observed_to_ts < $we
             ) as failures_week,
-            count(lives.unit_id) filter (
-                where lives.failed and lives.observed_to_ts >= $ts and lives.observed_to_ts < $ws
+            count(unit_id) filter (
+                where failed and observed_to_ts >= $ts and observed_to_ts < $ws
             ) as failures_trailing,
-            count(lives.unit_id) filter (
-                where lives.failed and lives.observed_to_ts < $asof
-            ) as failures_to_date
-        from seed_component_class as classes
-        inner join int_component_lives as lives
-            on classes.component_class = lives.component_class
-        group by classes.component_class, classes.category
+            count(unit_id) filter (where failed and observed_to_ts < $asof) as failures_to_date
+        from rpt_unit_lives
+        where is_seeded_class
+        group by component_class, category
         """,
         params,
     )
@@ -452,10 +450,7 @@ def _weekly_failures(
     counts = query(
         con,
         """
-        select date_trunc('week', observed_to_ts) as week_start, count(*) as n_failures
-        from int_component_lives
-        where failed
-        group by all
+        select week_start, n_failures from rpt_weekly_failures
         """,
         params,
     )
@@ -488,59 +483,22 @@ def _weekly_failures(
 def _quality(
     con: duckdb.DuckDBPyConnection,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    files = query(
-        con,
-        """
-        select
-            source,
-            target_table,
-            count(*) as n_files,
-            sum(n_read)::bigint as n_read,
-            sum(n_loaded)::bigint as n_loaded,
-            sum(n_quarantined)::bigint as n_quarantined,
-            sum(n_ignored)::bigint as n_ignored,
-            max(loaded_at) as last_loaded_at
-        from raw_ingest_files
-        group by source, target_table
-        order by source
-        """,
-    )
+    files = query(con, "select * from rpt_ingest_files order by source")
     quarantine = query(
-        con,
-        """
-        select target_table, stage, reason, count(*) as n_rows
-        from raw_quarantine
-        group by all
-        order by n_rows desc, target_table, reason
-        """,
+        con, "select * from rpt_quarantine_reasons order by n_rows desc, target_table, reason"
     )
     samples = query(
         con,
-        f"""
-        select
-            regexp_extract(source_file, '[^/\\\\]+$') as file_name,
-            line_no,
-            target_table,
-            stage,
-            reason,
-            raw
-        from raw_quarantine
+        """
+        select file_name, line_no, target_table, stage, reason, raw
+        from rpt_quarantine_lines
         order by loaded_at desc, source_file, line_no
-        limit {N_QUARANTINE_SAMPLES}
+        limit $limit
         """,
+        {"limit": N_QUARANTINE_SAMPLES},
     )
     checks = query(
         con,
-        """
-        select
-            target_table,
-            expectation,
-            count(*) as n_files,
-            count(*) filter (where not success) as n_failed,
-            sum(n_unexpected)::bigint as n_unexpected
-        from raw_quality_results
-        group by target_table, expectation
-        order by n_failed desc, target_table, expectation
-        """,
+        "select * from rpt_quality_checks order by n_failed desc, target_table, expectation",
     )
     return files, quarantine, samples, checks

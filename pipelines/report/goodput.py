@@ -43,10 +43,10 @@ def _measured_restart(
         con,
         """
         select
-            (select median(repair_h) from stg_repairs
-             where action = 'replace' and opened_ts < $asof) as repair_h,
-            (select median(n) from (select count(distinct slot) as n from stg_inventory
-                                    group by host)) as gpus_per_node
+            (select median(repair_h) from rpt_replace_repairs where opened_ts < $asof)
+                as repair_h,
+            (select median(n) from (select count(slot) as n from rpt_fleet_gpus group by node))
+                as gpus_per_node
         """,
         params,
     ).row(0, named=True)

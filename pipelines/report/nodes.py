@@ -30,28 +30,28 @@ def interruption_tables(
     causes = query(
         con,
         """
-        with interruptions as (
-            select * from int_job_interruptions where end_ts >= $w0 and end_ts < $asof
-        ),
-
-        by_cause as (
+        with by_cause as (
             select
-                interruptions.cause_class,
-                interruptions.attribution,
-                count(*) filter (where interruptions.end_ts >= $ws) as n_week,
+                cause_class,
+                attribution,
+                any_value(category) as category,
+                count(*) filter (where end_ts >= $ws) as n_week,
                 count(*) as n_to_date,
-                sum(interruptions.gpu_hours) as gpu_hours
-            from interruptions
-            group by interruptions.cause_class, interruptions.attribution
+                sum(gpu_hours) as gpu_hours
+            from rpt_job_interruptions
+            where end_ts >= $w0 and end_ts < $asof
+            group by cause_class, attribution
         )
 
         select
-            coalesce(classes.category, by_cause.cause_class) as category,
-            by_cause.*,
+            coalesce(by_cause.category, by_cause.cause_class) as category,
+            by_cause.cause_class,
+            by_cause.attribution,
+            by_cause.n_week,
+            by_cause.n_to_date,
+            by_cause.gpu_hours,
             by_cause.n_to_date / sum(by_cause.n_to_date) over () as share
         from by_cause
-        left join seed_component_class as classes
-            on by_cause.cause_class = classes.component_class
         order by by_cause.n_to_date desc, by_cause.cause_class, by_cause.attribution
         """,
         params,
@@ -60,13 +60,7 @@ def interruption_tables(
         con,
         """
         with interruptions as (
-            select
-                interruptions.*,
-                coalesce(classes.category, 'unknown') = 'hardware' as is_hardware
-            from int_job_interruptions as interruptions
-            left join seed_component_class as classes
-                on interruptions.cause_class = classes.component_class
-            where interruptions.end_ts >= $w0 and interruptions.end_ts < $asof
+            select * from rpt_job_interruptions where end_ts >= $w0 and end_ts < $asof
         ),
 
         grouped as (
@@ -99,7 +93,7 @@ def interruption_tables(
     )
     listed = query(
         con,
-        f"""
+        """
         select
             job_id,
             attempt,
@@ -114,12 +108,12 @@ def interruption_tables(
             array_to_string(suspect_nodes, ', ') as suspect_nodes,
             restart_overhead_s / 60.0 as restart_min,
             gpu_hours
-        from int_job_interruptions
+        from rpt_job_interruptions
         where end_ts >= $ws and end_ts < $we
         order by gpu_hours desc nulls last, end_ts
-        limit {N_INTERRUPTIONS_LISTED}
+        limit $limit
         """,
-        params,
+        params | {"limit": N_INTERRUPTIONS_LISTED},
     )
     return causes, restart, listed
 
@@ -141,12 +135,12 @@ def nodes_to_watch(
                 node,
                 epoch(least(coalesce(removed_ts, $w1), $asof) - greatest(installed_ts, $w0))
                 / 3600.0 as exposure_h
-            from stg_fleet
+            from rpt_fleet_nodes
         ),
 
         failures as (
             select node, count(*) as n_failures
-            from int_component_lives
+            from rpt_unit_lives
             where failed and observed_to_ts < $asof
             group by node
         )
@@ -183,7 +177,7 @@ def nodes_to_watch(
                     || ')',
                     '; ' order by observed_to_ts
                 ) as failures
-            from int_component_lives
+            from rpt_unit_lives
             where failed and observed_to_ts < $asof and node in (select node from picked)
             group by node
         ),
@@ -192,7 +186,7 @@ def nodes_to_watch(
             select node, count(*) as n_interruptions
             from (
                 select unnest(suspect_nodes) as node
-                from int_job_interruptions
+                from rpt_job_interruptions
                 where end_ts >= $w0 and end_ts < $asof
             )
             where node in (select node from picked)
@@ -201,12 +195,12 @@ def nodes_to_watch(
 
         incidents as (
             select
-                host as node,
+                node,
                 count(*) filter (where is_failure) as n_failure_incidents,
                 count(*) filter (where not is_failure) as n_other_incidents
-            from int_incidents
-            where first_ts >= $w0 and first_ts < $asof and host in (select node from picked)
-            group by host
+            from rpt_node_incidents
+            where first_ts >= $w0 and first_ts < $asof and node in (select node from picked)
+            group by node
         )
 
         select
