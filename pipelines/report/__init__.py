@@ -6,10 +6,13 @@ Modules: :mod:`~pipelines.report.period` (the week, constants, shared helpers),
 :mod:`~pipelines.report.curves`, :mod:`~pipelines.report.nodes`,
 :mod:`~pipelines.report.goodput` (the sections' numbers), :mod:`~pipelines.report.format`,
 :mod:`~pipelines.report.figures` and :mod:`~pipelines.report.render` (HTML, markdown and
-:func:`build_report`).
+:func:`build_report`). The inputs the report reads (its fit run and goodput projection) are
+made by :func:`refresh_inputs` (:mod:`pipelines.report_inputs`), the fit and project stages.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from pipelines.report.containers import (
     SECTIONS,
@@ -19,7 +22,7 @@ from pipelines.report.containers import (
     SurvivalCurve,
 )
 from pipelines.report.curves import probability_plots
-from pipelines.report.data import read_report_data, read_window
+from pipelines.report.data import read_report_data
 from pipelines.report.figures import (
     plot_file_name,
     probability_figure,
@@ -36,10 +39,16 @@ from pipelines.report.period import (
     ReportPeriod,
     default_week,
     iso_week,
+    read_window,
     report_period,
     week_monday,
 )
 from pipelines.report.render import ReportResult, build_report, render_html, render_markdown
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import duckdb
 
 __all__ = [
     "DEFAULT_TARGET_GPUS",
@@ -62,6 +71,7 @@ __all__ = [
     "probability_plots",
     "read_report_data",
     "read_window",
+    "refresh_inputs",
     "render_html",
     "render_markdown",
     "report_figures",
@@ -70,3 +80,24 @@ __all__ = [
     "write_fit_plots",
     "write_probability_plots",
 ]
+
+
+def refresh_inputs(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    week: str | None = None,
+    target_gpus: Sequence[int] = DEFAULT_TARGET_GPUS,
+) -> dict[str, str | None]:
+    """Run the fit and project stages the report reads, on a writable connection.
+
+    See :func:`pipelines.report_inputs.refresh_inputs` (imported on call: that module imports
+    this package's submodules).
+
+    Returns
+    -------
+    dict
+        ``fit_run_id`` and ``projection_run_id``.
+    """
+    from pipelines.report_inputs import refresh_inputs as refresh
+
+    return refresh(con, week=week, target_gpus=target_gpus)

@@ -20,10 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipelines.errors import WarehouseEmptyError
 from pipelines.report.containers import FitInfo, ReportData
 from pipelines.report.curves import probability_plots, survival_curves, trend_analysis
-from pipelines.report.goodput import goodput_projection
 from pipelines.report.nodes import interruption_tables, nodes_to_watch, prediction_summary
 from pipelines.report.period import (
     COMPARE_ALPHA,
@@ -37,6 +35,7 @@ from pipelines.report.period import (
     iso_week,
     midnight,
     query,
+    read_window,
     report_period,
 )
 
@@ -51,22 +50,6 @@ log = logging.getLogger(__name__)
 # --------------------------------------------------------------------------------------------
 # Reading
 # --------------------------------------------------------------------------------------------
-def read_window(con: duckdb.DuckDBPyConnection) -> tuple[datetime, datetime]:
-    """The observation window ``[W0, W1)``.
-
-    Raises
-    ------
-    ValueError
-        When the warehouse holds no telemetry to derive a window from.
-    """
-    frame = query(con, "select window_start, window_end from rpt_observation_window")
-    row = frame.row(0) if frame.height else None
-    if row is None or row[0] is None or row[1] is None:
-        msg = "the warehouse has no telemetry (no observation window); run `relia ingest` first"
-        raise WarehouseEmptyError(msg)
-    return row[0].astimezone(UTC), row[1].astimezone(UTC)
-
-
 def read_report_data(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -105,6 +88,8 @@ def read_report_data(
     period = report_period(*read_window(con), week)
     params = period.params()
     lives = query(con, "select * from fct_component_lives")
+    from pipelines.report_inputs import read_fits
+
     fits, fit = read_fits(con, lives, notes)
     fleet = _fleet_numbers(con, params)
     classes = _class_table(con, params, fits, period)
@@ -165,7 +150,7 @@ def read_report_data(
     mcf, trend = trend_analysis(con, params, period, notes)
     causes, restart, listed = interruption_tables(con, params)
     nodes, rule = nodes_to_watch(con, params, notes)
-    goodput = goodput_projection(con, params, fits, tuple(target_gpus), notes)
+    goodput = read_goodput(con, period, fits, fit, tuple(target_gpus), notes)
     headline["goodput"] = goodput["headline"]
     files, quarantine, samples, checks = _quality(con)
     prediction = prediction_summary(con, notes)
@@ -215,73 +200,6 @@ def _compare(observed: int, trailing_total: int, n_trailing: int) -> str:
     if float(stats.poisson.cdf(observed, mean)) < COMPARE_ALPHA:
         return "below"
     return "in line with"
-
-
-def read_fits(
-    con: duckdb.DuckDBPyConnection, lives: pl.DataFrame, notes: Notes
-) -> tuple[pl.DataFrame, FitInfo]:
-    """The chosen per-class fit rows: the newest stored run that matches the lives, else fresh.
-
-    Only lifetime runs count: a repair-time run (``relia fit --lives stg_repairs``...) is never
-    read as the fleet's MTBF.
-    """
-    from pipelines.fit import run_ids
-
-    counts = (
-        lives.group_by("component_class")
-        .agg(pl.len().alias("n_units"), pl.col("failed").sum().alias("n_failures"))
-        .sort("component_class")
-    )
-    lifetime_runs = run_ids(con, quantity="lifetime")
-    runs = (
-        con.execute(
-            """
-            select run_id, created_at, window_start, window_end
-            from fit_runs
-            where
-                run_id in (select run_id from fit_results where cohort = 'all')
-                and list_contains($ids, run_id)
-            order by created_at desc
-            limit 5
-            """,
-            {"ids": lifetime_runs},
-        ).fetchall()
-        if lifetime_runs
-        else []
-    )
-    stale: list[str] = []
-    for run_id, created_at, start, end in runs:
-        rows = query(
-            con,
-            "select * from fit_results where run_id = $id and cohort = 'all' "
-            "order by component_class, family",
-            {"id": run_id},
-        )
-        stored = (
-            rows.group_by("component_class")
-            .agg(pl.col("n_units").first(), pl.col("n_failures").first())
-            .sort("component_class")
-            .with_columns(pl.col("n_units", "n_failures").cast(pl.Int64))
-        )
-        if stored.equals(counts.with_columns(pl.col("n_units", "n_failures").cast(pl.Int64))):
-            text = (
-                f"Fits: stored fit run {run_id} (created {created_at:%Y-%m-%d %H:%M} UTC, data "
-                f"window {start:%Y-%m-%d} to {end:%Y-%m-%d}), AIC-chosen family per class."
-            )
-            if stale:
-                text += f" Newer runs {', '.join(stale)} do not match the current lives."
-            return rows, FitInfo("stored", run_id, created_at, start, end, text)
-        stale.append(run_id)
-    from pipelines.fit import fit_table
-
-    computed = notes.run("Fit", lambda: fit_table(lives))
-    text = (
-        "Fits: computed for this report from fct_component_lives (no stored fit run matches the "
-        "current unit lives"
-        + (f"; runs {', '.join(stale)} were fitted on other data" if stale else "")
-        + "); run `relia fit` to store one."
-    )
-    return computed, FitInfo("computed", None, None, None, None, text)
 
 
 def _fleet_numbers(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -> dict[str, Any]:
@@ -502,3 +420,37 @@ def _quality(
         "select * from rpt_quality_checks order by n_failed desc, target_table, expectation",
     )
     return files, quarantine, samples, checks
+
+
+def read_goodput(
+    con: duckdb.DuckDBPyConnection,
+    period: ReportPeriod,
+    fits: pl.DataFrame,
+    fit: FitInfo,
+    targets: tuple[int, ...],
+    notes: Notes,
+) -> dict[str, Any]:
+    """The goodput section: the stored projection of the project stage, else one made now.
+
+    The project stage (:func:`pipelines.report_inputs.refresh_inputs`, run by the
+    ``weekly-report`` flow before the report) writes the projection for the fit run, week and
+    target scales into ``report_projections``; it is read when its inputs still match. A
+    read-only caller with no such row (``relia report`` on a warehouse nobody refreshed, or
+    fits computed for this report) gets the same projection computed in memory.
+
+    Returns
+    -------
+    dict
+        ``headline``, ``curve``, ``targets``, ``knobs``, ``scenario``; the notes the models
+        raised are added to ``notes``.
+    """
+    from pipelines.report_inputs import goodput_projection, read_report_projection
+
+    stored = None
+    if fit.run_id is not None:
+        stored = read_report_projection(con, fit.run_id, period, targets)
+    if stored is None:
+        return goodput_projection(con, period.params(), fits, targets, notes)
+    for text in stored["notes"]:
+        notes.add(text)
+    return stored

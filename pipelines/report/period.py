@@ -14,6 +14,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pipelines import warehouse
+from pipelines.errors import WarehouseEmptyError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -222,3 +223,19 @@ def plain(value: object) -> str:
     except ValueError:
         return str(value)
     return f"{number:,.0f}" if number == round(number) else f"{number:,.3g}"
+
+
+def read_window(con: duckdb.DuckDBPyConnection) -> tuple[datetime, datetime]:
+    """The observation window ``[W0, W1)``.
+
+    Raises
+    ------
+    ValueError
+        When the warehouse holds no telemetry to derive a window from.
+    """
+    frame = query(con, "select window_start, window_end from rpt_observation_window")
+    row = frame.row(0) if frame.height else None
+    if row is None or row[0] is None or row[1] is None:
+        msg = "the warehouse has no telemetry (no observation window); run `relia ingest` first"
+        raise WarehouseEmptyError(msg)
+    return row[0].astimezone(UTC), row[1].astimezone(UTC)

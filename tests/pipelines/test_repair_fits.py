@@ -238,8 +238,8 @@ def test_from_fits_latest_ignores_newer_repair_runs(repair_fleet: dict) -> None:
 
 
 def test_report_reads_lifetime_runs_only(repair_fleet: dict) -> None:
-    from pipelines.report.data import read_fits
     from pipelines.report.period import Notes
+    from pipelines.report_inputs import read_fits
 
     lifetime, _ = _newer_repair_run(repair_fleet["db"])
     with warehouse.connect(repair_fleet["db"], read_only=True) as con:

@@ -1,15 +1,31 @@
-"""The goodput projection at the report's target scales and the what-if knob ranking."""
+"""The weekly report's inputs: its fit run and its goodput projection (fit and project stages).
+
+The report reads; this module fits and projects. :func:`refresh_inputs` runs both stages on a
+writable connection: it stores a lifetime fit run when none matches the current unit lives
+(``fit_runs``/``fit_results``), then projects goodput at the report's target scales with the
+what-if knob ranking and the measured restart and repair times, and stores that in
+``report_projections`` (sql/schema/008_report_projections.sql), where
+:func:`pipelines.report.data.read_goodput` finds it. The functions that compute are also what
+the report falls back to on a read-only warehouse that nobody refreshed.
+"""
 
 from __future__ import annotations
 
+import base64
+import io
+import json
 import math
+import uuid
 from dataclasses import asdict, fields, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from pipelines.report.containers import FitInfo
 from pipelines.report.period import (
     CURVE_GPUS,
+    DEFAULT_TARGET_GPUS,
     HOT_SPARE_SHARE,
     N_SAMPLES,
     RANDOM_SEED,
@@ -17,12 +33,17 @@ from pipelines.report.period import (
     chosen_fits,
     plain,
     query,
+    read_window,
+    report_period,
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import duckdb
 
     from models.goodput import ClassRate, Scenario
+    from pipelines.report.period import ReportPeriod
 
 # --------------------------------------------------------------------------------------------
 # Goodput projection
@@ -69,6 +90,16 @@ def goodput_projection(
     targets: tuple[int, ...],
     notes: Notes,
 ) -> dict[str, Any]:
+    """Goodput against scale, at each target scale (steady state and new fleet), the knob
+    ranking and the scenario, from the chosen fits and the measured restart and repair times.
+
+    Returns
+    -------
+    dict
+        ``headline`` (steady-state rows per target), ``curve``, ``targets``, ``knobs`` (frames)
+        and ``scenario`` (the assumptions, in words and numbers); the models' warnings go to
+        ``notes``.
+    """
     from models import Scenario, project, rates_from_fits
     from pipelines.project import build_scenario, measured_restart_s, projection_fits
 
@@ -320,3 +351,261 @@ def _knob_ranking(
                                                  "gain_hi": pl.Float64,
                                                  "within_uncertainty": pl.Boolean})  # fmt: skip
     return frame.sort("gain", descending=True, maintain_order=True), baseline
+
+
+def read_fits(
+    con: duckdb.DuckDBPyConnection, lives: pl.DataFrame, notes: Notes
+) -> tuple[pl.DataFrame, FitInfo]:
+    """The chosen per-class fit rows: the newest stored run that matches the lives, else fresh.
+
+    Only lifetime runs count: a repair-time run (``relia fit --lives stg_repairs``...) is never
+    read as the fleet's MTBF.
+    """
+    from pipelines.fit import run_ids
+
+    counts = (
+        lives.group_by("component_class")
+        .agg(pl.len().alias("n_units"), pl.col("failed").sum().alias("n_failures"))
+        .sort("component_class")
+    )
+    lifetime_runs = run_ids(con, quantity="lifetime")
+    runs = (
+        con.execute(
+            """
+            select run_id, created_at, window_start, window_end
+            from fit_runs
+            where
+                run_id in (select run_id from fit_results where cohort = 'all')
+                and list_contains($ids, run_id)
+            order by created_at desc
+            limit 5
+            """,
+            {"ids": lifetime_runs},
+        ).fetchall()
+        if lifetime_runs
+        else []
+    )
+    stale: list[str] = []
+    for run_id, created_at, start, end in runs:
+        rows = query(
+            con,
+            "select * from fit_results where run_id = $id and cohort = 'all' "
+            "order by component_class, family",
+            {"id": run_id},
+        )
+        stored = (
+            rows.group_by("component_class")
+            .agg(pl.col("n_units").first(), pl.col("n_failures").first())
+            .sort("component_class")
+            .with_columns(pl.col("n_units", "n_failures").cast(pl.Int64))
+        )
+        if stored.equals(counts.with_columns(pl.col("n_units", "n_failures").cast(pl.Int64))):
+            text = (
+                f"Fits: stored fit run {run_id} (created {created_at:%Y-%m-%d %H:%M} UTC, data "
+                f"window {start:%Y-%m-%d} to {end:%Y-%m-%d}), AIC-chosen family per class."
+            )
+            if stale:
+                text += f" Newer runs {', '.join(stale)} do not match the current lives."
+            return rows, FitInfo("stored", run_id, created_at, start, end, text)
+        stale.append(run_id)
+    from pipelines.fit import fit_table
+
+    computed = notes.run("Fit", lambda: fit_table(lives))
+    text = (
+        "Fits: computed for this report from fct_component_lives (no stored fit run matches the "
+        "current unit lives"
+        + (f"; runs {', '.join(stale)} were fitted on other data" if stale else "")
+        + "); run `relia fit` to store one."
+    )
+    return computed, FitInfo("computed", None, None, None, None, text)
+
+
+# --------------------------------------------------------------------------------------------
+# The stages: fit, project, and the projection the report reads
+# --------------------------------------------------------------------------------------------
+def fit_for_report(con: duckdb.DuckDBPyConnection) -> str:
+    """Fit stage: the lifetime fit run matching the current unit lives, stored if there is none.
+
+    Parameters
+    ----------
+    con
+        Writable warehouse connection with the schema applied.
+
+    Returns
+    -------
+    str
+        The run id in ``fit_runs`` the report will read.
+    """
+    from pipelines import fit as fitting
+
+    lives = query(con, "select * from fct_component_lives")
+    fits, info = read_fits(con, lives, Notes())
+    if info.run_id is not None:
+        return info.run_id
+    return fitting.store_fit(con, fits, by=[], window=fitting.read_window(con))
+
+
+def project_for_report(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    week: str | None = None,
+    target_gpus: Sequence[int] = DEFAULT_TARGET_GPUS,
+) -> str | None:
+    """Project stage: the report's goodput projection from the stored fit run, stored.
+
+    Parameters
+    ----------
+    con
+        Writable warehouse connection with the schema applied.
+    week
+        ISO week ``YYYY-Www``; ``None`` takes the last full week of the observation window.
+    target_gpus
+        Job scales (GPUs) the projection is made at, in report order.
+
+    Returns
+    -------
+    str or None
+        The ``report_projections`` run id; None when no stored fit run matches the lives (run
+        :func:`fit_for_report` first).
+    """
+    period = report_period(*read_window(con), week)
+    lives = query(con, "select * from fct_component_lives")
+    fits, info = read_fits(con, lives, Notes())
+    if info.run_id is None:
+        return None
+    targets = tuple(int(n) for n in target_gpus)
+    notes = Notes()
+    goodput = goodput_projection(con, period.params(), fits, targets, notes)
+    run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
+    result = {
+        "headline": goodput["headline"],
+        **{name: frame_text(goodput[name]) for name in ("curve", "targets", "knobs")},
+        "notes": notes.items,
+    }
+    con.execute(
+        "insert into report_projections (run_id, created_at, fit_run_id, target_gpus, "
+        "inputs_json, scenario_json, result_json) "
+        "values ($id, $now, $fit, $targets, $inputs, $scenario, $result)",
+        {
+            "id": run_id,
+            "now": datetime.now(UTC),
+            "fit": info.run_id,
+            "targets": ",".join(map(str, targets)),
+            "inputs": json.dumps(projection_inputs(con, period)),
+            "scenario": json.dumps(goodput["scenario"], default=_json_scalar),
+            "result": json.dumps(result, default=_json_scalar),
+        },
+    )
+    return run_id
+
+
+def refresh_inputs(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    week: str | None = None,
+    target_gpus: Sequence[int] = DEFAULT_TARGET_GPUS,
+) -> dict[str, str | None]:
+    """Run the fit and project stages the weekly report reads (what ``relia report`` and the
+    ``weekly-report`` flow run before :func:`pipelines.report.build_report`).
+
+    Parameters
+    ----------
+    con
+        Writable warehouse connection with the schema applied (``warehouse.apply_schema``).
+    week, target_gpus
+        As for :func:`pipelines.report.build_report`.
+
+    Returns
+    -------
+    dict
+        ``fit_run_id`` and ``projection_run_id``.
+    """
+    fit_run_id = fit_for_report(con)
+    projection = project_for_report(con, week=week, target_gpus=target_gpus)
+    return {"fit_run_id": fit_run_id, "projection_run_id": projection}
+
+
+def projection_inputs(con: duckdb.DuckDBPyConnection, period: ReportPeriod) -> dict[str, Any]:
+    """What a stored projection depends on besides its fit run and targets: the week's data
+    end, the observation window and the row counts of the marts the projection reads."""
+    counts = query(
+        con,
+        """
+        select
+            (select count(*) from rpt_job_interruptions) as n_interruptions,
+            (select count(*) from rpt_replace_repairs) as n_replace_repairs,
+            (select count(*) from rpt_fleet_gpus) as n_gpu_slots
+        """,
+    ).row(0, named=True)
+    return {
+        "as_of": period.as_of.isoformat(),
+        "window_start": period.window_start.isoformat(),
+        "window_end": period.window_end.isoformat(),
+        **{name: int(value) for name, value in counts.items()},
+    }
+
+
+def read_report_projection(
+    con: duckdb.DuckDBPyConnection,
+    fit_run_id: str,
+    period: ReportPeriod,
+    targets: tuple[int, ...],
+) -> dict[str, Any] | None:
+    """The newest stored projection of ``fit_run_id`` at ``targets`` whose inputs still match.
+
+    Returns
+    -------
+    dict or None
+        ``headline``, ``curve``, ``targets``, ``knobs``, ``scenario`` and ``notes`` (the
+        models' warnings when it was made); None when there is none (or no such table: a
+        warehouse written before the project stage stored report projections).
+    """
+    exists = query(
+        con,
+        "select count(*) as n from duckdb_tables() where table_name = 'report_projections'",
+    ).item()
+    if not exists:
+        return None
+    rows = query(
+        con,
+        """
+        select scenario_json, result_json
+        from report_projections
+        where fit_run_id = $fit and target_gpus = $targets and inputs_json = $inputs
+        order by created_at desc
+        limit 1
+        """,
+        {
+            "fit": fit_run_id,
+            "targets": ",".join(map(str, targets)),
+            "inputs": json.dumps(projection_inputs(con, period)),
+        },
+    )
+    if rows.height == 0:
+        return None
+    scenario_json, result_json = rows.row(0)
+    result = json.loads(result_json)
+    return {
+        "headline": result["headline"],
+        **{name: frame_of(result[name]) for name in ("curve", "targets", "knobs")},
+        "scenario": json.loads(scenario_json),
+        "notes": result["notes"],
+    }
+
+
+def frame_text(frame: pl.DataFrame) -> str:
+    """A frame as base64 Arrow IPC text (types kept exactly through JSON)."""
+    buffer = io.BytesIO()
+    frame.write_ipc(buffer)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def frame_of(text: str) -> pl.DataFrame:
+    """The frame :func:`frame_text` wrote."""
+    return pl.read_ipc(io.BytesIO(base64.b64decode(text)))
+
+
+def _json_scalar(value: object) -> object:
+    """numpy scalars as Python numbers, anything else as text (``json.dumps`` default)."""
+    item = getattr(value, "item", None)
+    return item() if callable(item) else str(value)
