@@ -1,4 +1,4 @@
-"""Flow ``weekly-report``: write ``reports/<ISO week>.html`` and publish its headline."""
+"""Flow ``weekly-report``: fit, project, then write ``reports/<ISO week>.html`` and publish it."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from prefect import flow, get_run_logger, task
 from pipelines import warehouse
 from pipelines.flows.artifacts import publish_report
 from pipelines.flows.ingest_telemetry import warehouse_busy
-from pipelines.report import build_report
-from pipelines.report_data import DEFAULT_TARGET_GPUS
+from pipelines.report import DEFAULT_TARGET_GPUS, build_report
 from pipelines.settings import Settings
 
 
@@ -35,6 +34,28 @@ def score_fleet(db_path: Path, lock_timeout_s: float) -> int | None:
     return int(scores.get_column("at_risk").sum())
 
 
+@task(retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=warehouse_busy)
+def fit_lives(db_path: Path, lock_timeout_s: float) -> str:
+    """Fit stage: the lifetime fit run the report reads (stored when none matches the lives)."""
+    from pipelines.report_inputs import fit_for_report
+
+    with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+        warehouse.apply_schema(con)
+        return fit_for_report(con)
+
+
+@task(retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=warehouse_busy)
+def project_goodput(
+    db_path: Path, lock_timeout_s: float, week: str | None, target_gpus: tuple[int, ...]
+) -> str | None:
+    """Project stage: the report's goodput projection and knob ranking, stored."""
+    from pipelines.report_inputs import project_for_report
+
+    with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+        warehouse.apply_schema(con)
+        return project_for_report(con, week=week, target_gpus=target_gpus)
+
+
 @flow(name="weekly-report")
 def weekly_report(
     week: str | None = None,
@@ -42,20 +63,25 @@ def weekly_report(
     reports_dir: Path | None = None,
     target_gpus: list[int] | None = None,
 ) -> str:
-    """Build the reliability report for ``week`` (default: the last full week); returns its path.
+    """Fit, project and build the reliability report for ``week`` (default: the last full
+    week); returns its path.
 
     When a failure predictor was trained (``relia predict train``), the fleet is scored first so
     the report's "GPUs at risk" section is current.
     """
     settings = Settings.from_env(db_path=db_path, reports_dir=reports_dir)
+    targets = tuple(target_gpus or DEFAULT_TARGET_GPUS)
     at_risk = score_fleet(settings.db_path, settings.lock_timeout_s)
     if at_risk is not None:
         get_run_logger().info("%d GPUs at risk by the latest failure predictor", at_risk)
+    fit_run_id = fit_lives(settings.db_path, settings.lock_timeout_s)
+    projection = project_goodput(settings.db_path, settings.lock_timeout_s, week, targets)
+    get_run_logger().info("fit run %s, projection %s", fit_run_id, projection)
     result = build_report(
         settings.db_path,
         week=week,
         reports_dir=settings.reports_dir,
-        target_gpus=tuple(target_gpus or DEFAULT_TARGET_GPUS),
+        target_gpus=targets,
         lock_timeout_s=settings.lock_timeout_s,
     )
     publish_report(result.path, result.markdown, str(result.headline["week"]))

@@ -16,12 +16,13 @@ from models.exceptions import FewFailuresWarning
 from pipelines.cli import app
 from pipelines.fit import fit_table
 from pipelines.report import (
+    MIN_PLOT_FAILURES,
     plot_file_name,
     probability_figure,
+    probability_plots,
     report_figures,
     write_probability_plots,
 )
-from pipelines.report_data import MIN_PLOT_FAILURES, probability_plots
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -238,12 +238,13 @@ def test_from_fits_latest_ignores_newer_repair_runs(repair_fleet: dict) -> None:
 
 
 def test_report_reads_lifetime_runs_only(repair_fleet: dict) -> None:
-    from pipelines.report_data import _Notes, _read_fits
+    from pipelines.report.period import Notes
+    from pipelines.report_inputs import read_fits
 
     lifetime, _ = _newer_repair_run(repair_fleet["db"])
     with warehouse.connect(repair_fleet["db"], read_only=True) as con:
         lives = fit.read_lives(con)
-        rows, info = _read_fits(con, lives, _Notes())
+        rows, info = read_fits(con, lives, Notes())
     assert info.run_id == lifetime
     assert fit.POOLED_CLASS not in set(rows["component_class"])
 

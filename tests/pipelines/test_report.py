@@ -19,8 +19,15 @@ import duckdb
 import pytest
 
 from pipelines import ingest
-from pipelines.report import ReportResult, build_report, render_html
-from pipelines.report_data import SECTIONS, default_week, report_period, week_monday
+from pipelines.report import (
+    SECTIONS,
+    ReportResult,
+    build_report,
+    default_week,
+    render_html,
+    report_period,
+    week_monday,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -246,6 +253,44 @@ def test_report_uses_a_stored_fit_run(markup_db: Path, tmp_path: Path) -> None:
     assert f"stored fit run {run_id}" in result.markdown
 
 
+def test_report_reads_the_projection_the_project_stage_stored(
+    markup_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fit and project stages first: the report reads their outputs, and gets what it would
+    have computed itself."""
+    import json
+
+    from polars.testing import assert_frame_equal
+
+    from pipelines import warehouse
+    from pipelines.report import read_report_data, refresh_inputs
+    from pipelines.report_inputs import fit_for_report, project_for_report
+
+    db = tmp_path / "refreshed.duckdb"
+    shutil.copy(markup_db, db)
+    with warnings.catch_warnings(), warehouse.connect(db) as con:
+        warnings.simplefilter("ignore")
+        warehouse.apply_schema(con)
+        fit_run_id = fit_for_report(con)
+        computed = read_report_data(con, target_gpus=(1024,))
+        projection = project_for_report(con, target_gpus=(1024,))
+
+        def refuse(*_: object, **__: object) -> None:
+            raise AssertionError("the report projected although a projection was stored")
+
+        with monkeypatch.context() as patch:
+            patch.setattr("pipelines.report_inputs.goodput_projection", refuse)
+            stored = read_report_data(con, target_gpus=(1024,))
+        assert refresh_inputs(con, target_gpus=(1024,))["fit_run_id"] == fit_run_id
+    assert projection is not None
+    assert stored.fit.run_id == computed.fit.run_id == fit_run_id
+    for name in ("goodput_curve", "goodput_targets", "knobs"):
+        assert_frame_equal(getattr(stored, name), getattr(computed, name))
+    assert json.dumps(stored.headline["goodput"]) == json.dumps(computed.headline["goodput"])
+    assert json.dumps(stored.scenario) == json.dumps(computed.scenario, default=str)
+    assert stored.notes == computed.notes
+
+
 def test_report_for_an_earlier_week(markup_db: Path, report: ReportResult, tmp_path: Path) -> None:
     earlier = week_monday(report.headline["week"]) - timedelta(days=14)
     week = f"{earlier.isocalendar().year}-W{earlier.isocalendar().week:02d}"
@@ -262,7 +307,7 @@ def test_report_refuses_bad_weeks(markup_db: Path, tmp_path: Path, week: str) ->
 
 def test_render_html_refuses_external_images(report: ReportResult, markup_db: Path) -> None:
     from pipelines import warehouse
-    from pipelines.report_data import read_report_data
+    from pipelines.report import read_report_data
 
     with warehouse.connect(markup_db, read_only=True) as con:
         data = read_report_data(con, week=report.headline["week"], target_gpus=(1024,))
@@ -326,7 +371,7 @@ def test_report_ranks_knobs_as_relia_whatif_does(
     from typer.testing import CliRunner
 
     from pipelines.cli import app
-    from pipelines.report_data import read_report_data
+    from pipelines.report import read_report_data
 
     with duckdb.connect(str(markup_db), read_only=True) as con:
         data = read_report_data(con)

@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pipelines.report import build_report
-from pipelines.report_data import SECTIONS
+from pipelines.report import SECTIONS, build_report
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -240,7 +239,7 @@ def test_probability_plots_show_and_load(
 ) -> None:
     import duckdb
 
-    from pipelines.report_data import MIN_PLOT_FAILURES
+    from pipelines.report import MIN_PLOT_FAILURES
 
     with duckdb.connect(str(fleet[0]), read_only=True) as con:
         [(n_classes,)] = con.execute(

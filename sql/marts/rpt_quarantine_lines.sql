@@ -1,0 +1,17 @@
+-- Every quarantined line with its file name (no folder), for the report's sample of them.
+with quarantine as (select * from raw_quarantine),
+
+final as (
+    select
+        quarantine.line_no,
+        quarantine.target_table,
+        quarantine.stage,
+        quarantine.reason,
+        quarantine.raw,
+        quarantine.loaded_at,
+        quarantine.source_file,
+        regexp_extract(quarantine.source_file, '[^/\\]+$') as file_name
+    from quarantine
+)
+
+select * from final
