@@ -39,6 +39,7 @@ from pipelines.report.period import (
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
 
     import duckdb
 
@@ -523,6 +524,25 @@ def refresh_inputs(
     fit_run_id = fit_for_report(con)
     projection = project_for_report(con, week=week, target_gpus=target_gpus)
     return {"fit_run_id": fit_run_id, "projection_run_id": projection}
+
+
+def refresh_warehouse(
+    db_path: Path,
+    *,
+    week: str | None = None,
+    target_gpus: Sequence[int] = DEFAULT_TARGET_GPUS,
+    lock_timeout_s: float,
+) -> dict[str, str | None]:
+    """:func:`refresh_inputs` on the warehouse at ``db_path`` (opened for writing, schema applied).
+
+    What ``relia report`` and ``relia demo`` run before building the report; the
+    ``weekly-report`` flow runs the two stages as separate tasks instead.
+    """
+    from pipelines import warehouse
+
+    with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+        warehouse.apply_schema(con)
+        return refresh_inputs(con, week=week, target_gpus=target_gpus)
 
 
 def projection_inputs(con: duckdb.DuckDBPyConnection, period: ReportPeriod) -> dict[str, Any]:

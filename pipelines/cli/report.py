@@ -68,7 +68,12 @@ def report(
                       f"in its Prefect artifact {artifact})")  # fmt: skip
         return
     from pipelines.report import build_report
+    from pipelines.report_inputs import refresh_warehouse
 
+    # the fit and project stages first: the report reads what they store
+    refresh_warehouse(
+        settings.db_path, week=week, target_gpus=scales, lock_timeout_s=settings.lock_timeout_s
+    )
     result = build_report(
         settings.db_path,
         week=week,

@@ -6,10 +6,10 @@ final as (
         files.source,
         files.target_table,
         count(*) as n_files,
-        sum(files.n_read)::bigint as n_read,
-        sum(files.n_loaded)::bigint as n_loaded,
-        sum(files.n_quarantined)::bigint as n_quarantined,
-        sum(files.n_ignored)::bigint as n_ignored,
+        cast(sum(files.n_read) as bigint) as n_read,
+        cast(sum(files.n_loaded) as bigint) as n_loaded,
+        cast(sum(files.n_quarantined) as bigint) as n_quarantined,
+        cast(sum(files.n_ignored) as bigint) as n_ignored,
         max(files.loaded_at) as last_loaded_at
     from files
     group by files.source, files.target_table

@@ -7,7 +7,7 @@ final as (
         results.expectation,
         count(*) as n_files,
         count(*) filter (where not results.success) as n_failed,
-        sum(results.n_unexpected)::bigint as n_unexpected
+        cast(sum(results.n_unexpected) as bigint) as n_unexpected
     from results
     group by results.target_table, results.expectation
 )
