@@ -3,7 +3,7 @@ r"""Monte Carlo of a training job on a fleet with Weibull lifetimes, spares and 
 The model, shared by :func:`simulate_job` (vectorised over trials and failures) and
 :func:`simulate_job_naive` (one Python step per failure, the baseline and cross-check):
 
-* **Failures.** Every unit (a GPU, or a node, per :class:`~models.goodput.ClassRate`) in the
+* **Failures.** Every unit (a GPU, or a node, per :class:`~models.scenario.ClassRate`) in the
   failure domains the job holds has Weibull lifetimes with the class's shape and mean; a fault
   in any unit takes its whole domain out. The job's position is renewed at each fault with an
   as-good-as-new unit (a repaired spare or a replacement), whose life is counted from the fault;
@@ -98,7 +98,8 @@ import numpy as np
 import polars as pl
 from scipy import special
 
-from models.goodput import SECONDS_PER_HOUR, Scenario, project_arrays
+from models.goodput import project_arrays
+from models.scenario import SECONDS_PER_HOUR, Scenario
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -304,9 +305,7 @@ def _failure_matrix(plan: _Plan, n_trials: int, rng: np.random.Generator) -> NDA
     horizon = plan.horizon_s
     batches = []
     for c in plan.classes:
-        counts = rng.binomial(
-            c.units, _window_probability(c, c.age, horizon), size=n_trials
-        )
+        counts = rng.binomial(c.units, _window_probability(c, c.age, horizon), size=n_trials)
         trial = np.repeat(np.arange(n_trials), counts)
         t = _first_failures_in_window(c, c.age, horizon, trial.size, rng)
         batches.append((trial, t))
@@ -793,7 +792,7 @@ def simulate_job(
     Parameters
     ----------
     scenario
-        The job and fleet (see :class:`~models.goodput.Scenario`); a ``None`` checkpoint interval
+        The job and fleet (see :class:`~models.scenario.Scenario`); a ``None`` checkpoint interval
         is Daly's optimum for the analytical MTTI, as in :func:`~models.goodput.project`.
     n_trials
         Independent runs of the ``job_days`` window.

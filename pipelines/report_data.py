@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import duckdb
 
     from models.gof import ProbabilityPlot
-    from models.goodput import ClassRate, Scenario
+    from models.scenario import ClassRate, Scenario
 
 log = logging.getLogger(__name__)
 

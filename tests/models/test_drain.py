@@ -28,7 +28,7 @@ from models import (
     simulate_job_naive,
     sweep,
 )
-from models.goodput import _spare_wait
+from models.renewal import spare_wait as _spare_wait
 from models.simulate import _account_drained, _plan
 
 Z = 4.0
