@@ -12,7 +12,7 @@ import importlib.util
 _SUBMODULES = (
     "exceptions", "mtbf_summary", "survival", "gof", "repairable", "goodput", "ranking",
     "simulate", "projector", "mc_sweep", "predict",
-    "scenario", "checkpoint", "renewal", "rates", "sweep",
+    "scenario", "checkpoint", "renewal", "rates", "sweep", "simulate_plan", "simulate_naive",
 )
 
 __all__: list[str] = []
