@@ -1445,7 +1445,8 @@ def _goodput(
     notes: _Notes,
 ) -> dict[str, Any]:
     from models import Scenario, project, rates_from_fits
-    from pipelines.project import build_scenario, measured_restart_s, projection_fits
+    from pipelines.project import build_scenario
+    from pipelines.project_inputs import measured_restart_s, projection_fits
 
     empty: dict[str, Any] = {
         "headline": [],
