@@ -136,7 +136,8 @@ def run_projection(
         knobs = {**knobs, "repair_h": fitted["median_h"], "repair_sigma": fitted["sigma"]}
     _, shorthand = knob_text.restart_shorthand(knob_text.knobs(knobs, where="scenario"))
     scenario = build_scenario(knobs, rates=rates, measured=measured)
-    result = project(scenario, n_samples=n_samples, random_state=seed)
+    # a Projection widened with the run's provenance below
+    result: dict[str, Any] = dict(project(scenario, n_samples=n_samples, random_state=seed))
     result["fit_run_id"] = run_id
     result["measured_restart"] = measured
     if repair is not None:
