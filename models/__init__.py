@@ -11,8 +11,9 @@ import importlib.util
 
 _SUBMODULES = (
     "exceptions", "parametric", "lifetimes", "mle", "mtbf_summary", "fitter", "survival",
-    "nonparametric", "cox", "gof", "repairable", "trend", "goodput", "ranking",
-    "simulate", "projector", "mc_sweep", "predict_features", "predict",
+    "nonparametric", "cox", "gof", "repairable", "trend", "scenario", "checkpoint", "renewal",
+    "rates", "goodput", "sweep", "ranking", "simulate_plan", "simulate", "simulate_naive",
+    "projector", "mc_sweep", "predict_features", "predict",
 )
 
 __all__: list[str] = []

@@ -1,6 +1,6 @@
 r"""What-if grids evaluated by Monte Carlo: every point, or where the analysis is not exact enough.
 
-:func:`simulate_sweep` gives the table of :func:`models.goodput.sweep` (same rows, same order,
+:func:`simulate_sweep` gives the table of :func:`models.sweep.sweep` (same rows, same order,
 same columns) with the points evaluated by :func:`models.simulate.simulate_job`, plus
 ``goodput_se`` (the Monte Carlo standard error of goodput), ``n_trials`` and ``method``
 (``"monte_carlo"`` or ``"analytical"``). :func:`auto_sweep` is the what-if default: the
@@ -9,7 +9,7 @@ analytical sweep, except at points where the projection states an error bound
 those are simulated on their own.
 
 Each point draws from its own random stream, seeded from ``random_state`` and the point's
-resolved :class:`~models.goodput.Scenario` (a hash of its ``repr``), never from its position: a
+resolved :class:`~models.scenario.Scenario` (a hash of its ``repr``), never from its position: a
 grid cut into slices (for a task runner), evaluated in any order, gives the same table, and the
 same scenario gets the same draws in any grid it appears in.
 """
@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from models.goodput import CATEGORICAL_KNOBS, Scenario, sweep
+from models.scenario import CATEGORICAL_KNOBS, Scenario
 from models.simulate import simulate_job
+from models.sweep import sweep
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -80,7 +81,7 @@ def _sweep_seed(random_state: int | np.random.Generator | None) -> int:
 def grid_points(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
     """The knob values of every point of a full-factorial grid, in the row order of ``sweep``.
 
-    :func:`models.goodput.sweep` loops over its categorical knobs (grid order, the first
+    :func:`models.sweep.sweep` loops over its categorical knobs (grid order, the first
     slowest) and inside that over the numeric ones (grid order, the first slowest).
     """
     keys = list(grid)
@@ -143,7 +144,7 @@ def simulate_sweep(
     base
         Scenario supplying every knob not in ``grid``.
     grid
-        Scenario field name -> list of values, as for :func:`models.goodput.sweep`.
+        Scenario field name -> list of values, as for :func:`models.sweep.sweep`.
     n_trials
         Monte Carlo trials per point (the standard error shrinks like ``1 / sqrt(n_trials)``).
     random_state
@@ -229,7 +230,7 @@ def auto_sweep(
     Parameters
     ----------
     base, grid
-        As for :func:`models.goodput.sweep`.
+        As for :func:`models.sweep.sweep`.
     simulate
         Trials per point to evaluate *every* point by Monte Carlo; 0 for the automatic choice.
     random_state

@@ -12,7 +12,9 @@ import numpy as np
 import polars as pl
 from sklearn.base import BaseEstimator
 
-from models.goodput import Scenario, project, rates_from_fits
+from models.goodput import project
+from models.rates import rates_from_fits
+from models.scenario import Scenario
 from models.simulate import simulate_job
 
 __all__ = ["GoodputProjector"]

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from models.goodput import Scenario, knob_label, project, project_arrays
+from models.goodput import project, project_arrays
+from models.scenario import Scenario
+from models.sweep import knob_label
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -1,9 +1,10 @@
 r"""Monte Carlo of a training job on a fleet with Weibull lifetimes, spares and repair times.
 
 The model, shared by :func:`simulate_job` (vectorised over trials and failures) and
-:func:`simulate_job_naive` (one Python step per failure, the baseline and cross-check):
+:func:`~models.simulate_naive.simulate_job_naive` (one Python step per failure, the baseline and
+cross-check):
 
-* **Failures.** Every unit (a GPU, or a node, per :class:`~models.goodput.ClassRate`) in the
+* **Failures.** Every unit (a GPU, or a node, per :class:`~models.scenario.ClassRate`) in the
   failure domains the job holds has Weibull lifetimes with the class's shape and mean; a fault
   in any unit takes its whole domain out. The job's position is renewed at each fault with an
   as-good-as-new unit (a repaired spare or a replacement), whose life is counted from the fault;
@@ -88,245 +89,19 @@ match within Monte Carlo error (up to the start and end of the window).
 
 from __future__ import annotations
 
-import heapq
-import math
-from collections import deque
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
-from scipy import special
 
-from models.goodput import SECONDS_PER_HOUR, Scenario, project_arrays
+from models.scenario import Scenario
+from models.simulate_plan import Plan, build_plan, failure_matrix, trial_summary
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from numpy.typing import NDArray
 
-__all__ = ["simulate_job", "simulate_job_naive"]
+__all__ = ["simulate_job"]
 
 _EVENTS_PER_CHUNK = 200_000  # events per chunk of trials: bounds memory, keeps arrays in cache
-_LOSSES = ("checkpoint", "rework", "restart", "spares_wait", "drain")
-
-
-@dataclass(frozen=True)
-class _Class:
-    units: int
-    shape: float
-    scale_s: float
-    age: str | float  # "steady_state", "new" or the units' age at job start, seconds
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """A scenario resolved to the constants the simulation needs, in seconds."""
-
-    horizon_s: float
-    n_gpus: float
-    classes: tuple[_Class, ...]
-    tau_s: float
-    delta_s: float
-    strategy: str
-    detect_s: float
-    detect_hang_s: float
-    hang_share: float
-    reload_warm_s: float
-    reschedule_s: float
-    repair_s: float
-    repair_sigma: float
-    spares: int
-    frac_group: float
-    gpu_power_w: float
-    pue: float
-    expected_failures: float
-    fleet_age_assumption: str
-    drain_recall: float
-    false_alarm_rate_s: float
-    drain_s: float
-    job_rate_s: float
-
-    @property
-    def hardware_fixed_s(self) -> float:
-        """Restart of a hardware fault after detection and any spare wait."""
-        extra = self.reschedule_s if self.strategy == "restart" else 0.0
-        return extra + self.reload_warm_s
-
-
-def _group_units(units: int, groups: Sequence[tuple[float, Any]]) -> list[tuple[int, Any]]:
-    """Units of one class in each group ``(share, value)`` (a node group's rate multiplier or an
-    age): ``round(share * units)``, the last takes the rest."""
-    out = []
-    left = units
-    for share, multiplier in groups[:-1]:
-        n = min(round(share * units), left)
-        out.append((n, multiplier))
-        left -= n
-    out.append((left, groups[-1][1]))
-    return out
-
-
-def _plan(s: Scenario) -> _Plan:
-    core = project_arrays(s)
-    n_domains = math.ceil(s.n_gpus / s.failure_domain_gpus)
-    gpus_held = n_domains * s.failure_domain_gpus
-    nodes_held = math.ceil(gpus_held / s.gpus_per_node)
-    groups = s.unit_groups()
-    if isinstance(s.fleet_age, tuple):  # an age mix: a split of every class, like node groups
-        ages: tuple[tuple[float, str | float], ...] = tuple(
-            (share, age_h * SECONDS_PER_HOUR) for age_h, share in s.fleet_age
-        )
-    elif s.fleet_age in ("steady_state", "new"):
-        ages = ((1.0, str(s.fleet_age)),)
-    else:
-        ages = ((1.0, float(s.fleet_age) * SECONDS_PER_HOUR),)
-    classes = []
-    for r in s.class_rates():
-        to_scale = SECONDS_PER_HOUR / math.gamma(1.0 + 1.0 / r.weibull_shape)
-        units = gpus_held if r.level == "gpu" else nodes_held
-        # a node group is a class of its own: same shape, lifetimes scaled by 1 / multiplier;
-        # each group is then split by age (the product of the two splits)
-        for n, multiplier in _group_units(units, groups):
-            for n_aged, age in _group_units(n, ages):
-                if n_aged > 0:
-                    scale_s = r.mtbf_h / multiplier * to_scale
-                    classes.append(_Class(n_aged, r.weibull_shape, scale_s, age))
-    # only for sizing chunks of trials: the analytical count of hardware faults (node groups
-    # included; the job-level interruptions are added where the chunks are sized)
-    hardware_faults = float(core["expected_interruptions"]) - s.job_interruptions_per_h * (
-        s.job_days * 24.0
-    )
-    if s.fleet_age == "steady_state":
-        text = (
-            "steady state: each unit's first failure drawn from the equilibrium "
-            "(forward-recurrence) distribution, then renewed with a new unit at each failure"
-        )
-    elif s.fleet_age == "new":
-        text = (
-            "new fleet: every unit at age 0 at job start, renewed with a new unit at each failure"
-        )
-    elif isinstance(s.fleet_age, tuple):
-        mix = ", ".join(f"{share:.3g} at {age_h:g} h" for age_h, share in s.fleet_age)
-        text = (
-            f"age mix: round(share x units) of every class (and node group) that old at job "
-            f"start ({mix}), renewed with a new unit at each failure"
-        )
-    else:
-        text = (
-            f"aged fleet: every unit {float(s.fleet_age):g} h old at job start, renewed with a new "
-            "unit at each failure"
-        )
-    return _Plan(
-        horizon_s=s.job_days * 86_400.0,
-        n_gpus=float(s.n_gpus),
-        classes=tuple(classes),
-        tau_s=float(core["checkpoint_interval_min"]) * 60.0,
-        delta_s=float(s.checkpoint_s),
-        strategy=s.strategy,
-        detect_s=float(s.detect_s),
-        detect_hang_s=float(s.detect_hang_s),
-        hang_share=float(s.hang_share),
-        reload_warm_s=float(s.reload_s + s.warmup_s),
-        reschedule_s=float(s.reschedule_s),
-        repair_s=float(s.repair_h) * SECONDS_PER_HOUR,
-        repair_sigma=float(s.repair_sigma),
-        spares=int(s.hot_spares),
-        frac_group=min(max(s.replica_gpus, s.failure_domain_gpus) / s.n_gpus, 1.0),
-        gpu_power_w=float(s.gpu_power_w),
-        pue=float(s.pue),
-        expected_failures=max(hardware_faults, 0.0),
-        fleet_age_assumption=text,
-        drain_recall=float(s.drain_recall),
-        false_alarm_rate_s=float(core["expected_false_alarms"]) / (s.job_days * 86_400.0),
-        drain_s=float(s.checkpoint_s + s.drain_migration_s),
-        job_rate_s=float(s.job_interruptions_per_h) / SECONDS_PER_HOUR,
-    )
-
-
-# --------------------------------------------------------------------------- failure times
-
-
-def _window_probability(c: _Class, fleet_age: str | float, horizon_s: float) -> float:
-    """Probability that a unit's first failure falls in the job window [0, horizon)."""
-    k, eta = c.shape, c.scale_s
-    if fleet_age == "steady_state":  # F_e(T) = P(1/k, (T/eta)^k)
-        return float(special.gammainc(1.0 / k, (horizon_s / eta) ** k))
-    if fleet_age == "new":
-        return -math.expm1(-((horizon_s / eta) ** k))
-    age = float(fleet_age)
-    return -math.expm1(-(((age + horizon_s) / eta) ** k - (age / eta) ** k))
-
-
-def _first_failures_in_window(
-    c: _Class, fleet_age: str | float, horizon_s: float, size: int, rng: np.random.Generator
-) -> NDArray[np.float64]:
-    r"""First failure times of ``size`` units, conditional on falling in [0, horizon).
-
-    New and aged units: inverse of the (residual) Weibull CDF on (0, p). Steady state: the
-    equilibrium density is :math:`S(t)/\mu`, so draws uniform on the window accepted with
-    probability :math:`S(t)` are exact; acceptance is at least :math:`S(T)`, near 1 when the
-    window is short against the unit's life (otherwise the inverse incomplete gamma is used).
-    """
-    k, eta = c.shape, c.scale_s
-    p = _window_probability(c, fleet_age, horizon_s)
-    if fleet_age == "steady_state":
-        if math.exp(-((horizon_s / eta) ** k)) < 0.5:
-            u = rng.random(size) * p
-            t = eta * special.gammaincinv(1.0 / k, u) ** (1.0 / k)
-        else:
-            # S(t) >= S(T) on the window, so u < S(T) accepts without evaluating S(t) (a squeeze)
-            floor_s = math.exp(-((horizon_s / eta) ** k))
-            t = horizon_s * rng.random(size)
-            todo = np.flatnonzero(rng.random(size) >= floor_s)
-            while todo.size:
-                u = floor_s + (1.0 - floor_s) * rng.random(todo.size)  # u given u >= S(T)
-                rejected = u >= np.exp(-((t[todo] / eta) ** k))
-                todo = todo[rejected]
-                t[todo] = horizon_s * rng.random(todo.size)  # redraw, test again from scratch
-                todo = todo[rng.random(todo.size) >= floor_s]
-    elif fleet_age == "new":
-        t = eta * (-np.log1p(-rng.random(size) * p)) ** (1.0 / k)
-    else:
-        age = float(fleet_age)
-        h_age = (age / eta) ** k
-        t = eta * (h_age - np.log1p(-rng.random(size) * p)) ** (1.0 / k) - age
-    return np.minimum(np.maximum(t, 0.0), np.nextafter(horizon_s, 0.0))
-
-
-def _failure_matrix(plan: _Plan, n_trials: int, rng: np.random.Generator) -> NDArray[np.float64]:
-    """Failure times of every trial: an (n_trials, max failures) array, sorted, padded with inf.
-
-    Each batch of times (one class's first failures, then one renewal generation at a time) has
-    its trial labels in ascending order, so each time's column is its rank within the trial plus
-    what earlier batches already filled: no sort of the labels is needed, only of each row.
-    """
-    horizon = plan.horizon_s
-    batches = []
-    for c in plan.classes:
-        counts = rng.binomial(
-            c.units, _window_probability(c, c.age, horizon), size=n_trials
-        )
-        trial = np.repeat(np.arange(n_trials), counts)
-        t = _first_failures_in_window(c, c.age, horizon, trial.size, rng)
-        batches.append((trial, t))
-        inv_shape = 1.0 / c.shape
-        while t.size:  # renewals, one generation per pass, every trial at once
-            t = t + c.scale_s * rng.standard_exponential(t.size) ** inv_shape
-            keep = t < horizon
-            t, trial = t[keep], trial[keep]
-            batches.append((trial, t))
-    per_batch = [np.bincount(trial, minlength=n_trials) for trial, _ in batches]
-    width = max(int(sum(per_batch).max()) if n_trials else 0, 1)
-    matrix = np.full((n_trials, width), np.inf)
-    filled = np.zeros(n_trials, dtype=np.int64)
-    for (trial, t), counts in zip(batches, per_batch, strict=True):
-        if trial.size:
-            rank = np.arange(trial.size) - (np.cumsum(counts) - counts)[trial]
-            matrix[trial, filled[trial] + rank] = t
-            filled += counts
-    matrix.sort(axis=1)
-    return matrix
 
 
 # --------------------------------------------------------------------------- accounting
@@ -346,7 +121,7 @@ def _poisson_times(
 
 
 def _alarms(
-    plan: _Plan, fail: NDArray[np.float64], rng: np.random.Generator
+    plan: Plan, fail: NDArray[np.float64], rng: np.random.Generator
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]:
     """Mark the warned faults and add the false alarms: every event of each trial, sorted.
 
@@ -372,7 +147,7 @@ def _alarms(
 
 
 def _detect_times(
-    plan: _Plan, shape: tuple[int, ...], rng: np.random.Generator
+    plan: Plan, shape: tuple[int, ...], rng: np.random.Generator
 ) -> float | NDArray[np.float64]:
     """Detection time of each interruption: ``detect_hang_s`` for a hang, else ``detect_s``.
 
@@ -388,7 +163,7 @@ def _detect_times(
 
 
 def _spare_tokens(
-    plan: _Plan, times: NDArray[np.float64], rng: np.random.Generator
+    plan: Plan, times: NDArray[np.float64], rng: np.random.Generator
 ) -> NDArray[np.float64]:
     r"""When the domain each event takes from the spare pool is back (sorted event times in).
 
@@ -440,7 +215,7 @@ def _pending_waits(
 
 
 def _timeline(
-    plan: _Plan,
+    plan: Plan,
     t: NDArray[np.float64],
     busy: float | NDArray[np.float64],
     wait: NDArray[np.float64] | None,
@@ -490,7 +265,7 @@ def _timeline(
 
 
 def _elastic(
-    plan: _Plan,
+    plan: Plan,
     t: NDArray[np.float64],
     wait: NDArray[np.float64],
     detect: float | NDArray[np.float64],
@@ -524,7 +299,7 @@ def _elastic(
 
 
 def _with_rollbacks(
-    plan: _Plan,
+    plan: Plan,
     elastic: dict[str, NDArray[np.float64]],
     jobs: NDArray[np.float64],
     rng: np.random.Generator,
@@ -551,7 +326,7 @@ def _with_rollbacks(
 
 
 def _account(
-    plan: _Plan, fail: NDArray[np.float64], rng: np.random.Generator
+    plan: Plan, fail: NDArray[np.float64], rng: np.random.Generator
 ) -> dict[str, NDArray[np.float64]]:
     """Per-trial goodput, interruptions and loss fractions from sorted failure times."""
     n = fail.shape[0]
@@ -637,7 +412,7 @@ def _acting(
 
 
 def _account_drained(
-    plan: _Plan,
+    plan: Plan,
     t: NDArray[np.float64],
     alarm: NDArray[np.bool_],
     fault: NDArray[np.bool_],
@@ -729,59 +504,6 @@ def _account_drained(
     }
 
 
-def _standard_error(x: NDArray[np.float64]) -> float:
-    """Monte Carlo standard error of the mean of ``x``: sd / sqrt(n)."""
-    return float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else math.nan
-
-
-def _summary(plan: _Plan, per_trial: dict[str, NDArray[np.float64]], method: str) -> dict[str, Any]:
-    n = per_trial["goodput"].size
-    horizon_h = plan.horizon_s / SECONDS_PER_HOUR
-    gpu_h = plan.n_gpus * horizon_h
-    goodput = per_trial["goodput"]
-    count = per_trial["n_interruptions"]
-    drains = per_trial["n_drains"]
-    jobs = per_trial["n_job_interruptions"]
-    mean_count = float(count.mean())
-    lost = {key: float(per_trial[key].mean()) * gpu_h for key in _LOSSES}
-    lost_total = (1.0 - float(goodput.mean())) * gpu_h
-    trials = pl.DataFrame(
-        {
-            "trial": np.arange(n),
-            "goodput": goodput,
-            "n_interruptions": count.astype(np.int64),
-            "n_job_interruptions": jobs.astype(np.int64),
-            "n_drains": drains.astype(np.int64),
-            **{f"lost_frac_{key}": per_trial[key] for key in _LOSSES},
-        }
-    )
-    return {
-        "method": method,
-        "n_trials": n,
-        "strategy": plan.strategy,
-        "goodput": float(goodput.mean()),
-        "goodput_se": _standard_error(goodput),
-        "goodput_lo": float(np.quantile(goodput, 0.025)),
-        "goodput_hi": float(np.quantile(goodput, 0.975)),
-        "interruptions": mean_count,
-        "interruptions_se": _standard_error(count),
-        "job_interruptions": float(jobs.mean()),
-        "job_interruptions_se": _standard_error(jobs),
-        "drains": float(drains.mean()),
-        "drains_se": _standard_error(drains),
-        "mtti_h": horizon_h / mean_count if mean_count > 0 else math.inf,
-        "mtti_h_se": horizon_h * _standard_error(count) / mean_count**2
-        if mean_count > 0
-        else math.nan,
-        "checkpoint_interval_min": plan.tau_s / 60.0,
-        **{f"lost_gpu_h_{key}": value for key, value in lost.items()},
-        "lost_gpu_h_total": lost_total,
-        "energy_lost_mwh": lost_total * plan.gpu_power_w * plan.pue / 1e6,
-        "fleet_age_assumption": plan.fleet_age_assumption,
-        "trials": trials,
-    }
-
-
 def simulate_job(
     scenario: Scenario,
     *,
@@ -793,7 +515,7 @@ def simulate_job(
     Parameters
     ----------
     scenario
-        The job and fleet (see :class:`~models.goodput.Scenario`); a ``None`` checkpoint interval
+        The job and fleet (see :class:`~models.scenario.Scenario`); a ``None`` checkpoint interval
         is Daly's optimum for the analytical MTTI, as in :func:`~models.goodput.project`.
     n_trials
         Independent runs of the ``job_days`` window.
@@ -831,279 +553,17 @@ def simulate_job(
     if n_trials < 1:
         msg = f"n_trials must be at least 1, got {n_trials}."
         raise ValueError(msg)
-    plan = _plan(scenario)
+    plan = build_plan(scenario)
     rng = np.random.default_rng(random_state)
     events = plan.expected_failures + (plan.false_alarm_rate_s + plan.job_rate_s) * plan.horizon_s
     chunk = int(min(n_trials, max(1, _EVENTS_PER_CHUNK // (events * 1.2 + 10))))
     parts = []
     for start in range(0, n_trials, chunk):
         size = min(chunk, n_trials - start)
-        fail = _failure_matrix(plan, size, rng)
+        fail = failure_matrix(plan, size, rng)
         if plan.drain_recall > 0:
             parts.append(_account_drained(plan, *_alarms(plan, fail, rng), rng))
         else:
             parts.append(_account(plan, fail, rng))
     per_trial = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
-    return _summary(plan, per_trial, "vectorised")
-
-
-# --------------------------------------------------------------------------- naive baseline
-
-
-def _all_first_failures(
-    c: _Class, fleet_age: str | float, rng: np.random.Generator
-) -> NDArray[np.float64]:
-    r"""First failure time of every unit, drawn directly (no conditioning on the window).
-
-    Steady state uses the length-biased construction: the forward-recurrence time is
-    :math:`U \eta G^{1/k}` with :math:`G \sim \mathrm{Gamma}(1 + 1/k)` and :math:`U` uniform.
-    """
-    k, eta = c.shape, c.scale_s
-    if fleet_age == "steady_state":
-        return rng.random(c.units) * eta * rng.gamma(1.0 + 1.0 / k, size=c.units) ** (1.0 / k)
-    if fleet_age == "new":
-        return eta * rng.standard_exponential(c.units) ** (1.0 / k)
-    age = float(fleet_age)
-    return eta * ((age / eta) ** k + rng.standard_exponential(c.units)) ** (1.0 / k) - age
-
-
-_FALSE_ALARM, _JOB, _BACK = -1, -2, -3  # heap tags of events that are not a class's fault
-
-
-class _NaiveTimeline:
-    """A job that every acting event throws back to its last checkpoint, closed stretch by stretch.
-
-    ``claimed`` maps each spare claim to when it was served (absent: not yet, so not before the
-    event being handled); an event's restart needs the claim the job still lacks, if any.
-    """
-
-    def __init__(self, plan: _Plan, claimed: dict[int, float]) -> None:
-        self.plan = plan
-        self.claimed = claimed
-        self.t = 0.0
-        self.detect = 0.0
-        self.fixed = 0.0
-        self.claim: int | None = None
-        self.alarm = False
-        self.started = False
-        self.pending = 0.0  # compute of the segment a drain interrupted, saved if it completes
-        self.committed = self.checkpoint = self.rework = 0.0
-        self.restart = self.waiting = self.drain = 0.0
-
-    def busy(self) -> tuple[float, float]:
-        """Length of the last acting event's restart (or drain), and its wait for a spare."""
-        if not self.started:
-            return 0.0, 0.0
-        if self.alarm:
-            return self.plan.drain_s, 0.0
-        ready = -math.inf if self.claim is None else self.claimed.get(self.claim, math.inf)
-        w = max(ready - self.t - self.detect, 0.0)
-        return self.detect + w + self.fixed, w
-
-    def start(
-        self, t: float, *, alarm: bool, detect: float, fixed: float, claim: int | None
-    ) -> None:
-        """Close the stretch up to ``t`` and start the restart or drain of the event at ``t``."""
-        self.close(t, next_alarm=alarm)
-        self.t, self.alarm, self.detect, self.fixed, self.claim = t, alarm, detect, fixed, claim
-        self.started = True
-
-    def close(self, end: float, *, next_alarm: bool) -> None:
-        """Account for the stretch from the last event to ``end``: restart, then compute."""
-        tau, delta = self.plan.tau_s, self.plan.delta_s
-        seg = tau + delta
-        gap = end - self.t
-        busy, w = self.busy()
-        if self.alarm:
-            self.drain += min(gap, busy)
-            saved = min(self.pending, tau) if gap >= delta else 0.0
-            self.committed += saved
-            self.rework += self.pending - saved
-        else:
-            w = min(max(gap - self.detect, 0.0), w)
-            self.restart += min(gap, busy) - w
-            self.waiting += w
-        self.pending = 0.0
-        if gap > busy:
-            compute = gap - busy
-            k = math.floor(compute / seg)
-            self.committed += k * tau
-            self.checkpoint += k * delta
-            if next_alarm:
-                self.pending = compute - k * seg
-            else:
-                self.rework += compute - k * seg
-
-    def fractions(self) -> dict[str, float]:
-        """Close the window and return its goodput and loss fractions."""
-        self.close(self.plan.horizon_s, next_alarm=False)
-        horizon = self.plan.horizon_s
-        return {
-            "goodput": self.committed / horizon,
-            "checkpoint": self.checkpoint / horizon,
-            "rework": self.rework / horizon,
-            "restart": self.restart / horizon,
-            "spares_wait": self.waiting / horizon,
-            "drain": self.drain / horizon,
-        }
-
-
-def _naive_trial(plan: _Plan, rng: np.random.Generator) -> dict[str, float]:
-    horizon = plan.horizon_s
-    heap: list[tuple[float, int]] = []
-    for index, c in enumerate(plan.classes):
-        first = _all_first_failures(c, c.age, rng)
-        heap.extend((float(t), index) for t in first[first < horizon])
-    if plan.drain_recall > 0:  # false alarms, never renewed
-        n_false = rng.poisson(plan.false_alarm_rate_s * horizon)
-        heap.extend((float(t), _FALSE_ALARM) for t in horizon * rng.random(n_false))
-    if plan.job_rate_s > 0:  # job-level interruptions
-        n_jobs = rng.poisson(plan.job_rate_s * horizon)
-        heap.extend((float(t), _JOB) for t in horizon * rng.random(n_jobs))
-    heapq.heapify(heap)
-    detect_s, migration = plan.detect_s, plan.drain_s - plan.delta_s
-    # the spare pool: free domains, open claims (oldest first), when each claim was served
-    free = plan.spares
-    claims: deque[int] = deque()
-    claimed: dict[int, float] = {}
-    n_claims = 0
-    needed: int | None = None  # the claim the job waits for before it can run again
-    job = _NaiveTimeline(plan, claimed)
-    rollbacks = _NaiveTimeline(plan, {})  # elastic: the job-level interruptions alone
-    elastic_faults: list[tuple[float, float, int]] = []
-    n_fail = n_jobs = n_drains = 0
-    stall = moving = 0.0
-
-    while heap:
-        t, index = heapq.heappop(heap)
-        if index == _BACK:  # a repaired domain: to the oldest open claim, else to the pool
-            if claims:
-                claimed[claims.popleft()] = t
-            else:
-                free += 1
-            continue
-        if 0 < plan.hang_share < 1:
-            detect = plan.detect_hang_s if rng.random() < plan.hang_share else detect_s
-        else:
-            detect = plan.detect_hang_s if plan.hang_share >= 1 else detect_s
-        if index == _JOB:
-            n_jobs += 1
-            if plan.strategy == "elastic":
-                rollbacks.start(t, alarm=False, detect=detect, fixed=plan.reload_warm_s, claim=None)
-            else:
-                job.start(t, alarm=False, detect=detect, fixed=plan.reload_warm_s, claim=needed)
-            continue
-        alarm = index == _FALSE_ALARM
-        if not alarm:
-            c = plan.classes[index]
-            renewed = t + c.scale_s * rng.standard_exponential() ** (1.0 / c.shape)
-            if renewed < horizon:
-                heapq.heappush(heap, (renewed, index))
-            n_fail += 1
-            alarm = plan.drain_recall > 0 and rng.random() < plan.drain_recall
-        claim = None
-        if plan.strategy != "restart":  # a drain takes a spare too, but trains until it is in
-            claim = n_claims
-            n_claims += 1
-            if free:
-                free -= 1
-                claimed[claim] = t
-            else:
-                claims.append(claim)
-            repair = plan.repair_s
-            if plan.repair_sigma > 0:
-                repair *= math.exp(plan.repair_sigma * rng.standard_normal())
-            if t + repair < horizon:
-                heapq.heappush(heap, (t + repair, _BACK))
-        if plan.strategy == "elastic":
-            if alarm:  # the group leaves without stalling the others, moves onto its spare
-                n_drains += 1
-                moving += min(migration, horizon - t)
-            else:  # its group is out until its spare is in: settled at the end
-                assert claim is not None
-                elastic_faults.append((t, detect, claim))
-                stall += min(detect, horizon - t)
-            continue
-        if alarm and t < job.t + job.busy()[0]:
-            continue  # the job is restarting or draining: the alarm is handled within
-        if alarm:
-            n_drains += 1
-        else:
-            needed = claim
-        job.start(t, alarm=alarm, detect=detect, fixed=plan.hardware_fixed_s, claim=claim)
-    counts = {
-        "n_interruptions": float(n_fail + n_jobs),
-        "n_job_interruptions": float(n_jobs),
-        "n_drains": float(n_drains),
-    }
-    if plan.strategy != "elastic":
-        return job.fractions() | counts
-    down = down_wait = 0.0
-    for t, detect, claim in elastic_faults:
-        remaining = horizon - t
-        w = max(claimed.get(claim, math.inf) - t - detect, 0.0)
-        down += min(detect + w + plan.reload_warm_s, remaining)
-        down_wait += min(max(remaining - detect, 0.0), w)
-    down_f = min(plan.frac_group * (down + moving) / horizon, 1.0)
-    wait_f = min(plan.frac_group * down_wait / horizon, down_f)
-    drain_f = min(plan.frac_group * moving / horizon, down_f - wait_f)
-    stall_f = min(stall / horizon, 1.0)
-    running = (1.0 - down_f) * (1.0 - stall_f)
-    tau, seg = plan.tau_s, plan.tau_s + plan.delta_s
-    out = {
-        "goodput": running * tau / seg,
-        "checkpoint": running * plan.delta_s / seg,
-        "rework": 0.0,
-        "restart": down_f - wait_f + (1.0 - down_f) * stall_f - drain_f,
-        "spares_wait": wait_f,
-        "drain": drain_f,
-    }
-    if plan.job_rate_s > 0:  # whole-job rollbacks: own timeline, elastic rate while computing
-        rolled = rollbacks.fractions()
-        computing = rolled["goodput"] + rolled["checkpoint"]
-        out = {
-            "goodput": rolled["goodput"] * running,
-            "checkpoint": rolled["checkpoint"] * running,
-            "rework": rolled["rework"],
-            "restart": rolled["restart"] + computing * out["restart"],
-            "spares_wait": computing * out["spares_wait"],
-            "drain": computing * out["drain"],
-        }
-    return out | counts
-
-
-def simulate_job_naive(
-    scenario: Scenario,
-    *,
-    n_trials: int = 100,
-    random_state: int | np.random.Generator | None = None,
-) -> dict[str, Any]:
-    """Run the same Monte Carlo as :func:`simulate_job`, one Python step per failure.
-
-    Draws every unit's first failure directly, keeps the pending failures in a heap, and walks
-    them in time order, updating the job's state (restart, spare pool, committed work) at each.
-    It shares no sampling code with :func:`simulate_job`, which makes it the cross-check for the
-    vectorised version and the baseline of ``bench/bench_simulate.py``.
-
-    Parameters
-    ----------
-    scenario
-        The job and fleet.
-    n_trials
-        Independent runs of the ``job_days`` window.
-    random_state
-        Seed or generator.
-
-    Returns
-    -------
-    dict
-        The same keys as :func:`simulate_job`.
-    """
-    if n_trials < 1:
-        msg = f"n_trials must be at least 1, got {n_trials}."
-        raise ValueError(msg)
-    plan = _plan(scenario)
-    rng = np.random.default_rng(random_state)
-    rows = [_naive_trial(plan, rng) for _ in range(n_trials)]
-    per_trial = {key: np.array([row[key] for row in rows]) for key in rows[0]}
-    return _summary(plan, per_trial, "naive")
+    return trial_summary(plan, per_trial, "vectorised")

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     import duckdb
 
-    from models.goodput import ClassRate, Scenario
+    from models.scenario import ClassRate, Scenario
     from pipelines.report.period import ReportPeriod
 
 # --------------------------------------------------------------------------------------------
@@ -102,7 +102,8 @@ def goodput_projection(
         ``notes``.
     """
     from models import Scenario, project, rates_from_fits
-    from pipelines.project import build_scenario, measured_restart_s, projection_fits
+    from pipelines.project import build_scenario
+    from pipelines.project_inputs import measured_restart_s, projection_fits
 
     empty: dict[str, Any] = {
         "headline": [],

@@ -32,8 +32,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("models", "pipelines", "bench")
 FORBIDDEN_IN_MODELS = ("prefect", "duckdb", "great_expectations", "pipelines")
@@ -426,7 +424,7 @@ def test_cli_report_summary_reads_marts_only() -> None:
     reads marts only, like the report; the CLI itself holds no query below the marts."""
     n_queries, problems = _below_marts([ROOT / "pipelines" / "summary.py"])
     assert n_queries >= 3, f"the walker found only {n_queries} summary queries"
-    cli_queries, cli_problems = _below_marts(sorted((ROOT / "pipelines" / "cli").rglob("*.py")))
+    _, cli_problems = _below_marts(sorted((ROOT / "pipelines" / "cli").rglob("*.py")))
     assert not problems + cli_problems, "summary queries below the marts:\n" + "\n".join(
         problems + cli_problems
     )

@@ -227,7 +227,7 @@ def test_grid_slices_concatenate_to_the_whole_sweep(grid: dict[str, list[Any]]) 
 
 
 def test_split_grid_knows_the_sweeps_categorical_knobs() -> None:
-    from models.goodput import _CATEGORICAL
+    from models.scenario import _CATEGORICAL
 
     assert set(dask_runner.CATEGORICAL_KNOBS) == set(_CATEGORICAL)
 

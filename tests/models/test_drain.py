@@ -28,8 +28,9 @@ from models import (
     simulate_job_naive,
     sweep,
 )
-from models.goodput import _spare_wait
-from models.simulate import _account_drained, _plan
+from models.renewal import spare_wait as _spare_wait
+from models.simulate import _account_drained
+from models.simulate_plan import build_plan as _plan
 
 Z = 4.0
 HOUR = 3600.0

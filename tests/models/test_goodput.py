@@ -27,7 +27,7 @@ from models import (
     sweep,
     young_interval_s,
 )
-from models.goodput import _renewal_count
+from models.renewal import _renewal_count
 
 MIN = 60.0
 HOUR = 3600.0

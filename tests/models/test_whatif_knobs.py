@@ -16,7 +16,8 @@ import pytest
 from scipy import integrate, special
 
 from models import ClassRate, Scenario, daly_interval_s, project
-from models.goodput import _spare_wait, _spare_wait_random
+from models.renewal import spare_wait as _spare_wait
+from models.renewal import spare_wait_random as _spare_wait_random
 
 HOUR = 3600.0
 DAY = 86_400.0
