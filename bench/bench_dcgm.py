@@ -37,8 +37,8 @@ import numpy as np
 
 from pipelines import ingest
 from pipelines.sources import dcgm as dcgm_parser
-from pipelines.synth.dcgm import DMON_TAGS, EXPORTED, dmon_text, exposition
-from pipelines.synth.fleet import PCI_BUSES
+from synth.dcgm import DMON_TAGS, EXPORTED, dmon_text, exposition
+from synth.fleet import PCI_BUSES
 
 START = datetime(2026, 6, 1, tzinfo=UTC)
 DAY_S = 86_400

@@ -8,7 +8,7 @@ Run from the repository root::
 
 Steps, all in one run so the ratios compare like with like on this machine:
 
-1. ``pipelines.synth.synthesize`` writes the fleet-year into a landing folder (skipped when
+1. ``synth.synthesize`` writes the fleet-year into a landing folder (skipped when
    ``--landing`` already holds one with the same parameters).
 2. ``pipelines.ingest.ingest`` loads it into a fresh warehouse in a child process, one call per
    source (so each source gets its own time and rows/s; the total is their sum), and the parent
@@ -66,7 +66,7 @@ def synth_landing(landing: Path, *, nodes: int, gpus_per_node: int, days: int, s
     The window ends at midnight UTC two days before today: telemetry from the future would be
     quarantined ("in the future"), which is not the ingest this benchmark means to time.
     """
-    from pipelines.synth import SynthConfig, synthesize
+    from synth import SynthConfig, synthesize
 
     today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     start = today - timedelta(days=days + 2)

@@ -31,7 +31,7 @@ def demo(
 ) -> None:
     """End to end: synthesise a fleet, ingest it as an ``ingest-telemetry`` flow run, summarise,
     fit MTBF per class and write the weekly report."""
-    from pipelines.synth import SynthConfig, synthesize
+    from synth import SynthConfig, synthesize
 
     settings = load_settings(db_path=db, landing_dir=out)
     timings: dict[str, float] = {}

@@ -68,7 +68,7 @@ def synth(
 ) -> None:
     """Simulate a fleet with known lifetimes and write real-format telemetry plus ground truth."""
     shown = output_format(fmt, as_json)
-    from pipelines.synth import SynthConfig, synthesize
+    from synth import SynthConfig, synthesize
 
     started = time.perf_counter()
     config = SynthConfig(

@@ -23,7 +23,7 @@ def small_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A warehouse of a small synthetic fleet (24 nodes, 30 days) with one fit run stored."""
     from models.exceptions import FewFailuresWarning
     from pipelines import fit, ingest
-    from pipelines.synth import SynthConfig, synthesize
+    from synth import SynthConfig, synthesize
 
     root = tmp_path_factory.mktemp("flows")
     synthesize(root / "landing", SynthConfig(nodes=24, days=30, seed=3,

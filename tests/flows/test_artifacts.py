@@ -15,7 +15,7 @@ import pytest
 from models.exceptions import FewFailuresWarning
 from pipelines import warehouse
 from pipelines.flows.artifacts import KEYS, file_uri, ingest_count_rows, json_safe
-from pipelines.synth import SynthConfig, synthesize
+from synth import SynthConfig, synthesize
 
 SWEEPS = Path(__file__).resolve().parents[2] / "data_samples" / "sweeps"
 

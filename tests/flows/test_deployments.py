@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from pipelines import ingest
-from pipelines.synth import SynthConfig, synthesize
+from synth import SynthConfig, synthesize
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
 

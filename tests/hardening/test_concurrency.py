@@ -23,7 +23,7 @@ from prefect.states import Completed, Failed
 
 from pipelines import ingest, warehouse
 from pipelines.flows.ingest_telemetry import _warehouse_busy, load_files
-from pipelines.synth import SynthConfig, synthesize
+from synth import SynthConfig, synthesize
 
 CONSISTENT = """
 select

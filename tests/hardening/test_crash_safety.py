@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from pipelines import ingest, warehouse
-from pipelines.synth import SynthConfig, synthesize
+from synth import SynthConfig, synthesize
 
 pytestmark = pytest.mark.slow
 

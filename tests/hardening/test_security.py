@@ -352,7 +352,7 @@ def test_hostile_strings_land_as_inert_data(
 def test_report_shows_hostile_text_escaped(tmp_path: Path) -> None:
     from pipelines import fit
     from pipelines.report import build_report
-    from pipelines.synth import SynthConfig, synthesize
+    from synth import SynthConfig, synthesize
 
     landing = tmp_path / "landing"
     start = datetime(2026, 5, 4, tzinfo=UTC)

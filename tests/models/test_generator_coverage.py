@@ -1,6 +1,6 @@
 """Headline MTBF coverage over synthetic fleets whose classes are drawn from any family.
 
-Each fleet is the synthetic generator's own lifetime simulation (``pipelines.synth``: the default
+Each fleet is the synthetic generator's own lifetime simulation (``synth``: the default
 256 nodes x 8 GPUs x 90 days, batches installed long before the window, competing GPU-level
 risks, planned replacements, decommissioned nodes), with every class's lifetime family drawn at
 random from the four (same mean and median as its default Weibull law,
@@ -17,9 +17,9 @@ import polars as pl
 import pytest
 
 from models import fit_lives
-from pipelines.synth import SynthConfig
-from pipelines.synth import fleet as fleet_mod
-from pipelines.synth.fleet import REPLACE
+from synth import SynthConfig
+from synth import fleet as fleet_mod
+from synth.fleet import REPLACE
 
 FAMILIES = ("exponential", "weibull", "lognormal", "loglogistic")
 

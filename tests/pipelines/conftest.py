@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipelines import ingest
-from pipelines.synth import SynthConfig, synthesize
+from synth import SynthConfig, synthesize
 
 CONFIG = SynthConfig(
     nodes=48, gpus_per_node=8, days=45, seed=7, start=datetime(2026, 3, 2, tzinfo=UTC)

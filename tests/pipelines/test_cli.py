@@ -430,7 +430,7 @@ def test_predict_format_csv_and_json(tmp_path: Path) -> None:
     from datetime import UTC, datetime
 
     from pipelines import ingest
-    from pipelines.synth import SynthConfig, default_classes, synthesize
+    from synth import SynthConfig, default_classes, synthesize
 
     # memoryless lifetimes failing often, DCGM scraped hourly (as tests/pipelines/test_predict_e2e)
     classes = {

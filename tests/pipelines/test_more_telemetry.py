@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from pipelines import ingest, warehouse
-from pipelines.synth import SynthConfig, default_classes, synthesize
+from synth import SynthConfig, default_classes, synthesize
 
 NEW_TABLES = [
     "raw_k8s_pods", "raw_k8s_events", "raw_elastic_events", "raw_node_events", "raw_dcgm_samples",

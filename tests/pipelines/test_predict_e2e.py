@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from models import LeakageError, pr_auc_null
 from pipelines import ingest, predict, warehouse
 from pipelines.cli import app
-from pipelines.synth import SynthConfig, default_classes, synthesize
+from synth import SynthConfig, default_classes, synthesize
 
 pytestmark = pytest.mark.slow
 

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from models.exceptions import FewFailuresWarning
 from pipelines import fit, ingest, project, warehouse
 from pipelines.cli import app
-from pipelines.synth import SynthConfig, synthesize
-from pipelines.synth.config import ClassSpec
+from synth import SynthConfig, synthesize
+from synth.config import ClassSpec
 
 runner = CliRunner()
 

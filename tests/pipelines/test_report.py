@@ -343,7 +343,7 @@ def test_report_period_trailing_weeks_stay_in_window() -> None:
 
 @pytest.mark.slow
 def test_report_on_a_sparse_warehouse(tmp_path: Path) -> None:
-    from pipelines.synth import SynthConfig, synthesize
+    from synth import SynthConfig, synthesize
 
     landing = tmp_path / "landing"
     synthesize(landing, SynthConfig(nodes=3, days=9, seed=1, start=_utc(2026, 5, 6)))

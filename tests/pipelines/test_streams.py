@@ -18,7 +18,7 @@ import pytest
 import zstandard
 
 from pipelines import ingest, streams, warehouse
-from pipelines.synth import SynthConfig, synthesize
+from synth import SynthConfig, synthesize
 
 LIVE = SynthConfig(
     nodes=8, gpus_per_node=8, days=20, seed=11, start=datetime(2026, 5, 4, tzinfo=UTC)

@@ -18,8 +18,8 @@ import hostlist
 import numpy as np
 import pytest
 
-from pipelines.synth import ClassSpec, SynthConfig, simulate, synthesize
-from pipelines.synth.formats import SITE_FORMAT, elapsed
+from synth import ClassSpec, SynthConfig, simulate, synthesize
+from synth.formats import SITE_FORMAT, elapsed
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -13,8 +13,8 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from pipelines.cli import app
-from pipelines.synth import FAMILIES, ClassSpec, SynthConfig, default_classes, synthesize
-from pipelines.synth.fleet import _lifetimes_h
+from synth import FAMILIES, ClassSpec, SynthConfig, default_classes, synthesize
+from synth.fleet import _lifetimes_h
 
 if TYPE_CHECKING:
     from pathlib import Path

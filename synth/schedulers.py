@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from pipelines.synth.config import SynthConfig
-    from pipelines.synth.workload import Attempt, Jobs
+    from synth.config import SynthConfig
+    from synth.workload import Attempt, Jobs
 
 SLURM, KUBERNETES, ELASTIC = 0, 1, 2
 NAMES = ("slurm", "kubernetes", "elastic")
@@ -52,7 +52,7 @@ def assign(
 
 def k8s_names(jobs: Jobs, j: int) -> tuple[str, str, str]:
     """``(namespace, job name, kind)`` of a Kubernetes job."""
-    from pipelines.synth.workload import ACCOUNTS
+    from synth.workload import ACCOUNTS
 
     namespace = ACCOUNTS[jobs.user[j] % len(ACCOUNTS)]
     name = f"{jobs.name[j].replace('_', '-')}-{jobs.raw_id[j]}"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pipelines.synth.fleet import (
+from synth.fleet import (
     DRAIN_LEAD_S,
     HOUR_S,
     MAX_LIMIT_S,
@@ -26,8 +26,8 @@ from pipelines.synth.fleet import (
 )
 
 if TYPE_CHECKING:
-    from pipelines.synth.config import SynthConfig
-    from pipelines.synth.fleet import Carrier, Fleet
+    from synth.config import SynthConfig
+    from synth.fleet import Carrier, Fleet
 
 SMALL_LIMIT_S = 48 * HOUR_S
 #: Attribution interval of the contract (§5) with a margin for clock skew: an application

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING
 import hostlist
 import numpy as np
 
-from pipelines.synth.fleet import ACTIONS, DAY_S, PCI_BUSES, PLANNED, REPLACE, RESEAT
-from pipelines.synth.truth import iso
-from pipelines.synth.workload import ACCOUNTS, USERS
+from synth.fleet import ACTIONS, DAY_S, PCI_BUSES, PLANNED, REPLACE, RESEAT
+from synth.truth import iso
+from synth.workload import ACCOUNTS, USERS
 
 if TYPE_CHECKING:
-    from pipelines.synth.config import SynthConfig
-    from pipelines.synth.fleet import Fleet, MinorTickets
-    from pipelines.synth.workload import Attempt, Jobs
+    from synth.config import SynthConfig
+    from synth.fleet import Fleet, MinorTickets
+    from synth.workload import Attempt, Jobs
 
 SACCT_HEADER = (
     "JobID|JobIDRaw|JobName|Partition|Account|User|AllocNodes|AllocTRES|NodeList|Submit|Start|"

@@ -9,7 +9,7 @@ driver reloads); the aggregate ones (retired pages, aggregate ECC) belong to the
 over only with a new GPU (a new UUID: a new series). Precursors: single-bit ECC errors rise in the
 hours before a ``gpu_memory`` failure (and a double-bit error shows), NVLink CRC errors before an
 ``nvlink`` one. With ``SynthConfig.precursor_share`` set, those built-in precursors give way to the
-planted ones of :mod:`pipelines.synth.precursors` (and its background episodes), and the scrapes
+planted ones of :mod:`synth.precursors` (and its background episodes), and the scrapes
 also export correctable row remaps. The Xid gauge holds the last Xid the GPU printed since the
 reboot.
 
@@ -29,16 +29,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from pipelines.synth.fleet import PCI_BUSES
+from synth.fleet import PCI_BUSES
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from pipelines.synth.config import SynthConfig
-    from pipelines.synth.fleet import Fleet
-    from pipelines.synth.kernel import XidLines
-    from pipelines.synth.precursors import Precursors
-    from pipelines.synth.workload import Attempt
+    from synth.config import SynthConfig
+    from synth.fleet import Fleet
+    from synth.kernel import XidLines
+    from synth.precursors import Precursors
+    from synth.workload import Attempt
 
 DRIVER = "535.129.03"
 MODEL = "NVIDIA H100 80GB HBM3"
@@ -176,7 +176,7 @@ def _node_values(
     counters = COUNTERS
     planted: dict[str, np.ndarray] | None = None
     if precursors is not None:
-        from pipelines.synth.precursors import node_signals
+        from synth.precursors import node_signals
 
         planted = node_signals(precursors, fleet, n, times, step)
         temp = temp + planted["temp"]

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import special
 
-from pipelines.synth.config import GPU_CLASSES, NODE_CLASSES
+from synth.config import GPU_CLASSES, NODE_CLASSES
 
 if TYPE_CHECKING:
-    from pipelines.synth.config import SynthConfig
+    from synth.config import SynthConfig
 
 DAY_S = 86_400
 HOUR_S = 3_600

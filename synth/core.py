@@ -9,18 +9,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipelines.synth import dcgm as dcgm_mod
-from pipelines.synth import elastic as elastic_mod
-from pipelines.synth import fleet as fleet_mod
-from pipelines.synth import formats, kernel, schedulers, truth, workload
-from pipelines.synth import k8s as k8s_mod
-from pipelines.synth import node_events as node_events_mod
-from pipelines.synth import precursors as precursors_mod
+from synth import dcgm as dcgm_mod
+from synth import elastic as elastic_mod
+from synth import fleet as fleet_mod
+from synth import formats, kernel, schedulers, truth, workload
+from synth import k8s as k8s_mod
+from synth import node_events as node_events_mod
+from synth import precursors as precursors_mod
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from pipelines.synth.config import SynthConfig
+    from synth.config import SynthConfig
 
 logger = logging.getLogger(__name__)
 

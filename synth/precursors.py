@@ -36,13 +36,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pipelines.synth import kernel
-from pipelines.synth.config import WARNING_XIDS
-from pipelines.synth.fleet import DAY_S, HOUR_S, REPLACE
+from synth import kernel
+from synth.config import WARNING_XIDS
+from synth.fleet import DAY_S, HOUR_S, REPLACE
 
 if TYPE_CHECKING:
-    from pipelines.synth.config import SynthConfig
-    from pipelines.synth.fleet import Fleet
+    from synth.config import SynthConfig
+    from synth.fleet import Fleet
 
 #: Kinds of DCGM signal; ``xid`` is a warning-Xid burst in the kernel log.
 KINDS: tuple[str, ...] = ("sbe", "remap", "crc", "pcie", "temp", "xid")

@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pipelines.synth.config import APPLICATION_XIDS, FAILURE_XIDS, WARNING_XIDS
-from pipelines.synth.fleet import DAY_S, PCI_BUSES, PLANNED, REPLACE
+from synth.config import APPLICATION_XIDS, FAILURE_XIDS, WARNING_XIDS
+from synth.fleet import DAY_S, PCI_BUSES, PLANNED, REPLACE
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from pipelines.synth.config import SynthConfig
-    from pipelines.synth.fleet import Fleet
-    from pipelines.synth.workload import Attempt
+    from synth.config import SynthConfig
+    from synth.fleet import Fleet
+    from synth.workload import Attempt
 
 #: Non-failure Xids keep this far (seconds, true time) from a failure burst on the same GPU.
 QUIET_S = 2_400
@@ -150,7 +150,7 @@ def bursts(
 ) -> tuple[np.ndarray, ...]:
     """1 to ``max_lines`` Xid lines per event within a minute of its ``t0``: (node, slot, ts, code).
 
-    Shared with :mod:`pipelines.synth.precursors` (its warning bursts).
+    Shared with :mod:`synth.precursors` (its warning bursts).
     """
     n_lines = rng.integers(1, max_lines + 1, size=node.size)
     rep = np.repeat(np.arange(node.size), n_lines)

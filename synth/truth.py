@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipelines.synth.config import XID_CLASS
-from pipelines.synth.fleet import REPLACE
+from synth.config import XID_CLASS
+from synth.fleet import REPLACE
 
 if TYPE_CHECKING:
-    from pipelines.synth.config import ClassSpec, SynthConfig
-    from pipelines.synth.fleet import Fleet
-    from pipelines.synth.kernel import XidLines
-    from pipelines.synth.workload import Attempt, Jobs
+    from synth.config import ClassSpec, SynthConfig
+    from synth.fleet import Fleet
+    from synth.kernel import XidLines
+    from synth.workload import Attempt, Jobs
 
 INCIDENT_GAP_S = 600
 ATTRIBUTION_BEFORE_S = 600
@@ -110,7 +110,7 @@ def failures(
     """Every ``replace`` ticket (a failure), before and in the window.
 
     With ``precursors`` (fleet event index -> planted, lead time in hours; from
-    :meth:`pipelines.synth.precursors.Precursors.lookup`) each row also says whether a precursor
+    :meth:`synth.precursors.Precursors.lookup`) each row also says whether a precursor
     was planted before it (``precursor``) and its lead time (``precursor_lead_h``, else None).
     """
     w0, w1 = config.window_start_s, config.window_end_s
@@ -184,12 +184,12 @@ def interruptions(
     planned_evidence
         Sorted keys of node events that are planned work: evidence of class ``maintenance``.
     scheduler
-        The scheduler of every job (:mod:`pipelines.synth.schedulers`); None: all Slurm.
+        The scheduler of every job (:mod:`synth.schedulers`); None: all Slurm.
     facts
         For Kubernetes and torchrun attempts, ``(job, attempt) -> (state, application exit)``
         as those systems' telemetry shows them (attempts without an entry are no interruption).
     """
-    from pipelines.synth.schedulers import NAMES, SLURM, job_id_raw
+    from synth.schedulers import NAMES, SLURM, job_id_raw
 
     w0, w1 = config.window_start_s, config.window_end_s
     ev_keys = np.empty(0, dtype=np.int64) if node_evidence is None else node_evidence

@@ -1,6 +1,6 @@
 """torchrun (PyTorch elastic) agent logs of the synthetic fleet.
 
-A job handed to torchrun (:mod:`pipelines.synth.schedulers`) runs one agent per node; each
+A job handed to torchrun (:mod:`synth.schedulers`) runs one agent per node; each
 attempt of the job is one rendezvous round (round ``attempt - 1``) over the attempt's nodes. Every
 agent logs, in one of two real prefixes (torch 2.0-2.2 ``[time] logger: [LEVEL]`` or torchelastic
 0.2 ``[LEVEL] time logger:``), the round's rendezvous, ``Starting worker group`` (the first
@@ -36,14 +36,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pipelines.synth.schedulers import ELASTIC, run_id
+from synth.schedulers import ELASTIC, run_id
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from pipelines.synth.config import SynthConfig
-    from pipelines.synth.fleet import Fleet
-    from pipelines.synth.workload import Attempt, Jobs
+    from synth.config import SynthConfig
+    from synth.fleet import Fleet
+    from synth.workload import Attempt, Jobs
 
 MAX_RESTARTS = 100
 AGENT = "torch.distributed.elastic.agent.server.api"

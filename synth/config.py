@@ -306,7 +306,7 @@ class SynthConfig:
     precursor_share
         None (default) keeps the built-in DCGM precursors (single-bit ECC errors rise in the 12 h
         before every ``gpu_memory`` failure, NVLink CRC errors before every ``nvlink`` one). A
-        share in [0, 1] replaces them by planted precursors (:mod:`pipelines.synth.precursors`):
+        share in [0, 1] replaces them by planted precursors (:mod:`synth.precursors`):
         each GPU-level failure gets one with this probability, the others and every node-level
         failure none. The signal follows the class (``gpu_memory``: rising single-bit ECC errors,
         row remaps and warning Xids 63/92; ``nvlink``: NVLink CRC bursts; ``pcie``: PCIe

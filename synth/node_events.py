@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipelines.synth.fleet import ACTIONS, DRAIN_LEAD_S, PLANNED, REPLACE
-from pipelines.synth.formats import slurm_time
+from synth.fleet import ACTIONS, DRAIN_LEAD_S, PLANNED, REPLACE
+from synth.formats import slurm_time
 
 if TYPE_CHECKING:
-    from pipelines.synth.config import SynthConfig
-    from pipelines.synth.fleet import Fleet, MinorTickets
-    from pipelines.synth.workload import Attempt
+    from synth.config import SynthConfig
+    from synth.fleet import Fleet, MinorTickets
+    from synth.workload import Attempt
 
 HEADER = "Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User"
 _GPU_REASONS = {

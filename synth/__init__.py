@@ -9,14 +9,14 @@ repair tickets) plus ``ground_truth.json`` computed with the data contract's §5
 Examples
 --------
 >>> from pathlib import Path
->>> from pipelines.synth import SynthConfig, synthesize
+>>> from synth import SynthConfig, synthesize
 >>> truth = synthesize(Path("landing"), SynthConfig(nodes=16, days=14))  # doctest: +SKIP
 >>> truth["lives_by_class"]["gpu_memory"]["n_failed"]  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
-from pipelines.synth.config import FAMILIES, ClassSpec, SynthConfig, default_classes
-from pipelines.synth.core import simulate, synthesize
+from synth.config import FAMILIES, ClassSpec, SynthConfig, default_classes
+from synth.core import simulate, synthesize
 
 __all__ = ["FAMILIES", "ClassSpec", "SynthConfig", "default_classes", "simulate", "synthesize"]

@@ -1,6 +1,6 @@
 """Kubernetes telemetry of the synthetic fleet: pod snapshots and event dumps.
 
-Jobs handed to Kubernetes (:mod:`pipelines.synth.schedulers`) run one pod per node and attempt:
+Jobs handed to Kubernetes (:mod:`synth.schedulers`) run one pod per node and attempt:
 a JobSet (``<job>-workers-0-<i>-<suffix>``, attempt in the ``restart-attempt`` label) or a
 Kubeflow PyTorchJob (``<job>-master-0``, ``<job>-worker-<i>``, re-created with the same names and
 new uids). An attempt's pods start at its start (the first one exactly then) and end as follows:
@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipelines.synth.fleet import DAY_S, REPLACE
-from pipelines.synth.schedulers import KUBERNETES, k8s_names
-from pipelines.synth.truth import iso
+from synth.fleet import DAY_S, REPLACE
+from synth.schedulers import KUBERNETES, k8s_names
+from synth.truth import iso
 
 if TYPE_CHECKING:
-    from pipelines.synth.config import SynthConfig
-    from pipelines.synth.fleet import Fleet
-    from pipelines.synth.workload import Attempt, Jobs
+    from synth.config import SynthConfig
+    from synth.fleet import Fleet
+    from synth.workload import Attempt, Jobs
 
 IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
 IMAGE_ID = "nvcr.io/nvidia/pytorch@sha256:" + "4f" * 32
