@@ -1,26 +1,234 @@
 """Reliability models: survival fits, repairable-system trends, goodput projection, simulation.
 
 Pure numpy / polars / lifelines / scikit-learn: nothing here touches files, DuckDB or Prefect.
-Each submodule lists its public names in ``__all__``; they are re-exported here.
+Each submodule lists its public names in ``__all__``; this package re-exports them all
+(``tests/test_layering.py`` checks that the two lists agree).
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-
-_SUBMODULES = (
-    "exceptions", "parametric", "lifetimes", "mle", "mtbf_summary", "fitter", "survival",
-    "nonparametric", "cox", "gof", "repairable", "trend", "scenario", "checkpoint", "renewal",
-    "rates", "goodput", "sweep", "ranking", "simulate_plan", "simulate", "simulate_naive",
-    "projector", "mc_sweep", "predict_features", "predict",
+from models.checkpoint import (
+    daly_expected_wall_time_s,
+    daly_interval_s,
+    ettr_meta,
+    young_interval_s,
+)
+from models.cox import (
+    cox_ph,
+)
+from models.exceptions import (
+    ApproximationWarning,
+    ConvergenceWarning,
+    FewFailuresWarning,
+    ReliaWarning,
+)
+from models.fitter import (
+    MtbfFitter,
+)
+from models.gof import (
+    PAPERS,
+    ProbabilityPlot,
+    goodness_of_fit,
+    goodness_of_fit_families,
+    paper_transform,
+    probability_plot,
+)
+from models.goodput import (
+    project,
+)
+from models.lifetimes import (
+    Lifetimes,
+    check_lifetimes,
+)
+from models.mc_sweep import (
+    auto_sweep,
+    point_seed,
+    simulate_sweep,
+    switch_flagged,
+)
+from models.mtbf_summary import (
+    EXTRAPOLATED_SHARE,
+    WEIBAYES_MAX_FAILURES,
+    ModelAverage,
+    Weibayes,
+    aic_weights,
+    family_mixture,
+    mixture_components,
+    mixture_quantile,
+    model_average,
+    observed_rates,
+    sampled_mean,
+    summarise_group,
+    weibayes,
+)
+from models.nonparametric import (
+    kaplan_meier,
+    nelson_aalen,
+)
+from models.parametric import (
+    FAMILIES,
+    HOURS_PER_YEAR,
+    exponential_mtbf,
+    restricted_mean,
+    survival_function,
+)
+from models.predict import (
+    FailurePredictor,
+    choose_threshold,
+    evaluate,
+    never_predict,
+    operating_curve,
+    pr_auc_null,
+    sbe_rule,
+)
+from models.predict_features import (
+    EXTRA_FEATURES,
+    FEATURES,
+    HISTORY_FEATURES,
+    KEYS,
+    LABEL_COLUMNS,
+    MONOTONIC,
+    SIGNAL_FEATURES,
+    LeakageError,
+    Split,
+    assert_same_features,
+    check_leakage,
+    labels,
+    split_bounds,
+    time_split,
+)
+from models.projector import (
+    GoodputProjector,
+)
+from models.ranking import (
+    KnobRanking,
+    knob_gains,
+    paired_goodput_samples,
+)
+from models.rates import (
+    rates_from_fits,
+)
+from models.repairable import (
+    lemon_nodes,
+    mean_cumulative_function,
+    period_mtbf,
+)
+from models.scenario import (
+    RSC1_NODE_FAILURES_PER_1000_NODE_DAYS,
+    ClassRate,
+    Projection,
+    Scenario,
+    age_mix,
+)
+from models.simulate import (
+    simulate_job,
+)
+from models.simulate_naive import (
+    simulate_job_naive,
+)
+from models.survival import (
+    fit_lives,
+)
+from models.sweep import (
+    drain_sweep,
+    knob_label,
+    sweep,
+)
+from models.trend import (
+    CrowAmsaaResult,
+    LaplaceResult,
+    crow_amsaa,
+    crow_amsaa_fleet,
+    laplace_test,
 )
 
-__all__: list[str] = []
-for _name in _SUBMODULES:
-    if importlib.util.find_spec(f"models.{_name}") is None:
-        continue
-    _module = importlib.import_module(f"models.{_name}")
-    for _symbol in _module.__all__:
-        globals()[_symbol] = getattr(_module, _symbol)
-        __all__.append(_symbol)
+__all__ = [
+    "EXTRAPOLATED_SHARE",
+    "EXTRA_FEATURES",
+    "FAMILIES",
+    "FEATURES",
+    "HISTORY_FEATURES",
+    "HOURS_PER_YEAR",
+    "KEYS",
+    "LABEL_COLUMNS",
+    "MONOTONIC",
+    "PAPERS",
+    "RSC1_NODE_FAILURES_PER_1000_NODE_DAYS",
+    "SIGNAL_FEATURES",
+    "WEIBAYES_MAX_FAILURES",
+    "ApproximationWarning",
+    "ClassRate",
+    "ConvergenceWarning",
+    "CrowAmsaaResult",
+    "FailurePredictor",
+    "FewFailuresWarning",
+    "GoodputProjector",
+    "KnobRanking",
+    "LaplaceResult",
+    "LeakageError",
+    "Lifetimes",
+    "ModelAverage",
+    "MtbfFitter",
+    "ProbabilityPlot",
+    "Projection",
+    "ReliaWarning",
+    "Scenario",
+    "Split",
+    "Weibayes",
+    "age_mix",
+    "aic_weights",
+    "assert_same_features",
+    "auto_sweep",
+    "check_leakage",
+    "check_lifetimes",
+    "choose_threshold",
+    "cox_ph",
+    "crow_amsaa",
+    "crow_amsaa_fleet",
+    "daly_expected_wall_time_s",
+    "daly_interval_s",
+    "drain_sweep",
+    "ettr_meta",
+    "evaluate",
+    "exponential_mtbf",
+    "family_mixture",
+    "fit_lives",
+    "goodness_of_fit",
+    "goodness_of_fit_families",
+    "kaplan_meier",
+    "knob_gains",
+    "knob_label",
+    "labels",
+    "laplace_test",
+    "lemon_nodes",
+    "mean_cumulative_function",
+    "mixture_components",
+    "mixture_quantile",
+    "model_average",
+    "nelson_aalen",
+    "never_predict",
+    "observed_rates",
+    "operating_curve",
+    "paired_goodput_samples",
+    "paper_transform",
+    "period_mtbf",
+    "point_seed",
+    "pr_auc_null",
+    "probability_plot",
+    "project",
+    "rates_from_fits",
+    "restricted_mean",
+    "sampled_mean",
+    "sbe_rule",
+    "simulate_job",
+    "simulate_job_naive",
+    "simulate_sweep",
+    "split_bounds",
+    "summarise_group",
+    "survival_function",
+    "sweep",
+    "switch_flagged",
+    "time_split",
+    "weibayes",
+    "young_interval_s",
+]

@@ -19,10 +19,11 @@ Rules:
 Packages: ``import models.goodput`` runs ``models/__init__.py`` first, but that implicit
 submodule -> parent edge is not counted, or every package with re-exports would be one big cycle.
 A package is an edge target only when an import names it (``from models import Scenario``,
-``import models``). Its own edges are its imports; ``models/__init__.py`` re-exports through
-``importlib.import_module(f"models.{name}")`` over the literal ``_SUBMODULES`` tuple, read here as
-package -> each listed submodule. So a submodule that does ``from models import X`` closes a real
-cycle (the package is half initialised while the submodule runs), and the test reports it.
+``import models``). Its own edges are its imports (``models/__init__.py`` imports each
+submodule's ``__all__`` explicitly; a package that re-exported through
+``importlib.import_module`` over a literal tuple of names would be read as package -> each listed
+submodule). So a submodule that does ``from models import X`` closes a real cycle (the package is
+half initialised while the submodule runs), and the test reports it.
 """
 
 from __future__ import annotations
@@ -356,7 +357,7 @@ def test_the_walker_sees_the_tree() -> None:
     """Guards against a walker that silently finds nothing."""
     assert {"models.goodput", "pipelines.warehouse", "pipelines.cli", "synth.core"} <= set(MODULES)
     targets = {(e.source, e.target) for e in PARSED.edges}
-    assert ("models", "models.goodput") in targets  # the importlib re-export in models/__init__.py
+    assert ("models", "models.goodput") in targets  # models/__init__.py re-exports it
     assert any(source == "pipelines.cli" for source, _ in targets)
 
 
@@ -438,3 +439,34 @@ def test_cli_report_summary_reads_marts_only() -> None:
     assert not problems + cli_problems, "summary queries below the marts:\n" + "\n".join(
         problems + cli_problems
     )
+
+
+# --- the public surface of models/ ----------------------------------------------------------------
+def _all_of(path: Path) -> list[str] | None:
+    """The literal ``__all__`` of a module, or None when it has none."""
+    for node in ast.parse(path.read_text()).body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            value = node.value
+            assert isinstance(value, ast.List | ast.Tuple), f"{path}: __all__ is not a literal"
+            return [e.value for e in value.elts if isinstance(e, ast.Constant)]
+    return None
+
+
+def test_models_package_exports_every_public_name_of_its_modules() -> None:
+    """``from models import X`` works for every name a submodule lists in ``__all__``, and the
+    package's ``__all__`` lists nothing else (explicit imports, no importlib loop)."""
+    package = ROOT / "models" / "__init__.py"
+    exported = _all_of(package)
+    assert exported is not None, "models/__init__.py has no literal __all__"
+    wanted: list[str] = []
+    for path in sorted((ROOT / "models").glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        names = _all_of(path)
+        assert names is not None, f"{path.relative_to(ROOT)} has no __all__"
+        wanted += names
+    assert sorted(exported) == sorted(wanted)
+    assert len(set(exported)) == len(exported), "a name is exported twice"
