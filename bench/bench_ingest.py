@@ -259,7 +259,7 @@ def _is_site_dump(path: Path) -> bool:
 
 
 def _from_site(line: str, names: list[str]) -> str:
-    """A site-format line (``;``, trailing ``;``, another order) in the reference order."""
+    """Reorder a site-format line (``;``, trailing ``;``, another order) to the reference."""
     value = dict(zip(names, line.rstrip(";").split(";"), strict=False))
     seconds = int(value.get("ElapsedRaw") or 0)
     days, rest = divmod(seconds, 86_400)
@@ -276,8 +276,10 @@ _REFERENCE = (
 
 
 def python_sacct(paths: list[Path]) -> tuple[int, int]:
-    """Parse sacct files line by line (a site-format dump mapped to the reference order first);
-    (rows, rejects)."""
+    """Parse sacct files line by line; return (rows, rejects).
+
+    A site-format dump is mapped to the reference order first.
+    """
     rows: list[tuple[Any, ...]] = []
     rejects = 0
     for path in paths:
@@ -328,7 +330,7 @@ def _kernel_ts(m: re.Match[str], year: int) -> datetime:
 
 
 def _journal_line(record: str) -> str:
-    """A journald JSON record as an RFC 3339 syslog line (the record itself if it is not JSON)."""
+    """Turn a journald JSON record into an RFC 3339 syslog line (itself when not JSON)."""
     try:
         fields = json.loads(record)
         stamp = datetime.fromtimestamp(int(fields["__REALTIME_TIMESTAMP"]) / 1e6, tz=UTC)
@@ -377,8 +379,11 @@ def python_kernel(paths: list[Path]) -> tuple[int, int]:
 # Our parsers alone, views, fit, report
 # --------------------------------------------------------------------------------------------
 def parse_only(landing: Path, sources: tuple[str, ...] = SOURCES) -> dict[str, float]:
-    """Seconds our parsing takes per source on the same bytes (read + hash included, nothing
-    validated or loaded), as the ingest parses: ``ingest.parse_files`` on chunks of 512 files."""
+    """Time our parsing per source on the same bytes; return seconds per source.
+
+    Read and hash are included, nothing is validated or loaded, as the ingest parses:
+    ``ingest.parse_files`` on chunks of 512 files.
+    """
     from pipelines import ingest
 
     samples = Path(__file__).resolve().parent.parent / "data_samples" / "landing"
@@ -496,7 +501,7 @@ def print_ingest(
     baseline: dict[str, dict[str, float]],
     ours_parse: dict[str, float],
 ) -> tuple[float, float]:
-    """The per-source table; returns (our total ingest s, DuckDB's total read s)."""
+    """Print the per-source table; return (our total ingest s, DuckDB's total read s)."""
     print(
         f"{'source':<11} {'files':>6} {'MB':>7} {'rows read':>11} {'ingest s':>9} "
         f"{'ingest rows/s':>14} {'duckdb s':>9} {'vs duckdb':>10}   where the ingest time goes"

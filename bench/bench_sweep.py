@@ -66,7 +66,7 @@ def _load() -> str:
 
 
 def bench_grid(repeats: int, loop_points: int) -> bool:
-    """The 10,000-point analytical grid against a per-point ``project`` loop."""
+    """Time the 10,000-point analytical grid against a per-point ``project`` loop."""
     base = Scenario(strategy="hot_spare", repair_h=8.0)
     n_points = math.prod(len(v) for v in GRID.values())
     small = {key: values[:2] for key, values in GRID.items()}
@@ -112,7 +112,7 @@ def bench_grid(repeats: int, loop_points: int) -> bool:
 
 
 def bench_monte_carlo(naive_points: int, naive_trials: int, n_trials: int = 1000) -> None:
-    """A 100-point Monte Carlo sweep at 100k GPUs against the naive per-failure loop."""
+    """Time a 100-point Monte Carlo sweep at 100k GPUs against the naive per-failure loop."""
     n_points = math.prod(len(v) for v in MC_GRID.values())
     analytic = project(SCENARIO)
     print(
