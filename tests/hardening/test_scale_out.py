@@ -23,9 +23,10 @@ import pytest
 import yaml
 from polars.testing import assert_frame_equal
 
-from pipelines import dask_runner, ingest, lake, project, warehouse
+from pipelines import dask_runner, ingest, project, warehouse
 from pipelines.settings import Settings
 from pipelines.synth import SynthConfig, synthesize
+from pipelines.warehouse import lake
 
 REPO = Path(__file__).resolve().parents[2]
 HAND_RATES = REPO / "data_samples" / "sweeps" / "hand_rates.yaml"
