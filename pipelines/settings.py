@@ -113,7 +113,7 @@ class Settings:
             dask_address=env.get("RELIA_DASK_ADDRESS") or None,
             path_patterns=patterns,
         )
-        given = {
+        given: dict[str, Any] = {
             k: (Path(v) if k.endswith(("_path", "_dir")) else v)
             for k, v in overrides.items()
             if v is not None

@@ -158,7 +158,8 @@ def query(
     # DuckDB 2.0 refuses con.sql() while an execute() result is only partly fetched (fetchone);
     # that result is done with by the time anyone calls query(), so close it.
     con.complete()
-    return con.sql(sql, params=params or None).pl()
+    frame: pl.DataFrame = con.sql(sql, params=params or None).pl()
+    return frame
 
 
 def set_param(con: duckdb.DuckDBPyConnection, name: str, value: float) -> None:

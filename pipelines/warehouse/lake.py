@@ -151,7 +151,8 @@ def raw_schema(table: str) -> pl.Schema:
     try:
         con.execute("set TimeZone = 'UTC'")
         apply_schema(con)
-        return con.sql(f"select * from {_table(table)} limit 0").pl().schema
+        schema: pl.Schema = con.sql(f"select * from {_table(table)} limit 0").pl().schema
+        return schema
     finally:
         con.close()
 

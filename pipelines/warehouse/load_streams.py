@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     import duckdb
+    from polars._typing import SchemaDict
 
     from pipelines.streams import StreamState
     from pipelines.warehouse.records import FileLoad
@@ -109,6 +110,17 @@ def load_stream_reads(
     twice in the batch go one by one (:func:`_load_stream_read`); the rest, the new lines of
     streams that stay where they are (nearly every read of a 15-minute tick), are written with a
     handful of set-wise statements for the whole batch.
+
+    Parameters
+    ----------
+    con
+        The warehouse, inside the caller's transaction.
+    loads
+        Reads of tailed streams (each with ``stream`` set), in the order they were read.
+    now
+        The load time recorded on every row.
+    lake
+        The rows went to lake parts already (only lineage and state are written here).
     """
     times: dict[str, int] = {}
     for load in loads:
@@ -151,14 +163,14 @@ def _upsert_stream_files(con: duckdb.DuckDBPyConnection, files: pl.DataFrame) ->
         con.unregister("incoming_streams")
 
 
-_STREAM_SCHEMA = {
+_STREAM_SCHEMA: SchemaDict = {
     "stream_id": pl.String, "source": pl.String, "target_table": pl.String,
     "rows_path": pl.String, "head_len": pl.Int32, "head_sha": pl.String,
     "consumed_bytes": pl.Int64, "consumed_lines": pl.Int64, "prefix_sha": pl.String,
     "held_bytes": pl.Int64, "file_size": pl.Int64, "file_mtime_ns": pl.Int64,
     "updated_at": pl.Datetime("us", "UTC"), "tail_sha": pl.String,
 }  # fmt: skip
-_READ_SCHEMA = {
+_READ_SCHEMA: SchemaDict = {
     "read_key": pl.String, "stream_id": pl.String, "path": pl.String, "action": pl.String,
     "codec": pl.String, "from_byte": pl.Int64, "to_byte": pl.Int64, "first_line": pl.Int64,
     "n_read": pl.Int64, "n_loaded": pl.Int64, "n_quarantined": pl.Int64, "n_held": pl.Int64,
@@ -203,7 +215,8 @@ def _read_record(load: FileLoad, now: datetime) -> tuple[object, ...]:
 def _load_stream_read(
     con: duckdb.DuckDBPyConnection, load: FileLoad, now: datetime, *, lake: bool
 ) -> None:
-    """Apply one read of a stream inside the caller's transaction (see :func:`load_files`)."""
+    """Apply one read of a stream inside the caller's transaction (see
+    :func:`pipelines.warehouse.load.load_files`)."""
     read = load.stream
     assert read is not None
     state = read.after

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     import duckdb
+    from polars._typing import SchemaDict
 
     from pipelines.streams import StreamRead
 
@@ -123,7 +124,7 @@ def insert(
         con.unregister("incoming_frame")
 
 
-_FILES_SCHEMA = {
+_FILES_SCHEMA: SchemaDict = {
     "file_sha256": pl.String,
     "path": pl.String,
     "source": pl.String,
