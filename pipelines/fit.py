@@ -35,6 +35,7 @@ import polars as pl
 
 from pipelines import warehouse
 from pipelines.errors import WarehouseEmptyError
+from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S, DEFAULT_READ_LOCK_TIMEOUT_S
 from pipelines.warehouse import identifier as _identifier  # a SQL guard by that name
 from pipelines.warehouse import query
 
@@ -400,7 +401,7 @@ def run_fit(
     lives: str = "fct_component_lives",
     dataset: str | None = None,
     alpha: float = 0.05,
-    lock_timeout_s: float = 60.0,
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
     weibayes_shape: float | dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Read lives, fit every class x cohort x family, store the run.
@@ -448,6 +449,7 @@ def run_cox(
     lives: str = "fct_component_lives",
     dataset: str | None = None,
     alpha: float = 0.05,
+    lock_timeout_s: float = DEFAULT_READ_LOCK_TIMEOUT_S,
 ) -> pl.DataFrame:
     """Cox proportional-hazards ratios per component class with failures, on ``covariates``."""
     from lifelines.exceptions import ConvergenceError
@@ -455,7 +457,7 @@ def run_cox(
     from models import cox_ph
     from models.exceptions import ConvergenceWarning as ModelConvergenceWarning
 
-    with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
+    with warehouse.connect(db_path, read_only=True, lock_timeout_s=lock_timeout_s) as con:
         frame = read_lives(con, view=lives, dataset=dataset)
     if lives in REPAIR_VIEWS:
         frame = frame.filter(pl.col("exit_h").is_not_null())

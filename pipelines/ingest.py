@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from pipelines import lake, quality, streams, warehouse
+from pipelines import quality, streams, warehouse
 from pipelines.sources import IDENTITY_OPTIONS, MTIME_OPTIONS, PARSERS, batch
 from pipelines.sources.common import REJECT_SCHEMA, Parsed
+from pipelines.warehouse import lake
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator

@@ -1,7 +1,10 @@
 """Where things are: one frozen ``Settings`` built once from the environment and passed down.
 
 Nothing else in the project reads the environment. ``from_env`` takes explicit overrides (from CLI
-options or flow parameters) that win over the environment, which wins over the defaults.
+options or flow parameters) that win over the environment, which wins over the defaults. This is
+also the one home of the warehouse's lock timeouts (:data:`DEFAULT_LOCK_TIMEOUT_S` and friends)
+and of the environment defaults that keep Prefect and Great Expectations local and silent
+(:func:`apply_prefect_defaults`).
 """
 
 from __future__ import annotations
@@ -9,11 +12,30 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.path_patterns import PathPattern, PathPatternError, parse_patterns
 
+if TYPE_CHECKING:
+    from collections.abc import MutableMapping
+
 DEFAULT_DB = "relia.duckdb"
+DEFAULT_LOCK_TIMEOUT_S = 60.0
+"""Seconds a writer (ingest, fit, projection) waits for another process's lock on the warehouse
+(``RELIA_LOCK_TIMEOUT_S``)."""
+DEFAULT_READ_LOCK_TIMEOUT_S = 30.0
+"""Seconds a reader (report, summary, Cox fit) waits for a writer's lock on the warehouse
+(``RELIA_READ_LOCK_TIMEOUT_S``)."""
+CONNECT_LOCK_TIMEOUT_S = 0.0
+"""``warehouse.connect``'s own default: no wait (a caller that may wait passes a timeout)."""
+PREFECT_DEFAULTS: dict[str, str] = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "GX_ANALYTICS_ENABLED": "False",
+}
+"""Environment that keeps Prefect and Great Expectations local and silent (no analytics, time for
+the ephemeral server to start); ``PREFECT_HOME`` comes from :func:`apply_prefect_defaults`."""
 
 
 class SettingsError(ValueError):
@@ -33,11 +55,15 @@ class Settings:
     reports_dir
         Where weekly HTML reports go (``RELIA_REPORTS``).
     lock_timeout_s
-        How long a writer waits for another process's lock on the warehouse before giving up.
+        How long a writer waits for another process's lock on the warehouse before giving up
+        (``RELIA_LOCK_TIMEOUT_S``, default :data:`DEFAULT_LOCK_TIMEOUT_S`).
+    read_lock_timeout_s
+        How long a reader waits for a writer's lock on the warehouse before giving up
+        (``RELIA_READ_LOCK_TIMEOUT_S``, default :data:`DEFAULT_READ_LOCK_TIMEOUT_S`).
     lake_dir
         When set, the ingest writes raw rows as Parquet under this folder (partitioned by source
         and date) instead of into the warehouse's raw tables (``RELIA_LAKE``; see
-        ``pipelines.lake``).
+        ``pipelines.warehouse.lake``).
     dask_address
         Dask scheduler the flows fan parsing and what-if sweeps out to: ``tcp://host:port``,
         ``local[:N]`` for a loopback cluster of N worker processes, unset for Prefect's local
@@ -52,7 +78,8 @@ class Settings:
     db_path: Path = Path(DEFAULT_DB)
     landing_dir: Path = Path("landing")
     reports_dir: Path = Path("reports")
-    lock_timeout_s: float = 60.0
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
+    read_lock_timeout_s: float = DEFAULT_READ_LOCK_TIMEOUT_S
     lake_dir: Path | None = None
     dask_address: str | None = None
     path_patterns: tuple[PathPattern, ...] = ()
@@ -78,14 +105,46 @@ class Settings:
             db_path=Path(env.get("RELIA_DB", DEFAULT_DB)),
             landing_dir=Path(env.get("RELIA_LANDING", "landing")),
             reports_dir=Path(env.get("RELIA_REPORTS", "reports")),
-            lock_timeout_s=float(env.get("RELIA_LOCK_TIMEOUT_S", "60")),
+            lock_timeout_s=float(env.get("RELIA_LOCK_TIMEOUT_S", DEFAULT_LOCK_TIMEOUT_S)),
+            read_lock_timeout_s=float(
+                env.get("RELIA_READ_LOCK_TIMEOUT_S", DEFAULT_READ_LOCK_TIMEOUT_S)
+            ),
             lake_dir=Path(env["RELIA_LAKE"]) if env.get("RELIA_LAKE") else None,
             dask_address=env.get("RELIA_DASK_ADDRESS") or None,
             path_patterns=patterns,
         )
-        given = {
+        given: dict[str, Any] = {
             k: (Path(v) if k.endswith(("_path", "_dir")) else v)
             for k, v in overrides.items()
             if v is not None
         }
         return replace(base, **given)
+
+
+def apply_prefect_defaults(
+    env: MutableMapping[str, str] | None = None,
+    *,
+    home: Path | None = None,
+    override: bool = False,
+) -> None:
+    """Set :data:`PREFECT_DEFAULTS` and ``PREFECT_HOME`` in ``env`` (default: ``os.environ``).
+
+    Parameters
+    ----------
+    env
+        The environment to fill in.
+    home
+        ``PREFECT_HOME`` (default: ``.prefect`` in the current directory), where the ephemeral
+        Prefect server keeps its database.
+    override
+        Replace values already set (a test session's throw-away home), instead of keeping them
+        (the CLI, where the user's environment wins).
+    """
+    target: MutableMapping[str, str] = os.environ if env is None else env
+    values = {"PREFECT_HOME": str(home if home is not None else Path.cwd() / ".prefect")}
+    values |= PREFECT_DEFAULTS
+    for name, value in values.items():
+        if override:
+            target[name] = value
+        else:
+            target.setdefault(name, value)

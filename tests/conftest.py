@@ -8,12 +8,10 @@ from pathlib import Path
 
 from hypothesis import settings as hypothesis_settings
 
+from pipelines.settings import apply_prefect_defaults
+
 _HOME = Path(tempfile.mkdtemp(prefix="relia-prefect-"))
-os.environ["PREFECT_HOME"] = str(_HOME)
-os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
-os.environ["DO_NOT_TRACK"] = "1"
-os.environ["GX_ANALYTICS_ENABLED"] = "False"
-os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "120"
+apply_prefect_defaults(os.environ, home=_HOME, override=True)
 os.environ["MPLBACKEND"] = "Agg"
 os.environ.pop("PREFECT_API_URL", None)
 

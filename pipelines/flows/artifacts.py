@@ -22,6 +22,7 @@ from prefect.artifacts import (
 
 from pipelines import warehouse
 from pipelines.jsonsafe import json_ready
+from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S
 
 KEYS = {
     "ingest_counts": "ingest-counts",
@@ -73,7 +74,7 @@ def ingest_count_rows(counts: Iterable[Mapping[str, Any]]) -> list[dict[str, Any
 
 
 def quarantine_reasons(
-    db_path: Path, paths: list[str], since: datetime, lock_timeout_s: float = 60.0
+    db_path: Path, paths: list[str], since: datetime, lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
 ) -> list[dict[str, Any]]:
     """Rows quarantined from ``paths`` at or after ``since``, by table, stage and reason."""
     if not paths:
@@ -93,7 +94,7 @@ def publish_ingest(
     counts: list[dict[str, Any]],
     db_path: Path,
     since: datetime,
-    lock_timeout_s: float = 60.0,
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
     flow: str = "ingest",
 ) -> None:
     """The ingest run's counts per source and the reasons its new rows were quarantined.

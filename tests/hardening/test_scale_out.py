@@ -23,8 +23,9 @@ import pytest
 import yaml
 from polars.testing import assert_frame_equal
 
-from pipelines import dask_runner, ingest, lake, project, warehouse
+from pipelines import dask_runner, ingest, project, warehouse
 from pipelines.settings import Settings
+from pipelines.warehouse import lake
 from synth import SynthConfig, synthesize
 
 REPO = Path(__file__).resolve().parents[2]

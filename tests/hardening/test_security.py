@@ -32,8 +32,10 @@ GUARDS = {"_identifier", "_table", "_sql_string"}
 SQL_CALLS = {"execute", "executemany", "sql", "from_query"}
 """Methods whose first argument is SQL text; ``warehouse.query(con, sql)`` takes it second."""
 TRUSTED = {
-    ("pipelines/warehouse.py", "create_views", "body"): "view SQL read from the repository's sql/",
-    ("pipelines/warehouse.py", "apply_schema", "path.read_text()"): "DDL from sql/schema/",
+    ("pipelines/warehouse/schema.py", "create_views", "body"): (
+        "view SQL read from the repository's sql/"
+    ),
+    ("pipelines/warehouse/schema.py", "apply_schema", "path.read_text()"): "DDL from sql/schema/",
     ("pipelines/predict.py", "_features_at", "sql"): (
         "the feature view's select from sql/marts/ (check_as_of's feature_sql: a test's variant)"
     ),

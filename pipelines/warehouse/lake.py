@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from pipelines.sources import PARSERS
+from pipelines.warehouse.schema import apply_schema
 
 if TYPE_CHECKING:
     import duckdb
@@ -146,13 +147,12 @@ def raw_schema(table: str) -> pl.Schema:
     """Column names and polars types of a raw table as ``sql/schema`` declares it."""
     import duckdb
 
-    from pipelines import warehouse
-
     con = duckdb.connect()
     try:
         con.execute("set TimeZone = 'UTC'")
-        warehouse.apply_schema(con)
-        return con.sql(f"select * from {_table(table)} limit 0").pl().schema
+        apply_schema(con)
+        schema: pl.Schema = con.sql(f"select * from {_table(table)} limit 0").pl().schema
+        return schema
     finally:
         con.close()
 

@@ -1,0 +1,226 @@
+"""Loading parsed files: one transaction per batch of files, each keyed by its SHA-256.
+
+Each file is recorded with its rows in that transaction, so re-ingesting the same bytes changes
+nothing and a crash leaves no half-loaded file. Reads of tailed streams go through
+:mod:`pipelines.warehouse.load_streams` in the same transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from pipelines.warehouse.connection import identifier as _identifier  # a SQL guard by that name
+from pipelines.warehouse.load_streams import load_stream_reads
+from pipelines.warehouse.records import (
+    FileLoad,
+    LoadCounts,
+    PartWriter,
+    checks_frame,
+    file_record,
+    files_frame,
+    insert,
+    no_lines_key,
+    quarantine_rows,
+)
+
+if TYPE_CHECKING:
+    import duckdb
+
+log = logging.getLogger(__name__)
+
+_LINEAGE_TABLES = ("raw_quarantine", "raw_quality_results", "raw_ingest_files")
+"""Lineage tables keyed by ``file_sha256`` (a file's content hash or a stream's id)."""
+
+
+def already_loaded(con: duckdb.DuckDBPyConnection, sha256: str) -> LoadCounts | None:
+    """The earlier load of these bytes, if any."""
+    return loaded_before(con, [sha256]).get(sha256)
+
+
+def loaded_before(con: duckdb.DuckDBPyConnection, shas: list[str]) -> dict[str, LoadCounts]:
+    """The earlier loads of any of these hashes, by hash (one query for the whole list)."""
+    if not shas:
+        return {}
+    con.complete()
+    rows = con.execute(
+        "select file_sha256, path, source, target_table, n_read, n_loaded, n_quarantined, "
+        "n_ignored from raw_ingest_files where file_sha256 in (select unnest($shas))",
+        {"shas": shas},
+    ).fetchall()
+    return {r[0]: LoadCounts(*r[1:], skipped=True) for r in rows}
+
+
+def loaded_unchanged(
+    con: duckdb.DuckDBPyConnection, stats: list[tuple[str, str, int, int]]
+) -> dict[str, LoadCounts]:
+    """Earlier loads of whole files by ``(path, source, size, mtime_ns)``, by path: a file whose
+    path, source, size and mtime are those recorded when it was read is not read again (one
+    query for the whole list)."""
+    if not stats:
+        return {}
+    con.complete()
+    frame = pl.DataFrame(
+        stats, schema={"path": pl.String, "source": pl.String, "size": pl.Int64,
+                       "mtime_ns": pl.Int64}, orient="row",
+    )  # fmt: skip
+    con.register("incoming_stats", frame.to_arrow())
+    try:
+        rows = con.execute(
+            "select f.path, f.source, f.target_table, f.n_read, f.n_loaded, f.n_quarantined, "
+            "f.n_ignored from raw_ingest_files as f join incoming_stats as s "
+            "on f.path = s.path and f.source = s.source and f.file_size = s.size "
+            "and f.file_mtime_ns = s.mtime_ns"
+        ).fetchall()
+    finally:
+        con.unregister("incoming_stats")
+    return {r[0]: LoadCounts(*r, skipped=True) for r in rows}
+
+
+def load_file(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    path: str,
+    source: str,
+    table: str,
+    sha256: str,
+    rows: pl.DataFrame,
+    rejects: pl.DataFrame,
+    n_ignored: int,
+    quality_results: list[dict[str, object]] | None = None,
+    write_parts: PartWriter | None = None,
+) -> LoadCounts:
+    """Load one file's rows and quarantine rows in a single transaction (see :func:`load_files`)."""
+    load = FileLoad(
+        path, source, table, sha256, rows, rejects, n_ignored, tuple(quality_results or ())
+    )
+    return load_files(con, [load], write_parts=write_parts)[0]
+
+
+def load_files(
+    con: duckdb.DuckDBPyConnection,
+    loads: list[FileLoad],
+    *,
+    write_parts: PartWriter | None = None,
+) -> list[LoadCounts]:
+    """Load several files (of one raw table) in a single transaction.
+
+    Each file's rows, quarantine rows, quality results and its ``raw_ingest_files`` row are
+    written in that one transaction, so after a crash every file is either wholly loaded or not
+    at all; one transaction for a batch instead of one per file saves ~10 ms a file. Files
+    whose bytes were loaded before (or repeat an earlier file of ``loads``) come back with
+    ``skipped=True`` and change nothing. A whole file in which its parser found no line in scope
+    is not recorded ("no <source> lines"), so it never blocks a later ingest under another source.
+
+    Reads of tailed streams (``FileLoad.stream``) are applied in order in the same transaction:
+    the stream's rows follow it to the path that holds it now, a rewritten stream's earlier rows
+    are deleted first, and ``raw_streams`` records how far its rows go
+    (:mod:`pipelines.warehouse.load_streams`, :mod:`pipelines.streams`).
+
+    With ``write_parts`` (``functools.partial(lake.write_parts, lake_dir)``, passed in so that
+    loading needs no :mod:`pipelines.warehouse.lake`, which reads the schema) the rows are
+    written as Parquet parts first (idempotent, and invisible to the lake views until the
+    transaction records the file), not into the table.
+    """
+    if not loads:
+        return []
+    tables = {load.table for load in loads}
+    for table in tables:
+        _identifier(table)
+    tailed = [load for load in loads if load.stream is not None]
+    keyed = {
+        id(load): load
+        if load.rows.height + load.rejects.height
+        else replace(load, sha256=no_lines_key(load.source, load.sha256))
+        for load in loads
+        if load.stream is None
+    }
+    whole = list(keyed.values())
+    before = loaded_before(con, [load.sha256 for load in whole if not load.forget])
+    fresh: dict[str, FileLoad] = {}
+    for load in whole:
+        if load.sha256 not in before:
+            fresh.setdefault(load.sha256, load)
+    if write_parts is not None:
+        for load in fresh.values():
+            write_parts(table=load.table, sha256=load.sha256, rows=load.rows)
+        for load in tailed:
+            assert load.stream is not None
+            write_parts(table=load.table, sha256=load.stream.read_key, rows=load.rows)
+    now = datetime.now(UTC)
+    files = files_frame([file_record(load, now) for load in fresh.values()])
+    quarantine = [
+        quarantine_rows(load, load.sha256, now) for load in fresh.values() if load.rejects.height
+    ]
+    checks = checks_frame(list(fresh.values()), now)
+    con.execute("begin transaction")
+    try:
+        for load in loads:
+            if load.forget:
+                _forget(con, load.path, load.sha256, lake=write_parts is not None)
+        if write_parts is None:
+            for table in sorted(tables):
+                parts = [
+                    load.rows for load in fresh.values() if load.table == table and load.rows.height
+                ]
+                if parts:
+                    insert(con, table, pl.concat(parts, how="vertical_relaxed"))
+        quarantine = [q for q in quarantine if q.height]
+        if quarantine:
+            insert(con, "raw_quarantine", pl.concat(quarantine, how="vertical_relaxed"))
+        insert(con, "raw_quality_results", checks)
+        insert(con, "raw_ingest_files", files)
+        load_stream_reads(con, tailed, now, lake=write_parts is not None)
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise
+    out = []
+    seen: set[str] = set()
+    for original in loads:
+        load = keyed.get(id(original), original)
+        if load.stream is not None:
+            out.append(load.counts())
+        elif load.sha256 in before:
+            out.append(before[load.sha256])
+        elif load.forget and load.sha256 not in seen:
+            seen.add(load.sha256)
+            out.append(replace(load.counts(), status=f"replaced ({load.counts().outcome})"))
+        elif load.sha256 in seen:
+            out.append(
+                replace(load.counts(), n_read=0, n_loaded=0, n_quarantined=0, n_ignored=0,
+                        skipped=True)
+            )  # fmt: skip
+        else:
+            seen.add(load.sha256)
+            out.append(load.counts())
+    return out
+
+
+def _forget(con: duckdb.DuckDBPyConnection, path: str, key: str, *, lake: bool) -> None:
+    """Remove every earlier load of a file (by its content key, or as a stream whose rows carry
+    its path): rows, quarantine, quality results and lineage, whatever source it was loaded as.
+    Runs inside the caller's transaction."""
+    loads = con.execute(
+        "select file_sha256, path, target_table from raw_ingest_files "
+        "where file_sha256 = $key or path = $path or file_sha256 in "
+        "(select stream_id from raw_streams where rows_path = $path)",
+        {"key": key, "path": path},
+    ).fetchall()
+    for old_key, old_path, old_table in loads:
+        n = 0
+        if not lake:
+            table = _identifier(str(old_table))
+            ((n,),) = con.execute(
+                f"select count(*) from {table} where source_file = $p", {"p": old_path}
+            ).fetchall()
+            con.execute(f"delete from {table} where source_file = $p", {"p": old_path})
+        for lineage in _LINEAGE_TABLES:
+            con.execute(f"delete from {lineage} where file_sha256 = $k", {"k": old_key})
+        con.execute("delete from raw_streams where stream_id = $k", {"k": old_key})
+        con.execute("delete from raw_stream_reads where stream_id = $k", {"k": old_key})
+        log.warning("--force: %s loaded %d %s rows before; replacing them", old_path, n, old_table)

@@ -1,0 +1,212 @@
+"""What a load writes: one file's outcome (:class:`FileLoad`, :class:`LoadCounts`) and its rows.
+
+Shared by :mod:`pipelines.warehouse.load` (whole files) and
+:mod:`pipelines.warehouse.load_streams` (reads of tailed streams): the lineage, quarantine and
+quality-result frames a load inserts, and :func:`insert`, which writes a frame into a table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+import polars as pl
+
+from pipelines.warehouse.connection import identifier as _identifier  # a SQL guard by that name
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    import duckdb
+    from polars._typing import SchemaDict
+
+    from pipelines.streams import StreamRead
+
+
+def file_sha256(data: bytes) -> str:
+    """Content hash used as the ingest key."""
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class LoadCounts:
+    """What happened to one file."""
+
+    path: str
+    source: str
+    table: str
+    n_read: int
+    n_loaded: int
+    n_quarantined: int
+    n_ignored: int
+    skipped: bool  # True when the same bytes were loaded before (nothing new in a stream)
+    n_held: int = 0  # a last line without its newline (or an archive still being written)
+    status: str = ""  # what happened, in words (empty: loaded, or "already loaded" when skipped)
+
+    @property
+    def outcome(self) -> str:
+        """``status``, or ``loaded`` / ``already loaded``."""
+        return self.status or ("already loaded" if self.skipped else "loaded")
+
+
+@dataclass(frozen=True)
+class FileLoad:
+    """One file's outcome, ready to load: its rows, its rejects and its quality results.
+
+    ``rejects`` has ``source_file, line_no, raw, reason, stage``; ``quality_results`` has one
+    mapping per expectation with ``expectation, success, n_unexpected``.
+    """
+
+    path: str
+    source: str
+    table: str
+    sha256: str
+    rows: pl.DataFrame
+    rejects: pl.DataFrame
+    n_ignored: int
+    quality_results: tuple[dict[str, object], ...] = ()
+    stream: StreamRead | None = None  # a read of a tailed stream (rows already renumbered)
+    forget: bool = False  # first remove what this path or content loaded before (--force)
+    stat: tuple[int, int] | None = None  # a whole file's size and mtime (ns) when it was read
+
+    def counts(self) -> LoadCounts:
+        n_held = 0 if self.stream is None else self.stream.n_held
+        status = ""
+        if self.stream is not None:
+            status = {"new": "loaded", "append": "appended", "replace": "replaced",
+                      "unchanged": "no new lines"}[self.stream.action]  # fmt: skip
+            if self.stream.released:
+                status += " (last line without newline read: file finished)"
+            elif n_held:
+                status += " (last line held: no newline yet)"
+        elif self.rows.height + self.rejects.height == 0:
+            status = f"no {self.source} lines"
+        return LoadCounts(
+            path=self.path,
+            source=self.source,
+            table=self.table,
+            n_read=self.rows.height + self.rejects.height + n_held,
+            n_loaded=self.rows.height,
+            n_quarantined=self.rejects.height,
+            n_ignored=self.n_ignored,
+            skipped=False,
+            n_held=n_held,
+            status=status,
+        )
+
+
+class PartWriter(Protocol):
+    """Writes one file's rows as lake parts: ``functools.partial(lake.write_parts, lake_dir)``."""
+
+    def __call__(self, *, table: str, sha256: str, rows: pl.DataFrame) -> object: ...
+
+
+def insert(
+    con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame, *, replace: bool = False
+) -> None:
+    """Insert a frame by column name into a table named by the caller's fixed set (``replace``:
+    rows whose primary key exists replace them)."""
+    if frame.height == 0:
+        return
+    # one contiguous chunk: a frame concatenated from thousands of small files' rows is as many
+    # Arrow record batches, which DuckDB scans batch by batch (78k rows in 9,819 chunks: 2.9 s)
+    con.register("incoming_frame", frame.rechunk().to_arrow())
+    try:
+        if replace:
+            con.execute(
+                f"insert or replace into {_identifier(table)} by name select * from incoming_frame"
+            )
+        else:
+            con.execute(f"insert into {_identifier(table)} by name select * from incoming_frame")
+    finally:
+        con.unregister("incoming_frame")
+
+
+_FILES_SCHEMA: SchemaDict = {
+    "file_sha256": pl.String,
+    "path": pl.String,
+    "source": pl.String,
+    "target_table": pl.String,
+    "n_read": pl.Int64,
+    "n_loaded": pl.Int64,
+    "n_quarantined": pl.Int64,
+    "n_ignored": pl.Int64,
+    "n_held": pl.Int64,
+    "loaded_at": pl.Datetime("us", "UTC"),
+    "file_size": pl.Int64,
+    "file_mtime_ns": pl.Int64,
+}
+
+
+def no_lines_key(source: str, sha256: str) -> str:
+    """The key a whole file is recorded under when ``source``'s parser found no line of its in it:
+    per source, so that the same bytes still load under the right source later."""
+    import hashlib
+
+    return hashlib.sha256(f"no {source} lines:{sha256}".encode()).hexdigest()
+
+
+def file_record(load: FileLoad, now: datetime, key: str | None = None) -> dict[str, object]:
+    """The ``raw_ingest_files`` row of a load, keyed by ``key`` (default: its content hash)."""
+    counts = load.counts()
+    return {
+        "file_sha256": key or load.sha256,
+        "path": load.path,
+        "source": load.source,
+        "target_table": load.table,
+        "n_read": counts.n_read,
+        "n_loaded": counts.n_loaded,
+        "n_quarantined": counts.n_quarantined,
+        "n_ignored": counts.n_ignored,
+        "n_held": counts.n_held,
+        "loaded_at": now,
+        "file_size": load.stat[0] if load.stat else None,
+        "file_mtime_ns": load.stat[1] if load.stat else None,
+    }
+
+
+def files_frame(records: list[dict[str, object]]) -> pl.DataFrame:
+    """:func:`file_record` rows as a frame with ``raw_ingest_files``' column types."""
+    return pl.DataFrame(records, schema=_FILES_SCHEMA)
+
+
+def quarantine_rows(load: FileLoad, key: str, now: datetime) -> pl.DataFrame:
+    """A load's rejected lines as ``raw_quarantine`` rows keyed by ``key``."""
+    return load.rejects.select(
+        pl.lit(key).alias("file_sha256"),
+        "source_file",
+        pl.col("line_no").cast(pl.Int32),
+        pl.lit(load.table).alias("target_table"),
+        pl.col("raw").cast(pl.String),
+        "reason",
+        "stage",
+        pl.lit(now).alias("loaded_at"),
+    )
+
+
+def checks_frame(loads: list[FileLoad], now: datetime, key: str | None = None) -> pl.DataFrame:
+    """The loads' quality results as ``raw_quality_results`` rows (keyed by ``key`` or hash)."""
+    return pl.DataFrame(
+        [
+            {
+                "file_sha256": key or load.sha256,
+                "target_table": load.table,
+                "expectation": str(r["expectation"]),
+                "success": bool(r["success"]),
+                "n_unexpected": int(r["n_unexpected"]),  # type: ignore[call-overload]
+                "validated_at": now,
+            }
+            for load in loads
+            for r in load.quality_results
+        ],
+        schema={
+            "file_sha256": pl.String,
+            "target_table": pl.String,
+            "expectation": pl.String,
+            "success": pl.Boolean,
+            "n_unexpected": pl.Int64,
+            "validated_at": pl.Datetime("us", "UTC"),
+        },
+    )
