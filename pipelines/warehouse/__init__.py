@@ -20,6 +20,7 @@ from pipelines.warehouse.connection import (
     connect,
     identifier,
     query,
+    reporting_waits,
     set_param,
 )
 from pipelines.warehouse.load import (
@@ -75,6 +76,7 @@ __all__ = [
     "loaded_unchanged",
     "no_lines_key",
     "query",
+    "reporting_waits",
     "set_param",
     "stream_states",
     "view_files",

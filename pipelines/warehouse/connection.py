@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import time
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,6 +27,12 @@ if TYPE_CHECKING:
 
 _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 WAIT_REPORT_EVERY_S = 1.0
+
+WAIT_REPORTER: ContextVar[Callable[[WaitStatus], None] | None] = ContextVar(
+    "relia_wait_reporter", default=None
+)
+"""The ``on_wait`` hook of every :func:`connect` in this context that was given none (the CLI
+sets its spinner here once per command, so a wait deep inside a pipeline step shows too)."""
 """How often (seconds) :func:`connect` reports a wait for a lock to its ``on_wait`` hook."""
 
 
@@ -106,13 +113,16 @@ def connect(
     on_wait
         Called while the lock is awaited, at once and then about every
         :data:`WAIT_REPORT_EVERY_S` seconds, with a :class:`WaitStatus`; once more with
-        ``done=True`` when the wait ends with the lock taken.
+        ``done=True`` when the wait ends with the lock taken. Default: the hook set with
+        :func:`reporting_waits`, if any.
 
     Raises
     ------
     WarehouseBusyError
         When another process still holds the lock after ``lock_timeout_s`` seconds.
     """
+    if on_wait is None:
+        on_wait = WAIT_REPORTER.get()
     started = time.monotonic()
     deadline = started + lock_timeout_s
     delay = 0.2
@@ -149,6 +159,22 @@ def connect(
         yield con
     finally:
         con.close()
+
+
+@contextmanager
+def reporting_waits(on_wait: Callable[[WaitStatus], None]) -> Iterator[None]:
+    """Make ``on_wait`` the default hook of every :func:`connect` inside the block.
+
+    Parameters
+    ----------
+    on_wait
+        Called as ``connect``'s ``on_wait`` (e.g. :func:`pipelines.warehouse.waiting.busy_spinner`).
+    """
+    token = WAIT_REPORTER.set(on_wait)
+    try:
+        yield
+    finally:
+        WAIT_REPORTER.reset(token)
 
 
 def query(

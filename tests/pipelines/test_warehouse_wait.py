@@ -77,6 +77,23 @@ def test_connect_reports_the_wait_to_its_hook(held: tuple[Path, int]) -> None:
     assert "waited 2 s" in str(raised.value)
 
 
+def test_a_hook_set_for_the_context_reports_every_connect_inside_it(
+    held: tuple[Path, int],
+) -> None:
+    """``reporting_waits`` (what the CLI sets once per command) reaches a ``connect`` deep inside
+    a pipeline step that passes no hook; outside the block nothing is reported."""
+    db, _ = held
+    seen: list[warehouse.WaitStatus] = []
+    with warehouse.reporting_waits(seen.append), pytest.raises(warehouse.WarehouseBusyError):
+        _open(db, lock_timeout_s=1.5)
+    assert seen
+    assert all(s.path == str(db) for s in seen)
+    n_seen = len(seen)
+    with pytest.raises(warehouse.WarehouseBusyError):
+        _open(db, lock_timeout_s=0.5)
+    assert len(seen) == n_seen
+
+
 def test_connect_without_a_wait_never_calls_the_hook(tmp_path: Path) -> None:
     seen: list[warehouse.WaitStatus] = []
     with warehouse.connect(tmp_path / "free.duckdb", lock_timeout_s=2, on_wait=seen.append):
