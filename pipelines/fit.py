@@ -29,7 +29,7 @@ import warnings
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 
@@ -146,7 +146,8 @@ def cohort_labels(frame: pl.DataFrame, by: list[str]) -> pl.Series:
 
 def parse_weibayes_shape(text: str | None) -> float | dict[str, float] | None:
     """``--weibayes-shape``: ``1.3`` for every class, or ``gpu=1.3,nic=0.9`` per class (the
-    same text as a projection's ``--weibull-shape``, :func:`pipelines.knobs.weibull_shape`)."""
+    same text as a projection's ``--weibull-shape``, :func:`pipelines.knobs.weibull_shape`).
+    """
     from pipelines.knobs import weibull_shape
 
     return weibull_shape(text, where="--weibayes-shape")  # type: ignore[no-any-return]
@@ -369,7 +370,7 @@ def fleet_trend(
         raise WarehouseEmptyError(msg)
     events = recurrence.select(pl.col("node").alias("unit_id"), "time_h", "start_h", "end_h")
     failures = events.filter(pl.col("time_h").is_not_null())
-    window_h = float(events["end_h"].max() or 0.0)
+    window_h = float(cast("float | None", events["end_h"].max()) or 0.0)
     counts = recurrence.group_by("node").agg(
         pl.col("time_h").is_not_null().sum().alias("n_failures"),
         (pl.col("end_h").first() - pl.col("start_h").first()).alias("exposure_h"),

@@ -45,7 +45,8 @@ def _plain(value: Any) -> Any:
 
 def json_safe(value: Any) -> Any:
     """``value`` with only JSON types: NaN and infinities become None, dates ISO strings,
-    paths and anything else unknown their ``str`` (:func:`pipelines.jsonsafe.json_ready`)."""
+    paths and anything else unknown their ``str`` (:func:`pipelines.jsonsafe.json_ready`).
+    """
     return json_ready(value, _plain)
 
 
@@ -57,7 +58,8 @@ _COUNTS = (("read", "n_read"), ("loaded", "n_loaded"), ("quarantined", "n_quaran
 
 def ingest_count_rows(counts: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per source: files seen, files new in this run, and the new files' rows read,
-    loaded, quarantined, ignored and held (a skipped file's counts are its earlier load's)."""
+    loaded, quarantined, ignored and held (a skipped file's counts are its earlier load's).
+    """
     rows: dict[str, dict[str, Any]] = {}
     for c in counts:
         row = rows.setdefault(
@@ -145,7 +147,8 @@ def fit_rows(results: pl.DataFrame, quantity: str = "lifetime") -> list[dict[str
     """One row per class x cohort of a fit run (its chosen family's row): failures, unit-years,
     observed AFR and bounds, the headline MTBF, its bounds, method and extrapolated flag, the
     chosen family; for a repair run repairs, closed repairs and the headline MTTR instead.
-    ``None`` stands for a missing number or an unbounded interval end."""
+    ``None`` stands for a missing number or an unbounded interval end.
+    """
     columns = [(name, col) for name, col in _FIT_COLUMNS[quantity] if col in results.columns]
     chosen = results.filter(pl.col("chosen")).sort(
         "n_failures", "component_class", "cohort", descending=[True, False, False]

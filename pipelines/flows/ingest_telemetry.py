@@ -25,7 +25,8 @@ def find_landing_files(
     landing_dir: Path, path_patterns: dict[str, str] | None = None
 ) -> list[ingest.LandingFile]:
     """List the files under the landing root (refusing paths that escape it), with the host and
-    run the sources' ``path_patterns`` capture from each path."""
+    run the sources' ``path_patterns`` capture from each path.
+    """
     patterns = parse_patterns(path_patterns or {})
     return ingest.landing_files(landing_dir, path_patterns=patterns)
 
@@ -166,7 +167,8 @@ def ingest_paths_flow(
     path_patterns: dict[str, str] | None = None,
 ) -> list[dict[str, object]]:
     """Ingest the given files or folders (``relia ingest --tracked``); a file under a given
-    folder that resolves outside it is refused."""
+    folder that resolves outside it is refused.
+    """
     settings = Settings.from_env(db_path=db_path, lake_dir=lake_dir, path_patterns=path_patterns)
     files = ingest.discover(paths, source=source, path_patterns=settings.path_patterns)
     since = datetime.now(UTC)

@@ -23,7 +23,7 @@ from pipelines.errors import ReliaError
 from pipelines.settings import CONNECT_LOCK_TIMEOUT_S
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Mapping
 
 _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 WAIT_REPORT_EVERY_S = 1.0
@@ -178,13 +178,13 @@ def reporting_waits(on_wait: Callable[[WaitStatus], None]) -> Iterator[None]:
 
 
 def query(
-    con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object] | None = None
+    con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, object] | None = None
 ) -> pl.DataFrame:
     """Run a query with bound ``$name`` parameters and return a polars frame."""
     # DuckDB 2.0 refuses con.sql() while an execute() result is only partly fetched (fetchone);
     # that result is done with by the time anyone calls query(), so close it.
     con.complete()
-    frame: pl.DataFrame = con.sql(sql, params=params or None).pl()
+    frame: pl.DataFrame = con.sql(sql, params=dict(params) if params else None).pl()
     return frame
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -42,6 +42,14 @@ def already_loaded(con: duckdb.DuckDBPyConnection, sha256: str) -> LoadCounts | 
     return loaded_before(con, [sha256]).get(sha256)
 
 
+def _skipped(row: tuple[Any, ...]) -> LoadCounts:
+    """Counts of an earlier load of the same bytes from its ``raw_ingest_files`` columns
+    ``path, source, target_table, n_read, n_loaded, n_quarantined, n_ignored``.
+    """
+    path, source, table, n_read, n_loaded, n_quarantined, n_ignored = row
+    return LoadCounts(path, source, table, n_read, n_loaded, n_quarantined, n_ignored, skipped=True)
+
+
 def loaded_before(con: duckdb.DuckDBPyConnection, shas: list[str]) -> dict[str, LoadCounts]:
     """The earlier loads of any of these hashes, by hash (one query for the whole list)."""
     if not shas:
@@ -52,7 +60,7 @@ def loaded_before(con: duckdb.DuckDBPyConnection, shas: list[str]) -> dict[str, 
         "n_ignored from raw_ingest_files where file_sha256 in (select unnest($shas))",
         {"shas": shas},
     ).fetchall()
-    return {r[0]: LoadCounts(*r[1:], skipped=True) for r in rows}
+    return {r[0]: _skipped(r[1:]) for r in rows}
 
 
 def loaded_unchanged(
@@ -60,7 +68,8 @@ def loaded_unchanged(
 ) -> dict[str, LoadCounts]:
     """Earlier loads of whole files by ``(path, source, size, mtime_ns)``, by path: a file whose
     path, source, size and mtime are those recorded when it was read is not read again (one
-    query for the whole list)."""
+    query for the whole list).
+    """
     if not stats:
         return {}
     con.complete()
@@ -78,7 +87,7 @@ def loaded_unchanged(
         ).fetchall()
     finally:
         con.unregister("incoming_stats")
-    return {r[0]: LoadCounts(*r, skipped=True) for r in rows}
+    return {r[0]: _skipped(r) for r in rows}
 
 
 def load_file(
@@ -204,7 +213,8 @@ def load_files(
 def _forget(con: duckdb.DuckDBPyConnection, path: str, key: str, *, lake: bool) -> None:
     """Remove every earlier load of a file (by its content key, or as a stream whose rows carry
     its path): rows, quarantine, quality results and lineage, whatever source it was loaded as.
-    Runs inside the caller's transaction."""
+    Runs inside the caller's transaction.
+    """
     loads = con.execute(
         "select file_sha256, path, target_table from raw_ingest_files "
         "where file_sha256 = $key or path = $path or file_sha256 in "

@@ -216,7 +216,8 @@ def _load_stream_read(
     con: duckdb.DuckDBPyConnection, load: FileLoad, now: datetime, *, lake: bool
 ) -> None:
     """Apply one read of a stream inside the caller's transaction (see
-    :func:`pipelines.warehouse.load.load_files`)."""
+    :func:`pipelines.warehouse.load.load_files`).
+    """
     read = load.stream
     assert read is not None
     state = read.after

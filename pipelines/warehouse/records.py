@@ -107,7 +107,8 @@ def insert(
     con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame, *, replace: bool = False
 ) -> None:
     """Insert a frame by column name into a table named by the caller's fixed set (``replace``:
-    rows whose primary key exists replace them)."""
+    rows whose primary key exists replace them).
+    """
     if frame.height == 0:
         return
     # one contiguous chunk: a frame concatenated from thousands of small files' rows is as many
@@ -142,7 +143,8 @@ _FILES_SCHEMA: SchemaDict = {
 
 def no_lines_key(source: str, sha256: str) -> str:
     """The key a whole file is recorded under when ``source``'s parser found no line of its in it:
-    per source, so that the same bytes still load under the right source later."""
+    per source, so that the same bytes still load under the right source later.
+    """
     import hashlib
 
     return hashlib.sha256(f"no {source} lines:{sha256}".encode()).hexdigest()

@@ -63,7 +63,8 @@ view is left alone (its new Parquet parts carry the column)."""
 
 def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Run every ``sql/schema/*.sql`` file (idempotent DDL) and (re)load the seed tables, in one
-    transaction: a process killed half-way leaves the schema as it was."""
+    transaction: a process killed half-way leaves the schema as it was.
+    """
     con.execute("begin transaction")
     try:
         for path in sorted((SQL_DIR / "schema").glob("*.sql")):
