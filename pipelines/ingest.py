@@ -16,6 +16,11 @@ Two kinds of source:
 Compressed files (gzip, bzip2, xz, zstd) are read transparently, told by their magic bytes. A file
 a parser fails on, a binary file or a broken archive becomes one quarantine row naming the
 problem; every other file of the batch loads.
+
+Finding files and their parser options is :mod:`pipelines.landing`; reading, hashing and
+parsing whole files :mod:`pipelines.ingest_parse`; deciding what to read (new content, new
+lines of streams) :mod:`pipelines.ingest_plan`. This module validates and loads, and re-exports
+the names callers use as ``pipelines.ingest.X``.
 """
 
 from __future__ import annotations

@@ -46,6 +46,10 @@ Example mapping (InfiniteHBD's fault trace)::
     classes: {column: fault_type.Class, map: {GPU: gpu, NIC: nic}, default: unknown}
     population: 400
     window: {start: 0, end: 349}
+
+The mapping's types live in ``fault_log_spec``, their validation in ``fault_log_mapping`` and
+the reading of CSV and JSON records in ``fault_log_records``; this module types the records,
+builds the rows and re-exports the public names (``from pipelines.sources.fault_log import``).
 """
 
 from __future__ import annotations
