@@ -1,0 +1,234 @@
+"""Read, hash and parse whole landing files into ``ParsedFile``s (the step that fans out).
+
+A file's bytes are decompressed (gzip, bzip2, xz, zstd, told by their magic bytes) and hashed;
+a binary file or a broken archive becomes one file-level reject. Small files of one kind are
+parsed joined (:mod:`pipelines.sources.batch`), files of a parser that reads many in one pass
+(``parse_many``) together; a parser that fails on a file quarantines that file only.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from pipelines import streams, warehouse
+from pipelines.landing import OPTION_BUILDERS, LandingFile, file_options
+from pipelines.sources import PARSERS, batch
+from pipelines.sources.common import REJECT_SCHEMA, Parsed
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+log = logging.getLogger(__name__)
+
+BINARY_SNIFF_BYTES = 8192
+"""Head bytes inspected to tell a binary file from telemetry text."""
+
+LOOKUP_FILES = 512
+"""Files read and hashed ahead, then looked up in ``raw_ingest_files`` with one query."""
+LOOKUP_BYTES = 128 * 2**20
+"""...or fewer, when their bytes reach this much (bounded read-ahead memory)."""
+
+FileRead = tuple[LandingFile, bytes, str, "str | None"]
+"""A whole file read: the file, its plain bytes, their hash and a file-level problem or None."""
+
+
+@dataclass
+class ParsedFile:
+    """A parsed file waiting for validation and loading (picklable: it may come from a worker)."""
+
+    item: LandingFile
+    data: bytes
+    sha256: str
+    table: str
+    parsed: Parsed
+    stream: streams.StreamRead | None = None
+    forget: bool = False  # replace whatever this path or content loaded before (--force)
+    stat: tuple[int, int] | None = None  # a whole file's size and mtime (ns) before it was read
+
+
+def parse_file(
+    item: LandingFile, data: bytes, sha256: str, extra: dict[str, Any] | None = None
+) -> ParsedFile:
+    """Parse one file's plain bytes with its source's parser.
+
+    Parameters
+    ----------
+    item
+        The landing file (its source names the parser).
+    data
+        Its plain (decompressed) bytes, or a stream read's new lines.
+    sha256
+        Its lineage key.
+    extra
+        The source's extra parser options (:func:`pipelines.landing.file_options`).
+
+    Returns
+    -------
+    ParsedFile
+        The parse result; a parser that raises gives no rows and one file-level reject naming
+        the error.
+    """
+    table, parser = PARSERS[item.source]
+    options = file_options(item, extra)
+    source_file = item.resolved
+    try:
+        parsed = parser.parse(data, source_file=source_file, **options)
+    except Exception as error:  # a parser bug or an input no rule foresaw: quarantine the file
+        log.warning("parser for %s failed on %s: %r", item.source, source_file, error)
+        reason = f"the {item.source} parser failed on this file: {type(error).__name__}: {error}"
+        parsed = _file_reject(parser, source_file, reason)
+    return ParsedFile(item, data, sha256, table, parsed)
+
+
+def parse_together(
+    members: list[tuple[LandingFile, bytes, str]], extra: dict[str, dict[str, Any]]
+) -> list[ParsedFile]:
+    """Parse files of one source whose parser reads many files in one pass (``parse_many``:
+    kernel logs), each with its own options; any failure falls back to file by file, so one bad
+    file is one quarantine row."""
+    if not members:
+        return []
+    source = members[0][0].source
+    table, parser = PARSERS[source]
+    inputs = [
+        (data, item.resolved, file_options(item, extra.get(source))) for item, data, _ in members
+    ]
+    try:
+        results = parser.parse_many(inputs)
+    except Exception:
+        return [parse_file(item, data, sha, extra.get(source)) for item, data, sha in members]
+    return [
+        ParsedFile(item, data, sha, table, parsed)
+        for (item, data, sha), parsed in zip(members, results, strict=True)
+    ]
+
+
+def _file_reject(parser: Any, source_file: str, reason: str) -> Parsed:
+    """A parse result of no rows and one file-level reject (``line_no = 0``)."""
+    rows = pl.DataFrame(schema=parser.SCHEMA)
+    rejects = pl.DataFrame(
+        {"source_file": [source_file], "line_no": [0], "raw": [""], "reason": [reason[:500]]},
+        schema=REJECT_SCHEMA,
+    )
+    return Parsed(rows, rejects, 0)
+
+
+def _looks_binary(data: bytes) -> bool:
+    """True when the head holds NUL bytes or is mostly control bytes: not a text log or table."""
+    head = data[:BINARY_SNIFF_BYTES]
+    if b"\0" not in head:
+        return False
+    controls = sum(head.count(bytes([b])) for b in (*range(9), *range(14, 27), *range(28, 32)))
+    return controls * 10 >= len(head)
+
+
+def _plain_whole(item: LandingFile, raw: bytes) -> tuple[bytes, str, str | None]:
+    """A whole-file source's plain content, its key and a file-level problem (or None)."""
+    try:
+        data, _codec = streams.decompress(raw)
+    except streams.IncompleteCompressedError as error:
+        return raw, warehouse.file_sha256(raw), f"held: {error}"
+    except ValueError as error:
+        return raw, warehouse.file_sha256(raw), str(error)
+    if _looks_binary(data):
+        return (
+            data,
+            warehouse.file_sha256(data),
+            (
+                f"binary file (NUL and control bytes in its first {BINARY_SNIFF_BYTES} bytes): "
+                f"not {item.source} telemetry"
+            ),
+        )
+    return data, warehouse.file_sha256(data), None
+
+
+def parse_files(
+    items: list[LandingFile], parser_options: dict[str, dict[str, Any]] | None = None
+) -> list[ParsedFile]:
+    """Read, hash and parse whole-file landing files (the step an ingest can fan out to
+    workers); small files of one kind are parsed joined. ``parser_options`` maps a source to
+    extra parser keyword arguments, as in :func:`pipelines.ingest.ingest`. Archives still being
+    written are left out (the ingest reports them held)."""
+    extra = parser_options or {}
+    return [parsed for chunk in hashed_chunks(items) for parsed in parse_read(chunk, extra)]
+
+
+def parse_read(read: list[FileRead], extra: dict[str, dict[str, Any]]) -> Iterator[ParsedFile]:
+    """Parse files already read; files :mod:`pipelines.sources.batch` can join go in groups."""
+    groups: dict[tuple[str, bytes], list[FileRead]] = {}
+    together: dict[str, list[tuple[LandingFile, bytes, str]]] = {}
+    for item, data, sha, problem in read:
+        parser = PARSERS[item.source][1]
+        if problem is not None:
+            if not problem.startswith("held:"):
+                source_file = item.resolved
+                yield ParsedFile(item, data, sha, PARSERS[item.source][0],
+                                 _file_reject(parser, source_file, problem))  # fmt: skip
+            continue
+        if hasattr(parser, "parse_many"):
+            together.setdefault(item.source, []).append((item, data, sha))
+            continue
+        header = None
+        if (
+            batch.supports(parser)
+            and item.source not in OPTION_BUILDERS
+            and not extra.get(item.source)
+            and not item.path_options
+        ):
+            header = batch.groupable(data)
+        if header is None:
+            yield parse_file(item, data, sha, extra.get(item.source))
+        else:
+            groups.setdefault((item.source, header), []).append((item, data, sha, problem))
+    for (source, _), members in groups.items():
+        table, parser = PARSERS[source]
+        try:
+            results = batch.parse_joined(
+                parser, [(item.resolved, data) for item, data, _, _ in members]
+            )
+        except Exception:  # one bad member: parse them one by one, each failure its own reject
+            results = [parse_file(i, d, sh).parsed for i, d, sh, _ in members]
+        for (item, data, sha, _), parsed in zip(members, results, strict=True):
+            yield ParsedFile(item, data, sha, table, parsed)
+    for items in together.values():
+        yield from parse_together(items, extra)
+
+
+def hashed_chunks(files: list[LandingFile]) -> Iterator[list[FileRead]]:
+    """Read, decompress and key whole files, a chunk at a time.
+
+    Parameters
+    ----------
+    files
+        Whole-file landing files.
+
+    Yields
+    ------
+    list[FileRead]
+        Up to :data:`LOOKUP_FILES` reads, fewer when their bytes reach :data:`LOOKUP_BYTES`:
+        each file, its plain bytes, its lineage key and a file-level problem or None.
+    """
+    chunk: list[FileRead] = []
+    size = 0
+    for item in files:
+        data, sha, problem = _plain_whole(item, item.path.read_bytes())
+        chunk.append((item, data, _keyed(item, sha), problem))
+        size += len(data)
+        if len(chunk) >= LOOKUP_FILES or size >= LOOKUP_BYTES:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def _keyed(item: LandingFile, sha: str) -> str:
+    """A whole file's lineage key: its content hash, or for a file its path pattern gave a host
+    or run, a hash of both (the same bytes under two hosts' folders are two hosts' rows, and
+    the same file under the same pattern is still loaded once)."""
+    if not item.path_options:
+        return sha
+    return warehouse.file_sha256(f"{sha} {item.path_options!r}".encode())

@@ -1,0 +1,329 @@
+"""Plan what an ingest reads: new whole files (by content hash) and new lines of tailed logs.
+
+Whole files already loaded (same path, size and mtime; or the same content) are not parsed
+again; their counts are reported at once. Tailed sources (:data:`TAILED`) are streams
+(:mod:`pipelines.streams`): only each file's new complete lines are read and parsed.
+:mod:`pipelines.ingest` validates and loads what these yield.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from pipelines import streams, warehouse
+from pipelines.ingest_parse import (
+    LOOKUP_BYTES,
+    LOOKUP_FILES,
+    ParsedFile,
+    hashed_chunks,
+    parse_file,
+    parse_read,
+    parse_together,
+)
+from pipelines.sources import PARSERS
+from pipelines.sources.common import REJECT_SCHEMA, Parsed
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+
+    import duckdb
+
+    from pipelines.landing import LandingFile
+
+TAILED = frozenset({"kernel"})
+"""Sources read as streams of lines (new complete lines only): their parsers read each line on
+its own, so a chunk of lines parses like the whole file. Others are read whole."""
+
+HOLD_QUIET_S = 300.0
+"""Default seconds after its last write when a held last line (no newline) is read as a line."""
+
+PARSE_TOGETHER_FILES = 512
+"""Files parsed in one pass by a parser that takes many (``parse_many``)."""
+
+
+def parsed_new_files(
+    con: duckdb.DuckDBPyConnection,
+    files: list[LandingFile],
+    extra: dict[str, dict[str, Any]],
+    parse_many: Callable[[list[LandingFile]], Iterable[ParsedFile]] | None,
+    *,
+    on_known: Callable[[list[warehouse.LoadCounts]], None],
+    force: bool = False,
+) -> Iterator[ParsedFile]:
+    """Parse the whole files whose content was not loaded before (nor seen earlier in this run).
+
+    Files loaded before, repeats of a file's content and archives still being written (held) go
+    to ``on_known`` at once. Files are read and hashed a chunk at a time (:data:`LOOKUP_FILES`,
+    :data:`LOOKUP_BYTES`) and the chunk's hashes are looked up in one query. Without
+    ``parse_many`` each new file is parsed as it is reached, so one chunk of files at a time is
+    in memory.
+    """
+    queued: set[tuple[str, str]] = set()
+    new: list[LandingFile] = []
+    stats: dict[str, tuple[int, int]] = {}
+    for chunk in hashed_chunks(_changed_files(con, files, stats, on_known, force=force)):
+        keys = [k for item, _, sha, _ in chunk
+                for k in (sha, warehouse.no_lines_key(item.source, sha))]  # fmt: skip
+        before = {} if force else warehouse.loaded_before(con, keys)
+        fresh = []
+        for item, data, sha, problem in chunk:
+            previous = before.get(sha) or before.get(warehouse.no_lines_key(item.source, sha))
+            if problem is not None and problem.startswith("held:"):
+                on_known([_status(item, "held (compressed file still being written)", n_held=1)])
+                continue
+            if previous is not None or (sha, item.source) in queued:
+                on_known([previous or _duplicate(item, sha)])
+                continue
+            queued.add((sha, item.source))
+            fresh.append((item, data, sha, problem))
+        if parse_many is None:
+            for pending in parse_read(fresh, extra):
+                pending.stat = stats.get(pending.item.resolved)
+                yield pending
+        else:
+            new.extend(item for item, _, _, _ in fresh)
+    if new and parse_many is not None:
+        for pending in parse_many(new):
+            pending.stat = stats.get(pending.item.resolved)
+            yield pending
+
+
+def _changed_files(
+    con: duckdb.DuckDBPyConnection,
+    files: list[LandingFile],
+    stats: dict[str, tuple[int, int]],
+    on_known: Callable[[list[warehouse.LoadCounts]], None],
+    *,
+    force: bool,
+) -> Iterator[LandingFile]:
+    """The files to read: not those whose path, source, size and mtime are those recorded when
+    they were loaded (their counts go to ``on_known``; one query per :data:`LOOKUP_FILES`).
+    ``stats`` receives each file's ``(size, mtime_ns)``, taken before it is read."""
+    for start in range(0, len(files), LOOKUP_FILES):
+        group = files[start : start + LOOKUP_FILES]
+        paths = [item.resolved for item in group]
+        for item, path in zip(group, paths, strict=True):
+            st = item.path.stat()
+            stats[path] = (st.st_size, st.st_mtime_ns)
+        if force:
+            yield from group
+            continue
+        looked_up = [
+            (path, item.source, *stats[path]) for item, path in zip(group, paths, strict=True)
+        ]
+        known = warehouse.loaded_unchanged(con, looked_up)
+        for item, path in zip(group, paths, strict=True):
+            previous = known.get(path)
+            if previous is not None:
+                on_known([previous])
+            else:
+                yield item
+
+
+def tailed_reads(
+    con: duckdb.DuckDBPyConnection,
+    files: list[LandingFile],
+    extra: dict[str, dict[str, Any]],
+    *,
+    quiet_s: float,
+    on_known: Callable[[list[warehouse.LoadCounts]], None],
+    forced: set[str] | frozenset[str] = frozenset(),
+) -> Iterator[ParsedFile]:
+    """Plan and parse the reads of tailed files (:data:`TAILED`), one source at a time.
+
+    A file whose size and mtime are those of its stream's last read, with no held line due, is
+    not read at all. The others are matched to their streams in two passes
+    (:class:`pipelines.streams.StreamIndex`): first files that continue a stream, then the
+    rest, re-read (only new and rewritten logs, a few a run), so a run holds one file at a time.
+    Only a read's new complete lines are parsed, many files' in one pass
+    (:data:`PARSE_TOGETHER_FILES`). Streams whose rows carry a ``forced`` path are forgotten:
+    their files are read as new streams.
+    """
+    planned: list[ParsedFile] = []
+    size = 0
+    for pending in _planned_reads(con, files, quiet_s=quiet_s, on_known=on_known, forced=forced):
+        if pending.stream is None or not pending.data:  # a broken archive, or nothing to parse
+            yield pending
+            continue
+        planned.append(pending)
+        size += len(pending.data)
+        if len(planned) >= PARSE_TOGETHER_FILES or size >= LOOKUP_BYTES:
+            yield from _parse_chunks(planned, extra)
+            planned, size = [], 0
+    yield from _parse_chunks(planned, extra)
+
+
+def _parse_chunks(planned: list[ParsedFile], extra: dict[str, dict[str, Any]]) -> list[ParsedFile]:
+    """Parse planned stream reads (their new lines) of one source together."""
+    if not planned:
+        return []
+    members = [(p.item, p.data, p.sha256) for p in planned]
+    parser = PARSERS[planned[0].item.source][1]
+    if hasattr(parser, "parse_many"):
+        done = parse_together(members, extra)
+    else:
+        done = [parse_file(item, data, sha, extra.get(item.source)) for item, data, sha in members]
+    return [
+        ParsedFile(p.item, p.data, p.sha256, p.table, d.parsed, p.stream)
+        for p, d in zip(planned, done, strict=True)
+    ]
+
+
+def _planned_reads(
+    con: duckdb.DuckDBPyConnection,
+    files: list[LandingFile],
+    *,
+    quiet_s: float,
+    on_known: Callable[[list[warehouse.LoadCounts]], None],
+    forced: set[str] | frozenset[str],
+) -> Iterator[ParsedFile]:
+    """The reads of tailed files, planned but not parsed (:func:`tailed_reads`)."""
+    now_ns = time.time_ns()
+    broken: list[LandingFile] = []
+    by_source: dict[str, list[LandingFile]] = {}
+    for item in files:
+        by_source.setdefault(item.source, []).append(item)
+    for source, items in by_source.items():
+        table = PARSERS[source][0]
+        known = warehouse.stream_states(con, source)
+        index = streams.StreamIndex(s for s in known if s.rows_path not in forced)
+        deferred: list[tuple[LandingFile, os.stat_result]] = []
+        for item in items:
+            path = item.resolved
+            stat = item.path.stat()
+            here = index.at_path(path)
+            if here is not None and streams.unchanged_since(
+                here, file_size=stat.st_size, file_mtime_ns=stat.st_mtime_ns, now_ns=now_ns,
+                quiet_s=quiet_s,
+            ):  # fmt: skip
+                index.claimed.add(here.stream_id)
+                on_known([_unchanged(item)])
+                continue
+            if here is not None:  # a grown log: read its head, a window and the new bytes
+                partial = streams.read_partial(path, here.consumed_bytes)
+                if partial is not None and index.continues(here, partial):
+                    yield from _planned(index, item, partial, None, stat, here, table, now_ns,
+                                        quiet_s, on_known)  # fmt: skip
+                    continue
+            if here is None and not _may_continue(index, item):
+                deferred.append((item, stat))  # read once, in the second pass
+                continue
+            read = _tailed_content(item, on_known, broken)
+            if read is None:
+                continue
+            content, codec = read
+            before = index.continuation(path, content)
+            if before is None:
+                deferred.append((item, stat))
+                continue
+            yield from _planned(index, item, content, codec, stat, before, table, now_ns,
+                                quiet_s, on_known)  # fmt: skip
+        for item, stat in deferred:
+            read = _tailed_content(item, on_known, broken)
+            if read is None:
+                continue
+            content, codec = read
+            path = item.resolved
+            before = index.continuation(path, content) or index.rest(path, content)
+            yield from _planned(index, item, content, codec, stat, before, table, now_ns,
+                                quiet_s, on_known)  # fmt: skip
+    # broken archives: one quarantine row each, keyed by their bytes like a whole file
+    yield from parsed_new_files(con, broken, {}, None, on_known=on_known)
+
+
+def _may_continue(index: streams.StreamIndex, item: LandingFile) -> bool:
+    """Whether a file with no stream at its path might continue another one (a renamed or
+    compressed generation); a plain file whose first bytes start no unclaimed stream's head
+    cannot, and is left for the second pass without being read whole now."""
+    with item.path.open("rb") as handle:
+        head = handle.read(PEEK_BYTES)
+    if streams.codec_of(head) is not None:
+        return True  # an archive's plain head is known only once it is inflated
+    return index.may_continue(head)
+
+
+PEEK_BYTES = 4096
+"""Bytes read to tell whether a new file could continue a known stream (heads are <= 1 KiB)."""
+
+
+def _tailed_content(
+    item: LandingFile,
+    on_known: Callable[[list[warehouse.LoadCounts]], None],
+    broken: list[LandingFile],
+) -> tuple[bytes, str | None] | None:
+    """A tailed file's plain bytes and codec; None for an empty file or an unfinished archive
+    (reported to ``on_known``) and for a broken archive (added to ``broken``)."""
+    try:
+        content, codec = streams.decompress(item.path.read_bytes())
+    except streams.IncompleteCompressedError:
+        on_known([_status(item, "held (compressed file still being written)", n_held=1)])
+        return None
+    except ValueError:
+        broken.append(item)
+        return None
+    if not content:
+        on_known([_status(item, "empty: nothing to read yet")])
+        return None
+    return content, codec
+
+
+def _planned(
+    index: streams.StreamIndex,
+    item: LandingFile,
+    content: bytes | streams.Partial,
+    codec: str | None,
+    stat: os.stat_result,
+    before: streams.StreamState | None,
+    table: str,
+    now_ns: int,
+    quiet_s: float,
+    on_known: Callable[[list[warehouse.LoadCounts]], None],
+) -> Iterator[ParsedFile]:
+    path = item.resolved
+    read = streams.plan_read(
+        index, before, source=item.source, table=table, path=path, content=content,
+        codec=codec, file_size=stat.st_size,
+        file_mtime_ns=stat.st_mtime_ns, now_ns=now_ns, quiet_s=quiet_s,
+    )  # fmt: skip
+    if (
+        read.action == streams.UNCHANGED
+        and before is not None
+        and before.rows_path == path
+        and before.held_bytes == read.after.held_bytes
+        and (before.file_size, before.file_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+    ):
+        on_known([_unchanged(item)])
+        return
+    yield ParsedFile(item, read.chunk, read.after.stream_id, table, _nothing(item.source), read)
+
+
+@functools.cache
+def _nothing(source: str) -> Parsed:
+    """No rows and no rejects, in ``source``'s row schema (a read not parsed yet, or empty)."""
+    return Parsed(
+        pl.DataFrame(schema=PARSERS[source][1].SCHEMA), pl.DataFrame(schema=REJECT_SCHEMA), 0
+    )
+
+
+def _unchanged(item: LandingFile) -> warehouse.LoadCounts:
+    table, _ = PARSERS[item.source]
+    return warehouse.LoadCounts(item.resolved, item.source, table, 0, 0, 0, 0, True,
+                                status="no new lines")  # fmt: skip
+
+
+def _status(item: LandingFile, status: str, *, n_held: int = 0) -> warehouse.LoadCounts:
+    """Counts for a file nothing was loaded from, with what happened to it."""
+    table, _ = PARSERS[item.source]
+    return warehouse.LoadCounts(item.resolved, item.source, table, n_held, 0, 0, 0,
+                                False, n_held=n_held, status=status)  # fmt: skip
+
+
+def _duplicate(item: LandingFile, sha: str) -> warehouse.LoadCounts:
+    """Counts for a file whose bytes equal another file's in the same run (loaded once)."""
+    table, _ = PARSERS[item.source]
+    return warehouse.LoadCounts(item.resolved, item.source, table, 0, 0, 0, 0, True)
