@@ -470,3 +470,17 @@ def test_models_package_exports_every_public_name_of_its_modules() -> None:
         wanted += names
     assert sorted(exported) == sorted(wanted)
     assert len(set(exported)) == len(exported), "a name is exported twice"
+
+
+# --- module size ---------------------------------------------------------------------------------
+MAX_MODULE_LINES = 700
+"""No module of the project is longer (STYLE.md section 1: one concern per module)."""
+
+
+def test_no_module_over_700_lines() -> None:
+    too_long = {
+        str(path.relative_to(ROOT)): n
+        for path in MODULES.values()
+        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not too_long, f"modules over {MAX_MODULE_LINES} lines: {too_long}"
