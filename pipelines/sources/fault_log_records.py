@@ -181,7 +181,7 @@ def _json_records(data: bytes, mapping: FaultLogMapping, source_file: str) -> Re
             file_rejects.append((source_file, where, text[pos : pos + 200], reason))
             break
         line_nos.append(line)
-        raws.append(json.dumps(record, ensure_ascii=False)[:_MAX_RAW])
+        raws.append(_utf8(json.dumps(record, ensure_ascii=False)[:_MAX_RAW]))
         if not isinstance(record, dict):
             pre.append("record is not a JSON object")
             record = {}
@@ -191,7 +191,8 @@ def _json_records(data: bytes, mapping: FaultLogMapping, source_file: str) -> Re
             value = _json_get(record, p)
             if value is not _MISSING:
                 seen[p] = True
-            values[p].append(None if value is _MISSING or value is None else value_text(value))
+            text_value = None if value is _MISSING or value is None else value_text(value)
+            values[p].append(None if text_value is None else _utf8(text_value))
         pos = end
     if line_nos:
         _require_columns(mapping, [p for p, ok in seen.items() if ok], source_file)
@@ -205,6 +206,12 @@ def _json_records(data: bytes, mapping: FaultLogMapping, source_file: str) -> Re
     )
     rejects = pl.DataFrame(file_rejects, schema=REJECT_SCHEMA, orient="row")
     return Records(_clean(frame, mapping), 0, rejects)
+
+
+def _utf8(text: str) -> str:
+    """``text`` with any lone surrogate (JSON allows ``"\\ud800"`` escapes) written as
+    ``\\ud800``, as the file's undecodable bytes are: polars strings must be valid UTF-8."""
+    return text.encode("utf-8", errors="backslashreplace").decode("utf-8")
 
 
 def _skip_ws(text: str, pos: int, *, commas: bool = False) -> int:
