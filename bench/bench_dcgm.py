@@ -87,8 +87,10 @@ def write_scrapes(
     for node in range(nodes):
         host = f"gpu{node + 1:04d}"
         state: dict[str, np.ndarray] = {}
-        uuids = [f"GPU-{int(x):08x}-{node:04x}-4abc-8def-{s:012x}" for s, x in
-                 enumerate(rng.integers(0, 2**32, gpus))]  # fmt: skip
+        uuids = [
+            f"GPU-{int(x):08x}-{node:04x}-4abc-8def-{s:012x}"
+            for s, x in enumerate(rng.integers(0, 2**32, gpus))
+        ]
         labels = np.array(
             [
                 f'gpu="{s}",UUID="{uuids[s]}",pci_bus_id="00000000:{PCI_BUSES[s].upper()}:00.0",'
@@ -201,9 +203,13 @@ def main() -> None:
     try:
         start = time.perf_counter()
         n_files, n_samples, n_bytes = write_scrapes(
-            folder, days=args.days, nodes=args.nodes, gpus=args.gpus,
-            interval_s=args.interval, fmt=args.format,
-        )  # fmt: skip
+            folder,
+            days=args.days,
+            nodes=args.nodes,
+            gpus=args.gpus,
+            interval_s=args.interval,
+            fmt=args.format,
+        )
         gen_s = time.perf_counter() - start
         mb = n_bytes / 1e6
         print(

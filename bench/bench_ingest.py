@@ -166,11 +166,18 @@ def run_ingest(landing: Path, db_path: Path, work: Path) -> tuple[dict[str, Any]
     out = work / "ingest_timings.json"
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "bench.bench_ingest", "--ingest-child", str(landing), str(db_path),
-         str(out)],
+        [
+            sys.executable,
+            "-m",
+            "bench.bench_ingest",
+            "--ingest-child",
+            str(landing),
+            str(db_path),
+            str(out),
+        ],
         check=True,
         cwd=Path(__file__).resolve().parent.parent,
-    )  # fmt: skip
+    )
     wall = time.perf_counter() - started
     # ru_maxrss is in KiB on Linux: the largest resident set of any child waited for so far
     peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024**2
@@ -270,9 +277,23 @@ def _from_site(line: str, names: list[str]) -> str:
 
 
 _REFERENCE = (
-    "JobID", "JobIDRaw", "JobName", "Partition", "Account", "User", "AllocNodes", "AllocTRES",
-    "NodeList", "Submit", "Start", "End", "Elapsed", "State", "ExitCode", "Restarts",
-)  # fmt: skip
+    "JobID",
+    "JobIDRaw",
+    "JobName",
+    "Partition",
+    "Account",
+    "User",
+    "AllocNodes",
+    "AllocTRES",
+    "NodeList",
+    "Submit",
+    "Start",
+    "End",
+    "Elapsed",
+    "State",
+    "ExitCode",
+    "Restarts",
+)
 
 
 def python_sacct(paths: list[Path]) -> tuple[int, int]:
@@ -310,13 +331,28 @@ def python_sacct(paths: list[Path]) -> tuple[int, int]:
                 )
                 rows.append(
                     (
-                        job_id, m["job_id_raw"].split(".", 1)[0], step, m["job_name"],
-                        m["partition"], m["account"], m["user"], int(m["alloc_nodes"] or 0),
-                        m["alloc_tres"], int(gpus[1]) if gpus else 0, m["node_list"], submit,
-                        start, end, elapsed, m["state"], m["uid"], int(m["exit_code"]),
-                        int(m["exit_signal"]), int(m["restarts"] or 0),
+                        job_id,
+                        m["job_id_raw"].split(".", 1)[0],
+                        step,
+                        m["job_name"],
+                        m["partition"],
+                        m["account"],
+                        m["user"],
+                        int(m["alloc_nodes"] or 0),
+                        m["alloc_tres"],
+                        int(gpus[1]) if gpus else 0,
+                        m["node_list"],
+                        submit,
+                        start,
+                        end,
+                        elapsed,
+                        m["state"],
+                        m["uid"],
+                        int(m["exit_code"]),
+                        int(m["exit_signal"]),
+                        int(m["restarts"] or 0),
                     )
-                )  # fmt: skip
+                )
     return len(rows), rejects
 
 
@@ -367,11 +403,15 @@ def python_kernel(paths: list[Path]) -> tuple[int, int]:
                 pid = m["pid"]
                 rows.append(
                     (
-                        prefix["host"] or prefix["shost"] or host_of_file, ts,
-                        m["pci"].lower()[-10:], int(m["xid"]),
-                        int(pid) if pid and pid.isdigit() else None, m["name"], m["msg"],
+                        prefix["host"] or prefix["shost"] or host_of_file,
+                        ts,
+                        m["pci"].lower()[-10:],
+                        int(m["xid"]),
+                        int(pid) if pid and pid.isdigit() else None,
+                        m["name"],
+                        m["msg"],
                     )
-                )  # fmt: skip
+                )
     return len(rows), rejects
 
 
@@ -558,9 +598,12 @@ def main() -> None:
     landing = args.landing or work / "landing"
     try:
         synth_s = synth_landing(
-            landing, nodes=args.nodes, gpus_per_node=args.gpus_per_node, days=args.days,
+            landing,
+            nodes=args.nodes,
+            gpus_per_node=args.gpus_per_node,
+            days=args.days,
             seed=args.seed,
-        )  # fmt: skip
+        )
         stats = landing_stats(landing)
         print(
             f"fleet: {args.nodes:,} nodes x {args.gpus_per_node} GPUs = "
@@ -632,8 +675,11 @@ def main() -> None:
         fit_s, _ = _step("fit", lambda: run_fit(db_path))
         report_s, _ = _step("report", lambda: build_report(db_path, work))
         shown = {"views build + count": views_s, "fit": fit_s, "report": report_s}
-        print("; ".join(f"{k}: " + ("failed" if v is None else f"{v:.2f} s")
-                        for k, v in shown.items()))  # fmt: skip
+        print(
+            "; ".join(
+                f"{k}: " + ("failed" if v is None else f"{v:.2f} s") for k, v in shown.items()
+            )
+        )
 
         vs_duckdb = duck_s / total_s
         vs_python = (py_secs["slurm"] + py_secs["kernel"]) / (
@@ -657,9 +703,12 @@ def main() -> None:
         print(
             f"issue 12: Xid extraction {xid_vs_loop:.1f}x the loop (>= {TARGET_XID_VS_LOOP:g}x), "
             f"ingest {vs_duckdb:.2f}x DuckDB (>= {TARGET_VS_DUCKDB_12:g}x): "
-            + ("met" if xid_vs_loop >= TARGET_XID_VS_LOOP and vs_duckdb >= TARGET_VS_DUCKDB_12
-               else "missed")
-        )  # fmt: skip
+            + (
+                "met"
+                if xid_vs_loop >= TARGET_XID_VS_LOOP and vs_duckdb >= TARGET_VS_DUCKDB_12
+                else "missed"
+            )
+        )
         print(
             f"benchmark wall time {time.perf_counter() - began:.0f} s; "
             f"load average {os.getloadavg()[0]:.1f} at the end"

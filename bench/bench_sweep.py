@@ -105,8 +105,10 @@ def bench_grid(repeats: int, loop_points: int) -> bool:
         f"scaled to {n_points:,}: {loop_scaled_s:.1f} s"
     )
     print(f"  max |goodput difference| sweep vs loop on those points: {diff:.2e}")
-    print(f"  speed-up vs loop      : {loop_scaled_s / grid_s:8.0f} x (sweep), "
-          f"{loop_scaled_s / auto_s:.0f} x (auto_sweep)")  # fmt: skip
+    print(
+        f"  speed-up vs loop      : {loop_scaled_s / grid_s:8.0f} x (sweep), "
+        f"{loop_scaled_s / auto_s:.0f} x (auto_sweep)"
+    )
     print(f"  analytical grid time  : {grid_s:8.4f} s   (target < {TARGET_GRID_SECONDS:g} s)")
     return grid_s < TARGET_GRID_SECONDS and diff < 1e-9
 
@@ -128,13 +130,16 @@ def bench_monte_carlo(naive_points: int, naive_trials: int, n_trials: int = 1000
     z = []
     for i in picked:
         seconds, slow = _timed(
-            simulate_job_naive, replace(SCENARIO, **points[i]), n_trials=naive_trials,
+            simulate_job_naive,
+            replace(SCENARIO, **points[i]),
+            n_trials=naive_trials,
             random_state=1000 + i,
-        )  # fmt: skip
+        )
         naive_s += seconds
         fast = table.row(i, named=True)
-        z.append((fast["goodput"] - slow["goodput"]) / math.hypot(fast["goodput_se"],
-                                                                  slow["goodput_se"]))  # fmt: skip
+        z.append(
+            (fast["goodput"] - slow["goodput"]) / math.hypot(fast["goodput_se"], slow["goodput_se"])
+        )
     scale = (n_points / len(picked)) * (n_trials / naive_trials)
     naive_scaled_s = naive_s * scale
     se = table["goodput_se"]

@@ -26,8 +26,10 @@ def small_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from synth import SynthConfig, synthesize
 
     root = tmp_path_factory.mktemp("flows")
-    synthesize(root / "landing", SynthConfig(nodes=24, days=30, seed=3,
-                                             start=datetime(2026, 4, 6, tzinfo=UTC)))  # fmt: skip
+    synthesize(
+        root / "landing",
+        SynthConfig(nodes=24, days=30, seed=3, start=datetime(2026, 4, 6, tzinfo=UTC)),
+    )
     db = root / "relia.duckdb"
     ingest.ingest(db, ingest.discover([root / "landing"]))
     with warnings.catch_warnings():

@@ -58,15 +58,37 @@ def test_json_safe_turns_nan_and_infinity_into_null() -> None:
 
 def test_ingest_counts_leave_skipped_files_out_of_the_row_counts() -> None:
     counts = [
-        {"source": "dcgm", "skipped": False, "n_read": 5, "n_loaded": 4, "n_quarantined": 1,
-         "n_ignored": 2, "n_held": 0},
-        {"source": "dcgm", "skipped": True, "n_read": 9, "n_loaded": 9, "n_quarantined": 0,
-         "n_ignored": 0, "n_held": 0},
-    ]  # fmt: skip
+        {
+            "source": "dcgm",
+            "skipped": False,
+            "n_read": 5,
+            "n_loaded": 4,
+            "n_quarantined": 1,
+            "n_ignored": 2,
+            "n_held": 0,
+        },
+        {
+            "source": "dcgm",
+            "skipped": True,
+            "n_read": 9,
+            "n_loaded": 9,
+            "n_quarantined": 0,
+            "n_ignored": 0,
+            "n_held": 0,
+        },
+    ]
     assert ingest_count_rows(counts) == [
-        {"source": "dcgm", "files": 2, "new_files": 1, "read": 5, "loaded": 4, "quarantined": 1,
-         "ignored": 2, "held": 0}
-    ]  # fmt: skip
+        {
+            "source": "dcgm",
+            "files": 2,
+            "new_files": 1,
+            "read": 5,
+            "loaded": 4,
+            "quarantined": 1,
+            "ignored": 2,
+            "held": 0,
+        }
+    ]
 
 
 @pytest.mark.prefect
@@ -140,11 +162,20 @@ def test_fit_flow_publishes_one_row_per_class_of_its_run(
             {"id": outcome["run_id"]},
         ).fetchall()
     assert len(rows) == len(stored) == outcome["results"]["component_class"].n_unique()
-    assert sorted((r["component_class"], r["n_failures"], r["family"], r["method"]) for r in rows) \
-        == sorted(stored)  # fmt: skip
+    assert sorted(
+        (r["component_class"], r["n_failures"], r["family"], r["method"]) for r in rows
+    ) == sorted(stored)
     for r in rows:
-        assert {"unit_years", "afr_observed_pct", "afr_observed_lo_pct", "afr_observed_hi_pct",
-                "mtbf_h", "mtbf_lo_h", "mtbf_hi_h", "extrapolated"} <= set(r)  # fmt: skip
+        assert {
+            "unit_years",
+            "afr_observed_pct",
+            "afr_observed_lo_pct",
+            "afr_observed_hi_pct",
+            "mtbf_h",
+            "mtbf_lo_h",
+            "mtbf_hi_h",
+            "extrapolated",
+        } <= set(r)
         if r["n_failures"]:  # no failure: only a lower bound (chi-square), the rest null
             assert r["mtbf_lo_h"] <= r["mtbf_h"]
         else:
@@ -174,9 +205,11 @@ def test_what_if_flow_publishes_its_ranking_and_a_link_to_its_table(
     from pipelines.flows.what_if import what_if
 
     result, artifacts = _run(
-        what_if, sweep_file=SWEEPS / "scale_checkpoint_domain.yaml", out_dir=tmp_path,
+        what_if,
+        sweep_file=SWEEPS / "scale_checkpoint_domain.yaml",
+        out_dir=tmp_path,
         db_path=small_warehouse,
-    )  # fmt: skip
+    )
     assert set(artifacts) == {KEYS["whatif_ranking"], KEYS["whatif_table"]}
     rows = _table(artifacts[KEYS["whatif_ranking"]])
     assert [r["knob"] for r in rows] == [g["knob"] for g in result["gains"]]

@@ -37,9 +37,10 @@ def test_what_if_flow_ranks_knobs_from_the_latest_fit(
     from pipelines.flows.what_if import what_if
 
     result = what_if(
-        sweep_file=SWEEPS / "scale_checkpoint_domain.yaml", out_dir=tmp_path,
+        sweep_file=SWEEPS / "scale_checkpoint_domain.yaml",
+        out_dir=tmp_path,
         db_path=small_warehouse,
-    )  # fmt: skip
+    )
     assert result["fit_run_id"]
     table = pl.read_parquet(result["table"])
     assert table.height == result["n_points"] == 5 * 3 * 2 * 3

@@ -110,8 +110,13 @@ def assert_nothing_half_loaded(db_path: Path) -> int:
             "where stream_id not in (select file_sha256 from raw_ingest_files)"
         ).fetchone()
         assert unrecorded == 0
-        lineage = {"raw_ingest_files", "raw_quarantine", "raw_quality_results", "raw_streams",
-                   "raw_stream_reads"}  # fmt: skip
+        lineage = {
+            "raw_ingest_files",
+            "raw_quarantine",
+            "raw_quality_results",
+            "raw_streams",
+            "raw_stream_reads",
+        }
         for table in tables - lineage:
             (orphans,) = con.execute(
                 f"select count(*) from {table} "
@@ -190,8 +195,9 @@ def test_sigkill_while_tailing_grown_rotated_gzipped_logs(
     import shutil
 
     finished = tmp_path / "finished"
-    synthesize(finished, SynthConfig(nodes=4, days=10, seed=9,
-                                     start=datetime(2026, 4, 6, tzinfo=UTC)))  # fmt: skip
+    synthesize(
+        finished, SynthConfig(nodes=4, days=10, seed=9, start=datetime(2026, 4, 6, tzinfo=UTC))
+    )
     logs = {}
     for log in sorted((finished / "kernel").glob("*.log")):
         data = log.read_bytes()

@@ -41,8 +41,12 @@ NOW = datetime(2026, 7, 1, tzinfo=UTC)
 
 LINE_SOURCES = ("slurm", "kernel", "nvidia_smi", "fleet", "repairs")
 """Parsers whose unit is the line; their scope is modelled below."""
-DELIMITED = {"slurm": ("|", False), "nvidia_smi": (",", True), "fleet": (",", False),
-             "repairs": (",", False)}  # fmt: skip
+DELIMITED = {
+    "slurm": ("|", False),
+    "nvidia_smi": (",", True),
+    "fleet": (",", False),
+    "repairs": (",", False),
+}
 """Source -> (separator, strip spaces around header names)."""
 FUZZED = sorted(s for s in PARSERS if s != "fault_log")
 
@@ -52,12 +56,43 @@ _WHITESPACE = set(
     "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
 _JUNK = [
-    b"\x00", b"\r", b"\xff", b"\xc3", b"\xe2\x80\xa8", b"\xe2\x80", b"|", b",", b'"', b'""',
-    b"\x1f", b" ", b"\t", b"NVRM: Xid", b"\x1b[31m", "\u00e9".encode(), codecs.BOM_UTF8,
-    b"9" * 25, b"-1", b":", b"(", b")", b"[", b"]", b"\n", b"'; drop table raw_fleet; --",
-    b"<script>alert(1)</script>", b"[/bold]", b"\\", b"2099-01-01T00:00:00", b"Unknown",
-    b"None assigned", b"gres/gpu=-1", b"gpu[001-", b"NaN", b"\xf0\x9f\x92\xa5",
-]  # fmt: skip
+    b"\x00",
+    b"\r",
+    b"\xff",
+    b"\xc3",
+    b"\xe2\x80\xa8",
+    b"\xe2\x80",
+    b"|",
+    b",",
+    b'"',
+    b'""',
+    b"\x1f",
+    b" ",
+    b"\t",
+    b"NVRM: Xid",
+    b"\x1b[31m",
+    "\u00e9".encode(),
+    codecs.BOM_UTF8,
+    b"9" * 25,
+    b"-1",
+    b":",
+    b"(",
+    b")",
+    b"[",
+    b"]",
+    b"\n",
+    b"'; drop table raw_fleet; --",
+    b"<script>alert(1)</script>",
+    b"[/bold]",
+    b"\\",
+    b"2099-01-01T00:00:00",
+    b"Unknown",
+    b"None assigned",
+    b"gres/gpu=-1",
+    b"gpu[001-",
+    b"NaN",
+    b"\xf0\x9f\x92\xa5",
+]
 
 
 def _seed_lines() -> dict[str, list[bytes]]:
@@ -190,8 +225,20 @@ def test_parser_survives_random_and_mutated_lines(source: str) -> None:
     run()
 
 
-_LOG_PIECES = [b"NVRM: Xid", b"\n", b"\r\n", b"\r", b"\xff", b"\xc3", b"x", b" ",
-               codecs.BOM_UTF8, b"\x1f", "\u00e9".encode(), b"\\xff"]  # fmt: skip
+_LOG_PIECES = [
+    b"NVRM: Xid",
+    b"\n",
+    b"\r\n",
+    b"\r",
+    b"\xff",
+    b"\xc3",
+    b"x",
+    b" ",
+    codecs.BOM_UTF8,
+    b"\x1f",
+    "\u00e9".encode(),
+    b"\\xff",
+]
 
 
 @settings(max_examples=300, deadline=None)
@@ -207,9 +254,10 @@ def test_marker_search_equals_splitting_every_line(parts: list[bytes]) -> None:
     found, n_lines = lines_containing(data, "NVRM: Xid")
     every = split_lines(data)
     assert n_lines == every.height
-    assert found.to_dicts() == every.filter(
-        pl.col("line").str.contains("NVRM: Xid", literal=True)
-    ).to_dicts()
+    assert (
+        found.to_dicts()
+        == every.filter(pl.col("line").str.contains("NVRM: Xid", literal=True)).to_dicts()
+    )
 
 
 BATCHED = sorted(s for s, (_, parser) in PARSERS.items() if batch.supports(parser))
@@ -269,18 +317,27 @@ def _trace_records() -> list[dict[str, object]]:
     if trace.exists():
         return json.loads(trace.read_text())[:400]
     return [
-        {"node_id": f"n{i % 7}", "event_time": 1.5 + i, "event_type": kind,
-         "fault_type": {"Level": "Hardware Failure", "Class": "GPU", "Desc": "GPU lost"}}
+        {
+            "node_id": f"n{i % 7}",
+            "event_time": 1.5 + i,
+            "event_type": kind,
+            "fault_type": {"Level": "Hardware Failure", "Class": "GPU", "Desc": "GPU lost"},
+        }
         for i, kind in enumerate(["fault_start", "fault_end"] * 20)
-    ]  # fmt: skip
+    ]
 
 
 RECORDS = _trace_records()
 _JSON_JUNK = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.text(max_size=20),
     st.sampled_from(["fault_start", "fault_end", "<script>", "\x00", "1e999", "GPU", ""]),
-    st.builds(list), st.builds(dict),
-)  # fmt: skip
+    st.builds(list),
+    st.builds(dict),
+)
 
 
 @st.composite

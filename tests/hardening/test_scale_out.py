@@ -31,8 +31,10 @@ from synth import SynthConfig, synthesize
 REPO = Path(__file__).resolve().parents[2]
 HAND_RATES = REPO / "data_samples" / "sweeps" / "hand_rates.yaml"
 TIMESTAMPS = ("loaded_at", "validated_at")
-PART = re.compile(r"^source=([a-z_]+)/date=(\d{4}-\d{2}-\d{2}|__HIVE_DEFAULT_PARTITION__)/"
-                  r"part-([0-9a-f]{8})\.parquet$")  # fmt: skip
+PART = re.compile(
+    r"^source=([a-z_]+)/date=(\d{4}-\d{2}-\d{2}|__HIVE_DEFAULT_PARTITION__)/"
+    r"part-([0-9a-f]{8})\.parquet$"
+)
 
 
 @pytest.fixture(scope="module")
@@ -79,12 +81,16 @@ def test_views_over_the_lake_match_the_views_over_tables(landing: Path, tmp_path
     parts = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.parquet"))
     assert parts
     with warehouse.connect(lake_db, read_only=True) as con:
-        shas = {r[0][:8]: r[1] for r in con.execute(
-            "select file_sha256, source from raw_ingest_files union all "  # whole files
-            "select read_key, source from raw_stream_reads join raw_streams using (stream_id)"
-        ).fetchall()}  # fmt: skip
-        assert con.execute("select count(*) from duckdb_tables() where table_name = "
-                           "'raw_slurm_jobs'").fetchone() == (0,)  # fmt: skip
+        shas = {
+            r[0][:8]: r[1]
+            for r in con.execute(
+                "select file_sha256, source from raw_ingest_files union all "  # whole files
+                "select read_key, source from raw_stream_reads join raw_streams using (stream_id)"
+            ).fetchall()
+        }
+        assert con.execute(
+            "select count(*) from duckdb_tables() where table_name = 'raw_slurm_jobs'"
+        ).fetchone() == (0,)
         assert lake.lake_of(con) == root.resolve()
     for part in parts:
         match = PART.match(part)
@@ -121,7 +127,8 @@ def test_lake_writes_are_idempotent_and_unrecorded_parts_stay_invisible(
     lake.write_parts(root, table="raw_slurm_jobs", sha256=ghost_sha, rows=ghost)
     with warehouse.connect(db, read_only=True) as con:
         (n_ghosts,) = con.execute(
-            "select count(*) from raw_slurm_jobs where job_name = 'ghost'").fetchone()  # fmt: skip
+            "select count(*) from raw_slurm_jobs where job_name = 'ghost'"
+        ).fetchone()
     assert n_ghosts == 0
     with pytest.raises(ValueError, match="share the first 8 hex digits"):
         lake.write_parts(root, table="raw_slurm_jobs", sha256="f" * 8 + "0" * 56, rows=ghost)
@@ -134,16 +141,24 @@ def test_a_lake_reads_from_any_connection(landing: Path, tmp_path: Path) -> None
     try:
         warehouse.apply_schema(con)
         made = lake.attach(con, root, temporary=True)  # no lineage here: every part is read
-        assert set(made) >= {"raw_slurm_jobs", "raw_xid_events", "raw_inventory", "raw_fleet",
-                             "raw_repairs"}  # fmt: skip
-        counts = {t: con.execute(f"select count(*) from {lake._table(t)}").fetchone()[0]
-                  for t in made}  # fmt: skip
+        assert set(made) >= {
+            "raw_slurm_jobs",
+            "raw_xid_events",
+            "raw_inventory",
+            "raw_fleet",
+            "raw_repairs",
+        }
+        counts = {
+            t: con.execute(f"select count(*) from {lake._table(t)}").fetchone()[0] for t in made
+        }
     finally:
         con.close()
     with warehouse.connect(db, read_only=True) as con:
-        expected = dict(con.execute(
-            "select target_table, sum(n_loaded)::bigint from raw_ingest_files group by 1"
-        ).fetchall())  # fmt: skip
+        expected = dict(
+            con.execute(
+                "select target_table, sum(n_loaded)::bigint from raw_ingest_files group by 1"
+            ).fetchall()
+        )
     assert counts == {t: expected[t] for t in made}
 
 
@@ -223,8 +238,9 @@ def test_grid_slices_concatenate_to_the_whole_sweep(grid: dict[str, list[Any]]) 
     for n_parts in (1, 2, 3, 7):
         slices = dask_runner.split_grid(grid, n_parts)
         assert 1 <= len(slices) <= n_parts
-        assert_frame_equal(pl.concat([sweep(base, g) for g in slices], how="vertical_relaxed"),
-                           whole)  # fmt: skip
+        assert_frame_equal(
+            pl.concat([sweep(base, g) for g in slices], how="vertical_relaxed"), whole
+        )
 
 
 def test_split_grid_knows_the_sweeps_categorical_knobs() -> None:
@@ -289,9 +305,13 @@ def test_parse_fan_out_on_a_local_cluster_matches_one_process(
     fanned, single = tmp_path / "dask.duckdb", tmp_path / "single.duckdb"
     counts, workers = _workers_used(
         cluster,
-        lambda: ingest_telemetry(landing_dir=landing, db_path=fanned,
-                                 dask_address=cluster.scheduler_address, parse_tasks=4),
-    )  # fmt: skip
+        lambda: ingest_telemetry(
+            landing_dir=landing,
+            db_path=fanned,
+            dask_address=cluster.scheduler_address,
+            parse_tasks=4,
+        ),
+    )
     assert len(workers) == 2
     reference = ingest.ingest(single, ingest.landing_files(landing))
     key = ("path", "n_read", "n_loaded", "n_quarantined", "n_ignored")
@@ -315,12 +335,18 @@ def test_what_if_sweep_on_a_local_cluster_matches_one_process(
     sweep_file.write_text(yaml.safe_dump(spec))
     result, workers = _workers_used(
         cluster,
-        lambda: what_if(sweep_file=sweep_file, out_dir=tmp_path / "dask", db_path=None,
-                        dask_address=cluster.scheduler_address, parts=2),
-    )  # fmt: skip
+        lambda: what_if(
+            sweep_file=sweep_file,
+            out_dir=tmp_path / "dask",
+            db_path=None,
+            dask_address=cluster.scheduler_address,
+            parts=2,
+        ),
+    )
     assert len(workers) == 2
-    reference = project.run_sweep(project.load_sweep(sweep_file), db_path=None,
-                                  out_dir=tmp_path / "single")  # fmt: skip
+    reference = project.run_sweep(
+        project.load_sweep(sweep_file), db_path=None, out_dir=tmp_path / "single"
+    )
     assert_frame_equal(pl.read_parquet(result["table"]), pl.read_parquet(reference["table"]))
     assert result["gains"] == reference["gains"]
     assert result["n_points"] == reference["n_points"] == 2 * 3 * 2 * 2
@@ -340,12 +366,18 @@ def test_monte_carlo_sweep_on_a_local_cluster_matches_one_process(
     sweep_file.write_text(yaml.safe_dump(spec))
     result, workers = _workers_used(
         cluster,
-        lambda: what_if(sweep_file=sweep_file, out_dir=tmp_path / "dask", db_path=None,
-                        dask_address=cluster.scheduler_address, parts=3),
-    )  # fmt: skip
+        lambda: what_if(
+            sweep_file=sweep_file,
+            out_dir=tmp_path / "dask",
+            db_path=None,
+            dask_address=cluster.scheduler_address,
+            parts=3,
+        ),
+    )
     assert len(workers) == 2
-    reference = project.run_sweep(project.load_sweep(sweep_file), db_path=None,
-                                  out_dir=tmp_path / "single")  # fmt: skip
+    reference = project.run_sweep(
+        project.load_sweep(sweep_file), db_path=None, out_dir=tmp_path / "single"
+    )
     table = pl.read_parquet(result["table"])
     assert_frame_equal(table, pl.read_parquet(reference["table"]))
     assert set(table["method"]) == {"monte_carlo"}

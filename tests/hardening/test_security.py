@@ -47,11 +47,22 @@ TRUSTED = {
 @pytest.mark.parametrize(
     "name",
     [
-        "raw_fleet; drop table raw_fleet", "raw_fleet--", "Raw_fleet", "1raw", "raw-fleet",
-        "raw fleet", "", "raw.fleet", '"raw_fleet"', "raw_fleet\x00", "raw_fleet\n",
-        "r\u00e4w", "raw_fleet/*x*/", "_raw",
+        "raw_fleet; drop table raw_fleet",
+        "raw_fleet--",
+        "Raw_fleet",
+        "1raw",
+        "raw-fleet",
+        "raw fleet",
+        "",
+        "raw.fleet",
+        '"raw_fleet"',
+        "raw_fleet\x00",
+        "raw_fleet\n",
+        "r\u00e4w",
+        "raw_fleet/*x*/",
+        "_raw",
     ],
-)  # fmt: skip
+)
 def test_identifier_refuses_anything_but_plain_names(name: str) -> None:
     with pytest.raises(ValueError, match="refusing identifier"):
         warehouse._identifier(name)

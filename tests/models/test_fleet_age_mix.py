@@ -80,9 +80,14 @@ class TestAgeMix:
             assert row["goodput"] == pytest.approx(want, rel=1e-9)
 
     @pytest.mark.parametrize(
-        "text", ["0:0.5,8760:0.5", "8760h:0.5,0h:0.5", [{"age_h": 0, "share": 0.5},
-                 {"age_h": 8760, "share": 0.5}], [[0, 0.5], [8760, 0.5]]],
-    )  # fmt: skip
+        "text",
+        [
+            "0:0.5,8760:0.5",
+            "8760h:0.5,0h:0.5",
+            [{"age_h": 0, "share": 0.5}, {"age_h": 8760, "share": 0.5}],
+            [[0, 0.5], [8760, 0.5]],
+        ],
+    )
     def test_knob_text_parses_the_mix_and_its_label(self, text: object) -> None:
         assert knobs.knob_value("fleet_age", text) == MIX
         assert knobs.knob_value("fleet_age", knob_label("fleet_age", MIX)) == MIX
@@ -95,8 +100,12 @@ class TestAgeMix:
 
 class TestAgeMixSplits:
     def test_simulation_splits_every_node_group_by_age(self) -> None:
-        s = reference(16_384, weibull_shape=0.7, node_groups=((0.25, 3.0),),
-                      fleet_age=((0.0, 0.3), (100.0, 0.7)))  # fmt: skip
+        s = reference(
+            16_384,
+            weibull_shape=0.7,
+            node_groups=((0.25, 3.0),),
+            fleet_age=((0.0, 0.3), (100.0, 0.7)),
+        )
         classes = _plan(s).classes
         # 2048 nodes: a group of 512 (154 new, 358 aged) and the rest of 1536 (461, 1075)
         assert [c.units for c in classes] == [154, 358, 461, 1075]
@@ -104,8 +113,11 @@ class TestAgeMixSplits:
         assert classes[0].scale_s == pytest.approx(classes[2].scale_s / 3.0)
         populations = eventsim.aged_populations(s)
         assert [(p[0], p[3]) for p in populations] == [
-            (154, 0.0), (358, 100.0), (461, 0.0), (1075, 100.0)
-        ]  # fmt: skip
+            (154, 0.0),
+            (358, 100.0),
+            (461, 0.0),
+            (1075, 100.0),
+        ]
 
     def test_naive_simulation_counts_the_mix_failures(self) -> None:
         s = reference(1_024, weibull_shape=0.7, fleet_age=MIX)

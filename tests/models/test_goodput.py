@@ -438,8 +438,12 @@ class TestKnobGains:
             "checkpoint_interval_s": [0.7 * optimum_s, 1.4 * optimum_s],
             "detect_s": [600.0, 30.0],
         }
-        ranking = knob_gains(replace(base, checkpoint_interval_s=0.7 * optimum_s), grid,
-                             n_samples=2000, random_state=0)  # fmt: skip
+        ranking = knob_gains(
+            replace(base, checkpoint_interval_s=0.7 * optimum_s),
+            grid,
+            n_samples=2000,
+            random_state=0,
+        )
         rows = {r["knob"]: r for r in ranking.gains.iter_rows(named=True)}
         close = rows["checkpoint_interval_s"]
         assert close["gain"] > 0

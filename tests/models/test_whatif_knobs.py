@@ -34,8 +34,12 @@ def _restart_goodput(lam: float, restarts: list[tuple[float, float]], delta: flo
 class TestInterruptionKinds:
     def test_job_level_interruptions_join_the_renewal_reward(self) -> None:
         # 2048 nodes at 6.5 per 1000 node-days plus 0.05 job-level interruptions per hour
-        s = Scenario(n_gpus=16_384, node_failures_per_1000_node_days=6.5, checkpoint_s=120.0,
-                     job_interruptions_per_h=0.05)  # fmt: skip
+        s = Scenario(
+            n_gpus=16_384,
+            node_failures_per_1000_node_days=6.5,
+            checkpoint_s=120.0,
+            job_interruptions_per_h=0.05,
+        )
         lam_hw = 2048 * 6.5e-3 / DAY
         lam_j = 0.05 / HOUR
         lam = lam_hw + lam_j
@@ -79,8 +83,10 @@ class TestInterruptionKinds:
 
 class TestNodeGroups:
     def test_a_group_of_every_unit_scales_the_mtbf(self) -> None:
-        rates = (ClassRate("gpu", "gpu", 50_000.0, weibull_shape=0.7),
-                 ClassRate("nic", "node", 80_000.0))  # fmt: skip
+        rates = (
+            ClassRate("gpu", "gpu", 50_000.0, weibull_shape=0.7),
+            ClassRate("nic", "node", 80_000.0),
+        )
         s = Scenario(rates=rates, fleet_age="new", n_gpus=32_768)
         grouped = project(replace(s, node_groups=((1.0, 2.5),)))
         scaled = tuple(replace(r, mtbf_h=r.mtbf_h / 2.5) for r in rates)
@@ -133,9 +139,12 @@ class TestSparePool:
         spares, c, rate, a = 4, 24 * HOUR, 6 / (24 * HOUR), 0.8 * 6 / (24 * HOUR)
         m = min(c, window_h * HOUR)
         mean, laplace = _spare_wait(
-            np.asarray(float(spares)), np.asarray(c), np.asarray(rate), np.asarray(a),
+            np.asarray(float(spares)),
+            np.asarray(c),
+            np.asarray(rate),
+            np.asarray(a),
             np.asarray(window_h * HOUR),
-        )  # fmt: skip
+        )
 
         def density(g: float) -> float:  # Gamma(S, rate): time back to the S-th event
             return rate**spares * g ** (spares - 1) * math.exp(-rate * g) / math.gamma(spares)
@@ -175,9 +184,14 @@ class TestSparePool:
         # a return later than a later fault's own can serve it: check with the sorted returns
         keep = slice(n // 10, None)  # past the start: the steady state
         mean, laplace = _spare_wait_random(
-            np.asarray(float(spares)), np.asarray(detect), np.asarray(median),
-            np.asarray(sigma), np.asarray(rate), np.asarray(a), np.asarray(1e12),
-        )  # fmt: skip
+            np.asarray(float(spares)),
+            np.asarray(detect),
+            np.asarray(median),
+            np.asarray(sigma),
+            np.asarray(rate),
+            np.asarray(a),
+            np.asarray(1e12),
+        )
         w = waits[keep]
         se_mean = w.std() / math.sqrt(w.size) * 10  # waits are correlated: a generous block factor
         assert float(mean) == pytest.approx(w.mean(), abs=4 * se_mean)

@@ -39,10 +39,13 @@ def test_summary_json_matches_truth(fleet: tuple[Path, Path, dict]) -> None:
     summary = json.loads(result.stdout)
     failures = {r["component_class"]: r["n_failures"] for r in summary["failures_by_class"]}
     assert {cls: failures[cls] for cls in truth["failures_by_class"]} == truth["failures_by_class"]
-    causes = {(r["cause_class"], r["attribution"]): r["n_interruptions"]
-              for r in summary["interruptions_by_cause"]}  # fmt: skip
-    assert causes == {(r["cause_class"], r["attribution"]): r["n"]
-                      for r in truth["interruptions_by_cause"]}  # fmt: skip
+    causes = {
+        (r["cause_class"], r["attribution"]): r["n_interruptions"]
+        for r in summary["interruptions_by_cause"]
+    }
+    assert causes == {
+        (r["cause_class"], r["attribution"]): r["n"] for r in truth["interruptions_by_cause"]
+    }
 
 
 def test_ingest_prints_counts_per_file_and_skips_known_bytes(fleet: tuple) -> None:
@@ -93,8 +96,16 @@ def test_fit_reports_observed_rates_and_the_headline(fleet: tuple) -> None:
 
 
 # --------------------------------------------------------------------------- what-if knobs (#13)
-HAND = ["project", "--gpus", "16384", "--node-failures-per-1000-node-days", "6.5",
-        "--samples", "0", "--json"]  # fmt: skip
+HAND = [
+    "project",
+    "--gpus",
+    "16384",
+    "--node-failures-per-1000-node-days",
+    "6.5",
+    "--samples",
+    "0",
+    "--json",
+]
 
 
 def _project_json(*flags: str) -> dict:
@@ -136,8 +147,12 @@ def test_project_knob_flags_reach_the_scenario(
 
 def test_project_knob_flags_move_goodput_the_right_way() -> None:
     plain = _project_json()["goodput"]
-    for slower in (["--detect-s", "600"], ["--reschedule-s", "1200"], ["--reload-s", "900"],
-                   ["--warmup-s", "900"]):  # fmt: skip
+    for slower in (
+        ["--detect-s", "600"],
+        ["--reschedule-s", "1200"],
+        ["--reload-s", "900"],
+        ["--warmup-s", "900"],
+    ):
         assert _project_json(*slower)["goodput"] < plain, slower
     # a new fleet with infant mortality fails more often in its first month than steady state
     young = _project_json("--weibull-shape", "0.7", "--fleet-age", "new")
@@ -152,12 +167,18 @@ def test_project_knob_flags_move_goodput_the_right_way() -> None:
 def test_restart_s_sets_rescheduling_and_keeps_the_other_phases() -> None:
     payload = _project_json("--restart-s", "600")
     assert payload["scenario"]["reschedule_s"] == pytest.approx(600 - (120 + 180 + 120))
-    assert (payload["scenario"]["detect_s"], payload["scenario"]["reload_s"],
-            payload["scenario"]["warmup_s"]) == (120.0, 180.0, 120.0)  # fmt: skip
+    assert (
+        payload["scenario"]["detect_s"],
+        payload["scenario"]["reload_s"],
+        payload["scenario"]["warmup_s"],
+    ) == (120.0, 180.0, 120.0)
     assert payload["restart_shorthand"] == {
-        "restart_s": 600.0, "reschedule_s": 180.0, "detect_s": 120.0, "reload_s": 180.0,
+        "restart_s": 600.0,
+        "reschedule_s": 180.0,
+        "detect_s": 120.0,
+        "reload_s": 180.0,
         "warmup_s": 120.0,
-    }  # fmt: skip
+    }
     tuned = _project_json("--restart-s", "600", "--detect-s", "30", "--warmup-s", "0")
     assert tuned["scenario"]["reschedule_s"] == pytest.approx(600 - 30 - 180 - 0)
     # the whole restart is what the shorthand says, whatever the split
@@ -315,21 +336,33 @@ def test_json_and_format_csv_together_are_a_usage_error(fleet: tuple) -> None:
     assert "--json" in result.output
 
 
-@pytest.mark.parametrize("table", ["failures_by_class", "interruptions_by_cause", "files",
-                                   "quarantine"])  # fmt: skip
+@pytest.mark.parametrize(
+    "table", ["failures_by_class", "interruptions_by_cause", "files", "quarantine"]
+)
 def test_summary_format_csv_and_json(fleet: tuple, table: str) -> None:
     db = str(fleet[0])
     payload = _strict_loads(_invoke("summary", "--db", db, "--format", "json"))
     assert payload == _strict_loads(_invoke("summary", "--db", db, "--json"))
     header, rows = _csv_rows(_invoke("summary", "--db", db, "--format", "csv", "--table", table))
     expected = {
-        "failures_by_class": ["component_class", "units_at_risk", "n_failures", "exposure_h",
-                              "naive_mtbf_h", "n_interruptions"],
-        "interruptions_by_cause": ["cause_class", "attribution", "n_interruptions",
-                                   "gpu_hours_interrupted", "median_restart_overhead_s"],
+        "failures_by_class": [
+            "component_class",
+            "units_at_risk",
+            "n_failures",
+            "exposure_h",
+            "naive_mtbf_h",
+            "n_interruptions",
+        ],
+        "interruptions_by_cause": [
+            "cause_class",
+            "attribution",
+            "n_interruptions",
+            "gpu_hours_interrupted",
+            "median_restart_overhead_s",
+        ],
         "files": ["source", "n_files", "n_read", "n_loaded", "n_quarantined"],
         "quarantine": ["target_table", "stage", "reason", "n_rows"],
-    }[table]  # fmt: skip
+    }[table]
     assert len(rows) == len(payload[table])
     if rows:
         assert header == expected
@@ -360,8 +393,16 @@ def test_ingest_format_csv_and_json(fleet: tuple) -> None:
     repairs = str(landing / "repairs")
     counts = _strict_loads(_invoke("ingest", repairs, "--db", str(db), "--format", "json"))
     header, rows = _csv_rows(_invoke("ingest", repairs, "--db", str(db), "--format", "csv"))
-    assert header == ["file", "source", "read", "loaded", "quarantined", "held", "ignored",
-                      "status"]  # fmt: skip
+    assert header == [
+        "file",
+        "source",
+        "read",
+        "loaded",
+        "quarantined",
+        "held",
+        "ignored",
+        "status",
+    ]
     assert len(rows) == len(counts) == 1
     assert rows[0]["status"] == "already loaded"
     # past 40 files the CSV holds the table's rows: one per source and outcome
@@ -375,14 +416,32 @@ def test_fit_and_trend_format_csv_and_json(fleet: tuple) -> None:
     db = str(fleet[0])
     payload = _strict_loads(_invoke("fit", "--db", db, "--format", "json"))
     header, rows = _csv_rows(_invoke("fit", "--db", db, "--format", "csv"))
-    assert header == ["class", "fail", "unit_yr", "afr_obs_pct", "mtbf_h", "how", "extrap",
-                      "rmst_h", "family", "shape", "afr_model_pct"]  # fmt: skip
+    assert header == [
+        "class",
+        "fail",
+        "unit_yr",
+        "afr_obs_pct",
+        "mtbf_h",
+        "how",
+        "extrap",
+        "rmst_h",
+        "family",
+        "shape",
+        "afr_model_pct",
+    ]
     assert len(rows) == len(payload["fits"])
     assert {r["class"] for r in rows} == {r["component_class"] for r in payload["fits"]}
     trend = _strict_loads(_invoke("trend", "--db", db, "--format", "json"))
     header, rows = _csv_rows(_invoke("trend", "--db", db, "--format", "csv"))
-    assert header == ["unit_id", "observed", "expected", "p_value", "p_adjusted", "lemon",
-                      "classes"]  # fmt: skip
+    assert header == [
+        "unit_id",
+        "observed",
+        "expected",
+        "p_value",
+        "p_adjusted",
+        "lemon",
+        "classes",
+    ]
     assert len(rows) == len(trend["most_suspect_nodes"])
 
 
@@ -406,8 +465,17 @@ def test_whatif_format_csv_and_json(tmp_path: Path) -> None:
     header, rows = _csv_rows(
         _invoke("whatif", str(HAND_RATES), "--out", str(tmp_path / "c"), "--format", "csv")
     )
-    assert header == ["knob", "baseline", "best", "goodput_baseline", "goodput_best", "gain",
-                      "gain 95 %", "within_uncertainty", "useful GPU-h gained"]  # fmt: skip
+    assert header == [
+        "knob",
+        "baseline",
+        "best",
+        "goodput_baseline",
+        "goodput_best",
+        "gain",
+        "gain 95 %",
+        "within_uncertainty",
+        "useful GPU-h gained",
+    ]
     assert [r["knob"] for r in rows] == [g["knob"] for g in payload["gains"]]
 
 
@@ -442,16 +510,31 @@ def test_predict_format_csv_and_json(tmp_path: Path) -> None:
         )
         for name, spec in default_classes().items()
     }
-    config = SynthConfig(nodes=8, days=30, seed=5, start=datetime(2026, 3, 2, tzinfo=UTC),
-                         classes=classes, dcgm_interval_s=3600, precursor_share=0.0)  # fmt: skip
+    config = SynthConfig(
+        nodes=8,
+        days=30,
+        seed=5,
+        start=datetime(2026, 3, 2, tzinfo=UTC),
+        classes=classes,
+        dcgm_interval_s=3600,
+        precursor_share=0.0,
+    )
     synthesize(tmp_path / "landing", config)
     db = str(tmp_path / "relia.duckdb")
     ingest.ingest(Path(db), ingest.discover([tmp_path / "landing"]))
     train = ("predict", "train", "--db", db, "--as-of-checks", "0")
     assert set(_strict_loads(_invoke(*train, "--format", "json"))["metrics"]) >= {"model"}
     header, rows = _csv_rows(_invoke(*train, "--format", "csv"))
-    assert header == ["predictor", "threshold", "precision", "recall", "pr_auc", "lead_time_h",
-                      "alarms_per_day", "caught"]  # fmt: skip
+    assert header == [
+        "predictor",
+        "threshold",
+        "precision",
+        "recall",
+        "pr_auc",
+        "lead_time_h",
+        "alarms_per_day",
+        "caught",
+    ]
     assert [r["predictor"] for r in rows] == ["classifier", "SBE rule", "never predict"]
     score = ("predict", "score", "--db", db, "--top", "5")
     scores = _strict_loads(_invoke(*score, "--format", "json"))["scores"]

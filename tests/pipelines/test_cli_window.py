@@ -39,9 +39,17 @@ def test_summary_window_options_set_the_observation_window(tmp_path: Path) -> No
     assert _window(db) == (datetime(2026, 6, 3, tzinfo=UTC), datetime(2026, 6, 4, tzinfo=UTC))
     result = runner.invoke(
         app,
-        ["summary", "--db", str(db), "--json", "--window-start", "2026-05-01",
-         "--window-end", "2026-07-01T12:00"],
-    )  # fmt: skip
+        [
+            "summary",
+            "--db",
+            str(db),
+            "--json",
+            "--window-start",
+            "2026-05-01",
+            "--window-end",
+            "2026-07-01T12:00",
+        ],
+    )
     assert result.exit_code == 0, result.output
     json.loads(result.stdout)
     assert _window(db) == (

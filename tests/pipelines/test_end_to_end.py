@@ -132,9 +132,14 @@ def _table_fingerprints(db: Path) -> dict[str, tuple[int, int]]:
             out[table] = (frame.height, int(frame.hash_rows(seed=0).sum()))
         for view in ["int_component_lives", "int_job_interruptions", "int_incidents"]:
             frame = con.sql(f"select * from {view}").pl()
-            out[view] = (frame.height, int(frame.select(
-                [c for c in frame.columns if frame.schema[c].is_nested() is False]
-            ).hash_rows(seed=0).sum()))  # fmt: skip
+            out[view] = (
+                frame.height,
+                int(
+                    frame.select([c for c in frame.columns if frame.schema[c].is_nested() is False])
+                    .hash_rows(seed=0)
+                    .sum()
+                ),
+            )
     return out
 
 

@@ -137,8 +137,15 @@ def test_multi_system_lives_per_class(con: duckdb.DuckDBPyConnection) -> None:
         {"d": DATASET},
     ).fetchall()
     # 7 units at risk for every class; a failure adds a life (no repair outlasts a window)
-    failures = {"facilities": 0, "gpu": 1, "host_memory": 1, "human_error": 1, "network": 1,
-                "software": 2, "unknown": 1}  # fmt: skip
+    failures = {
+        "facilities": 0,
+        "gpu": 1,
+        "host_memory": 1,
+        "human_error": 1,
+        "network": 1,
+        "software": 2,
+        "unknown": 1,
+    }
     assert by_class == [
         (cls, 7 + failures[cls], 7, failures[cls], pytest.approx(EXPOSURE_H)) for cls in CLASSES
     ]

@@ -17,8 +17,12 @@ from pipelines import ingest, warehouse
 from synth import SynthConfig, default_classes, synthesize
 
 NEW_TABLES = [
-    "raw_k8s_pods", "raw_k8s_events", "raw_elastic_events", "raw_node_events", "raw_dcgm_samples",
-]  # fmt: skip
+    "raw_k8s_pods",
+    "raw_k8s_events",
+    "raw_elastic_events",
+    "raw_node_events",
+    "raw_dcgm_samples",
+]
 CONFIG = SynthConfig(
     nodes=16,
     days=21,
@@ -95,11 +99,13 @@ def test_each_interruption_and_restart_overhead_match(
 ) -> None:
     truth = {
         (r["job_id_raw"], r["attempt"]): (
-            r.get("scheduler", "slurm"), r["cause_class"], r["attribution"],
+            r.get("scheduler", "slurm"),
+            r["cause_class"],
+            r["attribution"],
             r["restart_overhead_s"],
         )
         for r in mixed[1]["interruptions"]
-    }  # fmt: skip
+    }
     rows = con.execute(
         "select job_id_raw, attempt, scheduler, cause_class, attribution, restart_overhead_s "
         "from int_job_interruptions"
@@ -182,8 +188,14 @@ def test_gpu_health_counters_match_truth_and_never_go_negative(
     assert (n_samples, n_resets) == (truth["n_samples"], truth["n_resets"])
     assert n_resets > 0
     assert energy == pytest.approx(truth["increase"]["energy_mj"], rel=1e-12)
-    names = ["ecc_sbe_volatile", "ecc_dbe_volatile", "retired_sbe", "retired_dbe",
-             "nvlink_crc_flit_errors", "pcie_replays"]  # fmt: skip
+    names = [
+        "ecc_sbe_volatile",
+        "ecc_dbe_volatile",
+        "retired_sbe",
+        "retired_dbe",
+        "nvlink_crc_flit_errors",
+        "pcie_replays",
+    ]
     assert dict(zip(names, increases, strict=True)) == {n: truth["increase"][n] for n in names}
     assert lowest >= 0
     # the Xid gauge shows codes, yet every interruption matched the truth built from kernel

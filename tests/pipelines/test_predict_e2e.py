@@ -246,9 +246,18 @@ def test_trained_model_drives_the_report_and_the_threshold_sweep(
     runner = CliRunner()
     result = runner.invoke(
         app,
-        ["whatif", str(sweep), "--out", str(tmp_path / "whatif"), "--db", str(db),
-         "--drain-model", "latest", "--json"],
-    )  # fmt: skip
+        [
+            "whatif",
+            str(sweep),
+            "--out",
+            str(tmp_path / "whatif"),
+            "--db",
+            str(db),
+            "--drain-model",
+            "latest",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     drain = payload["drain"]
@@ -256,8 +265,7 @@ def test_trained_model_drives_the_report_and_the_threshold_sweep(
     table = pl.read_parquet(drain["table"])
     # a drain is one alarm: the knob's precision is the curve's alarm precision
     curve = trained.curve.filter(
-        pl.col("recall").is_not_null()
-        & ((pl.col("recall") == 0) | (pl.col("alarm_precision") > 0))
+        pl.col("recall").is_not_null() & ((pl.col("recall") == 0) | (pl.col("alarm_precision") > 0))
     )
     assert table.height == curve.height > 0
     assert table["precision"].to_list() == curve["alarm_precision"].to_list()

@@ -34,8 +34,12 @@ runner = CliRunner()
 def _lives() -> pl.DataFrame:
     rng = np.random.default_rng(11)
     parts = []
-    classes = [("gpu", 1.4, 500, None), ("psu", 0.9, 300, None), ("fan/rear", 1.0, 200, None),
-               ("rare", 1.0, 50, 2)]  # fmt: skip
+    classes = [
+        ("gpu", 1.4, 500, None),
+        ("psu", 0.9, 300, None),
+        ("fan/rear", 1.0, 200, None),
+        ("rare", 1.0, 50, 2),
+    ]
     for name, shape, n, n_failed in classes:
         life = 3_000.0 * rng.weibull(shape, n)
         entry = np.where(rng.uniform(size=n) < 0.5, rng.uniform(0.0, 400.0, n), 0.0)
@@ -110,13 +114,22 @@ def test_report_figures_carry_the_plots_as_data_uris() -> None:
     items = probability_plots(lives, _fit(lives))
     empty = pl.DataFrame()
     no_classes = pl.DataFrame(
-        schema={"component_class": pl.String, "failures_to_date": pl.Int64,
-                "failures_week": pl.Int64, "failures_trailing_mean": pl.Float64}
-    )  # fmt: skip
+        schema={
+            "component_class": pl.String,
+            "failures_to_date": pl.Int64,
+            "failures_week": pl.Int64,
+            "failures_trailing_mean": pl.Float64,
+        }
+    )
     data = SimpleNamespace(
-        classes=no_classes, weekly_failures=empty, survival=[], mcf=empty, goodput_curve=empty,
-        period=SimpleNamespace(week="2026-W10", n_trailing_weeks=0), probability=items,
-    )  # fmt: skip
+        classes=no_classes,
+        weekly_failures=empty,
+        survival=[],
+        mcf=empty,
+        goodput_curve=empty,
+        period=SimpleNamespace(week="2026-W10", n_trailing_weeks=0),
+        probability=items,
+    )
     figures = report_figures(data)  # type: ignore[arg-type]
     keys = {k for k in figures if k.startswith("probability:")}
     assert len(keys) == 2 * len(items)

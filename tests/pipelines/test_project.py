@@ -39,9 +39,12 @@ def test_projection_from_fits_covers_the_true_interruption_rate(fleet: tuple, fi
     db, _, truth = fleet
     n_gpus = truth["n_gpus"]
     result = project.run_projection(
-        db, {"n_gpus": n_gpus, "gpus_per_node": 8, "job_days": 30.0}, fit_run=fit_run,
-        n_samples=4000, seed=1,
-    )  # fmt: skip
+        db,
+        {"n_gpus": n_gpus, "gpus_per_node": 8, "job_days": 30.0},
+        fit_run=fit_run,
+        n_samples=4000,
+        seed=1,
+    )
     assert result["fit_run_id"] == fit_run
     # the projection counts interruptions over the job's wall time, which restarts stretch
     wall_days = result["daly_wall_time_h"] / HOURS_PER_DAY
@@ -127,10 +130,21 @@ def test_whatif_sweep_writes_table_and_plots(tmp_path: Path) -> None:
 def test_project_cli_prints_the_documented_json_keys() -> None:
     result = CliRunner().invoke(
         app,
-        ["project", "--gpus", "16384", "--gpus-per-node", "8",
-         "--node-failures-per-1000-node-days", "6.5", "--checkpoint-s", "300",
-         "--restart-s", "600", "--json"],
-    )  # fmt: skip
+        [
+            "project",
+            "--gpus",
+            "16384",
+            "--gpus-per-node",
+            "8",
+            "--node-failures-per-1000-node-days",
+            "6.5",
+            "--checkpoint-s",
+            "300",
+            "--restart-s",
+            "600",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     for key in ("mtti_h", "young_interval_min", "daly_interval_min", "ettr", "goodput"):
@@ -140,8 +154,18 @@ def test_project_cli_prints_the_documented_json_keys() -> None:
 
 def test_project_cli_drain_knobs_reach_the_model() -> None:
     """A perfect, free warning of every failure leaves no rework and no restart (only drains)."""
-    common = ["project", "--gpus", "16384", "--node-failures-per-1000-node-days", "6.5",
-              "--checkpoint-s", "300", "--restart-s", "600", "--json"]  # fmt: skip
+    common = [
+        "project",
+        "--gpus",
+        "16384",
+        "--node-failures-per-1000-node-days",
+        "6.5",
+        "--checkpoint-s",
+        "300",
+        "--restart-s",
+        "600",
+        "--json",
+    ]
     runner = CliRunner()
     plain = json.loads(runner.invoke(app, common).stdout)
     warned = runner.invoke(app, [*common, "--drain-recall", "1", "--drain-migration-s", "0"])
@@ -195,11 +219,15 @@ SAMPLES = Path(__file__).resolve().parents[2] / "data_samples" / "sweeps"
 ACCEPTANCE_SWEEP = {
     "target_gpus": 100_000,
     "base": {
-        "gpus_per_node": 8, "node_failures_per_1000_node_days": 6.5, "job_days": 30,
-        "fleet_age": "new", "hot_spares": 256, "reload_s": 180, "warmup_s": 120,
+        "gpus_per_node": 8,
+        "node_failures_per_1000_node_days": 6.5,
+        "job_days": 30,
+        "fleet_age": "new",
+        "hot_spares": 256,
+        "reload_s": 180,
+        "warmup_s": 120,
     },
-    "baseline": {"checkpoint_s": 300, "detect_s": 120, "strategy": "restart",
-                 "weibull_shape": 0.7},
+    "baseline": {"checkpoint_s": 300, "detect_s": 120, "strategy": "restart", "weibull_shape": 0.7},
     "grid": {
         "n_gpus": [16_384, 65_536],
         "checkpoint_s": [30, 300, 600],
@@ -209,7 +237,7 @@ ACCEPTANCE_SWEEP = {
         "weibull_shape": [1.0, 0.7],
         "node_groups": ["none", "0.1:3"],
     },
-}  # fmt: skip
+}
 FLAGS = {"n_gpus": "--gpus", "node_groups": "--node-group"}
 
 
@@ -236,8 +264,9 @@ def acceptance(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str, Pat
     root = tmp_path_factory.mktemp("ranking")
     (root / "sweep.yaml").write_text(yaml.safe_dump(ACCEPTANCE_SWEEP))
     runner = CliRunner()
-    as_json = runner.invoke(app, ["whatif", str(root / "sweep.yaml"), "--out", str(root / "out"),
-                                  "--json"])  # fmt: skip
+    as_json = runner.invoke(
+        app, ["whatif", str(root / "sweep.yaml"), "--out", str(root / "out"), "--json"]
+    )
     assert as_json.exit_code == 0, as_json.output
     text = runner.invoke(app, ["whatif", str(root / "sweep.yaml"), "--out", str(root / "txt")])
     assert text.exit_code == 0, text.output
@@ -251,9 +280,13 @@ def test_every_gain_is_relia_project_with_that_knob_changed_minus_the_baseline(
     fixed = {"n_gpus": ACCEPTANCE_SWEEP["target_gpus"], **ACCEPTANCE_SWEEP["base"]}
     held = result["baseline_values"]
     assert held == {
-        "checkpoint_s": "300.0", "detect_s": "120.0", "reschedule_s": "600.0",
-        "strategy": "restart", "weibull_shape": "0.7", "node_groups": "none",
-    }  # fmt: skip
+        "checkpoint_s": "300.0",
+        "detect_s": "120.0",
+        "reschedule_s": "600.0",
+        "strategy": "restart",
+        "weibull_shape": "0.7",
+        "node_groups": "none",
+    }
     at_baseline = _cli_goodput({**fixed, **held})
     assert result["baseline"]["n_gpus"] == 100_000
     assert result["baseline"]["weibull_shape"] == 0.7
@@ -354,8 +387,13 @@ def test_sweep_yaml_takes_the_cli_knob_names_and_values(tmp_path: Path) -> None:
     assert spec.base["node_groups"] == ((0.1, 3.0),)
     assert spec.base["fleet_age"] == 8760.0
     assert spec.grid["weibull_shape"] == [0.7, {"node": 1.5}, {"node": 2.0}]
-    assert spec.grid["node_groups"] == [(), ((0.1, 3.0), (0.05, 10.0)), ((0.2, 2.0),),
-                                        ((0.1, 3.0),), ((0.1, 4.0),)]  # fmt: skip
+    assert spec.grid["node_groups"] == [
+        (),
+        ((0.1, 3.0), (0.05, 10.0)),
+        ((0.2, 2.0),),
+        ((0.1, 3.0),),
+        ((0.1, 4.0),),
+    ]
     assert spec.baseline == {"weibull_shape": {"node": 2.0}, "node_groups": ()}
     result = project.run_sweep(spec, db_path=None, out_dir=tmp_path / "out")
     assert result["restart_shorthand"]["reschedule_s"] == 600 - 420
@@ -399,15 +437,30 @@ def test_repair_from_warehouse_takes_median_and_lognormal_sigma(fleet: tuple) ->
     db = fleet[0]
     with duckdb.connect(str(db), read_only=True) as con:
         hours = np.array(
-            [r[0] for r in con.execute(
-                "select repair_h from stg_repairs where action = 'replace' and repair_h > 0"
-            ).fetchall()]
-        )  # fmt: skip
+            [
+                r[0]
+                for r in con.execute(
+                    "select repair_h from stg_repairs where action = 'replace' and repair_h > 0"
+                ).fetchall()
+            ]
+        )
     assert hours.size >= 2
     result = CliRunner().invoke(
-        app, ["project", "--db", str(db), "--repair-from-warehouse", "--strategy", "hot_spare",
-              "--hot-spares", "4", "--samples", "0", "--json"],
-    )  # fmt: skip
+        app,
+        [
+            "project",
+            "--db",
+            str(db),
+            "--repair-from-warehouse",
+            "--strategy",
+            "hot_spare",
+            "--hot-spares",
+            "4",
+            "--samples",
+            "0",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert payload["measured_repair"]["n"] == hours.size
@@ -450,9 +503,20 @@ def test_fleet_age_inventory_reads_the_ages_in_service_at_the_window_end(
     bins = np.array_split(ages, min(10, ages.size))  # equal-count bins, the first ones longer
     want = [(float(b.mean()), b.size / ages.size) for b in bins]
     result = CliRunner().invoke(
-        app, ["project", "--db", str(db), "--fleet-age", "inventory", "--weibull-shape", "0.7",
-              "--samples", "0", "--json"],
-    )  # fmt: skip
+        app,
+        [
+            "project",
+            "--db",
+            str(db),
+            "--fleet-age",
+            "inventory",
+            "--weibull-shape",
+            "0.7",
+            "--samples",
+            "0",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     inventory = payload["inventory_ages"]

@@ -329,12 +329,17 @@ FAULTS = [  # dataset, unit, class, start, end, window start, window end
     ("bare", "u3", "gpu", "2026-01-01T08:00", None, None, None),  # open at the file's end
 ]
 NODE_EVENTS = [  # node, state, reason, start, end
-    ("n1", "DRAIN", "NHC: Xid 79: GPU 0 has fallen off the bus", "2025-12-31T22:00",
-     "2026-01-01T04:00"),  # began 2 h before the window: enters at 2 h, out at 6 h
+    (
+        "n1",
+        "DRAIN",
+        "NHC: Xid 79: GPU 0 has fallen off the bus",
+        "2025-12-31T22:00",
+        "2026-01-01T04:00",
+    ),  # began 2 h before the window: enters at 2 h, out at 6 h
     ("n2", "DRAIN", "firmware update", "2026-01-04T00:00", None),  # planned, open: 24 h
     ("n3", "DOWN", "Not responding", "2025-12-30T00:00", "2025-12-31T00:00"),  # before window
     ("n4", "DRAIN", "PSU failure", "2026-01-02T00:00", "2026-01-02T08:00"),  # 8 h
-]  # fmt: skip
+]
 
 
 @pytest.fixture(scope="module")
@@ -348,25 +353,47 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
             con.execute(
                 "insert into raw_repairs values ('t.csv', $k, $ticket, $node, $cls, $slot, "
                 "'s-out', 's-in', $opened, $closed, $action, '')",
-                {"k": k + 2, "ticket": ticket, "node": node, "cls": cls, "slot": slot,
-                 "opened": _ts(opened), "closed": _ts(closed), "action": action},
-            )  # fmt: skip
+                {
+                    "k": k + 2,
+                    "ticket": ticket,
+                    "node": node,
+                    "cls": cls,
+                    "slot": slot,
+                    "opened": _ts(opened),
+                    "closed": _ts(closed),
+                    "action": action,
+                },
+            )
         for k, (dataset, unit, cls, start, end, w0, w1) in enumerate(FAULTS):
             con.execute(
                 "insert into raw_fault_events by name select 'f.csv' as source_file, "
                 "$k as line_no, $dataset as dataset, $unit as unit_id, 'fault' as record_kind, "
                 "$cls as component_class, 'hw' as category_l1, $start as start_ts, "
                 "$end as end_ts, true as failed, $w0 as window_start, $w1 as window_end",
-                {"k": k + 2, "dataset": dataset, "unit": unit, "cls": cls, "start": _ts(start),
-                 "end": _ts(end), "w0": _ts(w0), "w1": _ts(w1)},
-            )  # fmt: skip
+                {
+                    "k": k + 2,
+                    "dataset": dataset,
+                    "unit": unit,
+                    "cls": cls,
+                    "start": _ts(start),
+                    "end": _ts(end),
+                    "w0": _ts(w0),
+                    "w1": _ts(w1),
+                },
+            )
         for k, (node, state, reason, start, end) in enumerate(NODE_EVENTS):
             con.execute(
                 "insert into raw_node_events values ('e.txt', $k, 'alpha', $node, [$node], "
                 "$start, $end, $state, lower($state), $reason, 'root(0)')",
-                {"k": k + 2, "node": node, "start": _ts(start), "end": _ts(end),
-                 "state": state, "reason": reason},
-            )  # fmt: skip
+                {
+                    "k": k + 2,
+                    "node": node,
+                    "start": _ts(start),
+                    "end": _ts(end),
+                    "state": state,
+                    "reason": reason,
+                },
+            )
     return db
 
 
@@ -379,15 +406,41 @@ def _small_fit(db: Path, lives: str) -> dict:
 @pytest.mark.parametrize(
     ("lives", "expected"),
     [
-        ("stg_repairs", {"n_repairs": 6, "n_repaired": 3, "n_open": 1, "n_open_no_age": 1,
-                         "n_no_length": 1, "n_before_window": 0}),
-        ("int_fault_repairs", {"n_repairs": 5, "n_repaired": 3, "n_open": 1, "n_open_no_age": 1,
-                               "n_no_length": 0, "n_before_window": 0}),
-        ("int_node_unavailability", {"n_repairs": 9, "n_repaired": 5, "n_open": 2,
-                                     "n_open_no_age": 1, "n_no_length": 0,
-                                     "n_before_window": 1}),
+        (
+            "stg_repairs",
+            {
+                "n_repairs": 6,
+                "n_repaired": 3,
+                "n_open": 1,
+                "n_open_no_age": 1,
+                "n_no_length": 1,
+                "n_before_window": 0,
+            },
+        ),
+        (
+            "int_fault_repairs",
+            {
+                "n_repairs": 5,
+                "n_repaired": 3,
+                "n_open": 1,
+                "n_open_no_age": 1,
+                "n_no_length": 0,
+                "n_before_window": 0,
+            },
+        ),
+        (
+            "int_node_unavailability",
+            {
+                "n_repairs": 9,
+                "n_repaired": 5,
+                "n_open": 2,
+                "n_open_no_age": 1,
+                "n_no_length": 0,
+                "n_before_window": 1,
+            },
+        ),
     ],
-)  # fmt: skip
+)
 def test_open_repairs_are_censored_and_the_unusable_counted(
     small: Path, lives: str, expected: dict
 ) -> None:

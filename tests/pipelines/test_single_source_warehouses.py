@@ -93,21 +93,31 @@ def _terminated(code: int, reason: str, start: str, end: str) -> dict[str, Any]:
 #   run 3 (pod B restarted in place) running since 11:01:30
 PODS = [
     _pod(
-        "train-1-master-0", "a0000000-0000-4000-8000-00000000000a", "gpu0001",
-        _container({"terminated": _terminated(
-            137, "ContainerStatusUnknown", "2026-06-03T08:00:00Z", "2026-06-03T10:00:00Z")})
+        "train-1-master-0",
+        "a0000000-0000-4000-8000-00000000000a",
+        "gpu0001",
+        _container(
+            {
+                "terminated": _terminated(
+                    137, "ContainerStatusUnknown", "2026-06-03T08:00:00Z", "2026-06-03T10:00:00Z"
+                )
+            }
+        )
         | {"phase": "Failed"},
-        conditions=[{"type": "DisruptionTarget", "status": "True",
-                     "reason": "DeletionByTaintManager"}],
+        conditions=[
+            {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager"}
+        ],
     ),
     _pod(
-        "train-1-master-0", "b0000000-0000-4000-8000-00000000000b", "gpu0002",
+        "train-1-master-0",
+        "b0000000-0000-4000-8000-00000000000b",
+        "gpu0002",
         _container(
             {"running": {"startedAt": "2026-06-03T11:01:30Z"}},
             last=_terminated(1, "Error", "2026-06-03T10:04:00Z", "2026-06-03T11:00:00Z"),
         ),
     ),
-]  # fmt: skip
+]
 EVENTS = [
     {
         "apiVersion": "v1",
@@ -252,13 +262,40 @@ def test_torchrun_only_warehouse_yields_interruptions_with_causes_and_overheads(
         "select job_id_raw, attempt, state, nodes, n_gpus, start_ts, end_ts, exit_code, "
         "exit_signal from int_job_attempts order by attempt",
     ) == [
-        ("elastic:llm-3", 1, "FAILED", ["gpu0001", "gpu0002"], 16, _at("08:00:05.100"),
-         _at("10:00:00"), 1, 0),
-        ("elastic:llm-3", 2, "FAILED", ["gpu0001", "gpu0002"], 16, _at("10:02:00.500"),
-         _at("12:00:00"), None, 9),
-        ("elastic:llm-3", 3, "COMPLETED", ["gpu0001", "gpu0002"], 16, _at("12:03:00"),
-         _at("14:00:01"), 0, 0),
-    ]  # fmt: skip
+        (
+            "elastic:llm-3",
+            1,
+            "FAILED",
+            ["gpu0001", "gpu0002"],
+            16,
+            _at("08:00:05.100"),
+            _at("10:00:00"),
+            1,
+            0,
+        ),
+        (
+            "elastic:llm-3",
+            2,
+            "FAILED",
+            ["gpu0001", "gpu0002"],
+            16,
+            _at("10:02:00.500"),
+            _at("12:00:00"),
+            None,
+            9,
+        ),
+        (
+            "elastic:llm-3",
+            3,
+            "COMPLETED",
+            ["gpu0001", "gpu0002"],
+            16,
+            _at("12:03:00"),
+            _at("14:00:01"),
+            0,
+            0,
+        ),
+    ]
     assert _query(
         db,
         "select attempt, cause_class, attribution, restart_overhead_s, scheduler "
@@ -347,14 +384,22 @@ alpha|gpu0004|2026-06-03T10:00:00|2026-06-03T10:45:00|DRAIN|reseat requested aft
 def _lost(job: str, uid: str, node: str) -> dict[str, Any]:
     """A pod whose node went away under it at 10:00:30 (NODE_FAIL)."""
     return _pod(
-        f"{job}-master-0", uid, node,
-        _container({"terminated": _terminated(
-            137, "ContainerStatusUnknown", "2026-06-03T08:00:00Z", "2026-06-03T10:00:30Z")})
+        f"{job}-master-0",
+        uid,
+        node,
+        _container(
+            {
+                "terminated": _terminated(
+                    137, "ContainerStatusUnknown", "2026-06-03T08:00:00Z", "2026-06-03T10:00:30Z"
+                )
+            }
+        )
         | {"phase": "Failed"},
-        conditions=[{"type": "DisruptionTarget", "status": "True",
-                     "reason": "DeletionByTaintManager"}],
+        conditions=[
+            {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager"}
+        ],
         job=job,
-    )  # fmt: skip
+    )
 
 
 def test_scheduled_firmware_update_drain_is_planned_not_an_unknown_failure(
@@ -362,11 +407,17 @@ def test_scheduled_firmware_update_drain_is_planned_not_an_unknown_failure(
 ) -> None:
     for folder, name, text in (
         ("node_events", "sacctmgr_events_20260603.txt", SACCTMGR),
-        ("k8s_pods", "pods_20260603T113000Z.json", _kube_list([
-            _lost("fw-1", "c0000000-0000-4000-8000-000000000001", "gpu0001"),
-            _lost("kill-1", "c0000000-0000-4000-8000-000000000002", "gpu0002"),
-        ])),
-    ):  # fmt: skip
+        (
+            "k8s_pods",
+            "pods_20260603T113000Z.json",
+            _kube_list(
+                [
+                    _lost("fw-1", "c0000000-0000-4000-8000-000000000001", "gpu0001"),
+                    _lost("kill-1", "c0000000-0000-4000-8000-000000000002", "gpu0002"),
+                ]
+            ),
+        ),
+    ):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / name).write_text(text)
     db = tmp_path / "relia.duckdb"
@@ -405,24 +456,38 @@ def test_scheduled_firmware_update_drain_is_planned_not_an_unknown_failure(
 def test_kubernetes_node_events_of_planned_work(tmp_path: Path) -> None:
     def event(uid: str, node: str, reason: str, message: str) -> dict[str, Any]:
         return {
-            "apiVersion": "v1", "kind": "Event", "count": 1,
-            "firstTimestamp": "2026-06-03T10:00:00Z", "lastTimestamp": "2026-06-03T10:00:00Z",
+            "apiVersion": "v1",
+            "kind": "Event",
+            "count": 1,
+            "firstTimestamp": "2026-06-03T10:00:00Z",
+            "lastTimestamp": "2026-06-03T10:00:00Z",
             "involvedObject": {"kind": "Node", "name": node, "uid": node},
-            "message": message, "metadata": {"name": uid, "namespace": "default", "uid": uid},
-            "reason": reason, "source": {"component": "ops"}, "type": "Normal",
-        }  # fmt: skip
+            "message": message,
+            "metadata": {"name": uid, "namespace": "default", "uid": uid},
+            "reason": reason,
+            "source": {"component": "ops"},
+            "type": "Normal",
+        }
 
     (tmp_path / "k8s_events").mkdir()
-    (tmp_path / "k8s_events" / "events_20260603.json").write_text(_kube_list([
-        event("e-1", "gpu0005", "DrainScheduled", "Drain scheduled for node upgrade"),
-        event("e-2", "gpu0006", "NodeNotReady", "Node gpu0006 status is now: NodeNotReady"),
-        event("e-3", "gpu0007", "Rebooted", "Node gpu0007 has been rebooted, boot id: 42"),
-    ]))  # fmt: skip
+    (tmp_path / "k8s_events" / "events_20260603.json").write_text(
+        _kube_list(
+            [
+                event("e-1", "gpu0005", "DrainScheduled", "Drain scheduled for node upgrade"),
+                event("e-2", "gpu0006", "NodeNotReady", "Node gpu0006 status is now: NodeNotReady"),
+                event("e-3", "gpu0007", "Rebooted", "Node gpu0007 has been rebooted, boot id: 42"),
+            ]
+        )
+    )
     (tmp_path / "k8s_pods").mkdir()
-    (tmp_path / "k8s_pods" / "pods_20260603T113000Z.json").write_text(_kube_list([
-        _lost("up-1", "d0000000-0000-4000-8000-000000000001", "gpu0005"),
-        _lost("nr-1", "d0000000-0000-4000-8000-000000000002", "gpu0006"),
-    ]))  # fmt: skip
+    (tmp_path / "k8s_pods" / "pods_20260603T113000Z.json").write_text(
+        _kube_list(
+            [
+                _lost("up-1", "d0000000-0000-4000-8000-000000000001", "gpu0005"),
+                _lost("nr-1", "d0000000-0000-4000-8000-000000000002", "gpu0006"),
+            ]
+        )
+    )
     db = tmp_path / "relia.duckdb"
     ingest.ingest(db, ingest.discover([tmp_path]))
     assert _query(db, "select node, node_signal from stg_k8s_events order by node") == [

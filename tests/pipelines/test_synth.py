@@ -116,8 +116,13 @@ def test_synthesize_is_deterministic(tmp_path: Path) -> None:
 def test_synthesize_writes_the_contract_layout(landing: tuple[Path, dict[str, Any]]) -> None:
     out, truth = landing
     assert sorted(p.name for p in out.iterdir()) == [
-        "fleet", "ground_truth.json", "kernel", "nvidia_smi", "repairs", "slurm",
-    ]  # fmt: skip
+        "fleet",
+        "ground_truth.json",
+        "kernel",
+        "nvidia_smi",
+        "repairs",
+        "slurm",
+    ]
     assert json.loads((out / "ground_truth.json").read_text()) == truth
     days = sorted(p.name for p in (out / "slurm").iterdir())
     assert days[0] == "sacct_20260601.txt"

@@ -490,8 +490,11 @@ def real() -> tuple[duckdb.DuckDBPyConnection, dict[str, pl.DataFrame]]:
     con = _connect()
     rows = {}
     for name, path in REAL_FILES:
-        parsed = parse(path.read_bytes(), source_file=str(path),
-                       mapping=load_mapping(MAPPINGS / f"{name}.yaml"))  # fmt: skip
+        parsed = parse(
+            path.read_bytes(),
+            source_file=str(path),
+            mapping=load_mapping(MAPPINGS / f"{name}.yaml"),
+        )
         assert parsed.rejects.height == 0
         _load(con, parsed.rows)
         rows[name] = parsed.rows

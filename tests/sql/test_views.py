@@ -27,15 +27,34 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, obj
     con.unregister("incoming")
 
 
-def _job(job_id: str, nodes: list[str], start: datetime, end: datetime | None, state: str,
-         exit_code: int = 0) -> dict[str, object]:  # fmt: skip
+def _job(
+    job_id: str,
+    nodes: list[str],
+    start: datetime,
+    end: datetime | None,
+    state: str,
+    exit_code: int = 0,
+) -> dict[str, object]:
     return {
-        "job_id": job_id, "job_id_raw": job_id, "step": None, "job_name": "train",
-        "partition": "gpu", "account": "ml", "user_name": "ada", "alloc_nodes": len(nodes),
-        "n_gpus": 2 * len(nodes), "node_list": ",".join(nodes), "nodes": nodes,
-        "submit_ts": start - timedelta(minutes=5), "start_ts": start, "end_ts": end,
-        "state": state, "exit_code": exit_code, "exit_signal": 0, "restarts": 0,
-    }  # fmt: skip
+        "job_id": job_id,
+        "job_id_raw": job_id,
+        "step": None,
+        "job_name": "train",
+        "partition": "gpu",
+        "account": "ml",
+        "user_name": "ada",
+        "alloc_nodes": len(nodes),
+        "n_gpus": 2 * len(nodes),
+        "node_list": ",".join(nodes),
+        "nodes": nodes,
+        "submit_ts": start - timedelta(minutes=5),
+        "start_ts": start,
+        "end_ts": end,
+        "state": state,
+        "exit_code": exit_code,
+        "exit_signal": 0,
+        "restarts": 0,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -43,68 +62,134 @@ def con() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     con.execute("set TimeZone = 'UTC'")
     warehouse.apply_schema(con)
-    _insert(con, "raw_fleet", [
-        {"node": "a", "rack": "r1", "cluster": "c", "batch": "old", "installed_ts": A_INSTALLED,
-         "removed_ts": None},
-        {"node": "b", "rack": "r1", "cluster": "c", "batch": "new", "installed_ts": B_INSTALLED,
-         "removed_ts": None},
-    ])  # fmt: skip
+    _insert(
+        con,
+        "raw_fleet",
+        [
+            {
+                "node": "a",
+                "rack": "r1",
+                "cluster": "c",
+                "batch": "old",
+                "installed_ts": A_INSTALLED,
+                "removed_ts": None,
+            },
+            {
+                "node": "b",
+                "rack": "r1",
+                "cluster": "c",
+                "batch": "new",
+                "installed_ts": B_INSTALLED,
+                "removed_ts": None,
+            },
+        ],
+    )
     snapshots = []
     for host, ts in [("a", W0), ("a", W1), ("b", B_INSTALLED), ("b", W1)]:
         for index, bus in enumerate(["0000:18:00", "0000:2a:00"]):
-            snapshots.append({"host": host, "snapshot_ts": ts, "gpu_index": index,
-                              "pci_bus_id": bus, "serial": f"{host}{index}", "uuid": "GPU-x",
-                              "gpu_name": "H100"})  # fmt: skip
+            snapshots.append(
+                {
+                    "host": host,
+                    "snapshot_ts": ts,
+                    "gpu_index": index,
+                    "pci_bus_id": bus,
+                    "serial": f"{host}{index}",
+                    "uuid": "GPU-x",
+                    "gpu_name": "H100",
+                }
+            )
     _insert(con, "raw_inventory", snapshots)
 
     def ticket(tid, node, cls, slot, opened, closed, action):  # type: ignore[no-untyped-def]
-        return {"ticket_id": tid, "node": node, "component_class": cls, "slot": slot,
-                "serial_out": "o", "serial_in": "i", "opened_ts": opened, "closed_ts": closed,
-                "action": action, "description": ""}  # fmt: skip
+        return {
+            "ticket_id": tid,
+            "node": node,
+            "component_class": cls,
+            "slot": slot,
+            "serial_out": "o",
+            "serial_in": "i",
+            "opened_ts": opened,
+            "closed_ts": closed,
+            "action": action,
+            "description": "",
+        }
 
-    _insert(con, "raw_repairs", [
-        ticket("T1", "a", "gpu_memory", "gpu0", W0 - 50 * DAY, W0 - 49 * DAY, "replace"),
-        ticket("T2", "a", "nvlink", "gpu0", W0 + 5 * DAY, W0 + 6 * DAY, "replace"),
-        ticket("T3", "a", "gpu", "gpu1", W0 + 3 * DAY, W0 + 3 * DAY + timedelta(hours=2),
-               "planned_replace"),
-        ticket("T4", "a", "power", "power", W0 + 20 * DAY, None, "replace"),
-        ticket("T5", "b", "host_memory", "host_memory", W0 + 15 * DAY, W0 + 16 * DAY, "replace"),
-        ticket("T6", "a", "gpu", "gpu1", W0 + 25 * DAY, W0 + 25 * DAY, "reseat"),
-        # a/gpu0's third ticket is still open at the window end: no life follows it
-        ticket("T7", "a", "gpu", "gpu0", W0 + 21 * DAY, None, "replace"),
-    ])  # fmt: skip
+    _insert(
+        con,
+        "raw_repairs",
+        [
+            ticket("T1", "a", "gpu_memory", "gpu0", W0 - 50 * DAY, W0 - 49 * DAY, "replace"),
+            ticket("T2", "a", "nvlink", "gpu0", W0 + 5 * DAY, W0 + 6 * DAY, "replace"),
+            ticket(
+                "T3",
+                "a",
+                "gpu",
+                "gpu1",
+                W0 + 3 * DAY,
+                W0 + 3 * DAY + timedelta(hours=2),
+                "planned_replace",
+            ),
+            ticket("T4", "a", "power", "power", W0 + 20 * DAY, None, "replace"),
+            ticket(
+                "T5", "b", "host_memory", "host_memory", W0 + 15 * DAY, W0 + 16 * DAY, "replace"
+            ),
+            ticket("T6", "a", "gpu", "gpu1", W0 + 25 * DAY, W0 + 25 * DAY, "reseat"),
+            # a/gpu0's third ticket is still open at the window end: no life follows it
+            ticket("T7", "a", "gpu", "gpu0", W0 + 21 * DAY, None, "replace"),
+        ],
+    )
     failure = W0 + 5 * DAY
     xid = [
         # an nvlink burst on a/gpu0: three lines, gaps under 600 s -> one incident
         {"host": "a", "ts": failure, "pci_bus_id": "0000:18:00", "xid": 74},
-        {"host": "a", "ts": failure + timedelta(seconds=300), "pci_bus_id": "0000:18:00",
-         "xid": 74},
-        {"host": "a", "ts": failure + timedelta(seconds=900), "pci_bus_id": "0000:18:00",
-         "xid": 74},
+        {
+            "host": "a",
+            "ts": failure + timedelta(seconds=300),
+            "pci_bus_id": "0000:18:00",
+            "xid": 74,
+        },
+        {
+            "host": "a",
+            "ts": failure + timedelta(seconds=900),
+            "pci_bus_id": "0000:18:00",
+            "xid": 74,
+        },
         # 601 s after the previous line: a new incident
-        {"host": "a", "ts": failure + timedelta(seconds=1501), "pci_bus_id": "0000:18:00",
-         "xid": 74},
+        {
+            "host": "a",
+            "ts": failure + timedelta(seconds=1501),
+            "pci_bus_id": "0000:18:00",
+            "xid": 74,
+        },
         # warning only
         {"host": "a", "ts": W0 + 10 * DAY, "pci_bus_id": "0000:2a:00", "xid": 63},
         # a pcie fault on a 100 s after b's host_memory ticket: job 104 is ambiguous
-        {"host": "a", "ts": W0 + 15 * DAY + timedelta(seconds=100), "pci_bus_id": "0000:2a:00",
-         "xid": 79},
-    ]  # fmt: skip
+        {
+            "host": "a",
+            "ts": W0 + 15 * DAY + timedelta(seconds=100),
+            "pci_bus_id": "0000:2a:00",
+            "xid": 79,
+        },
+    ]
     for line in xid:
         line.update({"pid": None, "process_name": None, "message": "m", "log_format": "syslog"})
     _insert(con, "raw_xid_events", xid)
     minute = timedelta(minutes=1)
-    _insert(con, "raw_slurm_jobs", [
-        _job("100", ["a"], W0 + 4 * DAY, failure + minute, "FAILED", 1),
-        _job("100", ["a"], failure + 60 * minute, failure + 120 * minute, "COMPLETED"),
-        _job("101", ["a"], W0 + 19 * DAY, W0 + 20 * DAY + timedelta(seconds=30), "NODE_FAIL"),
-        _job("102", ["a"], W0 + 1 * DAY, W0 + 2 * DAY, "OUT_OF_MEMORY", 0),
-        _job("103", ["a"], W0 + 2 * DAY, W0 + 2 * DAY + minute, "FAILED", 1),
-        _job("104", ["a", "b"], W0 + 14 * DAY, W0 + 15 * DAY + minute, "FAILED", 1),
-        _job("105", ["b"], W0 + 21 * DAY, W0 + 22 * DAY, "NODE_FAIL"),
-        _job("106", ["b"], W0 + 23 * DAY, None, "RUNNING"),
-        _job("107", ["a"], W0 + 24 * DAY, W0 + 24 * DAY + minute, "CANCELLED"),
-    ])  # fmt: skip
+    _insert(
+        con,
+        "raw_slurm_jobs",
+        [
+            _job("100", ["a"], W0 + 4 * DAY, failure + minute, "FAILED", 1),
+            _job("100", ["a"], failure + 60 * minute, failure + 120 * minute, "COMPLETED"),
+            _job("101", ["a"], W0 + 19 * DAY, W0 + 20 * DAY + timedelta(seconds=30), "NODE_FAIL"),
+            _job("102", ["a"], W0 + 1 * DAY, W0 + 2 * DAY, "OUT_OF_MEMORY", 0),
+            _job("103", ["a"], W0 + 2 * DAY, W0 + 2 * DAY + minute, "FAILED", 1),
+            _job("104", ["a", "b"], W0 + 14 * DAY, W0 + 15 * DAY + minute, "FAILED", 1),
+            _job("105", ["b"], W0 + 21 * DAY, W0 + 22 * DAY, "NODE_FAIL"),
+            _job("106", ["b"], W0 + 23 * DAY, None, "RUNNING"),
+            _job("107", ["a"], W0 + 24 * DAY, W0 + 24 * DAY + minute, "CANCELLED"),
+        ],
+    )
     warehouse.create_views(con)
     return con
 

@@ -62,14 +62,48 @@ def test_dcgm_exporter_scrape_becomes_one_row_per_gpu() -> None:
     assert result.rejects.height == 0
     assert result.rows.schema == pl.Schema(SCHEMA)
     assert result.rows.select(
-        "line_no", "host", "ts", "gpu_index", "uuid", "pci_bus_id", "gpu_temp_c", "power_w",
-        "memory_temp_c", "ecc_sbe_volatile", "xid_last", "source_format",
+        "line_no",
+        "host",
+        "ts",
+        "gpu_index",
+        "uuid",
+        "pci_bus_id",
+        "gpu_temp_c",
+        "power_w",
+        "memory_temp_c",
+        "ecc_sbe_volatile",
+        "xid_last",
+        "source_format",
     ).rows() == [
-        (3, "gpu0001", T0, 0, "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52", "0000:18:00", 41.0,
-         312.45, None, 3.0, 79.0, "prometheus"),
-        (4, "gpu0001", T0, 1, "GPU-b300aab0-d3a5-f45d-751a", "0000:2a:00", 43.0, 88.125, 48.0,
-         0.0, 0.0, "prometheus"),
-    ]  # fmt: skip
+        (
+            3,
+            "gpu0001",
+            T0,
+            0,
+            "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52",
+            "0000:18:00",
+            41.0,
+            312.45,
+            None,
+            3.0,
+            79.0,
+            "prometheus",
+        ),
+        (
+            4,
+            "gpu0001",
+            T0,
+            1,
+            "GPU-b300aab0-d3a5-f45d-751a",
+            "0000:2a:00",
+            43.0,
+            88.125,
+            48.0,
+            0.0,
+            0.0,
+            "prometheus",
+        ),
+    ]
     assert result.rows["model_name"].to_list() == ["NVIDIA H100 80GB HBM3"] * 2
     # 12 HELP/TYPE lines and the two samples of a metric the table does not keep
     assert result.n_ignored == 14
@@ -79,8 +113,10 @@ def test_dcgm_exporter_scrape_without_timestamps_takes_the_file_time() -> None:
     text = 'DCGM_FI_DEV_GPU_TEMP{gpu="3",UUID="GPU-1"} 39\n'
     result = _parse(text, "/landing/dcgm/gpu0009_20260601T003000Z.prom")
     assert result.rows.select("host", "ts", "gpu_index").row(0) == (
-        "gpu0009", datetime(2026, 6, 1, 0, 30, tzinfo=UTC), 3,
-    )  # fmt: skip
+        "gpu0009",
+        datetime(2026, 6, 1, 0, 30, tzinfo=UTC),
+        3,
+    )
     assert _parse(text, PROM_FILE).rejects["reason"][0].startswith("sample without a timestamp")
 
 
@@ -94,8 +130,10 @@ def test_dcgm_exporter_labels_with_braces_and_non_ascii_text() -> None:
     result = _parse(text)
     assert result.rejects.height == 0
     assert result.rows.select("model_name", "gpu_temp_c", "power_w").row(0) == (
-        "H100 {SXM} – 80GB", 41.0, None,  # +Inf is past DCGM's blank threshold
-    )  # fmt: skip
+        "H100 {SXM} – 80GB",
+        41.0,
+        None,  # +Inf is past DCGM's blank threshold
+    )
 
 
 def test_dcgm_exporter_hostile_lines_are_rejected_with_a_reason() -> None:
@@ -142,13 +180,21 @@ GPU 1     43     N/A      2      0      1      79
 def test_dmon_lines_become_rows_and_hostile_ones_rejects() -> None:
     result = _parse(DMON, DMON_FILE)
     assert result.rows.select(
-        "line_no", "host", "ts", "gpu_index", "gpu_temp_c", "power_w", "ecc_sbe_volatile",
-        "retired_sbe", "xid_last", "source_format",
+        "line_no",
+        "host",
+        "ts",
+        "gpu_index",
+        "gpu_temp_c",
+        "power_w",
+        "ecc_sbe_volatile",
+        "retired_sbe",
+        "xid_last",
+        "source_format",
     ).rows() == [
         (3, "gpu0002", T0, 0, 41.0, 312.45, 0.0, 0.0, 0.0, "dmon"),
         (4, "gpu0002", T0, 1, 43.0, None, 2.0, 1.0, 79.0, "dmon"),
         (5, "gpu0002", T0 + timedelta(seconds=30), 0, 42.0, 300.1, 1.0, 0.0, 0.0, "dmon"),
-    ]  # fmt: skip
+    ]
     reasons = dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True))
     assert reasons == {
         7: 'dmon line without a leading timestamp (collect with "dcgmi dmon ... | ts '

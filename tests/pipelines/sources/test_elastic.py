@@ -91,8 +91,11 @@ def test_elastic_torch_2_1_run_with_a_restart() -> None:
     assert (joined["group_rank"], joined["n_nodes"]) == (1, 2)
     failed = rows.filter(pl.col("event") == "worker_failed").row(0, named=True)
     assert (failed["exit_code"], failed["local_rank"], failed["pid"], failed["level"]) == (
-        1, 3, 5555, "ERROR",
-    )  # fmt: skip
+        1,
+        3,
+        5555,
+        "ERROR",
+    )
     restart = rows.filter(pl.col("event") == "group_restart").row(0, named=True)
     assert (restart["restarts_left"], restart["max_restarts"], restart["role"]) == (3, 3, "default")
     assert rows.filter(pl.col("event") == "world_sizes")["world_size"].to_list() == [16]

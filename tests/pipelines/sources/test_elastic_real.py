@@ -42,11 +42,23 @@ def test_elastic_real_torch_1_10_run_id_from_launch_config_host_from_option() ->
     assert result.rejects.height == 0
     assert result.n_ignored == 19
     assert result.rows.select("line_no", "event", "ts", "run_id", "host", "role").rows() == [
-        (20, "agent_start", _ts("2021-12-08T12:28:26.101"), "v2-pytorch-1208202754389", host,
-         "default"),
-        (21, "rendezvous_start", _ts("2021-12-08T12:28:26.101"), "v2-pytorch-1208202754389",
-         host, "default"),
-    ]  # fmt: skip
+        (
+            20,
+            "agent_start",
+            _ts("2021-12-08T12:28:26.101"),
+            "v2-pytorch-1208202754389",
+            host,
+            "default",
+        ),
+        (
+            21,
+            "rendezvous_start",
+            _ts("2021-12-08T12:28:26.101"),
+            "v2-pytorch-1208202754389",
+            host,
+            "default",
+        ),
+    ]
     assert set(result.rows["log_format"]) == {"elastic_v1"}
 
 
@@ -94,9 +106,8 @@ def test_elastic_real_torch_2_glog_failure_and_restart() -> None:
         ("worker_failed", _ts("2025-02-13T12:07:20.086"), "ERROR", 1, 0, 876053, None, None),
         ("group_restart", _ts("2025-02-13T12:07:20.086"), "INFO", None, None, None, 3, 3),
         ("group_stopping", _ts("2025-02-13T12:07:20.086"), "INFO", None, None, None, None, None),
-        ("rendezvous_start", _ts("2025-02-13T12:07:20.087"), "INFO", None, None, None, None,
-         None),
-    ]  # fmt: skip
+        ("rendezvous_start", _ts("2025-02-13T12:07:20.087"), "INFO", None, None, None, None, None),
+    ]
     assert set(result.rows["run_id"]) == {"repro"}
     assert set(result.rows["host"]) == {"desktop"}
     assert set(result.rows["log_format"]) == {"glog"}

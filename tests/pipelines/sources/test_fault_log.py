@@ -90,15 +90,31 @@ def test_parse_lives_csv_rows_and_rejects() -> None:
             ],
             "failed": [False, True, True],
         },
-        schema={k: SCHEMA[k] for k in ("line_no", "unit_id", "record_kind", "component_class",
-                                       "category_l1", "start_ts", "end_ts", "failed")},
-    )  # fmt: skip
+        schema={
+            k: SCHEMA[k]
+            for k in (
+                "line_no",
+                "unit_id",
+                "record_kind",
+                "component_class",
+                "category_l1",
+                "start_ts",
+                "end_ts",
+                "failed",
+            )
+        },
+    )
     assert_frame_equal(result.rows.select(expected.columns), expected)
     assert result.rows.schema == pl.Schema(SCHEMA)
     assert result.rows["dataset"].unique().to_list() == ["gpu_segments"]
     assert json.loads(result.rows["cohort_json"][0]) == {
-        "location": "c11-2c1s4n1", "col": "11", "row": "2", "cage": "1", "slot": "4", "node": "1",
-    }  # fmt: skip
+        "location": "c11-2c1s4n1",
+        "col": "11",
+        "row": "2",
+        "cage": "1",
+        "slot": "4",
+        "node": "1",
+    }
 
     assert result.rejects.schema == pl.Schema(REJECT_SCHEMA)
     assert result.rejects["line_no"].to_list() == [6, 7, 8, 9]
@@ -279,18 +295,22 @@ def test_parse_truncated_json_keeps_what_was_read() -> None:
     [
         ({"colour": "red"}, r"key 'colour' is not a mapping key"),
         ({"kind": "tickets"}, r"key 'kind' is 'tickets'; use lives or events"),
-        ({"classes": {"column": "fault_type.Class", "map": {"GPU": "gpus"}}},
-         r"key \"classes.map\['GPU'\]\" is 'gpus', not a component class"),
+        (
+            {"classes": {"column": "fault_type.Class", "map": {"GPU": "gpus"}}},
+            r"key \"classes.map\['GPU'\]\" is 'gpus', not a component class",
+        ),
         ({"window": None}, r"key 'window' population needs a window"),
         ({"time": {"unit": "fortnights", "origin": "2024-03-30"}}, r"key 'time.unit'"),
         ({"time": {"unit": "days"}}, r"key 'time.origin' is required"),
         ({"time": {"timezone": "Mars/Olympus"}}, r"key 'time.timezone'"),
-        ({"events": {"type": "event_type", "time": "event_time", "start": ["a"]}},
-         r"key 'events.end'"),
+        (
+            {"events": {"type": "event_type", "time": "event_time", "start": ["a"]}},
+            r"key 'events.end'",
+        ),
         ({"failed": {"column": "x", "true_values": [1]}}, r"key 'failed' applies to kind: lives"),
         ({"dataset": "Trace 1"}, r"key 'dataset'"),
     ],
-)  # fmt: skip
+)
 def test_mapping_errors_name_the_key(change: dict[str, object], match: str) -> None:
     raw = yaml.safe_load(textwrap.dedent(EVENTS_MAPPING))
     raw.update(change)
@@ -329,22 +349,27 @@ def test_shipped_mappings_load(name: str) -> None:
 @pytest.fixture(scope="module")
 def gc_summary() -> fault_log.Parsed:
     data = (TITAN / "gc_summary_loc.csv").read_bytes()
-    return parse(data, source_file="gc_summary_loc.csv",
-                 mapping=load_mapping(MAPPINGS / "titan_gc_summary.yaml"))  # fmt: skip
+    return parse(
+        data,
+        source_file="gc_summary_loc.csv",
+        mapping=load_mapping(MAPPINGS / "titan_gc_summary.yaml"),
+    )
 
 
 @pytest.fixture(scope="module")
 def gc_full() -> fault_log.Parsed:
     data = (TITAN / "gc_full.csv").read_bytes()
-    return parse(data, source_file="gc_full.csv",
-                 mapping=load_mapping(MAPPINGS / "titan_gc_full.yaml"))  # fmt: skip
+    return parse(
+        data, source_file="gc_full.csv", mapping=load_mapping(MAPPINGS / "titan_gc_full.yaml")
+    )
 
 
 @pytest.fixture(scope="module")
 def infinitehbd() -> fault_log.Parsed:
     data = (HBD / "fault_trace.json").read_bytes()
-    return parse(data, source_file="fault_trace.json",
-                 mapping=load_mapping(MAPPINGS / "infinitehbd.yaml"))  # fmt: skip
+    return parse(
+        data, source_file="fault_trace.json", mapping=load_mapping(MAPPINGS / "infinitehbd.yaml")
+    )
 
 
 @needs_titan
@@ -531,11 +556,21 @@ def test_parse_groups_blame_and_categories_12() -> None:
         # wins over the nodes column; categories: blame column, its text, then the rest joined
         (2, "2/0", "2", "host_cpu", "Hardware", "CPU", "part / compute", 5, jan[0], feb),
         (3, "2/1", "2", "unknown", "Hardware", "Disk", "part / compute", 5, jan[0], feb),
-        (4, "3/4", "3", "facilities", "Facilities", "Power Outage", "part / graphics", 8,
-         jan[1], jan[2]),
+        (
+            4,
+            "3/4",
+            "3",
+            "facilities",
+            "Facilities",
+            "Power Outage",
+            "part / graphics",
+            8,
+            jan[1],
+            jan[2],
+        ),
         # no blame column filled: the default class, no categories
         (5, "3/4", "3", "unknown", None, None, None, 8, jan[1], jan[2]),
-    ]  # fmt: skip
+    ]
     reasons = dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True))
     assert reasons == {
         6: "several blame columns are filled (Hardware, Human Error); a record must name one cause",
@@ -555,23 +590,41 @@ def test_parse_groups_blame_and_categories_12() -> None:
         ({"blame": {"Software": "os"}}, r"key \"blame\['Software'\]\" is 'os', not a component"),
         ({"blame": ["Software"]}, r"key 'blame' must map one-hot cause columns"),
         ({"groups": {"population": "nodes"}}, r"key 'groups.column' is required"),
-        ({"groups": {"column": "System", "values": {"2": {"nodes": 4}}}},
-         r"key \"groups.values\['2'\]\" must be a mapping with population and / or window"),
-        ({"groups": {"column": "System", "values": {"2": {"population": 0}}}},
-         r"key \"groups.values\['2'\].population\" must be a positive whole number"),
-        ({"groups": {"column": "System", "values": {"2": {"population": 4}}}},
-         r"key \"groups.values\['2'\].window\" a population needs a window"),
-        ({"groups": {"column": "System",
-                     "values": {"2": {"window": {"start": "1999-02-01", "end": "1999-01-01"}}}}},
-         r"key \"groups.values\['2'\].window.end\" must be later than the window start"),
-        ({"groups": {"column": "System", "values": {"2": {"window": ["1999-01-01"]}}}},
-         r"key \"groups.values\['2'\].window\" must be a mapping with keys start and / or end"),
-        ({"blame": {"columns": {"Software": "software"}, "empty": [["0"]]}},
-         r"key 'blame.empty' must be a value or a list of plain values"),
-        ({"time": {"format": "%m/%d/%Y %H:%M", "earliest": "long ago"}},
-         r"key 'time.earliest' 'long ago' is not a timestamp"),
+        (
+            {"groups": {"column": "System", "values": {"2": {"nodes": 4}}}},
+            r"key \"groups.values\['2'\]\" must be a mapping with population and / or window",
+        ),
+        (
+            {"groups": {"column": "System", "values": {"2": {"population": 0}}}},
+            r"key \"groups.values\['2'\].population\" must be a positive whole number",
+        ),
+        (
+            {"groups": {"column": "System", "values": {"2": {"population": 4}}}},
+            r"key \"groups.values\['2'\].window\" a population needs a window",
+        ),
+        (
+            {
+                "groups": {
+                    "column": "System",
+                    "values": {"2": {"window": {"start": "1999-02-01", "end": "1999-01-01"}}},
+                }
+            },
+            r"key \"groups.values\['2'\].window.end\" must be later than the window start",
+        ),
+        (
+            {"groups": {"column": "System", "values": {"2": {"window": ["1999-01-01"]}}}},
+            r"key \"groups.values\['2'\].window\" must be a mapping with keys start and / or end",
+        ),
+        (
+            {"blame": {"columns": {"Software": "software"}, "empty": [["0"]]}},
+            r"key 'blame.empty' must be a value or a list of plain values",
+        ),
+        (
+            {"time": {"format": "%m/%d/%Y %H:%M", "earliest": "long ago"}},
+            r"key 'time.earliest' 'long ago' is not a timestamp",
+        ),
     ],
-)  # fmt: skip
+)
 def test_mapping_errors_for_groups_and_blame_12(change: dict[str, object], match: str) -> None:
     raw = yaml.safe_load(textwrap.dedent(GROUPS_MAPPING))
     raw.update(change)

@@ -49,14 +49,30 @@ def test_fleet_register_becomes_typed_rows() -> None:
     expected = pl.DataFrame(
         [
             (SOURCE, 2, "gpu0001", "r01", "east", "2025a", datetime(2025, 11, 3, tzinfo=UTC), None),
-            (SOURCE, 3, "gpu0002", "r01", "east", "2025a", datetime(2025, 11, 3, tzinfo=UTC),
-             datetime(2026, 7, 15, 12, 30, tzinfo=UTC)),
-            (SOURCE, 4, "gpu0003", "r02, row 4", "east", None, datetime(2026, 2, 1, 7, tzinfo=UTC),
-             None),
+            (
+                SOURCE,
+                3,
+                "gpu0002",
+                "r01",
+                "east",
+                "2025a",
+                datetime(2025, 11, 3, tzinfo=UTC),
+                datetime(2026, 7, 15, 12, 30, tzinfo=UTC),
+            ),
+            (
+                SOURCE,
+                4,
+                "gpu0003",
+                "r02, row 4",
+                "east",
+                None,
+                datetime(2026, 2, 1, 7, tzinfo=UTC),
+                None,
+            ),
         ],
         schema=SCHEMA,
         orient="row",
-    )  # fmt: skip
+    )
     assert_frame_equal(result.rows, expected)
     _assert_accounted(result, n_in_scope=3, n_ignored=1)
 

@@ -49,14 +49,32 @@ def test_inventory_snapshot_becomes_one_row_per_gpu() -> None:
     snapshot = datetime(2026, 6, 1, tzinfo=UTC)
     expected = pl.DataFrame(
         [
-            (SOURCE, 2, "gpu0001", snapshot, 0, "0000:18:00", "1650124014249",
-             "GPU-509665ad-b600-ac93-3616-d754b23d636d", "NVIDIA H100 80GB HBM3"),
-            (SOURCE, 3, "gpu0001", snapshot.replace(microsecond=123000), 1, "0000:2a:00", None,
-             "GPU-0b1e0f2c-0000-0000-0000-000000000001", "NVIDIA H100 80GB HBM3"),
+            (
+                SOURCE,
+                2,
+                "gpu0001",
+                snapshot,
+                0,
+                "0000:18:00",
+                "1650124014249",
+                "GPU-509665ad-b600-ac93-3616-d754b23d636d",
+                "NVIDIA H100 80GB HBM3",
+            ),
+            (
+                SOURCE,
+                3,
+                "gpu0001",
+                snapshot.replace(microsecond=123000),
+                1,
+                "0000:2a:00",
+                None,
+                "GPU-0b1e0f2c-0000-0000-0000-000000000001",
+                "NVIDIA H100 80GB HBM3",
+            ),
         ],
         schema=SCHEMA,
         orient="row",
-    )  # fmt: skip
+    )
     assert_frame_equal(result.rows, expected)
     _assert_accounted(result, n_in_scope=2, n_ignored=1)
 

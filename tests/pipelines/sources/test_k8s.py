@@ -131,17 +131,50 @@ def test_k8s_events_become_typed_rows() -> None:
     rows = result.rows
     assert rows["line_no"].to_list() == [4, 33, 61]  # the items' opening braces
     assert rows.select(
-        "involved_kind", "event_reason", "node", "count", "first_ts", "event_time_ts",
-        "source_component", "source_host", "event_type",
+        "involved_kind",
+        "event_reason",
+        "node",
+        "count",
+        "first_ts",
+        "event_time_ts",
+        "source_component",
+        "source_host",
+        "event_type",
     ).rows() == [
-        ("Node", "NodeNotReady", "gpu0003", 1, datetime(2026, 6, 3, 10, 0, 40, tzinfo=UTC),
-         None, "node-controller", None, "Normal"),
-        ("Pod", "Scheduled", None, None, None,  # the scheduler's own host is no node of the pod
-         datetime(2026, 6, 3, 9, 59, 55, 318211, tzinfo=UTC), "default-scheduler",
-         "default-scheduler-ctrl0001", "Normal"),
-        ("Pod", "BackOff", "gpu0004", 3, datetime(2026, 6, 3, 10, 5, 40, tzinfo=UTC), None,
-         "kubelet", "gpu0004", "Warning"),
-    ]  # fmt: skip
+        (
+            "Node",
+            "NodeNotReady",
+            "gpu0003",
+            1,
+            datetime(2026, 6, 3, 10, 0, 40, tzinfo=UTC),
+            None,
+            "node-controller",
+            None,
+            "Normal",
+        ),
+        (
+            "Pod",
+            "Scheduled",
+            None,
+            None,
+            None,  # the scheduler's own host is no node of the pod
+            datetime(2026, 6, 3, 9, 59, 55, 318211, tzinfo=UTC),
+            "default-scheduler",
+            "default-scheduler-ctrl0001",
+            "Normal",
+        ),
+        (
+            "Pod",
+            "BackOff",
+            "gpu0004",
+            3,
+            datetime(2026, 6, 3, 10, 5, 40, tzinfo=UTC),
+            None,
+            "kubelet",
+            "gpu0004",
+            "Warning",
+        ),
+    ]
     assert rows["field_path"][2] == "spec.containers{pytorch}"
     assert rows.schema == pl.Schema(k8s_events.SCHEMA)
 
@@ -277,8 +310,9 @@ def _pytorchjob(replica: str, index: int) -> tuple[dict[str, str], dict[str, str
 
 
 def _term(code: int, reason: str, start: str, end: str) -> dict[str, Any]:
-    return {"terminated": {"exitCode": code, "reason": reason, "startedAt": start,
-                           "finishedAt": end}}  # fmt: skip
+    return {
+        "terminated": {"exitCode": code, "reason": reason, "startedAt": start, "finishedAt": end}
+    }
 
 
 def _pods_text(items: list[dict[str, Any]]) -> bytes:
@@ -287,38 +321,87 @@ def _pods_text(items: list[dict[str, Any]]) -> bytes:
 
 
 T0, T1, T2, T3 = (
-    "2026-06-03T08:00:00Z", "2026-06-03T10:00:00Z", "2026-06-03T10:05:00Z", "2026-06-03T12:00:00Z"
-)  # fmt: skip
-# fmt: off
+    "2026-06-03T08:00:00Z",
+    "2026-06-03T10:00:00Z",
+    "2026-06-03T10:05:00Z",
+    "2026-06-03T12:00:00Z",
+)
 POD_ITEMS = [
     # JobSet attempt 1 (restart-attempt 0): rank 1 OOMKilled, rank 0 stopped 20 s later
-    _pod("llm-1042-workers-0-0-b9c4d", "a0000000-0000-4000-8000-000000000001", "gpu0004",
-         *_jobset(0, 0), _term(143, "Error", T0, "2026-06-03T10:00:20Z"), phase="Failed"),
-    _pod("llm-1042-workers-0-1-x7k2p", "a0000000-0000-4000-8000-000000000002", "gpu0005",
-         *_jobset(1, 0), _term(137, "OOMKilled", T0, T1), phase="Failed"),
+    _pod(
+        "llm-1042-workers-0-0-b9c4d",
+        "a0000000-0000-4000-8000-000000000001",
+        "gpu0004",
+        *_jobset(0, 0),
+        _term(143, "Error", T0, "2026-06-03T10:00:20Z"),
+        phase="Failed",
+    ),
+    _pod(
+        "llm-1042-workers-0-1-x7k2p",
+        "a0000000-0000-4000-8000-000000000002",
+        "gpu0005",
+        *_jobset(1, 0),
+        _term(137, "OOMKilled", T0, T1),
+        phase="Failed",
+    ),
     # JobSet attempt 2 (restart-attempt 1): still running
-    _pod("llm-1042-workers-0-0-q2w3e", "a0000000-0000-4000-8000-000000000003", "gpu0006",
-         *_jobset(0, 1), {"running": {"startedAt": T2}}),
+    _pod(
+        "llm-1042-workers-0-0-q2w3e",
+        "a0000000-0000-4000-8000-000000000003",
+        "gpu0006",
+        *_jobset(0, 1),
+        {"running": {"startedAt": T2}},
+    ),
     # PyTorchJob: the master lost its node (attempt 1), re-created on gpu0009 (attempt 2)
-    _pod("sft-2001-master-0", "b0000000-0000-4000-8000-000000000001", "gpu0007",
-         *_pytorchjob("master", 0), _term(137, "ContainerStatusUnknown", T0, T1),
-         phase="Failed",
-         conditions=[{"type": "DisruptionTarget", "status": "True",
-                      "reason": "DeletionByTaintManager"}]),
-    _pod("sft-2001-master-0", "b0000000-0000-4000-8000-000000000002", "gpu0009",
-         *_pytorchjob("master", 0), _term(0, "Completed", T2, T3), phase="Succeeded"),
+    _pod(
+        "sft-2001-master-0",
+        "b0000000-0000-4000-8000-000000000001",
+        "gpu0007",
+        *_pytorchjob("master", 0),
+        _term(137, "ContainerStatusUnknown", T0, T1),
+        phase="Failed",
+        conditions=[
+            {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager"}
+        ],
+    ),
+    _pod(
+        "sft-2001-master-0",
+        "b0000000-0000-4000-8000-000000000002",
+        "gpu0009",
+        *_pytorchjob("master", 0),
+        _term(0, "Completed", T2, T3),
+        phase="Succeeded",
+    ),
     # the worker restarted in place: its last run ended with a Python exit at the same time
-    _pod("sft-2001-worker-0", "b0000000-0000-4000-8000-000000000003", "gpu0008",
-         *_pytorchjob("worker", 0), _term(0, "Completed", T2, T3), restarts=1,
-         last={"exitCode": 1, "reason": "Error", "startedAt": T0,
-               "finishedAt": "2026-06-03T10:00:09Z"}, phase="Succeeded"),
+    _pod(
+        "sft-2001-worker-0",
+        "b0000000-0000-4000-8000-000000000003",
+        "gpu0008",
+        *_pytorchjob("worker", 0),
+        _term(0, "Completed", T2, T3),
+        restarts=1,
+        last={
+            "exitCode": 1,
+            "reason": "Error",
+            "startedAt": T0,
+            "finishedAt": "2026-06-03T10:00:09Z",
+        },
+        phase="Succeeded",
+    ),
     # a pod still pending: no container status yet
-    {"apiVersion": "v1", "kind": "Pod",
-     "metadata": {"name": "eval-9-xk2lp", "namespace": "eval", "uid": "c0000000-0000-4000-8000-1",
-                  "labels": {"batch.kubernetes.io/job-name": "eval-9"}},
-     "spec": {}, "status": {"phase": "Pending"}},
+    {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "eval-9-xk2lp",
+            "namespace": "eval",
+            "uid": "c0000000-0000-4000-8000-1",
+            "labels": {"batch.kubernetes.io/job-name": "eval-9"},
+        },
+        "spec": {},
+        "status": {"phase": "Pending"},
+    },
 ]
-# fmt: on
 
 
 def test_k8s_pods_become_container_runs() -> None:
@@ -328,24 +411,92 @@ def test_k8s_pods_become_container_runs() -> None:
     assert rows.height == 8  # 7 pods, one with a current and a last run
     assert set(rows["snapshot_ts"]) == {datetime(2026, 6, 4, tzinfo=UTC)}
     assert rows.select(
-        "pod_name", "job_kind", "job_name", "replica_type", "replica_index", "restart_attempt",
-        "run", "exit_code", "termination_reason", "gpu_limit",
+        "pod_name",
+        "job_kind",
+        "job_name",
+        "replica_type",
+        "replica_index",
+        "restart_attempt",
+        "run",
+        "exit_code",
+        "termination_reason",
+        "gpu_limit",
     ).rows() == [
-        ("llm-1042-workers-0-0-b9c4d", "JobSet", "llm-1042", "workers", 0, 0, "current", 143,
-         "Error", 8),
-        ("llm-1042-workers-0-1-x7k2p", "JobSet", "llm-1042", "workers", 0, 0, "current", 137,
-         "OOMKilled", 8),
-        ("llm-1042-workers-0-0-q2w3e", "JobSet", "llm-1042", "workers", 0, 1, "current", None,
-         None, 8),
-        ("sft-2001-master-0", "PyTorchJob", "sft-2001", "master", 0, None, "current", 137,
-         "ContainerStatusUnknown", 8),
-        ("sft-2001-master-0", "PyTorchJob", "sft-2001", "master", 0, None, "current", 0,
-         "Completed", 8),
-        ("sft-2001-worker-0", "PyTorchJob", "sft-2001", "worker", 0, None, "current", 0,
-         "Completed", 8),
+        (
+            "llm-1042-workers-0-0-b9c4d",
+            "JobSet",
+            "llm-1042",
+            "workers",
+            0,
+            0,
+            "current",
+            143,
+            "Error",
+            8,
+        ),
+        (
+            "llm-1042-workers-0-1-x7k2p",
+            "JobSet",
+            "llm-1042",
+            "workers",
+            0,
+            0,
+            "current",
+            137,
+            "OOMKilled",
+            8,
+        ),
+        (
+            "llm-1042-workers-0-0-q2w3e",
+            "JobSet",
+            "llm-1042",
+            "workers",
+            0,
+            1,
+            "current",
+            None,
+            None,
+            8,
+        ),
+        (
+            "sft-2001-master-0",
+            "PyTorchJob",
+            "sft-2001",
+            "master",
+            0,
+            None,
+            "current",
+            137,
+            "ContainerStatusUnknown",
+            8,
+        ),
+        (
+            "sft-2001-master-0",
+            "PyTorchJob",
+            "sft-2001",
+            "master",
+            0,
+            None,
+            "current",
+            0,
+            "Completed",
+            8,
+        ),
+        (
+            "sft-2001-worker-0",
+            "PyTorchJob",
+            "sft-2001",
+            "worker",
+            0,
+            None,
+            "current",
+            0,
+            "Completed",
+            8,
+        ),
         ("sft-2001-worker-0", "PyTorchJob", "sft-2001", "worker", 0, None, "last", 1, "Error", 8),
         ("eval-9-xk2lp", "Job", "eval-9", None, None, None, None, None, None, None),
-    ]  # fmt: skip
+    ]
     assert rows["completion_index"].to_list()[:2] == [0, 1]
     assert rows["disruption_reason"][3] == "DeletionByTaintManager"
     assert rows["restart_count"][5] == 1
@@ -398,15 +549,67 @@ def test_k8s_attempts_of_jobset_and_pytorchjob(con: duckdb.DuckDBPyConnection) -
     t1 = datetime(2026, 6, 3, 10, tzinfo=UTC)
     t3 = datetime(2026, 6, 3, 12, tzinfo=UTC)
     assert rows == [
-        ("k8s:llm-pretrain/llm-1042", 1, "OUT_OF_MEMORY", t1, 137, 9, ["gpu0004", "gpu0005"], 16,
-         True, 300.0, "OOMKilled", False, "kubernetes"),
-        ("k8s:llm-pretrain/llm-1042", 2, "RUNNING", None, None, None, ["gpu0006"], 8, False,
-         None, None, False, "kubernetes"),
-        ("k8s:llm-pretrain/sft-2001", 1, "NODE_FAIL", t1, 137, 9, ["gpu0007", "gpu0008"], 16,
-         True, 300.0, "ContainerStatusUnknown", False, "kubernetes"),
-        ("k8s:llm-pretrain/sft-2001", 2, "COMPLETED", t3, 0, 0, ["gpu0008", "gpu0009"], 16,
-         False, None, "Completed", False, "kubernetes"),
-    ]  # fmt: skip
+        (
+            "k8s:llm-pretrain/llm-1042",
+            1,
+            "OUT_OF_MEMORY",
+            t1,
+            137,
+            9,
+            ["gpu0004", "gpu0005"],
+            16,
+            True,
+            300.0,
+            "OOMKilled",
+            False,
+            "kubernetes",
+        ),
+        (
+            "k8s:llm-pretrain/llm-1042",
+            2,
+            "RUNNING",
+            None,
+            None,
+            None,
+            ["gpu0006"],
+            8,
+            False,
+            None,
+            None,
+            False,
+            "kubernetes",
+        ),
+        (
+            "k8s:llm-pretrain/sft-2001",
+            1,
+            "NODE_FAIL",
+            t1,
+            137,
+            9,
+            ["gpu0007", "gpu0008"],
+            16,
+            True,
+            300.0,
+            "ContainerStatusUnknown",
+            False,
+            "kubernetes",
+        ),
+        (
+            "k8s:llm-pretrain/sft-2001",
+            2,
+            "COMPLETED",
+            t3,
+            0,
+            0,
+            ["gpu0008", "gpu0009"],
+            16,
+            False,
+            None,
+            "Completed",
+            False,
+            "kubernetes",
+        ),
+    ]
 
 
 def test_k8s_interruptions_are_attributed(con: duckdb.DuckDBPyConnection) -> None:

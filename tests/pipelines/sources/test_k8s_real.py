@@ -77,15 +77,36 @@ def test_k8s_real_failed_scheduling_with_an_empty_source() -> None:
     result = _events(FAILED_SCHEDULING)
     assert result.rejects.height == 0
     assert result.rows.select(
-        "line_no", "namespace", "involved_kind", "event_reason", "event_type", "count",
-        "first_ts", "last_ts", "event_time_ts", "created_ts", "source_component", "source_host",
+        "line_no",
+        "namespace",
+        "involved_kind",
+        "event_reason",
+        "event_type",
+        "count",
+        "first_ts",
+        "last_ts",
+        "event_time_ts",
+        "created_ts",
+        "source_component",
+        "source_host",
         "node",
     ).rows() == [
-        (4, "montoring", "Pod", "FailedScheduling", "Warning", None, None, None,
-         datetime(2021, 11, 29, 2, 56, 10, 265245, tzinfo=UTC),
-         datetime(2021, 11, 29, 2, 56, 10, tzinfo=UTC), "default-scheduler",
-         "default-scheduler-master03", None),
-    ]  # fmt: skip
+        (
+            4,
+            "montoring",
+            "Pod",
+            "FailedScheduling",
+            "Warning",
+            None,
+            None,
+            None,
+            datetime(2021, 11, 29, 2, 56, 10, 265245, tzinfo=UTC),
+            datetime(2021, 11, 29, 2, 56, 10, tzinfo=UTC),
+            "default-scheduler",
+            "default-scheduler-master03",
+            None,
+        ),
+    ]
     message = result.rows["message"][0]
     assert message.startswith("0/20 nodes are available: 10 node(s) didn't match Pod's node")
     assert message.endswith("that the pod didn't tolerate.")

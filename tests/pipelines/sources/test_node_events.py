@@ -46,20 +46,62 @@ def test_node_events_become_typed_rows() -> None:
     )
     expected = pl.DataFrame(
         [
-            (SOURCE, 3, "alpha", "gpu0007", ["gpu0007"], _ts("2026-06-02T10:00:12"),
-             _ts("2026-06-02T10:20:00"), "DOWN*", "down", "Not responding", "slurm(64030)"),
-            (SOURCE, 4, "alpha", "gpu0007", ["gpu0007"], _ts("2026-06-02T10:20:00"), None,
-             "DRAIN", "drain", "PSU failure, node lost power (RT104233)", "root(0)"),
-            (SOURCE, 5, "alpha", "gpu[0011-0012]", ["gpu0011", "gpu0012"],
-             _ts("2026-06-03T08:00:00"), _ts("2026-06-03T09:30:00"), "IDLE+DRAIN", "drain",
-             "NHC: Xid 79: GPU gpu3 has fallen off the bus", "root(0)"),
-            (SOURCE, 7, "alpha", "gpu0013", ["gpu0013"], _ts("2026-06-04T01:00:00"),
-             _ts("2026-06-04T02:00:00"), "MAINT+RESERVED", "maint", "planned maintenance",
-             "root(0)"),
+            (
+                SOURCE,
+                3,
+                "alpha",
+                "gpu0007",
+                ["gpu0007"],
+                _ts("2026-06-02T10:00:12"),
+                _ts("2026-06-02T10:20:00"),
+                "DOWN*",
+                "down",
+                "Not responding",
+                "slurm(64030)",
+            ),
+            (
+                SOURCE,
+                4,
+                "alpha",
+                "gpu0007",
+                ["gpu0007"],
+                _ts("2026-06-02T10:20:00"),
+                None,
+                "DRAIN",
+                "drain",
+                "PSU failure, node lost power (RT104233)",
+                "root(0)",
+            ),
+            (
+                SOURCE,
+                5,
+                "alpha",
+                "gpu[0011-0012]",
+                ["gpu0011", "gpu0012"],
+                _ts("2026-06-03T08:00:00"),
+                _ts("2026-06-03T09:30:00"),
+                "IDLE+DRAIN",
+                "drain",
+                "NHC: Xid 79: GPU gpu3 has fallen off the bus",
+                "root(0)",
+            ),
+            (
+                SOURCE,
+                7,
+                "alpha",
+                "gpu0013",
+                ["gpu0013"],
+                _ts("2026-06-04T01:00:00"),
+                _ts("2026-06-04T02:00:00"),
+                "MAINT+RESERVED",
+                "maint",
+                "planned maintenance",
+                "root(0)",
+            ),
         ],
         schema=SCHEMA,
         orient="row",
-    )  # fmt: skip
+    )
     assert_frame_equal(result.rows, expected)
     # header, blank line and the cluster event are outside the table
     _assert_accounted(result, n_in_scope=4, n_ignored=3)
@@ -74,8 +116,11 @@ def test_node_events_without_cluster_and_user_columns() -> None:
     )
     row = result.rows.row(0, named=True)
     assert (row["cluster"], row["user_name"], row["end_ts"], row["state_base"]) == (
-        None, None, None, "down",
-    )  # fmt: skip
+        None,
+        None,
+        None,
+        "down",
+    )
 
 
 def test_node_events_parsable_with_a_trailing_bar() -> None:

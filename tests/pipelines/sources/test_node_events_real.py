@@ -70,13 +70,24 @@ EXPECTED_EVENTS = [
 def _expected(name: str, *, cluster: str | None, with_user: bool) -> pl.DataFrame:
     return pl.DataFrame(
         [
-            (name, line_no, cluster, node, [node], _ts(start), _ts(end) if end else None,
-             state, base, reason, user if with_user else None)
+            (
+                name,
+                line_no,
+                cluster,
+                node,
+                [node],
+                _ts(start),
+                _ts(end) if end else None,
+                state,
+                base,
+                reason,
+                user if with_user else None,
+            )
             for line_no, node, start, end, state, base, reason, user in EXPECTED_EVENTS
         ],
         schema=SCHEMA,
         orient="row",
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize(

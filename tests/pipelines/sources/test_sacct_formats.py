@@ -40,25 +40,113 @@ def test_real_simulator_dump_with_cluster_nnodes_and_reqtres() -> None:
     assert result.rejects.height == 0
     assert result.n_ignored == 1  # the header
     got = result.rows.select(
-        "line_no", "cluster", "job_id", "job_id_raw", "step", "account", "user_name",
-        "partition", "job_name", "alloc_nodes", "n_gpus", "nodes", "start_ts", "end_ts",
-        "elapsed_s", "state", "exit_code", "exit_signal", "restarts",
-    ).rows()  # fmt: skip
+        "line_no",
+        "cluster",
+        "job_id",
+        "job_id_raw",
+        "step",
+        "account",
+        "user_name",
+        "partition",
+        "job_name",
+        "alloc_nodes",
+        "n_gpus",
+        "nodes",
+        "start_ts",
+        "end_ts",
+        "elapsed_s",
+        "state",
+        "exit_code",
+        "exit_signal",
+        "restarts",
+    ).rows()
     assert got == [
-        (2, "micro", "1001", "1001", None, "account2", "user5", "normal", "jobid_1001", 1, 0,
-         ["b1"], _ts("2022-01-01T05:01:14"), _ts("2022-01-01T05:01:14"), 0, "COMPLETED", 0, 0,
-         None),
-        (3, "micro", "1002", "1002", None, "account1", "user1", "normal", "jobid_1002", 1, 0,
-         ["n1"], _ts("2022-01-01T05:01:16"), _ts("2022-01-01T05:02:16"), 60, "TIMEOUT", 0, 0,
-         None),
-        (4, "micro", "1003", "1003", None, "account2", "user4", "normal", "jobid_1003", 1, 0,
-         ["b1"], _ts("2022-01-01T05:01:16"), _ts("2022-01-01T05:01:21"), 5, "COMPLETED", 0, 0,
-         None),
+        (
+            2,
+            "micro",
+            "1001",
+            "1001",
+            None,
+            "account2",
+            "user5",
+            "normal",
+            "jobid_1001",
+            1,
+            0,
+            ["b1"],
+            _ts("2022-01-01T05:01:14"),
+            _ts("2022-01-01T05:01:14"),
+            0,
+            "COMPLETED",
+            0,
+            0,
+            None,
+        ),
+        (
+            3,
+            "micro",
+            "1002",
+            "1002",
+            None,
+            "account1",
+            "user1",
+            "normal",
+            "jobid_1002",
+            1,
+            0,
+            ["n1"],
+            _ts("2022-01-01T05:01:16"),
+            _ts("2022-01-01T05:02:16"),
+            60,
+            "TIMEOUT",
+            0,
+            0,
+            None,
+        ),
+        (
+            4,
+            "micro",
+            "1003",
+            "1003",
+            None,
+            "account2",
+            "user4",
+            "normal",
+            "jobid_1003",
+            1,
+            0,
+            ["b1"],
+            _ts("2022-01-01T05:01:16"),
+            _ts("2022-01-01T05:01:21"),
+            5,
+            "COMPLETED",
+            0,
+            0,
+            None,
+        ),
         # NNodes says 2 (its ReqTRES says node=1: the request, not the allocation)
-        (5, "micro", "1004", "1004", None, "account1", "user3", "normal", "jobid_1004", 2, 0,
-         ["b1", "g1"], _ts("2022-01-01T05:01:30"), _ts("2022-01-01T05:01:51"), 21, "COMPLETED",
-         0, 0, None),
-    ]  # fmt: skip
+        (
+            5,
+            "micro",
+            "1004",
+            "1004",
+            None,
+            "account1",
+            "user3",
+            "normal",
+            "jobid_1004",
+            2,
+            0,
+            ["b1", "g1"],
+            _ts("2022-01-01T05:01:30"),
+            _ts("2022-01-01T05:01:51"),
+            21,
+            "COMPLETED",
+            0,
+            0,
+            None,
+        ),
+    ]
     assert result.rows["alloc_tres"][3] == "billing=24,cpu=24,mem=67200M,node=1"
     assert result.rows["submit_ts"][1] == _ts("2022-01-01T05:01:15")
 
@@ -86,22 +174,35 @@ def test_minimal_format_in_any_order_with_another_delimiter() -> None:
     )
     assert result.rejects.height == 0
     assert result.rows.select(
-        "job_id", "job_id_raw", "step", "alloc_nodes", "nodes", "elapsed_s", "submit_ts",
-        "account", "n_gpus",
+        "job_id",
+        "job_id_raw",
+        "step",
+        "alloc_nodes",
+        "nodes",
+        "elapsed_s",
+        "submit_ts",
+        "account",
+        "n_gpus",
     ).rows() == [
         ("77", "77", None, 4, ["gpu0001", "gpu0002", "gpu0003", "gpu0004"], 9000, None, None, 0),
         ("77.0", "77", "0", 1, ["gpu0009"], 3595, None, None, 0),
         ("78", "78", None, None, [], None, None, None, 0),
-    ]  # fmt: skip
+    ]
 
 
 def test_tab_and_multi_character_delimiters() -> None:
     tab = "JobID\tState\tStart\tEnd\tNodeList\n5\tFAILED\t2026-06-01T00:00:00\t2026-06-01T00:10:00\tg1\n"  # noqa: E501
     colons = "JobID::NodeList::State::Start::End\n6::g[1-2]::TIMEOUT::2026-06-01T00:00:00::2026-06-01T01:00:00\n"  # noqa: E501
     assert _parse(tab.encode()).rows.select("job_id", "state", "elapsed_s").row(0) == (
-        "5", "FAILED", 600)  # fmt: skip
+        "5",
+        "FAILED",
+        600,
+    )
     assert _parse(colons.encode()).rows.select("job_id", "alloc_nodes", "state").row(0) == (
-        "6", 2, "TIMEOUT")  # fmt: skip
+        "6",
+        2,
+        "TIMEOUT",
+    )
 
 
 def test_parsable_trailing_delimiter_is_one_more_empty_field() -> None:
@@ -147,7 +248,11 @@ def test_times_printed_with_a_utc_offset_are_honoured() -> None:
         """
     )
     assert result.rows.select("start_ts", "end_ts", "alloc_nodes", "elapsed_s").row(0) == (
-        _ts("2023-02-21T12:49:26"), _ts("2023-02-21T14:10:23"), 3, 4857)  # fmt: skip
+        _ts("2023-02-21T12:49:26"),
+        _ts("2023-02-21T14:10:23"),
+        3,
+        4857,
+    )
 
 
 def test_a_dump_without_a_needed_field_names_what_is_missing() -> None:

@@ -30,14 +30,61 @@ CLASS_SCHEMA = {
 }
 # Immediate-action buckets of NVIDIA's Xid catalog, including its named workflows
 BUCKETS = {
-    "RESTART_APP", "RESET_GPU", "RESTART_BM", "RESTART_VM", "CONTACT_SUPPORT",
-    "CHECK_MECHANICALS", "IGNORE", "UPDATE_SWFW", "CHECK_UVM", "WORKFLOW_XID_45",
-    "WORKFLOW_XID_48", "WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR", "XID_154",
-}  # fmt: skip
+    "RESTART_APP",
+    "RESET_GPU",
+    "RESTART_BM",
+    "RESTART_VM",
+    "CONTACT_SUPPORT",
+    "CHECK_MECHANICALS",
+    "IGNORE",
+    "UPDATE_SWFW",
+    "CHECK_UVM",
+    "WORKFLOW_XID_45",
+    "WORKFLOW_XID_48",
+    "WORKFLOW_NVLINK_ERR",
+    "WORKFLOW_NVLINK5_ERR",
+    "XID_154",
+}
 REQUIRED_XIDS = {
-    8, 13, 31, 32, 38, 43, 45, 48, 56, 57, 58, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 109,
-    110, 119, 120, 121, 136, 140, 143, 144, 145, 146, 147, 148, 149, 150, 154,
-}  # fmt: skip
+    8,
+    13,
+    31,
+    32,
+    38,
+    43,
+    45,
+    48,
+    56,
+    57,
+    58,
+    61,
+    62,
+    63,
+    64,
+    68,
+    69,
+    74,
+    79,
+    92,
+    94,
+    95,
+    109,
+    110,
+    119,
+    120,
+    121,
+    136,
+    140,
+    143,
+    144,
+    145,
+    146,
+    147,
+    148,
+    149,
+    150,
+    154,
+}
 
 
 def _read(name: str, schema: dict[str, type[pl.DataType]]) -> pl.DataFrame:
@@ -111,9 +158,16 @@ def test_seeds_xid_codes_used_by_the_synthetic_fleet(
 
 @pytest.mark.parametrize(
     ("xid", "resolution"),
-    [(79, "RESTART_BM"), (62, "RESET_GPU"), (13, "RESTART_APP"), (63, "IGNORE"), (54,
-     "CHECK_MECHANICALS"), (151, "RESTART_VM"), (48, "WORKFLOW_XID_48")],
-)  # fmt: skip
+    [
+        (79, "RESTART_BM"),
+        (62, "RESET_GPU"),
+        (13, "RESTART_APP"),
+        (63, "IGNORE"),
+        (54, "CHECK_MECHANICALS"),
+        (151, "RESTART_VM"),
+        (48, "WORKFLOW_XID_48"),
+    ],
+)
 def test_seeds_xid_resolution_is_the_catalog_bucket(
     xids: pl.DataFrame, xid: int, resolution: str
 ) -> None:
@@ -127,11 +181,27 @@ def test_seeds_component_classes_are_the_taxonomy(classes: pl.DataFrame) -> None
     levels = dict(zip(classes["component_class"], classes["unit_level"], strict=True))
     for name in ("gpu", "gpu_memory", "gpu_sram", "gsp", "nvlink", "pcie"):
         assert levels[name] == "gpu"
-    for name in ("nic", "network", "host_cpu", "host_memory", "storage", "power", "cooling",
-                 "chassis"):  # fmt: skip
+    for name in (
+        "nic",
+        "network",
+        "host_cpu",
+        "host_memory",
+        "storage",
+        "power",
+        "cooling",
+        "chassis",
+    ):
         assert levels[name] == "node"
-    for name in ("driver", "nccl", "application", "maintenance", "software", "human_error",
-                 "facilities", "unknown"):  # fmt: skip
+    for name in (
+        "driver",
+        "nccl",
+        "application",
+        "maintenance",
+        "software",
+        "human_error",
+        "facilities",
+        "unknown",
+    ):
         assert levels[name] == "none"
 
 

@@ -61,13 +61,33 @@ def test_xid_dmesg_t_lines_take_the_host_from_the_file_name() -> None:
     )
     expected = _frame(
         [
-            (SOURCE, 1, "gpu0007", _ts("2026-06-01T00:00:00Z"), "0000:18:00", 79, 1234, "python",
-             "GPU has fallen off the bus.", "dmesg_t"),
-            (SOURCE, 3, "gpu0007", _ts("2026-06-17T13:45:09Z"), "0000:3b:00", 48, 2,
-             "pt_main_thread", "An uncorrectable double bit error (DBE) has been detected on GPU "
-             "in the framebuffer at partition 6, subpartition 0.", "dmesg_t"),
+            (
+                SOURCE,
+                1,
+                "gpu0007",
+                _ts("2026-06-01T00:00:00Z"),
+                "0000:18:00",
+                79,
+                1234,
+                "python",
+                "GPU has fallen off the bus.",
+                "dmesg_t",
+            ),
+            (
+                SOURCE,
+                3,
+                "gpu0007",
+                _ts("2026-06-17T13:45:09Z"),
+                "0000:3b:00",
+                48,
+                2,
+                "pt_main_thread",
+                "An uncorrectable double bit error (DBE) has been detected on GPU "
+                "in the framebuffer at partition 6, subpartition 0.",
+                "dmesg_t",
+            ),
         ]
-    )  # fmt: skip
+    )
     assert_frame_equal(result.rows, expected)
     _assert_accounted(result, n_in_scope=2, n_ignored=1)
 
@@ -81,11 +101,20 @@ def test_xid_journal_iso_lines_carry_host_and_offset() -> None:
     )
     expected = _frame(
         [
-            (SOURCE, 1, "gpu0001", _ts("2026-06-01T00:00:00Z"), "0000:18:00", 74, 77, "nccl",
-             "NVLink: fatal error detected on link 3(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)",
-             "journal_iso"),
+            (
+                SOURCE,
+                1,
+                "gpu0001",
+                _ts("2026-06-01T00:00:00Z"),
+                "0000:18:00",
+                74,
+                77,
+                "nccl",
+                "NVLink: fatal error detected on link 3(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)",
+                "journal_iso",
+            ),
         ]
-    )  # fmt: skip
+    )
     assert_frame_equal(result.rows, expected)
     _assert_accounted(result, n_in_scope=1, n_ignored=1)
 
@@ -98,10 +127,20 @@ def test_xid_rfc3339_lines_keep_fractions() -> None:
     )
     expected = _frame(
         [
-            (SOURCE, 1, "gpu0002", _ts("2026-06-01T00:00:00.25Z"), "0000:9b:00", 62, None, None,
-             "0000abcd 00000000 00000000", "rfc3339"),
+            (
+                SOURCE,
+                1,
+                "gpu0002",
+                _ts("2026-06-01T00:00:00.25Z"),
+                "0000:9b:00",
+                62,
+                None,
+                None,
+                "0000abcd 00000000 00000000",
+                "rfc3339",
+            ),
         ]
-    )  # fmt: skip
+    )
     assert_frame_equal(result.rows, expected)
     _assert_accounted(result, n_in_scope=1, n_ignored=0)
 
@@ -116,12 +155,32 @@ def test_xid_dmesg_iso_lines_with_and_without_facility() -> None:
     )
     expected = _frame(
         [
-            (SOURCE, 1, "gpu0007", _ts("2026-06-01T00:00:00.000001Z"), "0000:18:00", 13, None,
-             None, "Graphics Exception: ESR 0x546fb0=0x11f000e", "dmesg_iso"),
-            (SOURCE, 2, "gpu0007", _ts("2026-06-01T00:00:00.5Z"), "0000:18:00", 43, 2924364,
-             "pt_main_thread", "Ch 00000008", "dmesg_iso"),
+            (
+                SOURCE,
+                1,
+                "gpu0007",
+                _ts("2026-06-01T00:00:00.000001Z"),
+                "0000:18:00",
+                13,
+                None,
+                None,
+                "Graphics Exception: ESR 0x546fb0=0x11f000e",
+                "dmesg_iso",
+            ),
+            (
+                SOURCE,
+                2,
+                "gpu0007",
+                _ts("2026-06-01T00:00:00.5Z"),
+                "0000:18:00",
+                43,
+                2924364,
+                "pt_main_thread",
+                "Ch 00000008",
+                "dmesg_iso",
+            ),
         ]
-    )  # fmt: skip
+    )
     assert_frame_equal(result.rows, expected)
     _assert_accounted(result, n_in_scope=2, n_ignored=1)
 
@@ -137,15 +196,45 @@ def test_xid_syslog_lines_take_the_year_from_the_file_mtime() -> None:
     )
     expected = _frame(
         [
-            (SOURCE, 1, "gpu0003", _ts("2025-12-31T23:59:00Z"), "0000:18:00", 92, 1, "x",
-             "High single-bit ECC error rate", "syslog"),
-            (SOURCE, 2, "gpu0003", _ts("2026-01-01T00:00:10Z"), "0000:18:00", 63, 1896, None,
-             "Row Remapper: New row marked for remapping, reset gpu to activate.", "syslog"),
+            (
+                SOURCE,
+                1,
+                "gpu0003",
+                _ts("2025-12-31T23:59:00Z"),
+                "0000:18:00",
+                92,
+                1,
+                "x",
+                "High single-bit ECC error rate",
+                "syslog",
+            ),
+            (
+                SOURCE,
+                2,
+                "gpu0003",
+                _ts("2026-01-01T00:00:10Z"),
+                "0000:18:00",
+                63,
+                1896,
+                None,
+                "Row Remapper: New row marked for remapping, reset gpu to activate.",
+                "syslog",
+            ),
             # more than a day after the mtime: the year before
-            (SOURCE, 3, "gpu0003", _ts("2025-01-03T12:00:00Z"), "0000:18:00", 79, None, None,
-             "GPU has fallen off the bus.", "syslog"),
+            (
+                SOURCE,
+                3,
+                "gpu0003",
+                _ts("2025-01-03T12:00:00Z"),
+                "0000:18:00",
+                79,
+                None,
+                None,
+                "GPU has fallen off the bus.",
+                "syslog",
+            ),
         ]
-    )  # fmt: skip
+    )
     assert_frame_equal(result.rows, expected)
     _assert_accounted(result, n_in_scope=3, n_ignored=0)
 
@@ -266,19 +355,68 @@ def test_xid_real_dmesg_ctime_capture_with_gsp_dump() -> None:
     message = "Timeout after 6s of waiting for RPC response from GPU4 GSP! Expected function "
     expected = _frame(
         [
-            (str(path), 3, "dmesg-with-xid-119", _ts("2025-02-23T16:24:18Z"), "0000:9b:00", 119,
-             2024380, "nvidia-smi", message + "103 (GSP_RM_ALLOC) (0x2081 0x4).", "dmesg_t"),
-            (str(path), 38, "dmesg-with-xid-119", _ts("2025-02-23T16:24:24Z"), "0000:9b:00", 119,
-             2024380, "nvidia-smi", message + "10 (FREE) (0xa55a0210 0x0).", "dmesg_t"),
-            (str(path), 40, "dmesg-with-xid-119", _ts("2025-02-23T16:24:30Z"), "0000:9b:00", 119,
-             2024380, "nvidia-smi", message + "10 (FREE) (0xa55a0090 0x0).", "dmesg_t"),
-            (str(path), 42, "dmesg-with-xid-119", _ts("2025-02-23T16:27:12Z"), "0000:9b:00", 119,
-             1263500, "cache_mgr_main", message + "76 (GSP_RM_CONTROL) (0x20801813 0x4c).",
-             "dmesg_t"),
-            (str(path), 43, "dmesg-with-xid-119", _ts("2025-02-23T16:30:13Z"), "0000:9b:00", 119,
-             1240590, "gpud", message + "76 (GSP_RM_CONTROL) (0x20803032 0x58c).", "dmesg_t"),
+            (
+                str(path),
+                3,
+                "dmesg-with-xid-119",
+                _ts("2025-02-23T16:24:18Z"),
+                "0000:9b:00",
+                119,
+                2024380,
+                "nvidia-smi",
+                message + "103 (GSP_RM_ALLOC) (0x2081 0x4).",
+                "dmesg_t",
+            ),
+            (
+                str(path),
+                38,
+                "dmesg-with-xid-119",
+                _ts("2025-02-23T16:24:24Z"),
+                "0000:9b:00",
+                119,
+                2024380,
+                "nvidia-smi",
+                message + "10 (FREE) (0xa55a0210 0x0).",
+                "dmesg_t",
+            ),
+            (
+                str(path),
+                40,
+                "dmesg-with-xid-119",
+                _ts("2025-02-23T16:24:30Z"),
+                "0000:9b:00",
+                119,
+                2024380,
+                "nvidia-smi",
+                message + "10 (FREE) (0xa55a0090 0x0).",
+                "dmesg_t",
+            ),
+            (
+                str(path),
+                42,
+                "dmesg-with-xid-119",
+                _ts("2025-02-23T16:27:12Z"),
+                "0000:9b:00",
+                119,
+                1263500,
+                "cache_mgr_main",
+                message + "76 (GSP_RM_CONTROL) (0x20801813 0x4c).",
+                "dmesg_t",
+            ),
+            (
+                str(path),
+                43,
+                "dmesg-with-xid-119",
+                _ts("2025-02-23T16:30:13Z"),
+                "0000:9b:00",
+                119,
+                1240590,
+                "gpud",
+                message + "76 (GSP_RM_CONTROL) (0x20803032 0x58c).",
+                "dmesg_t",
+            ),
         ]
-    )  # fmt: skip
+    )
     assert_frame_equal(result.rows, expected)
     _assert_accounted(result, n_in_scope=5, n_ignored=38)
 
@@ -297,13 +435,29 @@ def test_xid_real_dmesg_decode_iso_capture() -> None:
     assert rows["ts"][0] == _ts("2025-01-21T04:41:44.283302Z")
     assert rows["ts"].is_sorted()
     assert rows.row(0) == (
-        str(path), 1, "dmesg", _ts("2025-01-21T04:41:44.283302Z"), "0000:38:00", 13, None, None,
-        "Graphics SM Global Exception on (GPC 8, TPC 5, SM 1): Multiple Warp Errors", "dmesg_iso",
-    )  # fmt: skip
+        str(path),
+        1,
+        "dmesg",
+        _ts("2025-01-21T04:41:44.283302Z"),
+        "0000:38:00",
+        13,
+        None,
+        None,
+        "Graphics SM Global Exception on (GPC 8, TPC 5, SM 1): Multiple Warp Errors",
+        "dmesg_iso",
+    )
     assert rows.row(16) == (
-        str(path), 17, "dmesg", _ts("2025-01-21T04:41:44.287197Z"), "0000:38:00", 43, 2924364,
-        "pt_main_thread", "Ch 00000008", "dmesg_iso",
-    )  # fmt: skip
+        str(path),
+        17,
+        "dmesg",
+        _ts("2025-01-21T04:41:44.287197Z"),
+        "0000:38:00",
+        43,
+        2924364,
+        "pt_main_thread",
+        "Ch 00000008",
+        "dmesg_iso",
+    )
     assert rows["pid"].null_count() == 16
     # the OOM-killer lines that follow are kernel noise
     _assert_accounted(result, n_in_scope=17, n_ignored=7)
@@ -322,14 +476,25 @@ def test_xid_real_captures_do_not_depend_on_mtime(mtime: datetime | None) -> Non
     lines=st.lists(
         st.lists(
             st.sampled_from(
-                ["[Mon Jun  1 00:00:00 2026] ", "Jun  1 00:00:00 h kernel: ", "NVRM: Xid ",
-                 "(PCI:0000:18:00): ", "79, ", "pid=1, ", "name=x, ", "text", "\xe9", "\x00", ""]
+                [
+                    "[Mon Jun  1 00:00:00 2026] ",
+                    "Jun  1 00:00:00 h kernel: ",
+                    "NVRM: Xid ",
+                    "(PCI:0000:18:00): ",
+                    "79, ",
+                    "pid=1, ",
+                    "name=x, ",
+                    "text",
+                    "\xe9",
+                    "\x00",
+                    "",
+                ]
             ),
             max_size=8,
         ).map("".join),
         max_size=12,
     )
-)  # fmt: skip
+)
 def test_xid_any_input_is_accounted_for_without_raising(lines: list[str]) -> None:
     data = "".join(f"{line}\n" for line in lines).encode()
     result = parse(data, source_file=SOURCE, now=NOW)
@@ -402,8 +567,10 @@ def test_xid_dmesg_host_comes_from_option_or_folder_never_a_generic_name() -> No
     assert by_name.rows["host"].to_list() == ["gpu0003"]
     printed = parse(
         b"Jun  1 00:00:00 gpu0009 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=x, Off.\n",
-        source_file="/landing/kernel/dmesg.log", now=NOW, host="gpu0007",
-    )  # fmt: skip
+        source_file="/landing/kernel/dmesg.log",
+        now=NOW,
+        host="gpu0007",
+    )
     assert printed.rows["host"].to_list() == ["gpu0009"]  # the line's own host wins
 
 
@@ -416,8 +583,13 @@ _XID_119 = (
 
 def _journal_record(message: object, *, stamp_us: str, host: str | None = "gpu0042") -> str:
     """A record in the shape of the real export in samples/journald (``{ "KEY" : value, ...}``)."""
-    fields = {"__REALTIME_TIMESTAMP": stamp_us, "_TRANSPORT": "kernel",
-              "SYSLOG_IDENTIFIER": "kernel", "PRIORITY": "4", "MESSAGE": message}  # fmt: skip
+    fields = {
+        "__REALTIME_TIMESTAMP": stamp_us,
+        "_TRANSPORT": "kernel",
+        "SYSLOG_IDENTIFIER": "kernel",
+        "PRIORITY": "4",
+        "MESSAGE": message,
+    }
     if host is not None:
         fields["_HOSTNAME"] = host
     import json
@@ -435,14 +607,19 @@ def test_xid_journald_json_records_give_host_and_time_from_their_fields() -> Non
     real = JOURNAL.read_text().splitlines()
     # 1599541804928338 us = 2020-09-08T05:10:04.928338Z; a byte-array MESSAGE (non-UTF-8 text)
     array = list(b"NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=python, GPU has fallen off the bus.")
-    data = "\n".join([
-        real[0],
-        _journal_record(_XID_119, stamp_us="1599541805000001"),
-        real[1],
-        _journal_record(array, stamp_us="1599541806500000", host="gpu0043"),
-        _journal_record(_XID_119, stamp_us="1599541807000000", host=None),
-        '{ "MESSAGE" : "NVRM: Xid (PCI:0000:18:00): 79, cut',  # a record cut mid-write
-    ]).encode() + b"\n"  # fmt: skip
+    data = (
+        "\n".join(
+            [
+                real[0],
+                _journal_record(_XID_119, stamp_us="1599541805000001"),
+                real[1],
+                _journal_record(array, stamp_us="1599541806500000", host="gpu0043"),
+                _journal_record(_XID_119, stamp_us="1599541807000000", host=None),
+                '{ "MESSAGE" : "NVRM: Xid (PCI:0000:18:00): 79, cut',  # a record cut mid-write
+            ]
+        ).encode()
+        + b"\n"
+    )
     result = parse(data, source_file="/landing/kernel/journal.json", now=NOW, host="fallback01")
     rows = result.rows
     assert rows.select("line_no", "host", "xid", "pci_bus_id", "pid", "log_format").rows() == [
