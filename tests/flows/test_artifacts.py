@@ -7,8 +7,7 @@ import math
 import warnings
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-from uuid import UUID
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -16,6 +15,9 @@ from models.exceptions import FewFailuresWarning
 from pipelines import warehouse
 from pipelines.flows.artifacts import KEYS, file_uri, ingest_count_rows, json_safe
 from synth import SynthConfig, synthesize
+
+if TYPE_CHECKING:
+    from uuid import UUID
 
 SWEEPS = Path(__file__).resolve().parents[2] / "data_samples" / "sweeps"
 

@@ -17,15 +17,18 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pipelines import ingest
 from synth import SynthConfig, synthesize
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
 

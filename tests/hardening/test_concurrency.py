@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pytest
@@ -24,6 +24,9 @@ from prefect.states import Completed, Failed
 from pipelines import ingest, warehouse
 from pipelines.flows.ingest_telemetry import _warehouse_busy, load_files
 from synth import SynthConfig, synthesize
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CONSISTENT = """
 select

@@ -12,10 +12,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import polars as pl
@@ -27,6 +26,9 @@ from pipelines import dask_runner, ingest, project, warehouse
 from pipelines.settings import Settings
 from pipelines.warehouse import lake
 from synth import SynthConfig, synthesize
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 REPO = Path(__file__).resolve().parents[2]
 HAND_RATES = REPO / "data_samples" / "sweeps" / "hand_rates.yaml"

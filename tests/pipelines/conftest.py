@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pipelines import ingest
 from synth import SynthConfig, synthesize
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CONFIG = SynthConfig(
     nodes=48, gpus_per_node=8, days=45, seed=7, start=datetime(2026, 3, 2, tzinfo=UTC)

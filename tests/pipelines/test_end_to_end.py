@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 from collections import Counter
 from datetime import datetime
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
 import pytest
 
 from pipelines import ingest, warehouse
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import duckdb
 
 RAW_TABLES = ["raw_slurm_jobs", "raw_xid_events", "raw_inventory", "raw_fleet", "raw_repairs"]
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import math
 import warnings
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 import pytest
 
 from models.exceptions import FewFailuresWarning
 from pipelines import fit, warehouse
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @pytest.fixture(scope="module")

@@ -8,13 +8,17 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
 import pytest
 
 from pipelines import ingest, warehouse
 from synth import SynthConfig, default_classes, synthesize
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import duckdb
 
 NEW_TABLES = [
     "raw_k8s_pods",

@@ -7,7 +7,7 @@ import json
 import math
 import warnings
 from datetime import UTC, datetime
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import polars as pl
@@ -20,6 +20,9 @@ from pipelines import fit, ingest, project, warehouse
 from pipelines.cli import app
 from synth import SynthConfig, synthesize
 from synth.config import ClassSpec
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 runner = CliRunner()
 

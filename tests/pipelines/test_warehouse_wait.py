@@ -13,9 +13,8 @@ import io
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from rich.console import Console
@@ -28,6 +27,9 @@ from pipelines.settings import (
     Settings,
     apply_prefect_defaults,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 HOLD = (
     "import sys, duckdb; con = duckdb.connect(sys.argv[1]); print('held', flush=True); "

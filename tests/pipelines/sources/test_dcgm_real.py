@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-from pipelines.sources.common import Parsed
 from pipelines.sources.dcgm import SCHEMA, parse
+
+if TYPE_CHECKING:
+    from pipelines.sources.common import Parsed
 
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 SAMPLES = Path(__file__).parent / "samples" / "dcgm"

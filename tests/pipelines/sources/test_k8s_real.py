@@ -8,13 +8,16 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pytest
 import yaml
 
 from pipelines.sources import k8s_events, k8s_pods
-from pipelines.sources.common import Parsed
+
+if TYPE_CHECKING:
+    from pipelines.sources.common import Parsed
 
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 SAMPLES = Path(__file__).parent / "samples" / "kubectl"

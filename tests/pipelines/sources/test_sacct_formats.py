@@ -9,12 +9,15 @@ from __future__ import annotations
 import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from pipelines import ingest, warehouse
-from pipelines.sources.common import Parsed
 from pipelines.sources.sacct import parse
+
+if TYPE_CHECKING:
+    from pipelines.sources.common import Parsed
 
 SAMPLES = Path(__file__).parent / "samples" / "sacct"
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
