@@ -83,7 +83,7 @@ def quantity_of(lives: str | None) -> str:
 def read_lives(
     con: duckdb.DuckDBPyConnection, *, view: str = "fct_component_lives", dataset: str | None = None
 ) -> pl.DataFrame:
-    """Unit lives from ``view`` (``fct_component_lives`` or ``int_fault_lives`` for a dataset).
+    """Read unit lives from ``view`` (``fct_component_lives`` or ``int_fault_lives`` for a dataset).
 
     For a repair view (:data:`REPAIR_VIEWS`) the rows of ``int_repair_lives`` from that view, every
     repair with its ``status``; those with no usable duration have a null ``exit_h`` (see
@@ -102,7 +102,7 @@ def read_lives(
 
 
 def repair_lives(rows: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
-    """The repairs to fit, with the pooled group, and the count of repairs by ``status``.
+    """Return the repairs to fit, with the pooled group, and the count of repairs by ``status``.
 
     Parameters
     ----------
@@ -131,7 +131,7 @@ def repair_lives(rows: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
 
 
 def read_window(con: duckdb.DuckDBPyConnection) -> tuple[datetime | None, datetime | None]:
-    """The observation window of the warehouse's telemetry."""
+    """Read the observation window of the warehouse's telemetry."""
     row = con.execute("select window_start, window_end from stg_observation_window").fetchone()
     return (row[0], row[1]) if row else (None, None)
 
@@ -145,8 +145,9 @@ def cohort_labels(frame: pl.DataFrame, by: list[str]) -> pl.Series:
 
 
 def parse_weibayes_shape(text: str | None) -> float | dict[str, float] | None:
-    """``--weibayes-shape``: ``1.3`` for every class, or ``gpu=1.3,nic=0.9`` per class (the
-    same text as a projection's ``--weibull-shape``, :func:`pipelines.knobs.weibull_shape`).
+    """Parse ``--weibayes-shape``: ``1.3`` for every class, or ``gpu=1.3,nic=0.9`` per class.
+
+    The same text as a projection's ``--weibull-shape`` (:func:`pipelines.knobs.weibull_shape`).
     """
     from pipelines.knobs import weibull_shape
 
@@ -203,7 +204,7 @@ def fit_table(
 
 
 def ad_statistics(lives: pl.DataFrame, fitted: pl.DataFrame, *, by: list[str]) -> pl.Series:
-    """The Anderson-Darling statistic of each row of a :func:`models.fit_lives` table.
+    """Return the Anderson-Darling statistic of each row of a :func:`models.fit_lives` table.
 
     ``lives`` are grouped by the same ``by`` columns; each row's ``params_json`` is scored
     against its group's lives (:func:`models.goodness_of_fit`). NaN where a parameter is missing
@@ -300,7 +301,7 @@ def run_ids(
 def latest_run_id(
     con: duckdb.DuckDBPyConnection, *, quantity: str | None = "lifetime", lives: str | None = None
 ) -> str | None:
-    """The most recent fit run of ``quantity`` (default lifetimes; None: any), if any.
+    """Return the most recent fit run of ``quantity`` (default lifetimes; None: any), if any.
 
     With ``lives`` the most recent run on that view (of its quantity).
     """
@@ -309,7 +310,7 @@ def latest_run_id(
 
 
 def run_lives(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
-    """The lives view a stored run fitted (None for runs stored before it was recorded).
+    """Return the lives view a stored run fitted (None for runs stored before it was recorded).
 
     Raises
     ------
@@ -328,7 +329,7 @@ def run_lives(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
 def read_fit(
     con: duckdb.DuckDBPyConnection, run_id: str | None = None, *, quantity: str = "lifetime"
 ) -> pl.DataFrame:
-    """The rows of a fit run (the latest of ``quantity`` when ``run_id`` is None)."""
+    """Read the rows of a fit run (the latest of ``quantity`` when ``run_id`` is None)."""
     run_id = run_id or latest_run_id(con, quantity=quantity)
     if run_id is None:
         what = "repair-time fit run" if quantity == "repair_time" else "fit run"

@@ -81,7 +81,7 @@ def _between(column: str, low: float, high: float) -> Check:
 
 
 def suite_for(table: str, *, now: datetime, component_classes: list[str]) -> list[Check]:
-    """The expectations for one raw table (dbt-style not_null / accepted_values / ranges)."""
+    """Return the expectations for one raw table (dbt-style not_null / accepted_values / ranges)."""
     suites: dict[str, Callable[[], list[Check]]] = {
         "raw_slurm_jobs": lambda: [
             _not_null("job_id_raw"),

@@ -1,0 +1,1 @@
+"""Prefect flows: ingest telemetry, fit reliability, what-if sweeps and the weekly report."""

@@ -8,10 +8,9 @@ functions create the artifacts and must run inside a flow or task run, which the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from prefect.artifacts import (
@@ -23,6 +22,9 @@ from prefect.artifacts import (
 from pipelines import warehouse
 from pipelines.jsonsafe import json_ready
 from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
 
 KEYS = {
     "ingest_counts": "ingest-counts",
@@ -44,8 +46,10 @@ def _plain(value: Any) -> Any:
 
 
 def json_safe(value: Any) -> Any:
-    """``value`` with only JSON types: NaN and infinities become None, dates ISO strings,
-    paths and anything else unknown their ``str`` (:func:`pipelines.jsonsafe.json_ready`).
+    """Return ``value`` with only JSON types.
+
+    NaN and infinities become None, dates ISO strings, paths and anything else unknown their
+    ``str`` (:func:`pipelines.jsonsafe.json_ready`).
     """
     return json_ready(value, _plain)
 
@@ -57,8 +61,10 @@ _COUNTS = (("read", "n_read"), ("loaded", "n_loaded"), ("quarantined", "n_quaran
 
 
 def ingest_count_rows(counts: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per source: files seen, files new in this run, and the new files' rows read,
-    loaded, quarantined, ignored and held (a skipped file's counts are its earlier load's).
+    """Return one row per source of an ingest run's counts.
+
+    Each row has the files seen, files new in this run, and the new files' rows read, loaded,
+    quarantined, ignored and held (a skipped file's counts are its earlier load's).
     """
     rows: dict[str, dict[str, Any]] = {}
     for c in counts:
@@ -99,7 +105,7 @@ def publish_ingest(
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
     flow: str = "ingest",
 ) -> None:
-    """The ingest run's counts per source and the reasons its new rows were quarantined.
+    """Publish the ingest run's counts per source and the reasons its new rows were quarantined.
 
     ``flow`` is ``ingest`` (``ingest-telemetry``, the landing folder on a schedule) or
     ``ingest_files`` (``ingest-files``, files given by hand): each has its own keys.
@@ -144,10 +150,11 @@ _FIT_COLUMNS = {
 
 
 def fit_rows(results: pl.DataFrame, quantity: str = "lifetime") -> list[dict[str, Any]]:
-    """One row per class x cohort of a fit run (its chosen family's row): failures, unit-years,
-    observed AFR and bounds, the headline MTBF, its bounds, method and extrapolated flag, the
-    chosen family; for a repair run repairs, closed repairs and the headline MTTR instead.
-    ``None`` stands for a missing number or an unbounded interval end.
+    """Return one row per class x cohort of a fit run (its chosen family's row).
+
+    Each row has failures, unit-years, observed AFR and bounds, the headline MTBF, its bounds,
+    method and extrapolated flag, the chosen family; for a repair run repairs, closed repairs and
+    the headline MTTR instead. ``None`` stands for a missing number or an unbounded interval end.
     """
     columns = [(name, col) for name, col in _FIT_COLUMNS[quantity] if col in results.columns]
     chosen = results.filter(pl.col("chosen")).sort(
@@ -163,7 +170,7 @@ def fit_key(quantity: str) -> str:
 
 
 def publish_fit(outcome: Mapping[str, Any], by: list[str] | None = None) -> None:
-    """The fit run's table, one row per class x cohort."""
+    """Publish the fit run's table, one row per class x cohort."""
     what = "MTTR" if outcome["quantity"] == "repair_time" else "MTBF"
     create_table_artifact(
         key=fit_key(outcome["quantity"]),
@@ -178,7 +185,7 @@ def publish_fit(outcome: Mapping[str, Any], by: list[str] | None = None) -> None
 
 
 def ranking_rows(gains: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The knob ranking (``gains`` of :func:`pipelines.project.run_sweep`), JSON-safe."""
+    """Return the knob ranking (``gains`` of :func:`pipelines.project.run_sweep`), JSON-safe."""
     return [json_safe(dict(g)) for g in gains]
 
 
@@ -188,7 +195,7 @@ def file_uri(path: str | Path) -> str:
 
 
 def publish_what_if(result: Mapping[str, Any]) -> None:
-    """The knob ranking of a sweep and a link to its table."""
+    """Publish the knob ranking of a sweep and a link to its table."""
     best = result.get("best_knob") or {}
     create_table_artifact(
         key=KEYS["whatif_ranking"],
@@ -208,7 +215,7 @@ def publish_what_if(result: Mapping[str, Any]) -> None:
 
 
 def publish_report(path: Path, markdown: str, week: str) -> None:
-    """A link to the report's HTML and its headline tables as markdown."""
+    """Publish a link to the report's HTML and its headline tables as markdown."""
     create_link_artifact(
         key=KEYS["weekly_report"],
         link=file_uri(path),

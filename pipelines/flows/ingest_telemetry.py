@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 def find_landing_files(
     landing_dir: Path, path_patterns: dict[str, str] | None = None
 ) -> list[ingest.LandingFile]:
-    """List the files under the landing root (refusing paths that escape it), with the host and
-    run the sources' ``path_patterns`` capture from each path.
+    """List the files under the landing root (refusing paths that escape it).
+
+    Each file comes with the host and run the sources' ``path_patterns`` capture from its path.
     """
     patterns = parse_patterns(path_patterns or {})
     return ingest.landing_files(landing_dir, path_patterns=patterns)
@@ -166,8 +167,9 @@ def ingest_paths_flow(
     time_from_mtime: bool = False,
     path_patterns: dict[str, str] | None = None,
 ) -> list[dict[str, object]]:
-    """Ingest the given files or folders (``relia ingest --tracked``); a file under a given
-    folder that resolves outside it is refused.
+    """Ingest the given files or folders (``relia ingest --tracked``).
+
+    A file under a given folder that resolves outside it is refused.
     """
     settings = Settings.from_env(db_path=db_path, lake_dir=lake_dir, path_patterns=path_patterns)
     files = ingest.discover(paths, source=source, path_patterns=settings.path_patterns)

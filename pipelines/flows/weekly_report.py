@@ -63,8 +63,9 @@ def weekly_report(
     reports_dir: Path | None = None,
     target_gpus: list[int] | None = None,
 ) -> str:
-    """Fit, project and build the reliability report for ``week`` (default: the last full
-    week); returns its path.
+    """Fit, project and build the reliability report for ``week`` (default: the last full week).
+
+    Returns the report's path.
 
     When a failure predictor was trained (``relia predict train``), the fleet is scored first so
     the report's "GPUs at risk" section is current.

@@ -34,7 +34,7 @@ def sweep_slice(
 def sweep_grid(
     base: Any, grid: dict[str, list[Any]], parts: int = 4, simulate: int = 0, seed: int = 0
 ) -> pl.DataFrame:
-    """The grid's sweep from ``parts`` slices evaluated on this flow's task runner, in order.
+    """Sweep the grid as ``parts`` slices evaluated on this flow's task runner, in order.
 
     Simulated points draw from streams seeded by the point, so the slices give the whole grid's
     table whatever the runner and the order.

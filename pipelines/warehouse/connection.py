@@ -13,17 +13,18 @@ import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
-import polars as pl
 
 from pipelines.errors import ReliaError
 from pipelines.settings import CONNECT_LOCK_TIMEOUT_S
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
+    from pathlib import Path
+
+    import polars as pl
 
 _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 WAIT_REPORT_EVERY_S = 1.0

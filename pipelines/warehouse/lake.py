@@ -184,7 +184,7 @@ def _kind(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
 
 
 def lake_of(con: duckdb.DuckDBPyConnection) -> Path | None:
-    """The lake the warehouse's raw views read, or None when raw rows live in tables."""
+    """Return the lake the warehouse's raw views read, or None when raw rows live in tables."""
     rows = con.execute(
         "select comment from duckdb_views() where not temporary and starts_with(comment, $mark)",
         {"mark": _MARK},

@@ -38,12 +38,14 @@ _LINEAGE_TABLES = ("raw_quarantine", "raw_quality_results", "raw_ingest_files")
 
 
 def already_loaded(con: duckdb.DuckDBPyConnection, sha256: str) -> LoadCounts | None:
-    """The earlier load of these bytes, if any."""
+    """Return the earlier load of these bytes, if any."""
     return loaded_before(con, [sha256]).get(sha256)
 
 
 def _skipped(row: tuple[Any, ...]) -> LoadCounts:
-    """Counts of an earlier load of the same bytes from its ``raw_ingest_files`` columns
+    """Return the counts of an earlier load of the same bytes.
+
+    ``row`` holds its ``raw_ingest_files`` columns
     ``path, source, target_table, n_read, n_loaded, n_quarantined, n_ignored``.
     """
     path, source, table, n_read, n_loaded, n_quarantined, n_ignored = row
@@ -51,7 +53,7 @@ def _skipped(row: tuple[Any, ...]) -> LoadCounts:
 
 
 def loaded_before(con: duckdb.DuckDBPyConnection, shas: list[str]) -> dict[str, LoadCounts]:
-    """The earlier loads of any of these hashes, by hash (one query for the whole list)."""
+    """Return the earlier loads of any of these hashes, by hash (one query for the whole list)."""
     if not shas:
         return {}
     con.complete()
@@ -66,9 +68,10 @@ def loaded_before(con: duckdb.DuckDBPyConnection, shas: list[str]) -> dict[str, 
 def loaded_unchanged(
     con: duckdb.DuckDBPyConnection, stats: list[tuple[str, str, int, int]]
 ) -> dict[str, LoadCounts]:
-    """Earlier loads of whole files by ``(path, source, size, mtime_ns)``, by path: a file whose
-    path, source, size and mtime are those recorded when it was read is not read again (one
-    query for the whole list).
+    """Return earlier loads of whole files by ``(path, source, size, mtime_ns)``, by path.
+
+    A file whose path, source, size and mtime are those recorded when it was read is not read
+    again (one query for the whole list).
     """
     if not stats:
         return {}
@@ -211,9 +214,10 @@ def load_files(
 
 
 def _forget(con: duckdb.DuckDBPyConnection, path: str, key: str, *, lake: bool) -> None:
-    """Remove every earlier load of a file (by its content key, or as a stream whose rows carry
-    its path): rows, quarantine, quality results and lineage, whatever source it was loaded as.
-    Runs inside the caller's transaction.
+    """Remove every earlier load of a file, whatever source it was loaded as.
+
+    The loads are found by the file's content key, or as a stream whose rows carry its path;
+    their rows, quarantine, quality results and lineage go. Runs inside the caller's transaction.
     """
     loads = con.execute(
         "select file_sha256, path, target_table from raw_ingest_files "

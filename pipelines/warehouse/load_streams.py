@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 
 def stream_states(con: duckdb.DuckDBPyConnection, source: str) -> list[StreamState]:
-    """The recorded streams of a tailed source (``raw_streams``)."""
+    """Read the recorded streams of a tailed source (``raw_streams``)."""
     from pipelines.streams import StreamState
 
     con.complete()
@@ -215,8 +215,9 @@ def _read_record(load: FileLoad, now: datetime) -> tuple[object, ...]:
 def _load_stream_read(
     con: duckdb.DuckDBPyConnection, load: FileLoad, now: datetime, *, lake: bool
 ) -> None:
-    """Apply one read of a stream inside the caller's transaction (see
-    :func:`pipelines.warehouse.load.load_files`).
+    """Apply one read of a stream inside the caller's transaction.
+
+    See :func:`pipelines.warehouse.load.load_files`.
     """
     read = load.stream
     assert read is not None

@@ -72,6 +72,7 @@ class FileLoad:
     stat: tuple[int, int] | None = None  # a whole file's size and mtime (ns) when it was read
 
     def counts(self) -> LoadCounts:
+        """Return this load's counts, with a ``status`` in words for a stream or an empty file."""
         n_held = 0 if self.stream is None else self.stream.n_held
         status = ""
         if self.stream is not None:
@@ -100,14 +101,16 @@ class FileLoad:
 class PartWriter(Protocol):
     """Writes one file's rows as lake parts: ``functools.partial(lake.write_parts, lake_dir)``."""
 
-    def __call__(self, *, table: str, sha256: str, rows: pl.DataFrame) -> object: ...
+    def __call__(self, *, table: str, sha256: str, rows: pl.DataFrame) -> object:
+        """Write ``rows`` of ``table`` as the lake parts of the file with content ``sha256``."""
 
 
 def insert(
     con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame, *, replace: bool = False
 ) -> None:
-    """Insert a frame by column name into a table named by the caller's fixed set (``replace``:
-    rows whose primary key exists replace them).
+    """Insert a frame by column name into a table named by the caller's fixed set.
+
+    With ``replace``, rows whose primary key exists replace them.
     """
     if frame.height == 0:
         return
@@ -142,8 +145,9 @@ _FILES_SCHEMA: SchemaDict = {
 
 
 def no_lines_key(source: str, sha256: str) -> str:
-    """The key a whole file is recorded under when ``source``'s parser found no line of its in it:
-    per source, so that the same bytes still load under the right source later.
+    """Return the key a whole file is recorded under when ``source``'s parser found no line in it.
+
+    The key is per source, so that the same bytes still load under the right source later.
     """
     import hashlib
 
@@ -151,7 +155,7 @@ def no_lines_key(source: str, sha256: str) -> str:
 
 
 def file_record(load: FileLoad, now: datetime, key: str | None = None) -> dict[str, object]:
-    """The ``raw_ingest_files`` row of a load, keyed by ``key`` (default: its content hash)."""
+    """Return a load's ``raw_ingest_files`` row, keyed by ``key`` (default: its content hash)."""
     counts = load.counts()
     return {
         "file_sha256": key or load.sha256,
@@ -175,7 +179,7 @@ def files_frame(records: list[dict[str, object]]) -> pl.DataFrame:
 
 
 def quarantine_rows(load: FileLoad, key: str, now: datetime) -> pl.DataFrame:
-    """A load's rejected lines as ``raw_quarantine`` rows keyed by ``key``."""
+    """Return a load's rejected lines as ``raw_quarantine`` rows keyed by ``key``."""
     return load.rejects.select(
         pl.lit(key).alias("file_sha256"),
         "source_file",
@@ -189,7 +193,10 @@ def quarantine_rows(load: FileLoad, key: str, now: datetime) -> pl.DataFrame:
 
 
 def checks_frame(loads: list[FileLoad], now: datetime, key: str | None = None) -> pl.DataFrame:
-    """The loads' quality results as ``raw_quality_results`` rows (keyed by ``key`` or hash)."""
+    """Return the loads' quality results as ``raw_quality_results`` rows.
+
+    Rows are keyed by ``key``, or by each load's content hash when ``key`` is None.
+    """
     return pl.DataFrame(
         [
             {

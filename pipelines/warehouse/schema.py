@@ -62,8 +62,9 @@ view is left alone (its new Parquet parts carry the column)."""
 
 
 def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Run every ``sql/schema/*.sql`` file (idempotent DDL) and (re)load the seed tables, in one
-    transaction: a process killed half-way leaves the schema as it was.
+    """Run every ``sql/schema/*.sql`` file (idempotent DDL) and (re)load the seed tables.
+
+    All in one transaction: a process killed half-way leaves the schema as it was.
     """
     con.execute("begin transaction")
     try:
@@ -94,7 +95,7 @@ def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def view_files() -> list[Path]:
-    """The view definitions in creation order.
+    """Return the view definitions in creation order.
 
     Layer by layer (staging, intermediate, marts); inside a layer a view comes after the views it
     names (DuckDB binds a view's references when it is created), otherwise by file name.
@@ -131,6 +132,6 @@ def create_views(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def init(con: duckdb.DuckDBPyConnection) -> None:
-    """Schema, seeds and views: everything a fresh warehouse needs."""
+    """Create the schema, seeds and views: everything a fresh warehouse needs."""
     apply_schema(con)
     create_views(con)

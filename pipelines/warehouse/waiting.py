@@ -35,7 +35,7 @@ def describe_wait(wait: WaitStatus) -> str:
 
 @contextmanager
 def busy_spinner(console: Console) -> Iterator[Callable[[WaitStatus], None]]:
-    """A hook for ``connect(on_wait=...)`` that shows the wait as a ``rich.status`` spinner.
+    """Yield a hook for ``connect(on_wait=...)`` that shows the wait as a ``rich.status`` spinner.
 
     Parameters
     ----------
