@@ -23,9 +23,22 @@ if TYPE_CHECKING:
 FUTURE_TOLERANCE = timedelta(days=1)
 
 SLURM_STATES = [
-    "BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",
-    "PENDING", "PREEMPTED", "RUNNING", "REQUEUED", "RESIZING", "REVOKED", "SUSPENDED", "TIMEOUT",
-]  # fmt: skip
+    "BOOT_FAIL",
+    "CANCELLED",
+    "COMPLETED",
+    "DEADLINE",
+    "FAILED",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "PENDING",
+    "PREEMPTED",
+    "RUNNING",
+    "REQUEUED",
+    "RESIZING",
+    "REVOKED",
+    "SUSPENDED",
+    "TIMEOUT",
+]
 REPAIR_ACTIONS = ["replace", "planned_replace", "reseat", "no_fault_found"]
 PCI_BUS_REGEX = r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}$"
 
@@ -130,10 +143,21 @@ def suite_for(table: str, *, now: datetime, component_classes: list[str]) -> lis
 
 
 ELASTIC_EVENTS = [
-    "agent_start", "rendezvous_start", "rendezvous_join_attempt", "rendezvous_joined",
-    "rendezvous_complete", "world_sizes", "workers_started", "worker_failed", "group_restart",
-    "group_stopping", "group_succeeded", "membership_change", "death_signal", "closing_signal",
-]  # fmt: skip
+    "agent_start",
+    "rendezvous_start",
+    "rendezvous_join_attempt",
+    "rendezvous_joined",
+    "rendezvous_complete",
+    "world_sizes",
+    "workers_started",
+    "worker_failed",
+    "group_restart",
+    "group_stopping",
+    "group_succeeded",
+    "membership_change",
+    "death_signal",
+    "closing_signal",
+]
 CONTAINER_STATES = ["running", "terminated", "waiting"]
 
 

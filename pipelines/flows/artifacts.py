@@ -56,8 +56,13 @@ def json_safe(value: Any) -> Any:
 
 # --- ingest ---------------------------------------------------------------------------------
 
-_COUNTS = (("read", "n_read"), ("loaded", "n_loaded"), ("quarantined", "n_quarantined"),
-           ("ignored", "n_ignored"), ("held", "n_held"))  # fmt: skip
+_COUNTS = (
+    ("read", "n_read"),
+    ("loaded", "n_loaded"),
+    ("quarantined", "n_quarantined"),
+    ("ignored", "n_ignored"),
+    ("held", "n_held"),
+)
 
 
 def ingest_count_rows(counts: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -130,22 +135,38 @@ def publish_ingest(
 
 _FIT_COLUMNS = {
     "lifetime": (
-        ("component_class", "component_class"), ("cohort", "cohort"),
-        ("n_units", "n_units"), ("n_failures", "n_failures"), ("unit_years", "unit_years"),
-        ("afr_observed_pct", "afr_observed_pct"), ("afr_observed_lo_pct", "afr_observed_lo_pct"),
-        ("afr_observed_hi_pct", "afr_observed_hi_pct"), ("mtbf_h", "headline_mtbf_h"),
-        ("mtbf_lo_h", "headline_mtbf_lo_h"), ("mtbf_hi_h", "headline_mtbf_hi_h"),
-        ("method", "headline_method"), ("extrapolated", "headline_extrapolated"),
-        ("rmst_h", "headline_rmst_h"), ("family", "family"), ("shape", "shape"),
+        ("component_class", "component_class"),
+        ("cohort", "cohort"),
+        ("n_units", "n_units"),
+        ("n_failures", "n_failures"),
+        ("unit_years", "unit_years"),
+        ("afr_observed_pct", "afr_observed_pct"),
+        ("afr_observed_lo_pct", "afr_observed_lo_pct"),
+        ("afr_observed_hi_pct", "afr_observed_hi_pct"),
+        ("mtbf_h", "headline_mtbf_h"),
+        ("mtbf_lo_h", "headline_mtbf_lo_h"),
+        ("mtbf_hi_h", "headline_mtbf_hi_h"),
+        ("method", "headline_method"),
+        ("extrapolated", "headline_extrapolated"),
+        ("rmst_h", "headline_rmst_h"),
+        ("family", "family"),
+        ("shape", "shape"),
     ),
     "repair_time": (
-        ("component_class", "component_class"), ("cohort", "cohort"),
-        ("n_repairs", "n_units"), ("n_repaired", "n_failures"), ("repair_h", "exposure_h"),
-        ("mttr_h", "headline_mtbf_h"), ("mttr_lo_h", "headline_mtbf_lo_h"),
-        ("mttr_hi_h", "headline_mtbf_hi_h"), ("method", "headline_method"),
-        ("extrapolated", "headline_extrapolated"), ("family", "family"), ("shape", "shape"),
+        ("component_class", "component_class"),
+        ("cohort", "cohort"),
+        ("n_repairs", "n_units"),
+        ("n_repaired", "n_failures"),
+        ("repair_h", "exposure_h"),
+        ("mttr_h", "headline_mtbf_h"),
+        ("mttr_lo_h", "headline_mtbf_lo_h"),
+        ("mttr_hi_h", "headline_mtbf_hi_h"),
+        ("method", "headline_method"),
+        ("extrapolated", "headline_extrapolated"),
+        ("family", "family"),
+        ("shape", "shape"),
     ),
-}  # fmt: skip
+}
 """Artifact column and ``fit_results`` column, for a lifetime (MTBF) and a repair (MTTR) run."""
 
 

@@ -38,9 +38,13 @@ def fit_reliability(
     )
     chosen = outcome["results"].filter("chosen")
     get_run_logger().info(
-        "fit run %s (%s from %s): %d classes, %d failures or closed repairs", outcome["run_id"],
-        outcome["quantity"], lives, chosen.height, int(chosen["n_failures"].sum()),
-    )  # fmt: skip
+        "fit run %s (%s from %s): %d classes, %d failures or closed repairs",
+        outcome["run_id"],
+        outcome["quantity"],
+        lives,
+        chosen.height,
+        int(chosen["n_failures"].sum()),
+    )
     publish_fit(outcome, by)
     return outcome
 

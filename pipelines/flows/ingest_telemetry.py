@@ -93,9 +93,14 @@ def load_files(
     if mapping is not None:
         options.setdefault("fault_log", {})["mapping"] = fault_log.load_mapping(mapping)
     counts = ingest.ingest(
-        db_path, files, lock_timeout_s=lock_timeout_s, parser_options=options, lake_dir=lake_dir,
-        parse_many=_fan_out(parse_tasks, options) if parse_tasks > 0 else None, force=force,
-    )  # fmt: skip
+        db_path,
+        files,
+        lock_timeout_s=lock_timeout_s,
+        parser_options=options,
+        lake_dir=lake_dir,
+        parse_many=_fan_out(parse_tasks, options) if parse_tasks > 0 else None,
+        force=force,
+    )
     return [asdict(c) | {"status": c.outcome} for c in counts]
 
 
@@ -109,8 +114,14 @@ def load_landing(
     time_from_mtime: bool = False,
 ) -> list[dict[str, object]]:
     """Fan parsing out on this flow's task runner, then validate and load in this process."""
-    return load_files(db_path, files, lock_timeout_s, lake_dir=lake_dir, parse_tasks=parse_tasks,
-                      time_from_mtime=time_from_mtime)  # fmt: skip
+    return load_files(
+        db_path,
+        files,
+        lock_timeout_s,
+        lake_dir=lake_dir,
+        parse_tasks=parse_tasks,
+        time_from_mtime=time_from_mtime,
+    )
 
 
 @flow(name="ingest-telemetry")
@@ -131,17 +142,24 @@ def ingest_telemetry(
     ``RELIA_PATH_PATTERNS``) and ``time_from_mtime`` are those of ``relia ingest``.
     """
     settings = Settings.from_env(
-        landing_dir=landing_dir, db_path=db_path, lake_dir=lake_dir, dask_address=dask_address,
+        landing_dir=landing_dir,
+        db_path=db_path,
+        lake_dir=lake_dir,
+        dask_address=dask_address,
         path_patterns=path_patterns,
-    )  # fmt: skip
+    )
     patterns = {p.source: p.pattern for p in settings.path_patterns}
     files = find_landing_files(settings.landing_dir, patterns)
     runner = dask_runner.task_runner(settings.dask_address)
     since = datetime.now(UTC)
     counts = load_landing.with_options(task_runner=runner)(
-        settings.db_path, files, settings.lock_timeout_s, settings.lake_dir, parse_tasks,
+        settings.db_path,
+        files,
+        settings.lock_timeout_s,
+        settings.lake_dir,
+        parse_tasks,
         time_from_mtime,
-    )  # fmt: skip
+    )
     new = [c for c in counts if not c["skipped"]]
     get_run_logger().info(
         "%d files (%d new): %d rows loaded, %d quarantined",
@@ -174,9 +192,17 @@ def ingest_paths_flow(
     settings = Settings.from_env(db_path=db_path, lake_dir=lake_dir, path_patterns=path_patterns)
     files = ingest.discover(paths, source=source, path_patterns=settings.path_patterns)
     since = datetime.now(UTC)
-    counts = load_files(settings.db_path, files, settings.lock_timeout_s, mapping,
-                        settings.lake_dir, force=force, host=host, run=run,
-                        time_from_mtime=time_from_mtime)  # fmt: skip
+    counts = load_files(
+        settings.db_path,
+        files,
+        settings.lock_timeout_s,
+        mapping,
+        settings.lake_dir,
+        force=force,
+        host=host,
+        run=run,
+        time_from_mtime=time_from_mtime,
+    )
     publish_ingest(counts, settings.db_path, since, settings.lock_timeout_s, flow="ingest_files")
     return counts
 

@@ -82,9 +82,11 @@ def what_if(
     if result["n_monte_carlo"]:
         logger.info("%d scenarios by Monte Carlo", result["n_monte_carlo"])
     logger.info(
-        "%d scenarios; largest gain at %d GPUs: %s", result["n_points"], result["target_gpus"],
+        "%d scenarios; largest gain at %d GPUs: %s",
+        result["n_points"],
+        result["target_gpus"],
         f"{best['knob']}={best['best_value']} (+{best['gain']:.4f})" if best else "none",
-    )  # fmt: skip
+    )
     if tracked:  # artifacts belong to a flow run (the CLI also calls this untracked)
         publish_what_if(result)
     return result

@@ -151,8 +151,11 @@ def connect(
             time.sleep(delay)
             delay = min(delay * 2, 5.0 if on_wait is None else WAIT_REPORT_EVERY_S)
     if on_wait is not None and last is not None:
-        on_wait(WaitStatus(last.path, last.holder, time.monotonic() - started, lock_timeout_s,
-                           done=True))  # fmt: skip
+        on_wait(
+            WaitStatus(
+                last.path, last.holder, time.monotonic() - started, lock_timeout_s, done=True
+            )
+        )
     try:
         con.execute("set autoinstall_known_extensions = false")
         con.execute("set autoload_known_extensions = false")

@@ -77,9 +77,10 @@ def loaded_unchanged(
         return {}
     con.complete()
     frame = pl.DataFrame(
-        stats, schema={"path": pl.String, "source": pl.String, "size": pl.Int64,
-                       "mtime_ns": pl.Int64}, orient="row",
-    )  # fmt: skip
+        stats,
+        schema={"path": pl.String, "source": pl.String, "size": pl.Int64, "mtime_ns": pl.Int64},
+        orient="row",
+    )
     con.register("incoming_stats", frame.to_arrow())
     try:
         rows = con.execute(
@@ -204,9 +205,10 @@ def load_files(
             out.append(replace(load.counts(), status=f"replaced ({load.counts().outcome})"))
         elif load.sha256 in seen:
             out.append(
-                replace(load.counts(), n_read=0, n_loaded=0, n_quarantined=0, n_ignored=0,
-                        skipped=True)
-            )  # fmt: skip
+                replace(
+                    load.counts(), n_read=0, n_loaded=0, n_quarantined=0, n_ignored=0, skipped=True
+                )
+            )
         else:
             seen.add(load.sha256)
             out.append(load.counts())

@@ -72,8 +72,14 @@ def _move_stream(
         {"p": new_path, "id": stream_id},
     ).fetchall()
     for other, other_table in displaced:
-        _rename_rows(con, other, str(other_table), new_path,
-                     f"{new_path} (gone; stream {str(other)[:16]})", lake=lake)  # fmt: skip
+        _rename_rows(
+            con,
+            other,
+            str(other_table),
+            new_path,
+            f"{new_path} (gone; stream {str(other)[:16]})",
+            lake=lake,
+        )
     old_path = _rows_path(con, stream_id)
     if old_path is not None and old_path != new_path:
         _rename_rows(con, stream_id, table, old_path, new_path, lake=lake)
@@ -164,19 +170,39 @@ def _upsert_stream_files(con: duckdb.DuckDBPyConnection, files: pl.DataFrame) ->
 
 
 _STREAM_SCHEMA: SchemaDict = {
-    "stream_id": pl.String, "source": pl.String, "target_table": pl.String,
-    "rows_path": pl.String, "head_len": pl.Int32, "head_sha": pl.String,
-    "consumed_bytes": pl.Int64, "consumed_lines": pl.Int64, "prefix_sha": pl.String,
-    "held_bytes": pl.Int64, "file_size": pl.Int64, "file_mtime_ns": pl.Int64,
-    "updated_at": pl.Datetime("us", "UTC"), "tail_sha": pl.String,
-}  # fmt: skip
+    "stream_id": pl.String,
+    "source": pl.String,
+    "target_table": pl.String,
+    "rows_path": pl.String,
+    "head_len": pl.Int32,
+    "head_sha": pl.String,
+    "consumed_bytes": pl.Int64,
+    "consumed_lines": pl.Int64,
+    "prefix_sha": pl.String,
+    "held_bytes": pl.Int64,
+    "file_size": pl.Int64,
+    "file_mtime_ns": pl.Int64,
+    "updated_at": pl.Datetime("us", "UTC"),
+    "tail_sha": pl.String,
+}
 _READ_SCHEMA: SchemaDict = {
-    "read_key": pl.String, "stream_id": pl.String, "path": pl.String, "action": pl.String,
-    "codec": pl.String, "from_byte": pl.Int64, "to_byte": pl.Int64, "first_line": pl.Int64,
-    "n_read": pl.Int64, "n_loaded": pl.Int64, "n_quarantined": pl.Int64, "n_held": pl.Int64,
-    "n_ignored": pl.Int64, "released": pl.Boolean, "superseded": pl.Boolean,
+    "read_key": pl.String,
+    "stream_id": pl.String,
+    "path": pl.String,
+    "action": pl.String,
+    "codec": pl.String,
+    "from_byte": pl.Int64,
+    "to_byte": pl.Int64,
+    "first_line": pl.Int64,
+    "n_read": pl.Int64,
+    "n_loaded": pl.Int64,
+    "n_quarantined": pl.Int64,
+    "n_held": pl.Int64,
+    "n_ignored": pl.Int64,
+    "released": pl.Boolean,
+    "superseded": pl.Boolean,
     "read_at": pl.Datetime("us", "UTC"),
-}  # fmt: skip
+}
 _UPSERT_STREAM_FILES = (
     "insert into raw_ingest_files by name select * from incoming_streams "
     "on conflict (file_sha256) do update set path = excluded.path, "
@@ -194,10 +220,21 @@ def _state_record(load: FileLoad, now: datetime) -> tuple[object, ...]:
     assert load.stream is not None
     state = load.stream.after
     return (
-        state.stream_id, state.source, state.table, state.rows_path, state.head_len,
-        state.head_sha, state.consumed_bytes, state.consumed_lines, state.prefix_sha,
-        state.held_bytes, state.file_size, state.file_mtime_ns, now, state.tail_sha,
-    )  # fmt: skip
+        state.stream_id,
+        state.source,
+        state.table,
+        state.rows_path,
+        state.head_len,
+        state.head_sha,
+        state.consumed_bytes,
+        state.consumed_lines,
+        state.prefix_sha,
+        state.held_bytes,
+        state.file_size,
+        state.file_mtime_ns,
+        now,
+        state.tail_sha,
+    )
 
 
 def _read_record(load: FileLoad, now: datetime) -> tuple[object, ...]:
@@ -205,11 +242,23 @@ def _read_record(load: FileLoad, now: datetime) -> tuple[object, ...]:
     assert read is not None
     counts = load.counts()
     return (
-        read.read_key, read.after.stream_id, read.path, read.action, read.codec,
-        read.byte_offset, read.after.consumed_bytes, read.line_offset + 1, counts.n_read,
-        counts.n_loaded, counts.n_quarantined, counts.n_held, counts.n_ignored, read.released,
-        False, now,
-    )  # fmt: skip
+        read.read_key,
+        read.after.stream_id,
+        read.path,
+        read.action,
+        read.codec,
+        read.byte_offset,
+        read.after.consumed_bytes,
+        read.line_offset + 1,
+        counts.n_read,
+        counts.n_loaded,
+        counts.n_quarantined,
+        counts.n_held,
+        counts.n_ignored,
+        read.released,
+        False,
+        now,
+    )
 
 
 def _load_stream_read(
@@ -235,12 +284,15 @@ def _load_stream_read(
         con.execute("delete from raw_quarantine where file_sha256 = $id", {"id": sid})
         con.execute("delete from raw_quality_results where file_sha256 = $id", {"id": sid})
         con.execute("delete from raw_ingest_files where file_sha256 = $id", {"id": sid})
-        con.execute("update raw_stream_reads set superseded = true where stream_id = $id",
-                    {"id": sid})  # fmt: skip
+        con.execute(
+            "update raw_stream_reads set superseded = true where stream_id = $id", {"id": sid}
+        )
         log.warning(
             "%s was rewritten (its first %d bytes changed): replacing the %d rows it loaded before",
-            read.path, read.before.consumed_bytes if read.before else 0, n_old,
-        )  # fmt: skip
+            read.path,
+            read.before.consumed_bytes if read.before else 0,
+            n_old,
+        )
     _move_stream(con, sid, table, state.rows_path, lake=lake)
     if not lake and load.rows.height:
         insert(con, table, load.rows)
@@ -248,8 +300,12 @@ def _load_stream_read(
     if rejects.height:
         insert(con, "raw_quarantine", rejects)
     insert(con, "raw_quality_results", checks_frame([load], now, key=sid))
-    insert(con, "raw_streams", pl.DataFrame([_state_record(load, now)], schema=_STREAM_SCHEMA,
-                                              orient="row"), replace=True)  # fmt: skip
+    insert(
+        con,
+        "raw_streams",
+        pl.DataFrame([_state_record(load, now)], schema=_STREAM_SCHEMA, orient="row"),
+        replace=True,
+    )
     if read.chunk or read.action == "replace":
         record = pl.DataFrame([_read_record(load, now)], schema=_READ_SCHEMA, orient="row")
         insert(con, "raw_stream_reads", record)

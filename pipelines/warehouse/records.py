@@ -76,8 +76,12 @@ class FileLoad:
         n_held = 0 if self.stream is None else self.stream.n_held
         status = ""
         if self.stream is not None:
-            status = {"new": "loaded", "append": "appended", "replace": "replaced",
-                      "unchanged": "no new lines"}[self.stream.action]  # fmt: skip
+            status = {
+                "new": "loaded",
+                "append": "appended",
+                "replace": "replaced",
+                "unchanged": "no new lines",
+            }[self.stream.action]
             if self.stream.released:
                 status += " (last line without newline read: file finished)"
             elif n_held:
