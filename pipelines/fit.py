@@ -29,7 +29,7 @@ import warnings
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import version
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 import polars as pl
 
@@ -396,6 +396,16 @@ def fleet_trend(
     )
 
 
+class FitOutcome(TypedDict):
+    """What :func:`run_fit` stored and returns (read by the CLI and the fit-reliability flow)."""
+
+    run_id: str
+    results: pl.DataFrame  # the fit_results rows of the run, one per class x cohort x family
+    lives: str  # the view the lives came from
+    quantity: str  # "lifetime" or "repair_time"
+    repairs: NotRequired[dict[str, int]]  # repair runs: repairs by status (see repair_lives)
+
+
 def run_fit(
     db_path: Path,
     *,
@@ -405,13 +415,13 @@ def run_fit(
     alpha: float = 0.05,
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
     weibayes_shape: float | dict[str, float] | None = None,
-) -> dict[str, Any]:
+) -> FitOutcome:
     """Read lives, fit every class x cohort x family, store the run.
 
-    Returns ``{run_id, results, lives, quantity}``; a repair run (``lives`` in
-    :data:`REPAIR_VIEWS`) also has ``repairs``, the counts of :func:`repair_lives`. In a repair
-    run's rows ``mtbf_h`` is the MTTR and ``afr_pct`` / ``fit_per_1e9h`` are null (no failure
-    rate).
+    Returns a :class:`FitOutcome`: ``{run_id, results, lives, quantity}``; a repair run
+    (``lives`` in :data:`REPAIR_VIEWS`) also has ``repairs``, the counts of
+    :func:`repair_lives`. In a repair run's rows ``mtbf_h`` is the MTTR and ``afr_pct`` /
+    ``fit_per_1e9h`` are null (no failure rate).
     """
     check_lives(lives)
     quantity = quantity_of(lives)
@@ -433,7 +443,7 @@ def run_fit(
         windowed = ("fct_component_lives", "stg_repairs", "int_node_unavailability")
         window = read_window(con) if lives in windowed else (None, None)
         run_id = store_fit(con, results, by=list(by or []), window=window, lives=lives)
-    outcome = {
+    outcome: FitOutcome = {
         "run_id": run_id,
         "results": results.with_columns(run_id=pl.lit(run_id)),
         "lives": lives,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from prefect import flow, get_run_logger
 
@@ -20,7 +19,7 @@ def fit_reliability(
     dataset: str | None = None,
     alpha: float = 0.05,
     weibayes_shape: float | dict[str, float] | None = None,
-) -> dict[str, Any]:
+) -> fit.FitOutcome:
     """Fit every component class (split by ``by`` cohorts) and store the run; returns its rows.
 
     ``lives`` is a lifetime view (MTBF) or a repair view (``stg_repairs``, ``int_fault_repairs``,
