@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parents[2]
 HAND_RATES = REPO / "data_samples" / "sweeps" / "hand_rates.yaml"
-TIMESTAMPS = ("loaded_at", "validated_at")
+TIMESTAMPS = ("loaded_at", "validated_at", "last_loaded_at")  # when, not what
 PART = re.compile(
     r"^source=([a-z_]+)/date=(\d{4}-\d{2}-\d{2}|__HIVE_DEFAULT_PARTITION__)/"
     r"part-([0-9a-f]{8})\.parquet$"
