@@ -80,7 +80,8 @@ def _paper_y(log_s: NDArray[np.float64], paper: str) -> NDArray[np.float64]:
         if paper == "weibull":
             return np.log(-log_s)
         if paper == "lognormal":
-            return -special.ndtri(np.exp(log_s))
+            paper_y: NDArray[np.float64] = -special.ndtri(np.exp(log_s))
+            return paper_y
     msg = f"Unknown paper {paper!r}; choose one of {', '.join(PAPERS)}."
     raise ValueError(msg)
 

@@ -34,7 +34,7 @@ from models.parametric import (
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from numpy.typing import NDArray
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "EXTRAPOLATED_SHARE",
@@ -108,7 +108,7 @@ def observed_rates(n_failures: int, exposure_h: float, *, alpha: float = 0.05) -
 # --------------------------------------------------------------------------------------------
 # Model averaging
 # --------------------------------------------------------------------------------------------
-def aic_weights(aics: Sequence[float]) -> NDArray[np.float64]:
+def aic_weights(aics: ArrayLike) -> NDArray[np.float64]:
     """Akaike weights ``exp(-dAIC/2) / sum``; NaN or infinite AICs get weight 0."""
     a = np.asarray(aics, dtype=np.float64)
     ok = np.isfinite(a)
@@ -188,10 +188,10 @@ class ModelAverage:
 
 
 def mixture_components(
-    mtbf_h: Sequence[float],
-    lo_h: Sequence[float],
-    hi_h: Sequence[float],
-    weights: Sequence[float],
+    mtbf_h: Sequence[float] | NDArray[np.float64],
+    lo_h: Sequence[float] | NDArray[np.float64],
+    hi_h: Sequence[float] | NDArray[np.float64],
+    weights: Sequence[float] | NDArray[np.float64],
     inf_share: Sequence[float] | None = None,
     *,
     alpha: float = 0.05,

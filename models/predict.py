@@ -269,7 +269,9 @@ def _default_thresholds(p: _Prepared, max_thresholds: int) -> NDArray[np.float64
     pos = np.unique(p.pos_scores)
     if pos.size > half:
         pos = np.quantile(pos, np.linspace(0, 1, half))
-    upper = np.quantile(p.scores, 1.0 - np.logspace(-5, 0, half)) if p.scores.size else []
+    upper: NDArray[np.float64] | list[float] = (
+        np.quantile(p.scores, 1.0 - np.logspace(-5, 0, half)) if p.scores.size else []
+    )
     return np.unique(np.concatenate([pos, upper]))
 
 
@@ -405,7 +407,8 @@ def sbe_rule(
 # the estimator
 
 
-class FailurePredictor(BaseEstimator):
+# sklearn ships no type information, so BaseEstimator is Any to mypy
+class FailurePredictor(BaseEstimator):  # type: ignore[misc]
     """Calibrated probability that a GPU or its node fails within ``horizon_h`` hours.
 
     Parameters
@@ -620,7 +623,10 @@ class FailurePredictor(BaseEstimator):
         check_is_fitted(self, "calibrated_")
         if frame.height == 0:
             return np.zeros(0)
-        return self.calibrated_.predict_proba(self._matrix(frame, self.features_))[:, 1]
+        proba: NDArray[np.float64] = self.calibrated_.predict_proba(
+            self._matrix(frame, self.features_)
+        )[:, 1]
+        return proba
 
     def evidence(self, frame: pl.DataFrame) -> list[str]:
         """Per row, a JSON object of the warning features above the training 99th percentile

@@ -25,11 +25,12 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from numpy.typing import NDArray
+    from polars._typing import SchemaDict
 
 __all__ = ["KnobRanking", "knob_gains", "paired_goodput_samples"]
 
 
-_GAIN_SCHEMA = {
+_GAIN_SCHEMA: SchemaDict = {
     "knob": pl.String,
     "baseline_value": pl.String,
     "best_value": pl.String,

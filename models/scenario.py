@@ -131,7 +131,8 @@ class ClassRate:
             spread = np.where(z < 0, below, above)
             with np.errstate(over="ignore"):
                 draws[finite] = np.exp(centre[finite] + spread[finite] * z[finite])
-            return np.minimum(draws, MTBF_CAP_H)
+            capped: NDArray[np.float64] = np.minimum(draws, MTBF_CAP_H)
+            return capped
         if self.has_interval:
             lo, hi = math.log(self.mtbf_lo_h), math.log(self.mtbf_hi_h)  # type: ignore[arg-type]
             return np.exp(rng.normal((lo + hi) / 2.0, (hi - lo) / (2.0 * _Z975), n))
@@ -342,13 +343,15 @@ class Scenario:
 
     def _normalise_groups_and_shapes(self) -> None:
         """Store mappings and lists as sorted tuples (the scenario stays hashable); check them."""
-        shape = self.weibull_shape
-        if isinstance(shape, Mapping):
-            shape = tuple(sorted((str(k), float(v)) for k, v in shape.items()))
-        elif isinstance(shape, (list, tuple)):
-            shape = tuple(sorted((str(k), float(v)) for k, v in shape))
-        elif shape is not None:
-            shape = float(shape)
+        # a config file may give a mapping or a list where the field declares a tuple
+        raw: Any = self.weibull_shape
+        shape: float | tuple[tuple[str, float], ...] | None = None
+        if isinstance(raw, Mapping):
+            shape = tuple(sorted((str(k), float(v)) for k, v in raw.items()))
+        elif isinstance(raw, (list, tuple)):
+            shape = tuple(sorted((str(k), float(v)) for k, v in raw))
+        elif raw is not None:
+            shape = float(raw)
         object.__setattr__(self, "weibull_shape", shape)
         values = [v for _, v in shape] if isinstance(shape, tuple) else [shape]
         for v in values:

@@ -93,11 +93,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from models.scenario import Scenario
 from models.simulate_plan import Plan, build_plan, failure_matrix, trial_summary
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
+
+    from models.scenario import Scenario
 
 __all__ = ["simulate_job"]
 
@@ -378,9 +379,9 @@ def _account(
             "token": np.full(jobs.shape, -np.inf),
         }
         ev = _merged(hardware, job)
-        wait = None if token is None else _pending_waits(ev["t"], ev["detect"], ev["token"])
-        busy = ev["detect"] + ev["fixed"] + (0.0 if wait is None else wait)
-        return _timeline(plan, ev["t"], busy, wait, ev["detect"]) | counts | no_drains
+        pending = None if token is None else _pending_waits(ev["t"], ev["detect"], ev["token"])
+        busy = ev["detect"] + ev["fixed"] + (0.0 if pending is None else pending)
+        return _timeline(plan, ev["t"], busy, pending, ev["detect"]) | counts | no_drains
 
 
 def _acting(

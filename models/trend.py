@@ -12,13 +12,13 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 from scipy import optimize, stats
 
 from models.parametric import check_alpha
 from models.repairable import event_arrays
 
 if TYPE_CHECKING:
+    import polars as pl
     from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
