@@ -241,7 +241,7 @@ class ParametricFit:
 
 
 def _start_point(family: str, data: LogLives, weibull: ParametricFit | None) -> NDArray[np.float64]:
-    """Starting (mu, log sigma): the exponential MLE, or a moment-matched Weibull fit."""
+    """Return the starting (mu, log sigma): the exponential MLE, or a moment-matched Weibull fit."""
     mu_exp = math.log(data.exposure_h / max(data.n_failures, 1))
     if family == "weibull" or weibull is None or not weibull.converged:
         return np.array([mu_exp, 0.0])

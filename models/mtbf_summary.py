@@ -1,5 +1,6 @@
-"""The figures an auditor reads beside a lifetime fit: observed rates, model-averaged MTBF, the
-extrapolation check and few-failure (Weibayes) bounds.
+"""The figures an auditor reads beside a lifetime fit.
+
+Observed rates, model-averaged MTBF, the extrapolation check and few-failure (Weibayes) bounds.
 
 :func:`models.fit_lives` fits each family by maximum likelihood; this module turns a group's fits
 into the headline numbers:
@@ -130,7 +131,7 @@ def sampled_mean(
     *,
     alpha: float = 0.05,
 ) -> dict[str, float]:
-    """The sampling distribution of a family's mean life, from its parameters' normal law.
+    """Draw the sampling distribution of a family's mean life from its parameters' normal law.
 
     ``theta = (mu, log sigma)`` and its covariance (the inverse observed information) are drawn
     :data:`_N_DRAWS` times (a fixed seed: the same fit gives the same figures) and each draw's
@@ -227,7 +228,7 @@ def mixture_components(
 
 
 def mixture_quantile(components: Sequence[tuple[float, float, float, float]], p: float) -> float:
-    """The ``p`` quantile of a split log-normal mixture (``inf`` past its finite mass)."""
+    """Return the ``p`` quantile of a split log-normal mixture (``inf`` past its finite mass)."""
     finite = [c for c in components if math.isfinite(c[1])]
     mass_inf = sum(c[0] for c in components if not math.isfinite(c[1]))
     if not components or p >= 1.0 - mass_inf:
@@ -375,7 +376,7 @@ def _number(value: Any) -> float:
 
 
 def _sampled_centre(row: Mapping[str, Any]) -> float:
-    """A family's sampled median; +inf for a family whose fitted mean is infinite."""
+    """Return a family's sampled median; +inf for a family whose fitted mean is infinite."""
     if math.isinf(_mean_of(row)):
         return math.inf
     return _number(row["mtbf_sampled_h"])
@@ -384,9 +385,12 @@ def _sampled_centre(row: Mapping[str, Any]) -> float:
 def family_mixture(
     rows: Sequence[Mapping[str, Any]], *, alpha: float = 0.05
 ) -> tuple[tuple[float, float, float, float], ...]:
-    """The mixture (:func:`mixture_components`) of one class's family rows as :func:`fit_lives`
-    stores them: sampled medians and bounds, Akaike weights and shares at infinity; the
-    distribution the headline's bounds are quantiles of, for a projection to sample."""
+    """Return the mixture (:func:`mixture_components`) of one class's family rows.
+
+    The rows are as :func:`fit_lives` stores them: sampled medians and bounds, Akaike weights and
+    shares at infinity; the mixture is the distribution the headline's bounds are quantiles of,
+    for a projection to sample.
+    """
     return mixture_components(
         [_sampled_centre(r) for r in rows],
         [_number(r["mtbf_sampled_lo_h"]) for r in rows],

@@ -128,7 +128,7 @@ def paired_goodput_samples(
 
 
 def _sampling_note(scenario: Scenario, n_samples: int) -> str:
-    """What the gains' intervals come from, in words."""
+    """Say in words what the gains' intervals come from."""
     if n_samples <= 0:
         return "none requested: gains are point projections"
     names = ", ".join(r.component_class for r in scenario.class_rates() if r.has_interval)

@@ -39,7 +39,7 @@ def _weibull_scale_h(mtbf_h: ArrayLike, shape: float) -> NDArray[np.float64]:
 def _renewal_curve(
     shape: float, scale_h: NDArray[np.float64], horizon_h: NDArray[np.float64], age_h: float
 ) -> NDArray[np.float64]:
-    r"""Expected failures of one unit position in [0, t], renewed at each, on a time grid.
+    r"""Return expected failures of one unit position in [0, t], renewed at each, on a time grid.
 
     The first life is the residual life of a unit aged ``age_h`` (0 = new); later lives are
     fresh Weibull(``shape``, ``scale_h``). The delayed renewal function solves
@@ -74,7 +74,10 @@ def _renewal_curve(
 def _renewal_count(
     shape: float, scale_h: NDArray[np.float64], horizon_h: NDArray[np.float64], age_h: float
 ) -> NDArray[np.float64]:
-    """Expected failures of one unit position over the horizon (see :func:`_renewal_curve`)."""
+    """Return expected failures of one unit position over the horizon.
+
+    See :func:`_renewal_curve`.
+    """
     return _renewal_curve(shape, scale_h, horizon_h, age_h)[:, -1]
 
 
@@ -98,12 +101,12 @@ def expected_failures_at(
     fleet_age: str | float | tuple[tuple[float, float], ...],
     edges: NDArray[np.int64],
 ) -> NDArray[np.float64]:
-    r"""Expected failures of one unit position by each piece edge; shape ``(*points, len(edges))``.
+    r"""Return expected failures of one unit position by each piece edge.
 
-    Steady state (a stationary renewal process) and exponential lifetimes fail at exactly
-    :math:`t/\mathrm{MTBF}`; otherwise the (delayed) renewal function of :func:`_renewal_curve`.
-    An age mix is the share-weighted sum of the delayed renewal functions at its ages (expected
-    counts add over the units, so this is exact).
+    The shape is ``(*points, len(edges))``. Steady state (a stationary renewal process) and
+    exponential lifetimes fail at exactly :math:`t/\mathrm{MTBF}`; otherwise the (delayed)
+    renewal function of :func:`_renewal_curve`. An age mix is the share-weighted sum of the
+    delayed renewal functions at its ages (expected counts add over the units, so this is exact).
     """
     if isinstance(fleet_age, tuple):
         return np.asarray(

@@ -75,8 +75,11 @@ class Plan:
 
 
 def _group_units(units: int, groups: Sequence[tuple[float, Any]]) -> list[tuple[int, Any]]:
-    """Units of one class in each group ``(share, value)`` (a node group's rate multiplier or an
-    age): ``round(share * units)``, the last takes the rest."""
+    """Split the units of one class into groups ``(share, value)``.
+
+    ``value`` is a node group's rate multiplier or an age; each group gets
+    ``round(share * units)`` units, the last the rest.
+    """
     out = []
     left = units
     for share, multiplier in groups[:-1]:

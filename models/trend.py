@@ -1,4 +1,4 @@
-"""Trend tests of repairable systems: is the failure rate of a node or a fleet changing?
+"""Trend tests of repairable systems: whether the failure rate of a node or a fleet changes.
 
 Crow-AMSAA (power-law NHPP, :func:`crow_amsaa`, :func:`crow_amsaa_fleet`) and the Laplace test
 (:func:`laplace_test`). Event frames are as in :mod:`models.repairable`: one row per failure
