@@ -100,7 +100,8 @@ def _lifelines_fit(
     return fitter
 
 
-class MtbfFitter(BaseEstimator):
+# sklearn ships no type information, so BaseEstimator is Any to mypy
+class MtbfFitter(BaseEstimator):  # type: ignore[misc]
     """Fit a ``family`` lifetime distribution to the lives of one component class.
 
     Parameters

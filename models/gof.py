@@ -65,7 +65,7 @@ PAPERS: tuple[str, ...] = ("weibull", "lognormal")
 
 
 def paper_transform(probability: ArrayLike, paper: str) -> NDArray[np.float64]:
-    """The y coordinate of a probability ``F`` on a probability paper.
+    """Return the y coordinate of a probability ``F`` on a probability paper.
 
     ``weibull``: ``ln(-ln(1 - F))``; ``lognormal``: ``Phi^-1(F)``. Both papers use
     ``x = ln t``, so a Weibull (log-normal) CDF is a straight line on its own paper.
@@ -80,7 +80,8 @@ def _paper_y(log_s: NDArray[np.float64], paper: str) -> NDArray[np.float64]:
         if paper == "weibull":
             return np.log(-log_s)
         if paper == "lognormal":
-            return -special.ndtri(np.exp(log_s))
+            paper_y: NDArray[np.float64] = -special.ndtri(np.exp(log_s))
+            return paper_y
     msg = f"Unknown paper {paper!r}; choose one of {', '.join(PAPERS)}."
     raise ValueError(msg)
 
@@ -165,8 +166,10 @@ class _ProductLimit:
         return log_survival(family, params, self.starts)
 
     def anderson_darling(self, family: str, params: Mapping[str, float]) -> float:
-        """``n * sum`` of the weighted squared distance over each constant piece; see
-        :func:`goodness_of_fit`."""
+        """Return ``n * sum`` of the weighted squared distance over each constant piece.
+
+        See :func:`goodness_of_fit`.
+        """
         log_anchor = self.anchors(family, params)
         log_s_tau = float(log_anchor[0])
         lo_t: list[NDArray[np.float64]] = []
@@ -412,7 +415,7 @@ def probability_plot(
     alpha: float = 0.05,
     n_grid: int = 100,
 ) -> ProbabilityPlot:
-    """Plotting positions, fitted CDF and its band on Weibull or log-normal probability paper.
+    """Return plotting positions, fitted CDF and its band on Weibull or log-normal paper.
 
     Parameters
     ----------

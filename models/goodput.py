@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -56,7 +55,7 @@ from models.scenario import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
     from numpy.typing import ArrayLike, NDArray
 
@@ -126,7 +125,7 @@ def project_arrays_via_seam(
     return _project_arrays(s, over)
 
 
-def _mix(weights: Sequence[tuple[Any, Any]]) -> Any:
+def _mix(weights: Iterable[tuple[Any, Any]]) -> Any:
     """Sum of weight * value pairs (a mixture over detection kinds or interruption kinds)."""
     return sum(w * v for w, v in weights)
 
@@ -234,7 +233,7 @@ def _project_core(
                     q["hot_spares"], d, repair_s, sigma, lam_spare, lam_u, t_mid
                 )
             spread = q["repair_sigma"] >= _MIN_REPAIR_SIGMA
-            fixed = tuple(np.where(spread, rv, fv) for rv, fv in zip(rand, fixed, strict=True))
+            fixed = (np.where(spread, rand[0], fixed[0]), np.where(spread, rand[1], fixed[1]))
         mean_w, laplace = (np.nan_to_num(v, nan=0.0) for v in fixed)
         laplace = np.where(lam_spare > 0, laplace, 1.0)
         waits.append((np.where(lam_spare > 0, mean_w, 0.0), laplace))
@@ -313,16 +312,18 @@ def _project_core(
             rework = np.maximum(1.0 - goodput - checkpoint - drain - in_restart, 0.0)
 
     def over_time(x: Any) -> NDArray[np.float64]:  # the job's average of a per-piece share
-        return np.sum(
+        share: NDArray[np.float64] = np.sum(
             np.broadcast_to(x, np.broadcast_shapes(np.shape(x), lam_u.shape)) * weight, axis=-1
         )
+        return share
 
     def per_fault(x: Any, rate: Any) -> NDArray[np.float64]:  # average over the faults' times
         total = np.sum(rate * weight, axis=-1)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(
+            mean: NDArray[np.float64] = np.where(
                 total > 0, np.sum(x * rate * weight, axis=-1) / total, np.mean(x + 0.0 * rate, -1)
             )
+            return mean
 
     goodput_t = over_time(goodput)
     mean_restart_t = per_fault(mean_restart_s, lam_u)

@@ -171,7 +171,7 @@ class LogLives:
 
 
 def lives_frame(lives: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
-    """The ``by`` columns, float ``entry_h``/``exit_h`` and boolean ``failed`` of ``lives``.
+    """Return the ``by`` columns, float ``entry_h``/``exit_h`` and boolean ``failed`` of ``lives``.
 
     Parameters
     ----------

@@ -47,7 +47,7 @@ _SIMULATED = {"interruptions": "expected_interruptions", "drains": "expected_dra
 
 
 def point_seed(scenario: Scenario, random_state: int) -> np.random.SeedSequence:
-    """The random stream of one grid point: ``random_state`` and a hash of the scenario.
+    """Return the random stream of one grid point: ``random_state`` and a hash of the scenario.
 
     Parameters
     ----------
@@ -79,7 +79,7 @@ def _sweep_seed(random_state: int | np.random.Generator | None) -> int:
 
 
 def grid_points(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
-    """The knob values of every point of a full-factorial grid, in the row order of ``sweep``.
+    """List the knob values of every point of a full-factorial grid, in the row order of ``sweep``.
 
     :func:`models.sweep.sweep` loops over its categorical knobs (grid order, the first
     slowest) and inside that over the numeric ones (grid order, the first slowest).
@@ -114,7 +114,7 @@ def _check_order(table: pl.DataFrame, points: list[dict[str, Any]]) -> None:
 def _simulated_row(
     scenario: Scenario, n_trials: int, seed: np.random.SeedSequence
 ) -> dict[str, float]:
-    """The columns one Monte Carlo evaluation replaces, for one point."""
+    """Return the columns one Monte Carlo evaluation replaces, for one point."""
     sim = simulate_job(scenario, n_trials=n_trials, random_state=np.random.default_rng(seed))
     out = {
         _SIMULATED.get(key, key): float(value)
@@ -225,7 +225,7 @@ def auto_sweep(
     max_rel_error: float = 0.01,
     max_points: int = AUTO_MAX_POINTS,
 ) -> pl.DataFrame:
-    """The what-if table: analytical where the projection is exact enough, else Monte Carlo.
+    """Build the what-if table: analytical where the projection is exact enough, else Monte Carlo.
 
     Parameters
     ----------

@@ -93,7 +93,7 @@ def _normal_f_value(z: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def _normal_s_value(z: NDArray[np.float64]) -> NDArray[np.float64]:
     """``log Phi(-z)``: ``log(ndtr(-z))`` (2x faster) except in the far tail."""
-    g = np.log(special.ndtr(-z))
+    g: NDArray[np.float64] = np.log(special.ndtr(-z))
     tail = z > 5.0
     if tail.any():
         g[tail] = special.log_ndtr(-z[tail])
@@ -241,7 +241,7 @@ class ParametricFit:
 
 
 def _start_point(family: str, data: LogLives, weibull: ParametricFit | None) -> NDArray[np.float64]:
-    """Starting (mu, log sigma): the exponential MLE, or a moment-matched Weibull fit."""
+    """Return the starting (mu, log sigma): the exponential MLE, or a moment-matched Weibull fit."""
     mu_exp = math.log(data.exposure_h / max(data.n_failures, 1))
     if family == "weibull" or weibull is None or not weibull.converged:
         return np.array([mu_exp, 0.0])
@@ -291,7 +291,7 @@ def fit_family_fast(
     information = -hess
     eigen = np.linalg.eigvalsh(information) if np.all(np.isfinite(information)) else [0.0, 0.0]
     if eigen[0] > 1e-10 * eigen[-1] > 0:
-        cov_theta = np.linalg.inv(information)
+        cov_theta = np.asarray(np.linalg.inv(information), dtype=np.float64)
     else:
         # flat or singular likelihood (e.g. two failures, both on late entries): the MLE lies
         # on the boundary and the parameters are not identifiable

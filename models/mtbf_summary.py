@@ -1,5 +1,6 @@
-"""The figures an auditor reads beside a lifetime fit: observed rates, model-averaged MTBF, the
-extrapolation check and few-failure (Weibayes) bounds.
+"""The figures an auditor reads beside a lifetime fit.
+
+Observed rates, model-averaged MTBF, the extrapolation check and few-failure (Weibayes) bounds.
 
 :func:`models.fit_lives` fits each family by maximum likelihood; this module turns a group's fits
 into the headline numbers:
@@ -34,7 +35,7 @@ from models.parametric import (
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from numpy.typing import NDArray
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "EXTRAPOLATED_SHARE",
@@ -108,7 +109,7 @@ def observed_rates(n_failures: int, exposure_h: float, *, alpha: float = 0.05) -
 # --------------------------------------------------------------------------------------------
 # Model averaging
 # --------------------------------------------------------------------------------------------
-def aic_weights(aics: Sequence[float]) -> NDArray[np.float64]:
+def aic_weights(aics: ArrayLike) -> NDArray[np.float64]:
     """Akaike weights ``exp(-dAIC/2) / sum``; NaN or infinite AICs get weight 0."""
     a = np.asarray(aics, dtype=np.float64)
     ok = np.isfinite(a)
@@ -130,7 +131,7 @@ def sampled_mean(
     *,
     alpha: float = 0.05,
 ) -> dict[str, float]:
-    """The sampling distribution of a family's mean life, from its parameters' normal law.
+    """Draw the sampling distribution of a family's mean life from its parameters' normal law.
 
     ``theta = (mu, log sigma)`` and its covariance (the inverse observed information) are drawn
     :data:`_N_DRAWS` times (a fixed seed: the same fit gives the same figures) and each draw's
@@ -188,10 +189,10 @@ class ModelAverage:
 
 
 def mixture_components(
-    mtbf_h: Sequence[float],
-    lo_h: Sequence[float],
-    hi_h: Sequence[float],
-    weights: Sequence[float],
+    mtbf_h: Sequence[float] | NDArray[np.float64],
+    lo_h: Sequence[float] | NDArray[np.float64],
+    hi_h: Sequence[float] | NDArray[np.float64],
+    weights: Sequence[float] | NDArray[np.float64],
     inf_share: Sequence[float] | None = None,
     *,
     alpha: float = 0.05,
@@ -227,7 +228,7 @@ def mixture_components(
 
 
 def mixture_quantile(components: Sequence[tuple[float, float, float, float]], p: float) -> float:
-    """The ``p`` quantile of a split log-normal mixture (``inf`` past its finite mass)."""
+    """Return the ``p`` quantile of a split log-normal mixture (``inf`` past its finite mass)."""
     finite = [c for c in components if math.isfinite(c[1])]
     mass_inf = sum(c[0] for c in components if not math.isfinite(c[1]))
     if not components or p >= 1.0 - mass_inf:
@@ -375,7 +376,7 @@ def _number(value: Any) -> float:
 
 
 def _sampled_centre(row: Mapping[str, Any]) -> float:
-    """A family's sampled median; +inf for a family whose fitted mean is infinite."""
+    """Return a family's sampled median; +inf for a family whose fitted mean is infinite."""
     if math.isinf(_mean_of(row)):
         return math.inf
     return _number(row["mtbf_sampled_h"])
@@ -384,9 +385,12 @@ def _sampled_centre(row: Mapping[str, Any]) -> float:
 def family_mixture(
     rows: Sequence[Mapping[str, Any]], *, alpha: float = 0.05
 ) -> tuple[tuple[float, float, float, float], ...]:
-    """The mixture (:func:`mixture_components`) of one class's family rows as :func:`fit_lives`
-    stores them: sampled medians and bounds, Akaike weights and shares at infinity; the
-    distribution the headline's bounds are quantiles of, for a projection to sample."""
+    """Return the mixture (:func:`mixture_components`) of one class's family rows.
+
+    The rows are as :func:`fit_lives` stores them: sampled medians and bounds, Akaike weights and
+    shares at infinity; the mixture is the distribution the headline's bounds are quantiles of,
+    for a projection to sample.
+    """
     return mixture_components(
         [_sampled_centre(r) for r in rows],
         [_number(r["mtbf_sampled_lo_h"]) for r in rows],

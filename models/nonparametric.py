@@ -39,7 +39,10 @@ def _nonparametric(
 
 def _at_risk(fitter: Any, timeline: NDArray[np.float64]) -> NDArray[np.int64]:
     table = fitter.event_table
-    return table["at_risk"].reindex(timeline, method="ffill").fillna(0).to_numpy(dtype=np.int64)
+    at_risk: NDArray[np.int64] = (
+        table["at_risk"].reindex(timeline, method="ffill").fillna(0).to_numpy(dtype=np.int64)
+    )
+    return at_risk
 
 
 def kaplan_meier(

@@ -269,11 +269,13 @@ def b10_h(family: str, params: dict[str, float]) -> float:
     if family == "exponential":
         return -params["lambda_"] * math.log(B10_SURVIVAL)
     if family == "weibull":
-        return params["lambda_"] * (-math.log(B10_SURVIVAL)) ** (1.0 / params["rho_"])
+        b10: float = params["lambda_"] * (-math.log(B10_SURVIVAL)) ** (1.0 / params["rho_"])
+        return b10
     if family == "lognormal":
         with np.errstate(over="ignore"):
             return float(np.exp(params["mu_"] + params["sigma_"] * float(special.ndtri(q))))
-    return params["alpha_"] * (q / B10_SURVIVAL) ** (1.0 / params["beta_"])
+    b10 = params["alpha_"] * (q / B10_SURVIVAL) ** (1.0 / params["beta_"])
+    return b10
 
 
 def delta_interval(
@@ -362,7 +364,10 @@ def survival_function(
         if family == "weibull":
             return np.exp(-((t / params["lambda_"]) ** params["rho_"]))
         if family == "lognormal":
-            return special.ndtr(-(np.log(t) - params["mu_"]) / params["sigma_"])
+            survival: NDArray[np.float64] = special.ndtr(
+                -(np.log(t) - params["mu_"]) / params["sigma_"]
+            )
+            return survival
         return 1.0 / (1.0 + (t / params["alpha_"]) ** params["beta_"])
 
 
@@ -426,7 +431,8 @@ def log_mean_of_theta(
         log(mean life in hours) per element.
     """
     if family == "weibull":
-        return mu + special.gammaln(1.0 + sigma)
+        log_mean: NDArray[np.float64] = mu + special.gammaln(1.0 + sigma)
+        return log_mean
     if family == "lognormal":
         return mu + 0.5 * sigma**2
     x = math.pi * sigma  # log-logistic: mean alpha * x / sin(x), finite for sigma < 1

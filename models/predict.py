@@ -1,4 +1,4 @@
-r"""GPU failure prediction: will this GPU (or its node) fail within ``horizon_h`` hours?
+r"""GPU failure prediction: whether a GPU (or its node) fails within ``horizon_h`` hours.
 
 Rows are GPU-hours (``fct_gpu_hour_features``): one per GPU and hour of telemetry, with features
 computed as of the end of that hour (``prediction_ts``, data strictly before it) and the time to
@@ -269,13 +269,17 @@ def _default_thresholds(p: _Prepared, max_thresholds: int) -> NDArray[np.float64
     pos = np.unique(p.pos_scores)
     if pos.size > half:
         pos = np.quantile(pos, np.linspace(0, 1, half))
-    upper = np.quantile(p.scores, 1.0 - np.logspace(-5, 0, half)) if p.scores.size else []
+    upper: NDArray[np.float64] | list[float] = (
+        np.quantile(p.scores, 1.0 - np.logspace(-5, 0, half)) if p.scores.size else []
+    )
     return np.unique(np.concatenate([pos, upper]))
 
 
 def choose_threshold(curve: pl.DataFrame, *, target_precision: float) -> float:
-    """The operating threshold: the best recall among thresholds with precision at or above
-    ``target_precision`` (the highest such threshold on ties).
+    """Choose the operating threshold: the best recall at a precision of at least a target.
+
+    Among thresholds with precision at or above ``target_precision``, the one with the best
+    recall wins (the highest such threshold on ties).
 
     When no threshold reaches that precision it returns ``inf``: never alarm. A drain policy
     that is wrong more often than the target allows costs more than it saves; lower
@@ -332,8 +336,9 @@ def pr_auc_null(
     n_draws: int = 30,
     random_state: int = 0,
 ) -> dict[str, float]:
-    """PR-AUC of ``scores`` when they carry no information about the label: the noise of the
-    base rate.
+    """Return the PR-AUC of ``scores`` when they carry no information about the label.
+
+    This is the noise of the base rate.
 
     Each draw rolls every GPU series' scores in time by a random offset, which keeps how
     scores and failures cluster in time and on GPUs but breaks their alignment; the PR-AUC of
@@ -369,7 +374,7 @@ def pr_auc_null(
 
 
 def never_predict(frame: pl.DataFrame, *, horizon_h: float) -> dict[str, Any]:
-    """The "never predict" baseline: no alarm, recall 0, PR-AUC = the base rate."""
+    """Measure the "never predict" baseline: no alarm, recall 0, PR-AUC = the base rate."""
     out = evaluate(frame, np.zeros(frame.height), horizon_h=horizon_h, threshold=math.inf)
     out["pr_auc"] = out["base_rate"]  # a constant score ranks nothing: AP = positive share
     out["threshold"] = None
@@ -384,7 +389,7 @@ def sbe_rule(
     target_precision: float = 0.9,
     column: str = "sbe_1h",
 ) -> dict[str, Any]:
-    """The "drain after N single-bit ECC errors in an hour" baseline.
+    """Measure the "drain after N single-bit ECC errors in an hour" baseline.
 
     N is chosen on ``train`` by :func:`choose_threshold` over the observed counts, then the rule
     is measured on ``test`` (its PR-AUC ranks GPU-hours by the count).
@@ -405,7 +410,8 @@ def sbe_rule(
 # the estimator
 
 
-class FailurePredictor(BaseEstimator):
+# sklearn ships no type information, so BaseEstimator is Any to mypy
+class FailurePredictor(BaseEstimator):  # type: ignore[misc]
     """Calibrated probability that a GPU or its node fails within ``horizon_h`` hours.
 
     Parameters
@@ -620,11 +626,17 @@ class FailurePredictor(BaseEstimator):
         check_is_fitted(self, "calibrated_")
         if frame.height == 0:
             return np.zeros(0)
-        return self.calibrated_.predict_proba(self._matrix(frame, self.features_))[:, 1]
+        proba: NDArray[np.float64] = self.calibrated_.predict_proba(
+            self._matrix(frame, self.features_)
+        )[:, 1]
+        return proba
 
     def evidence(self, frame: pl.DataFrame) -> list[str]:
-        """Per row, a JSON object of the warning features above the training 99th percentile
-        (``{"sbe_6h": 412.0, ...}``, largest excess first); ``{}`` when none is."""
+        """Return per row a JSON object of the warning features above the training p99.
+
+        The objects read ``{"sbe_6h": 412.0, ...}`` (values above the training 99th percentile,
+        largest excess first); ``{}`` when none is.
+        """
         check_is_fitted(self, "feature_p99_")
         out: list[dict[str, float]] = [{} for _ in range(frame.height)]
         for name, p99 in self.feature_p99_.items():

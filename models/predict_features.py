@@ -122,7 +122,7 @@ class LeakageError(ValueError):
 
 
 def labels(frame: pl.DataFrame, *, horizon_h: float) -> NDArray[np.bool_]:
-    """True where the GPU or its node fails within ``horizon_h`` hours of the prediction time."""
+    """Return True where the GPU or its node fails within ``horizon_h`` h of the prediction time."""
     return (
         frame.select((pl.col("hours_to_failure") < horizon_h).fill_null(False))
         .to_series()
@@ -334,8 +334,9 @@ def assert_same_features(
     keys: Sequence[str] = KEYS,
     rtol: float = 1e-9,
 ) -> int:
-    """Require features recomputed from data truncated at the prediction time to equal the
-    stored ones, row by row.
+    """Require features recomputed from truncated data to equal the stored ones, row by row.
+
+    The data are truncated at the prediction time.
 
     Parameters
     ----------

@@ -7,9 +7,9 @@ analytical core would otherwise make import each other.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
-import polars as pl
 from sklearn.base import BaseEstimator
 
 from models.goodput import project
@@ -17,10 +17,14 @@ from models.rates import rates_from_fits
 from models.scenario import Scenario
 from models.simulate import simulate_job
 
+if TYPE_CHECKING:
+    import polars as pl
+
 __all__ = ["GoodputProjector"]
 
 
-class GoodputProjector(BaseEstimator):
+# sklearn ships no type information, so BaseEstimator is Any to mypy
+class GoodputProjector(BaseEstimator):  # type: ignore[misc]
     """Projection (and optionally simulation) of a scenario whose rates come from a fit table.
 
     Parameters

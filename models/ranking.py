@@ -25,11 +25,12 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from numpy.typing import NDArray
+    from polars._typing import SchemaDict
 
 __all__ = ["KnobRanking", "knob_gains", "paired_goodput_samples"]
 
 
-_GAIN_SCHEMA = {
+_GAIN_SCHEMA: SchemaDict = {
     "knob": pl.String,
     "baseline_value": pl.String,
     "best_value": pl.String,
@@ -127,7 +128,7 @@ def paired_goodput_samples(
 
 
 def _sampling_note(scenario: Scenario, n_samples: int) -> str:
-    """What the gains' intervals come from, in words."""
+    """Say in words what the gains' intervals come from."""
     if n_samples <= 0:
         return "none requested: gains are point projections"
     names = ", ".join(r.component_class for r in scenario.class_rates() if r.has_interval)

@@ -11,7 +11,6 @@ These names are shared with :mod:`models.goodput` only; they are not re-exported
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,7 +19,7 @@ from scipy import special
 from models.scenario import SECONDS_PER_HOUR, ClassRate, Scenario
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from numpy.typing import ArrayLike, NDArray
 
@@ -40,7 +39,7 @@ def _weibull_scale_h(mtbf_h: ArrayLike, shape: float) -> NDArray[np.float64]:
 def _renewal_curve(
     shape: float, scale_h: NDArray[np.float64], horizon_h: NDArray[np.float64], age_h: float
 ) -> NDArray[np.float64]:
-    r"""Expected failures of one unit position in [0, t], renewed at each, on a time grid.
+    r"""Return expected failures of one unit position in [0, t], renewed at each, on a time grid.
 
     The first life is the residual life of a unit aged ``age_h`` (0 = new); later lives are
     fresh Weibull(``shape``, ``scale_h``). The delayed renewal function solves
@@ -75,7 +74,10 @@ def _renewal_curve(
 def _renewal_count(
     shape: float, scale_h: NDArray[np.float64], horizon_h: NDArray[np.float64], age_h: float
 ) -> NDArray[np.float64]:
-    """Expected failures of one unit position over the horizon (see :func:`_renewal_curve`)."""
+    """Return expected failures of one unit position over the horizon.
+
+    See :func:`_renewal_curve`.
+    """
     return _renewal_curve(shape, scale_h, horizon_h, age_h)[:, -1]
 
 
@@ -99,12 +101,12 @@ def expected_failures_at(
     fleet_age: str | float | tuple[tuple[float, float], ...],
     edges: NDArray[np.int64],
 ) -> NDArray[np.float64]:
-    r"""Expected failures of one unit position by each piece edge; shape ``(*points, len(edges))``.
+    r"""Return expected failures of one unit position by each piece edge.
 
-    Steady state (a stationary renewal process) and exponential lifetimes fail at exactly
-    :math:`t/\mathrm{MTBF}`; otherwise the (delayed) renewal function of :func:`_renewal_curve`.
-    An age mix is the share-weighted sum of the delayed renewal functions at its ages (expected
-    counts add over the units, so this is exact).
+    The shape is ``(*points, len(edges))``. Steady state (a stationary renewal process) and
+    exponential lifetimes fail at exactly :math:`t/\mathrm{MTBF}`; otherwise the (delayed)
+    renewal function of :func:`_renewal_curve`. An age mix is the share-weighted sum of the
+    delayed renewal functions at its ages (expected counts add over the units, so this is exact).
     """
     if isinstance(fleet_age, tuple):
         return np.asarray(
@@ -167,7 +169,8 @@ def scenario_param(s: Scenario, over: Mapping[str, ArrayLike], name: str) -> NDA
         return np.asarray(np.nan)
     arr = np.asarray(value)
     if arr.dtype == object:
-        arr = np.where(np.equal(arr, None), np.nan, arr)
+        # numpy's stubs reject None as an operand; np.equal compares it elementwise here
+        arr = np.where(np.equal(arr, None), np.nan, arr)  # type: ignore[call-overload]
     return arr.astype(float)
 
 
@@ -233,13 +236,13 @@ def _lognormal_partial_integrals(
 
 
 def spare_wait_random(
-    spares: NDArray[np.float64],
-    detect: NDArray[np.float64],
-    repair_median_s: NDArray[np.float64],
-    sigma: NDArray[np.float64],
-    rate_out: NDArray[np.float64],
-    rate_u: NDArray[np.float64],
-    window: NDArray[np.float64],
+    spares: ArrayLike,
+    detect: ArrayLike,
+    repair_median_s: ArrayLike,
+    sigma: ArrayLike,
+    rate_out: ArrayLike,
+    rate_u: ArrayLike,
+    window: ArrayLike,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     r"""Mean and Laplace transform of the wait for a spare when repair times are log-normal.
 
@@ -309,7 +312,8 @@ def spare_wait_random(
     def at_least(k: NDArray[np.float64]) -> NDArray[np.float64]:
         room = (ns - k[..., None]).astype(np.int64)  # L may be at most this
         below = np.take_along_axis(cdf_l, np.clip(room, 0, len(ns) - 1), axis=-1)
-        return np.sum(p_n * np.where(room >= 0, below, 0.0), axis=-1)
+        total: NDArray[np.float64] = np.sum(p_n * np.where(room >= 0, below, 0.0), axis=-1)
+        return total
 
     p_wait = own * at_least(spares + 1.0) + (1.0 - own) * at_least(spares)
     mean = np.trapezoid(p_wait, w, axis=-1)

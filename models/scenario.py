@@ -88,6 +88,7 @@ class ClassRate:
     extrapolated: bool = False
 
     def __post_init__(self) -> None:
+        """Check the level, MTBF, shape and bounds; a bad one raises ``ValueError``."""
         if self.level not in _LEVELS:
             msg = (
                 f"level must be 'gpu' or 'node', got {self.level!r}: "
@@ -131,7 +132,8 @@ class ClassRate:
             spread = np.where(z < 0, below, above)
             with np.errstate(over="ignore"):
                 draws[finite] = np.exp(centre[finite] + spread[finite] * z[finite])
-            return np.minimum(draws, MTBF_CAP_H)
+            capped: NDArray[np.float64] = np.minimum(draws, MTBF_CAP_H)
+            return capped
         if self.has_interval:
             lo, hi = math.log(self.mtbf_lo_h), math.log(self.mtbf_hi_h)  # type: ignore[arg-type]
             return np.exp(rng.normal((lo + hi) / 2.0, (hi - lo) / (2.0 * _Z975), n))
@@ -262,6 +264,7 @@ class Scenario:
     node_groups: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
+        """Store mappings and lists as tuples, check every knob; a bad one raises ``ValueError``."""
         self._normalise_groups_and_shapes()
         _check_non_negative(self, "detect_hang_s", "repair_sigma", "job_interruptions_per_h")
         if not (math.isfinite(self.hang_share) and 0 <= self.hang_share <= 1):
@@ -342,13 +345,15 @@ class Scenario:
 
     def _normalise_groups_and_shapes(self) -> None:
         """Store mappings and lists as sorted tuples (the scenario stays hashable); check them."""
-        shape = self.weibull_shape
-        if isinstance(shape, Mapping):
-            shape = tuple(sorted((str(k), float(v)) for k, v in shape.items()))
-        elif isinstance(shape, (list, tuple)):
-            shape = tuple(sorted((str(k), float(v)) for k, v in shape))
-        elif shape is not None:
-            shape = float(shape)
+        # a config file may give a mapping or a list where the field declares a tuple
+        raw: Any = self.weibull_shape
+        shape: float | tuple[tuple[str, float], ...] | None = None
+        if isinstance(raw, Mapping):
+            shape = tuple(sorted((str(k), float(v)) for k, v in raw.items()))
+        elif isinstance(raw, (list, tuple)):
+            shape = tuple(sorted((str(k), float(v)) for k, v in raw))
+        elif raw is not None:
+            shape = float(raw)
         object.__setattr__(self, "weibull_shape", shape)
         values = [v for _, v in shape] if isinstance(shape, tuple) else [shape]
         for v in values:
@@ -391,8 +396,10 @@ class Scenario:
         )
 
     def class_rates(self) -> tuple[ClassRate, ...]:
-        """Return the per-class rates the projection uses: the node-rate shortcut expanded and
-        ``weibull_shape`` applied."""
+        """Return the per-class rates the projection uses.
+
+        The node-rate shortcut is expanded and ``weibull_shape`` applied.
+        """
         if self.rates:
             rates = self.rates
         else:
@@ -422,8 +429,11 @@ class Scenario:
 def _number_pair(
     entry: Any, keys: tuple[str, str], what: str, example: str
 ) -> tuple[Any, tuple[float, float]]:
-    """An entry of a list of pairs (``node_groups``, an age mix): given as a pair or as a mapping
-    with ``keys``; returns the entry as a pair and its two numbers, or a one-line error."""
+    """Read an entry of a list of pairs (``node_groups``, an age mix).
+
+    The entry is given as a pair or as a mapping with ``keys``; returns the entry as a pair and
+    its two numbers, or raises a one-line error.
+    """
     if isinstance(entry, Mapping):
         entry = (entry.get(keys[0]), entry.get(keys[1]))
     try:
@@ -435,7 +445,7 @@ def _number_pair(
 
 
 def age_mix(value: Iterable[Any]) -> tuple[tuple[float, float], ...]:
-    """An age mix as ``Scenario.fleet_age`` stores it: sorted ``(age_h, share)`` pairs.
+    """Return an age mix as ``Scenario.fleet_age`` stores it: sorted ``(age_h, share)`` pairs.
 
     ``value`` holds ``(age_h, share)`` pairs or ``{age_h, share}`` mappings; ages are hours, 0
     or more; shares are above 0 and add up to 1 within 1e-6 (then normalised to exactly 1).

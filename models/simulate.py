@@ -93,11 +93,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from models.scenario import Scenario
 from models.simulate_plan import Plan, build_plan, failure_matrix, trial_summary
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
+
+    from models.scenario import Scenario
 
 __all__ = ["simulate_job"]
 
@@ -110,7 +111,7 @@ _EVENTS_PER_CHUNK = 200_000  # events per chunk of trials: bounds memory, keeps 
 def _poisson_times(
     rate_s: float, horizon_s: float, n: int, rng: np.random.Generator
 ) -> NDArray[np.float64]:
-    """Times of a Poisson process on [0, horizon) in each of ``n`` trials, sorted, inf-padded."""
+    """Draw times of a Poisson process on [0, horizon) in ``n`` trials, sorted, inf-padded."""
     counts = rng.poisson(rate_s * horizon_s, size=n)
     times = np.full((n, max(int(counts.max()) if n else 0, 1)), np.inf)
     trial = np.repeat(np.arange(n), counts)
@@ -149,7 +150,7 @@ def _alarms(
 def _detect_times(
     plan: Plan, shape: tuple[int, ...], rng: np.random.Generator
 ) -> float | NDArray[np.float64]:
-    """Detection time of each interruption: ``detect_hang_s`` for a hang, else ``detect_s``.
+    """Draw each interruption's detection time: ``detect_hang_s`` for a hang, else ``detect_s``.
 
     Each is a hang with probability ``hang_share``; at a share of 0 or 1 nothing is drawn, so
     ``hang_share=1`` is the same run as ``detect_s=detect_hang_s``.
@@ -221,7 +222,7 @@ def _timeline(
     wait: NDArray[np.float64] | None,
     detect: float | NDArray[np.float64],
 ) -> dict[str, NDArray[np.float64]]:
-    r"""Committed work of a job that every event (sorted ``t``) throws back to its checkpoint.
+    r"""Return committed work of a job that each event (sorted ``t``) throws back to its checkpoint.
 
     Event :math:`i` starts a restart of ``busy`` (ending early at the next event), of which
     ``wait`` is spent waiting for a spare after ``detect``; between restarts the job commits
@@ -378,9 +379,9 @@ def _account(
             "token": np.full(jobs.shape, -np.inf),
         }
         ev = _merged(hardware, job)
-        wait = None if token is None else _pending_waits(ev["t"], ev["detect"], ev["token"])
-        busy = ev["detect"] + ev["fixed"] + (0.0 if wait is None else wait)
-        return _timeline(plan, ev["t"], busy, wait, ev["detect"]) | counts | no_drains
+        pending = None if token is None else _pending_waits(ev["t"], ev["detect"], ev["token"])
+        busy = ev["detect"] + ev["fixed"] + (0.0 if pending is None else pending)
+        return _timeline(plan, ev["t"], busy, pending, ev["detect"]) | counts | no_drains
 
 
 def _acting(

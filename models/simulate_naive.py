@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from models.scenario import Scenario
 from models.simulate_plan import Plan, UnitClass, build_plan, trial_summary
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
+
+    from models.scenario import Scenario
 
 __all__ = ["simulate_job_naive"]
 
@@ -37,7 +38,10 @@ def _all_first_failures(
     if fleet_age == "new":
         return eta * rng.standard_exponential(c.units) ** (1.0 / k)
     age = float(fleet_age)
-    return eta * ((age / eta) ** k + rng.standard_exponential(c.units)) ** (1.0 / k) - age
+    aged: NDArray[np.float64] = (
+        eta * ((age / eta) ** k + rng.standard_exponential(c.units)) ** (1.0 / k) - age
+    )
+    return aged
 
 
 _FALSE_ALARM, _JOB, _BACK = -1, -2, -3  # heap tags of events that are not a class's fault

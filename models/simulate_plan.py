@@ -75,8 +75,11 @@ class Plan:
 
 
 def _group_units(units: int, groups: Sequence[tuple[float, Any]]) -> list[tuple[int, Any]]:
-    """Units of one class in each group ``(share, value)`` (a node group's rate multiplier or an
-    age): ``round(share * units)``, the last takes the rest."""
+    """Split the units of one class into groups ``(share, value)``.
+
+    ``value`` is a node group's rate multiplier or an age; each group gets
+    ``round(share * units)`` units, the last the rest.
+    """
     out = []
     left = units
     for share, multiplier in groups[:-1]:
@@ -211,7 +214,8 @@ def _first_failures_in_window(
         age = float(fleet_age)
         h_age = (age / eta) ** k
         t = eta * (h_age - np.log1p(-rng.random(size) * p)) ** (1.0 / k) - age
-    return np.minimum(np.maximum(t, 0.0), np.nextafter(horizon_s, 0.0))
+    clipped: NDArray[np.float64] = np.minimum(np.maximum(t, 0.0), np.nextafter(horizon_s, 0.0))
+    return clipped
 
 
 def failure_matrix(plan: Plan, n_trials: int, rng: np.random.Generator) -> NDArray[np.float64]:
@@ -235,7 +239,9 @@ def failure_matrix(plan: Plan, n_trials: int, rng: np.random.Generator) -> NDArr
             t, trial = t[keep], trial[keep]
             batches.append((trial, t))
     per_batch = [np.bincount(trial, minlength=n_trials) for trial, _ in batches]
-    width = max(int(sum(per_batch).max()) if n_trials else 0, 1)
+    # start from zeros: a plan without unit classes has no batches (and no failures)
+    per_trial = sum(per_batch, np.zeros(n_trials, dtype=np.int64))
+    width = max(int(per_trial.max()) if n_trials else 0, 1)
     matrix = np.full((n_trials, width), np.inf)
     filled = np.zeros(n_trials, dtype=np.int64)
     for (trial, t), counts in zip(batches, per_batch, strict=True):

@@ -180,7 +180,10 @@ def _parametric_row(fit: ParametricFit, alpha: float) -> dict[str, Any]:
 def _weibayes_row(
     part: pl.DataFrame, shape: tuple[float, str], data: LogLives, alpha: float
 ) -> dict[str, Any]:
-    """The Weibayes row of a group with 1 to 5 failures: a Weibull at a known shape, LR bounds."""
+    """Fit the Weibayes row of a group with 1 to 5 failures.
+
+    A Weibull at a known shape, with likelihood-ratio (LR) bounds.
+    """
     beta, _ = shape
     fit = weibayes(
         part.get_column("exit_h").to_numpy(),

@@ -93,7 +93,7 @@ def sweep(base: Scenario, grid: Mapping[str, Sequence[Any]]) -> pl.DataFrame:
 
 
 def knob_label(knob: str, value: Any) -> Any:
-    """A knob value as a ``relia project`` option value, for tables and plots.
+    """Format a knob value as a ``relia project`` option value, for tables and plots.
 
     ``rates`` as its class names; ``weibull_shape`` as ``0.7`` or ``gpu=0.7,nic=1.2`` (``fits``
     for none: each class keeps its own); ``node_groups`` as ``0.1:3,0.05:10`` (``none``); an

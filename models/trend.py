@@ -1,4 +1,4 @@
-"""Trend tests of repairable systems: is the failure rate of a node or a fleet changing?
+"""Trend tests of repairable systems: whether the failure rate of a node or a fleet changes.
 
 Crow-AMSAA (power-law NHPP, :func:`crow_amsaa`, :func:`crow_amsaa_fleet`) and the Laplace test
 (:func:`laplace_test`). Event frames are as in :mod:`models.repairable`: one row per failure
@@ -12,13 +12,13 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 from scipy import optimize, stats
 
 from models.parametric import check_alpha
 from models.repairable import event_arrays
 
 if TYPE_CHECKING:
+    import polars as pl
     from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
