@@ -571,3 +571,18 @@ class TestWeibullShapeOverride:
         exponential = simulate_job(replace(s, weibull_shape=1.0), n_trials=100, random_state=72)
         se = math.hypot(a["goodput_se"], exponential["goodput_se"])
         assert exponential["goodput"] - a["goodput"] > Z * se
+
+
+def test_a_plan_without_unit_classes_has_no_failures() -> None:
+    """``failure_matrix`` on a plan with no unit class: every trial failure-free (all inf).
+
+    It crashed before (``sum([]).max()`` on the int 0); found by mypy --strict (issue #15).
+    """
+    import numpy as np
+
+    from models.simulate_plan import build_plan, failure_matrix
+
+    plan = replace(build_plan(Scenario()), classes=())
+    matrix = failure_matrix(plan, 5, np.random.default_rng(0))
+    assert matrix.shape == (5, 1)
+    assert np.isinf(matrix).all()
