@@ -256,9 +256,14 @@ def auto_sweep(
     if simulate > 0:
         return simulate_sweep(base, grid, n_trials=simulate, random_state=random_state)
     return switch_flagged(
-        sweep(base, grid), base, grid, random_state=random_state, auto_trials=auto_trials,
-        max_rel_error=max_rel_error, max_points=max_points,
-    )  # fmt: skip
+        sweep(base, grid),
+        base,
+        grid,
+        random_state=random_state,
+        auto_trials=auto_trials,
+        max_rel_error=max_rel_error,
+        max_points=max_points,
+    )
 
 
 def switch_flagged(
@@ -291,8 +296,9 @@ def switch_flagged(
     chosen = np.zeros(table.height, dtype=bool)
     chosen[order[:max_points]] = True
     if chosen.any():
-        out = simulate_sweep(base, grid, n_trials=auto_trials, random_state=random_state,
-                             rows=chosen)  # fmt: skip
+        out = simulate_sweep(
+            base, grid, n_trials=auto_trials, random_state=random_state, rows=chosen
+        )
     else:
         out = table.with_columns(
             goodput_se=pl.lit(None, dtype=pl.Float64),

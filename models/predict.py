@@ -114,14 +114,24 @@ def _prepare(frame: pl.DataFrame, scores: NDArray[np.float64], horizon_h: float)
     if len(scores) != frame.height:
         msg = f"{len(scores)} scores for {frame.height} rows; score every row of the frame."
         raise ValueError(msg)
-    work = frame.select(
-        "host", "gpu_index", "uuid", "prediction_ts", "hours_to_failure", "next_failure_id",
-        (pl.col("sample_weight") if "sample_weight" in frame.columns else pl.lit(1.0))
-        .cast(pl.Float64).alias("w"),
-    ).with_columns(
-        score=pl.Series(np.asarray(scores, dtype=np.float64)),
-        y=(pl.col("hours_to_failure") < horizon_h).fill_null(False),
-    ).with_row_index("row")  # fmt: skip
+    work = (
+        frame.select(
+            "host",
+            "gpu_index",
+            "uuid",
+            "prediction_ts",
+            "hours_to_failure",
+            "next_failure_id",
+            (pl.col("sample_weight") if "sample_weight" in frame.columns else pl.lit(1.0))
+            .cast(pl.Float64)
+            .alias("w"),
+        )
+        .with_columns(
+            score=pl.Series(np.asarray(scores, dtype=np.float64)),
+            y=(pl.col("hours_to_failure") < horizon_h).fill_null(False),
+        )
+        .with_row_index("row")
+    )
     ordered = work.sort("host", "gpu_index", "uuid", "prediction_ts")
     series = ["host", "gpu_index", "uuid"]
     contiguous = (pl.col("prediction_ts").diff().over(series) == pl.duration(hours=1)).fill_null(

@@ -357,9 +357,13 @@ def assert_same_features(
         its prediction time.
     """
     joined = stored.select(*keys, *features).join(
-        recomputed.select(*keys, *features), on=list(keys), how="full", suffix="_asof",
-        coalesce=True, nulls_equal=True,
-    )  # fmt: skip
+        recomputed.select(*keys, *features),
+        on=list(keys),
+        how="full",
+        suffix="_asof",
+        coalesce=True,
+        nulls_equal=True,
+    )
     if joined.height != stored.height or joined.height != recomputed.height:
         msg = (
             f"{stored.height} stored rows and {recomputed.height} recomputed from truncated data "

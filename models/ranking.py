@@ -205,9 +205,10 @@ def knob_gains(
         within = None
         # rates as a knob change the draws themselves: no pairing, so no interval
         samples, _ = paired_goodput_samples(
-            [baseline, scenarios[best]], n_samples=n_samples if best and knob != "rates" else 0,
+            [baseline, scenarios[best]],
+            n_samples=n_samples if best and knob != "rates" else 0,
             random_state=random_state,
-        )  # fmt: skip
+        )
         if samples is not None:
             diff = samples[1] - samples[0]
             gain_lo, gain_hi = (float(q) for q in np.quantile(diff, [0.025, 0.975]))

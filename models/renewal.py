@@ -265,9 +265,14 @@ def spare_wait_random(
     this is :func:`spare_wait`.
     """
     shape = np.broadcast_shapes(
-        np.shape(spares), np.shape(detect), np.shape(repair_median_s), np.shape(sigma),
-        np.shape(rate_out), np.shape(rate_u), np.shape(window),
-    )  # fmt: skip
+        np.shape(spares),
+        np.shape(detect),
+        np.shape(repair_median_s),
+        np.shape(sigma),
+        np.shape(rate_out),
+        np.shape(rate_u),
+        np.shape(window),
+    )
     spares, detect, median, sigma, rate_out, rate_u, window = (
         np.broadcast_to(np.asarray(v, float), shape)[..., None]
         for v in (spares, detect, repair_median_s, sigma, rate_out, rate_u, window)
@@ -345,10 +350,14 @@ def spare_wait_random_sampled(
     recall, precision = float(q["drain_recall"].flat[0]), float(q["drain_precision"].flat[0])
     job_rate = float(q["job_interruptions_per_h"].flat[0]) / SECONDS_PER_HOUR
     mean, laplace = spare_wait_random(
-        q["hot_spares"].flat[0], detect.flat[0], repair_s.flat[0], sigma.flat[0],
-        (1.0 - recall + recall / precision) * nodes, (1.0 - recall) * nodes + job_rate,
+        q["hot_spares"].flat[0],
+        detect.flat[0],
+        repair_s.flat[0],
+        sigma.flat[0],
+        (1.0 - recall + recall / precision) * nodes,
+        (1.0 - recall) * nodes + job_rate,
         np.broadcast_to(t_mid, lam_hw.shape)[0],
-    )  # fmt: skip
+    )
     x = np.log(np.maximum(lam_hw, 1e-300))
     log_nodes = np.log(nodes)
     out_m = np.empty_like(lam_hw)

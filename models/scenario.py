@@ -363,9 +363,11 @@ class Scenario:
         groups = []
         for entry in self.node_groups:
             group, (share, multiplier) = _number_pair(
-                entry, ("share", "rate_multiplier"), "node_groups",
+                entry,
+                ("share", "rate_multiplier"),
+                "node_groups",
                 "{share: 0.1, rate_multiplier: 3} for a bad batch on a tenth of the nodes",
-            )  # fmt: skip
+            )
             if not (0 < share <= 1 and math.isfinite(multiplier) and multiplier > 0):
                 msg = f"node group {group!r}: need 0 < share <= 1 and a positive rate_multiplier."
                 raise ValueError(msg)
@@ -454,9 +456,11 @@ def age_mix(value: Iterable[Any]) -> tuple[tuple[float, float], ...]:
     shares: dict[float, float] = {}
     for entry in value:
         item, (age, share) = _number_pair(
-            entry, ("age_h", "share"), "fleet_age mix",
+            entry,
+            ("age_h", "share"),
+            "fleet_age mix",
             "[{age_h: 0, share: 0.5}, {age_h: 8760, share: 0.5}]",
-        )  # fmt: skip
+        )
         if not (math.isfinite(age) and age >= 0 and math.isfinite(share) and share > 0):
             msg = f"fleet_age mix entry {item!r}: need an age_h >= 0 and a share > 0."
             raise ValueError(msg)
