@@ -624,7 +624,7 @@ def parse(
                 "window_end",
             )
         ),
-    ).cast(SCHEMA)  # type: ignore[arg-type]
+    ).cast(SCHEMA)  # type: ignore[arg-type]  # polars stub: dict is invariant in its value type
     rejects = pl.concat(
         [
             records.file_rejects,

@@ -230,7 +230,7 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
 
     mapping = FaultLogMapping(
         dataset=dataset,
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,  # type: ignore[arg-type]  # checked against the Literal's values above
         unit=units,
         format=fmt,
         separator=separator,
@@ -388,6 +388,7 @@ def _time_spec(section: dict[str, Any], where: str) -> TimeSpec:
         given = _mapping_time(section["earliest"], TimeSpec(timezone=tz), where, "time.earliest")
         assert given is not None  # None only for a None value, excluded above
         earliest = given
+    # ambiguous is checked against its Literal values above; mypy cannot narrow a str to them
     spec = TimeSpec(format=fmt, timezone=tz, ambiguous=ambiguous, unit=unit, earliest=earliest)  # type: ignore[arg-type]
     if unit is not None:
         origin = _mapping_time(section["origin"], TimeSpec(timezone=tz), where, "time.origin")
