@@ -20,7 +20,7 @@ from pipelines.sources import PARSERS, batch
 from pipelines.sources.common import REJECT_SCHEMA, Parsed
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator
 
 log = logging.getLogger(__name__)
 
@@ -87,9 +87,11 @@ def parse_file(
 def parse_together(
     members: list[tuple[LandingFile, bytes, str]], extra: dict[str, dict[str, Any]]
 ) -> list[ParsedFile]:
-    """Parse files of one source whose parser reads many files in one pass (``parse_many``:
-    kernel logs), each with its own options; any failure falls back to file by file, so one bad
-    file is one quarantine row."""
+    """Parse files of one source whose parser reads many files in one pass.
+
+    The parser is ``parse_many`` (kernel logs); each file has its own options. Any failure falls
+    back to file by file, so one bad file is one quarantine row.
+    """
     if not members:
         return []
     source = members[0][0].source
@@ -108,7 +110,7 @@ def parse_together(
 
 
 def _file_reject(parser: Any, source_file: str, reason: str) -> Parsed:
-    """A parse result of no rows and one file-level reject (``line_no = 0``)."""
+    """Return a parse result of no rows and one file-level reject (``line_no = 0``)."""
     rows = pl.DataFrame(schema=parser.SCHEMA)
     rejects = pl.DataFrame(
         {"source_file": [source_file], "line_no": [0], "raw": [""], "reason": [reason[:500]]},
@@ -118,7 +120,10 @@ def _file_reject(parser: Any, source_file: str, reason: str) -> Parsed:
 
 
 def _looks_binary(data: bytes) -> bool:
-    """True when the head holds NUL bytes or is mostly control bytes: not a text log or table."""
+    """Return True when the head holds NUL bytes or is mostly control bytes.
+
+    Such a file is not a text log or table.
+    """
     head = data[:BINARY_SNIFF_BYTES]
     if b"\0" not in head:
         return False
@@ -127,7 +132,7 @@ def _looks_binary(data: bytes) -> bool:
 
 
 def _plain_whole(item: LandingFile, raw: bytes) -> tuple[bytes, str, str | None]:
-    """A whole-file source's plain content, its key and a file-level problem (or None)."""
+    """Return a whole-file source's plain content, its key and a file-level problem (or None)."""
     try:
         data, _codec = streams.decompress(raw)
     except streams.IncompleteCompressedError as error:
@@ -149,10 +154,13 @@ def _plain_whole(item: LandingFile, raw: bytes) -> tuple[bytes, str, str | None]
 def parse_files(
     items: list[LandingFile], parser_options: dict[str, dict[str, Any]] | None = None
 ) -> list[ParsedFile]:
-    """Read, hash and parse whole-file landing files (the step an ingest can fan out to
-    workers); small files of one kind are parsed joined. ``parser_options`` maps a source to
-    extra parser keyword arguments, as in :func:`pipelines.ingest.ingest`. Archives still being
-    written are left out (the ingest reports them held)."""
+    """Read, hash and parse whole-file landing files.
+
+    This is the step an ingest can fan out to workers; small files of one kind are parsed joined.
+    ``parser_options`` maps a source to extra parser keyword arguments, as in
+    :func:`pipelines.ingest.ingest`. Archives still being written are left out (the ingest reports
+    them held).
+    """
     extra = parser_options or {}
     return [parsed for chunk in hashed_chunks(items) for parsed in parse_read(chunk, extra)]
 
@@ -198,7 +206,7 @@ def parse_read(read: list[FileRead], extra: dict[str, dict[str, Any]]) -> Iterat
         yield from parse_together(items, extra)
 
 
-def hashed_chunks(files: list[LandingFile]) -> Iterator[list[FileRead]]:
+def hashed_chunks(files: Iterable[LandingFile]) -> Iterator[list[FileRead]]:
     """Read, decompress and key whole files, a chunk at a time.
 
     Parameters
@@ -226,9 +234,12 @@ def hashed_chunks(files: list[LandingFile]) -> Iterator[list[FileRead]]:
 
 
 def _keyed(item: LandingFile, sha: str) -> str:
-    """A whole file's lineage key: its content hash, or for a file its path pattern gave a host
-    or run, a hash of both (the same bytes under two hosts' folders are two hosts' rows, and
-    the same file under the same pattern is still loaded once)."""
+    """Return a whole file's lineage key.
+
+    The key is its content hash, or for a file its path pattern gave a host or run, a hash of both
+    (the same bytes under two hosts' folders are two hosts' rows, and the same file under the same
+    pattern is still loaded once).
+    """
     if not item.path_options:
         return sha
     return warehouse.file_sha256(f"{sha} {item.path_options!r}".encode())

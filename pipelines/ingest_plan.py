@@ -9,7 +9,6 @@ again; their counts are reported at once. Tailed sources (:data:`TAILED`) are st
 from __future__ import annotations
 
 import functools
-import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +28,7 @@ from pipelines.sources import PARSERS
 from pipelines.sources.common import REJECT_SCHEMA, Parsed
 
 if TYPE_CHECKING:
+    import os
     from collections.abc import Callable, Iterable, Iterator
 
     import duckdb
@@ -101,9 +101,12 @@ def _changed_files(
     *,
     force: bool,
 ) -> Iterator[LandingFile]:
-    """The files to read: not those whose path, source, size and mtime are those recorded when
-    they were loaded (their counts go to ``on_known``; one query per :data:`LOOKUP_FILES`).
-    ``stats`` receives each file's ``(size, mtime_ns)``, taken before it is read."""
+    """Yield the files to read.
+
+    Not those whose path, source, size and mtime are those recorded when they were loaded (their
+    counts go to ``on_known``; one query per :data:`LOOKUP_FILES`). ``stats`` receives each file's
+    ``(size, mtime_ns)``, taken before it is read.
+    """
     for start in range(0, len(files), LOOKUP_FILES):
         group = files[start : start + LOOKUP_FILES]
         paths = [item.resolved for item in group]
@@ -182,7 +185,7 @@ def _planned_reads(
     on_known: Callable[[list[warehouse.LoadCounts]], None],
     forced: set[str] | frozenset[str],
 ) -> Iterator[ParsedFile]:
-    """The reads of tailed files, planned but not parsed (:func:`tailed_reads`)."""
+    """Return the reads of tailed files, planned but not parsed (:func:`tailed_reads`)."""
     now_ns = time.time_ns()
     broken: list[LandingFile] = []
     by_source: dict[str, list[LandingFile]] = {}
@@ -237,9 +240,11 @@ def _planned_reads(
 
 
 def _may_continue(index: streams.StreamIndex, item: LandingFile) -> bool:
-    """Whether a file with no stream at its path might continue another one (a renamed or
-    compressed generation); a plain file whose first bytes start no unclaimed stream's head
-    cannot, and is left for the second pass without being read whole now."""
+    """Return whether a file with no stream at its path might continue another one.
+
+    Another one is a renamed or compressed generation; a plain file whose first bytes start no
+    unclaimed stream's head cannot, and is left for the second pass without being read whole now.
+    """
     with item.path.open("rb") as handle:
         head = handle.read(PEEK_BYTES)
     if streams.codec_of(head) is not None:
@@ -256,8 +261,11 @@ def _tailed_content(
     on_known: Callable[[list[warehouse.LoadCounts]], None],
     broken: list[LandingFile],
 ) -> tuple[bytes, str | None] | None:
-    """A tailed file's plain bytes and codec; None for an empty file or an unfinished archive
-    (reported to ``on_known``) and for a broken archive (added to ``broken``)."""
+    """Return a tailed file's plain bytes and codec.
+
+    None for an empty file or an unfinished archive (reported to ``on_known``) and for a broken
+    archive (added to ``broken``).
+    """
     try:
         content, codec = streams.decompress(item.path.read_bytes())
     except streams.IncompleteCompressedError:
@@ -317,13 +325,13 @@ def _unchanged(item: LandingFile) -> warehouse.LoadCounts:
 
 
 def _status(item: LandingFile, status: str, *, n_held: int = 0) -> warehouse.LoadCounts:
-    """Counts for a file nothing was loaded from, with what happened to it."""
+    """Return counts for a file nothing was loaded from, with what happened to it."""
     table, _ = PARSERS[item.source]
     return warehouse.LoadCounts(item.resolved, item.source, table, n_held, 0, 0, 0,
                                 False, n_held=n_held, status=status)  # fmt: skip
 
 
 def _duplicate(item: LandingFile, sha: str) -> warehouse.LoadCounts:
-    """Counts for a file whose bytes equal another file's in the same run (loaded once)."""
+    """Return counts for a file whose bytes equal another file's in the same run (loaded once)."""
     table, _ = PARSERS[item.source]
     return warehouse.LoadCounts(item.resolved, item.source, table, 0, 0, 0, 0, True)

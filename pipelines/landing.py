@@ -27,7 +27,10 @@ log = logging.getLogger(__name__)
 
 
 def _mtime(path: Path) -> dict[str, Any]:
-    """Logs whose timestamps lack a year (syslog, torchrun's glog prefix) take it from the mtime."""
+    """Return a file's mtime as the ``file_mtime`` option, for logs whose stamps lack a year.
+
+    Such logs (syslog, torchrun's glog prefix) take the year from the mtime.
+    """
     return {"file_mtime": datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)}
 
 
@@ -128,8 +131,10 @@ def discover(
 
 
 def _source_folder(path: Path, source: str) -> Path:
-    """The folder a file named on its own is under: its nearest folder named after its
-    source, else its parent."""
+    """Return the folder a file named on its own is under.
+
+    That is its nearest folder named after its source, else its parent.
+    """
     return next((p for p in path.parents if p.name == source), path.parent)
 
 
@@ -163,7 +168,9 @@ def identity_options(
     run: str | None = None,
     time_from_mtime: bool = False,
 ) -> dict[str, dict[str, Any]]:
-    """Parser options that name the host, run and sample time of files whose content does not
+    """Return parser options that name the host, run and sample time of files.
+
+    These are for files whose content does not name them
     (``relia ingest --host/--run/--time-from-mtime``), for each source of ``files`` whose parser
     takes them (:data:`pipelines.sources.IDENTITY_OPTIONS`,
     :data:`pipelines.sources.MTIME_OPTIONS`).
@@ -174,7 +181,9 @@ def identity_options(
     given = {k: v for k, v in {"host": host, "run": run}.items() if v is not None}
     options: dict[str, dict[str, Any]] = {}
     for source in sorted({f.source for f in files}):
-        chosen = {k: v for k, v in given.items() if k in IDENTITY_OPTIONS.get(source, ())}
+        chosen: dict[str, str | bool] = {
+            k: v for k, v in given.items() if k in IDENTITY_OPTIONS.get(source, ())
+        }
         if time_from_mtime and source in MTIME_OPTIONS:
             chosen[TIME_FROM_MTIME] = True
         if chosen:
@@ -187,11 +196,13 @@ TIME_FROM_MTIME = "time_from_mtime"
 
 
 def file_options(item: LandingFile, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The keyword arguments ``item``'s parser gets: what the path gives (the mtime for logs
-    without a year, :data:`OPTION_BUILDERS`; the values of the source's path pattern), then
-    ``extra`` (the source's options: ``--host``/``--run`` win over the path pattern). The option
-    ``time_from_mtime`` becomes the file's mtime under the parser's keyword
-    (:data:`pipelines.sources.MTIME_OPTIONS`)."""
+    """Return the keyword arguments ``item``'s parser gets.
+
+    First what the path gives (the mtime for logs without a year, :data:`OPTION_BUILDERS`; the
+    values of the source's path pattern), then ``extra`` (the source's options: ``--host``/``--run``
+    win over the path pattern). The option ``time_from_mtime`` becomes the file's mtime under the
+    parser's keyword (:data:`pipelines.sources.MTIME_OPTIONS`).
+    """
     options = OPTION_BUILDERS.get(item.source, _no_options)(item.path)
     options |= dict(item.path_options) | (extra or {})
     if options.pop(TIME_FROM_MTIME, False):
@@ -206,6 +217,9 @@ def _no_options(_path: Path) -> dict[str, Any]:
 def landing_files(
     landing_dir: Path, *, path_patterns: Iterable[PathPattern] = ()
 ) -> list[LandingFile]:
-    """Every file under a landing root, refusing links that lead outside it (with what the
-    sources' ``path_patterns`` capture from each path, as in :func:`discover`)."""
+    """Return every file under a landing root, refusing links that lead outside it.
+
+    Each comes with what the sources' ``path_patterns`` capture from its path, as in
+    :func:`discover`.
+    """
     return discover([landing_dir], path_patterns=path_patterns)

@@ -54,8 +54,7 @@ builds the rows and re-exports the public names (``from pipelines.sources.fault_
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -81,6 +80,9 @@ from pipelines.sources.fault_log_spec import (
     time_hint,
     time_of,
 )
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 __all__ = [
     "COMPONENT_CLASSES",
@@ -149,8 +151,10 @@ _RECORD_COLUMNS = [
 
 
 def _blamed(m: FaultLogMapping) -> tuple[pl.Expr, pl.Expr, pl.Expr, pl.Expr]:
-    """From the one-hot cause columns: the class, the column name, its text, and a reject reason
-    when more than one is filled."""
+    """Return the class, the column name, its text and a reject reason from one-hot causes.
+
+    They come from the one-hot cause columns; the reject reason is for when more than one is filled.
+    """
     null = pl.lit(None, dtype=pl.String)
     if not m.blame:
         return null, null, null, null
@@ -182,8 +186,10 @@ def _blamed(m: FaultLogMapping) -> tuple[pl.Expr, pl.Expr, pl.Expr, pl.Expr]:
 
 
 def _with_groups(frame: pl.DataFrame, m: FaultLogMapping) -> tuple[pl.DataFrame, pl.Expr]:
-    """Add ``unit_group``, ``population``, ``window_start``, ``window_end`` per record, and the
-    reason to reject a record whose group, population or window is unusable."""
+    """Add ``unit_group``, ``population``, ``window_start``, ``window_end`` per record.
+
+    Also add the reason to reject a record whose group, population or window is unusable.
+    """
     population = pl.lit(m.population, dtype=pl.Int64)
     start = pl.lit(m.window_start, dtype=UTC_TS)
     end = pl.lit(m.window_end, dtype=UTC_TS)
@@ -314,20 +320,20 @@ def _typed(records: pl.DataFrame, mapping: FaultLogMapping, *, now: datetime) ->
         (blame_reason.is_not_null(), blame_reason),
         (group_reason.is_not_null(), group_reason),
     ]
-    times = {"start": m.start, "end": m.end}
+    times: dict[str, str | None] = {"start": m.start, "end": m.end}
     if m.events is not None:
         times = {"event": m.events.time_column}
-    parsed = {}
-    for what, column in times.items():
-        if column is None:
+    parsed: dict[str, pl.Expr] = {}
+    for what, time_col in times.items():
+        if time_col is None:
             continue
-        parsed[what] = time_expr(column, m.time)
+        parsed[what] = time_expr(time_col, m.time)
         checks.append(
             (
-                pl.col(column).is_not_null() & parsed[what].is_null(),
+                pl.col(time_col).is_not_null() & parsed[what].is_null(),
                 pl.format(
-                    f"bad {what} time '{{}}' in column {column} (expected {time_hint(m.time)})",
-                    pl.col(column),
+                    f"bad {what} time '{{}}' in column {time_col} (expected {time_hint(m.time)})",
+                    pl.col(time_col),
                 ),
             )
         )
@@ -336,9 +342,9 @@ def _typed(records: pl.DataFrame, mapping: FaultLogMapping, *, now: datetime) ->
             (
                 parsed[what] < pl.lit(earliest, dtype=UTC_TS),
                 pl.format(
-                    f"{what} time '{{}}' in column {column} is before {earliest:%Y-%m-%d}; "
+                    f"{what} time '{{}}' in column {time_col} is before {earliest:%Y-%m-%d}; "
                     "set time.earliest in the mapping if the trace is that old",
-                    pl.col(column),
+                    pl.col(time_col),
                 ),
             )
         )
@@ -346,7 +352,7 @@ def _typed(records: pl.DataFrame, mapping: FaultLogMapping, *, now: datetime) ->
             (
                 in_future(parsed[what], now),
                 pl.format(
-                    f"{what} time '{{}}' in column {column} is in the future", pl.col(column)
+                    f"{what} time '{{}}' in column {time_col} is in the future", pl.col(time_col)
                 ),
             )
         )
@@ -377,7 +383,8 @@ def _first_reason(checks: list[tuple[pl.Expr, pl.Expr]]) -> pl.Expr:
     expr: Any = pl
     for condition, reason in checks:
         expr = expr.when(condition).then(reason)
-    return expr.otherwise(pl.lit(None, dtype=pl.String))
+    first: pl.Expr = expr.otherwise(pl.lit(None, dtype=pl.String))
+    return first
 
 
 def _add_reason(frame: pl.DataFrame, condition: pl.Expr, reason: pl.Expr) -> pl.DataFrame:
@@ -617,7 +624,7 @@ def parse(
                 "window_end",
             )
         ),
-    ).cast(SCHEMA)  # type: ignore[arg-type]
+    ).cast(SCHEMA)  # type: ignore[arg-type]  # polars stub: dict is invariant in its value type
     rejects = pl.concat(
         [
             records.file_rejects,

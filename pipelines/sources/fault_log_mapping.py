@@ -150,7 +150,9 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
         if duration_unit not in TIME_UNITS_S:
             _fail(where, "duration.unit", f"is {duration_unit!r}; use one of {list(TIME_UNITS_S)}")
 
-    failed_col, failed_true, failed_false = None, (), None
+    failed_col: str | None = None
+    failed_true: tuple[str, ...] = ()
+    failed_false: tuple[str, ...] | None = None
     if "failed" in raw:
         section = _section(raw, "failed", where, {"column", "true_values", "false_values"})
         failed_col = _required_str(section, "column", where, "failed.column")
@@ -228,7 +230,7 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
 
     mapping = FaultLogMapping(
         dataset=dataset,
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,  # type: ignore[arg-type]  # checked against the Literal's values above
         unit=units,
         format=fmt,
         separator=separator,
@@ -383,8 +385,10 @@ def _time_spec(section: dict[str, Any], where: str) -> TimeSpec:
         _fail(where, "time.unit", "is required with time.origin (days, hours, ... from origin)")
     earliest = EARLIEST
     if section.get("earliest") is not None:
-        earliest = _mapping_time(section["earliest"], TimeSpec(timezone=tz), where, "time.earliest")
-        assert earliest is not None
+        given = _mapping_time(section["earliest"], TimeSpec(timezone=tz), where, "time.earliest")
+        assert given is not None  # None only for a None value, excluded above
+        earliest = given
+    # ambiguous is checked against its Literal values above; mypy cannot narrow a str to them
     spec = TimeSpec(format=fmt, timezone=tz, ambiguous=ambiguous, unit=unit, earliest=earliest)  # type: ignore[arg-type]
     if unit is not None:
         origin = _mapping_time(section["origin"], TimeSpec(timezone=tz), where, "time.origin")
@@ -400,7 +404,7 @@ def _time_spec(section: dict[str, Any], where: str) -> TimeSpec:
 
 
 def _mapping_time(value: object, spec: TimeSpec, where: str, key: str) -> datetime | None:
-    """A time written in the mapping: a timestamp, or a number relative to the time origin."""
+    """Return a time written in the mapping: a timestamp, or a number from the time origin."""
     if value is None:
         return None
     if isinstance(value, bool):
@@ -420,7 +424,7 @@ def _mapping_time(value: object, spec: TimeSpec, where: str, key: str) -> dateti
     formats = dict.fromkeys([spec.format, None])
     for fmt in formats:
         text_spec = TimeSpec(format=fmt, timezone=spec.timezone, ambiguous=spec.ambiguous)
-        parsed = (
+        parsed: datetime | None = (
             pl.DataFrame({"t": [str(value)]})
             .select(absolute_ts(pl.col("t").str.strip_chars(), text_spec))
             .item()
@@ -511,7 +515,7 @@ def _groups(
     where: str,
     window: tuple[datetime | None, datetime | None],
 ) -> GroupSpec | None:
-    """The ``groups`` section: a group column, a population column and per-group values."""
+    """Read the ``groups`` section: a group column, a population column, per-group values."""
     if raw.get("groups") is None:
         return None
     section = _section(raw, "groups", where, {"column", "population", "window", "values"})

@@ -41,7 +41,7 @@ def _detect_format(data: bytes) -> Literal["csv", "json"]:
 
 
 def read_records(data: bytes, mapping: FaultLogMapping, source_file: str) -> Records:
-    """The records of one non-empty file, in the mapping's format (else told from the bytes).
+    """Read the records of one non-empty file, in the mapping's format (else told by the bytes).
 
     Parameters
     ----------
@@ -106,7 +106,7 @@ def _csv_records(data: bytes, mapping: FaultLogMapping, source_file: str) -> Rec
 
 
 def _csv_quoted(text: str, body: pl.DataFrame, names: list[str], sep: str) -> pl.DataFrame:
-    """Records with quoted line breaks: the csv module tracks where each record starts."""
+    """Read records with quoted line breaks: the csv module tracks where each record starts."""
     line_nos = body["line_no"].to_list()
     text_lines = text.split("\n")
     reader = csv.reader(io.StringIO(text), delimiter=sep)
@@ -152,7 +152,7 @@ def _json_get(record: dict[str, Any], path: str) -> Any:
 
 
 def _json_records(data: bytes, mapping: FaultLogMapping, source_file: str) -> Records:
-    """A JSON array of objects (or one object per line); nested keys are dotted paths."""
+    """Read a JSON array of objects (or one object per line); nested keys are dotted paths."""
     text = data.decode("utf-8", errors="backslashreplace")
     decoder = json.JSONDecoder()
     paths = mapping.columns()
@@ -209,8 +209,11 @@ def _json_records(data: bytes, mapping: FaultLogMapping, source_file: str) -> Re
 
 
 def _utf8(text: str) -> str:
-    """``text`` with any lone surrogate (JSON allows ``"\\ud800"`` escapes) written as
-    ``\\ud800``, as the file's undecodable bytes are: polars strings must be valid UTF-8."""
+    r"""Return ``text`` with any lone surrogate written as ``\ud800``.
+
+    JSON allows ``"\ud800"`` escapes; they are written as the file's undecodable bytes are:
+    polars strings must be valid UTF-8.
+    """
     return text.encode("utf-8", errors="backslashreplace").decode("utf-8")
 
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import polars as pl
 
 from pipelines.sources.common import EARLIEST, UTC_TS
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 COMPONENT_CLASSES: tuple[str, ...] = (
     "gpu",
@@ -92,7 +94,7 @@ class ClassRule:
     values: tuple[tuple[str, str], ...]
 
     def as_dict(self) -> dict[str, str]:
-        """The rule's ``{source value: component_class}``."""
+        """Return the rule's ``{source value: component_class}``."""
         return dict(self.values)
 
 
@@ -190,7 +192,7 @@ class FaultLogMapping:
 
 
 def value_text(value: object) -> str:
-    """A YAML or JSON scalar as the text a file's cell would hold (``true``, ``3``, ``a``).
+    """Return a YAML or JSON scalar as the text a file's cell would hold (``true``, ``3``, ``a``).
 
     Parameters
     ----------
@@ -210,7 +212,7 @@ def value_text(value: object) -> str:
 
 
 def regex_names(regex: str) -> list[str]:
-    """The named groups of ``regex`` as polars (Rust ``regex``) compiles it, which runs it.
+    """Return the named groups of ``regex`` as polars compiles it (Rust ``regex``, which runs it).
 
     Parameters
     ----------
@@ -267,7 +269,7 @@ def absolute_ts(raw: pl.Expr, spec: TimeSpec) -> pl.Expr:
 
 
 def time_expr(column: str, spec: TimeSpec) -> pl.Expr:
-    """A time column as ``Datetime(us, UTC)``: absolute text, or a number from the origin.
+    """Return a time column as ``Datetime(us, UTC)``: absolute text, or a number from the origin.
 
     Parameters
     ----------
