@@ -96,10 +96,17 @@ def _file_load(
         # no reject, nothing to renumber (most small files, most reads of a tick): no frame work
         return warehouse.FileLoad(
             path=pending.item.resolved if read is None else read.path,
-            source=pending.item.source, table=pending.table, sha256=pending.sha256, rows=good,
-            rejects=_NO_REJECTS, n_ignored=pending.parsed.n_ignored,
-            quality_results=tuple(results), stream=read, forget=pending.forget, stat=pending.stat,
-        )  # fmt: skip
+            source=pending.item.source,
+            table=pending.table,
+            sha256=pending.sha256,
+            rows=good,
+            rejects=_NO_REJECTS,
+            n_ignored=pending.parsed.n_ignored,
+            quality_results=tuple(results),
+            stream=read,
+            forget=pending.forget,
+            stat=pending.stat,
+        )
     validation_rejects = pl.DataFrame(
         {
             "source_file": bad["source_file"],
@@ -250,14 +257,20 @@ def ingest(
             n_rows = queued_rows.get(pending.table, 0) + pending.parsed.rows.height
             queued_rows[pending.table] = n_rows
             if n_rows >= batch_rows:
-                emit(_validate_and_load(con, queue, now=now, component_classes=classes,
-                                        lake_dir=lake_dir))  # fmt: skip
+                emit(
+                    _validate_and_load(
+                        con, queue, now=now, component_classes=classes, lake_dir=lake_dir
+                    )
+                )
                 queue.clear()
                 queued_rows[pending.table] = 0
         for queue in queues.values():
             if queue:
-                emit(_validate_and_load(con, queue, now=now, component_classes=classes,
-                                        lake_dir=lake_dir))  # fmt: skip
+                emit(
+                    _validate_and_load(
+                        con, queue, now=now, component_classes=classes, lake_dir=lake_dir
+                    )
+                )
         if lake_dir is not None:
             lake.attach(con, lake_dir)
         warehouse.create_views(con)

@@ -174,8 +174,13 @@ def parse_read(read: list[FileRead], extra: dict[str, dict[str, Any]]) -> Iterat
         if problem is not None:
             if not problem.startswith("held:"):
                 source_file = item.resolved
-                yield ParsedFile(item, data, sha, PARSERS[item.source][0],
-                                 _file_reject(parser, source_file, problem))  # fmt: skip
+                yield ParsedFile(
+                    item,
+                    data,
+                    sha,
+                    PARSERS[item.source][0],
+                    _file_reject(parser, source_file, problem),
+                )
             continue
         if hasattr(parser, "parse_many"):
             together.setdefault(item.source, []).append((item, data, sha))

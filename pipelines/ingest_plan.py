@@ -67,8 +67,9 @@ def parsed_new_files(
     new: list[LandingFile] = []
     stats: dict[str, tuple[int, int]] = {}
     for chunk in hashed_chunks(_changed_files(con, files, stats, on_known, force=force)):
-        keys = [k for item, _, sha, _ in chunk
-                for k in (sha, warehouse.no_lines_key(item.source, sha))]  # fmt: skip
+        keys = [
+            k for item, _, sha, _ in chunk for k in (sha, warehouse.no_lines_key(item.source, sha))
+        ]
         before = {} if force else warehouse.loaded_before(con, keys)
         fresh = []
         for item, data, sha, problem in chunk:
@@ -201,17 +202,21 @@ def _planned_reads(
             stat = item.path.stat()
             here = index.at_path(path)
             if here is not None and streams.unchanged_since(
-                here, file_size=stat.st_size, file_mtime_ns=stat.st_mtime_ns, now_ns=now_ns,
+                here,
+                file_size=stat.st_size,
+                file_mtime_ns=stat.st_mtime_ns,
+                now_ns=now_ns,
                 quiet_s=quiet_s,
-            ):  # fmt: skip
+            ):
                 index.claimed.add(here.stream_id)
                 on_known([_unchanged(item)])
                 continue
             if here is not None:  # a grown log: read its head, a window and the new bytes
                 partial = streams.read_partial(path, here.consumed_bytes)
                 if partial is not None and index.continues(here, partial):
-                    yield from _planned(index, item, partial, None, stat, here, table, now_ns,
-                                        quiet_s, on_known)  # fmt: skip
+                    yield from _planned(
+                        index, item, partial, None, stat, here, table, now_ns, quiet_s, on_known
+                    )
                     continue
             if here is None and not _may_continue(index, item):
                 deferred.append((item, stat))  # read once, in the second pass
@@ -224,8 +229,9 @@ def _planned_reads(
             if before is None:
                 deferred.append((item, stat))
                 continue
-            yield from _planned(index, item, content, codec, stat, before, table, now_ns,
-                                quiet_s, on_known)  # fmt: skip
+            yield from _planned(
+                index, item, content, codec, stat, before, table, now_ns, quiet_s, on_known
+            )
         for item, stat in deferred:
             read = _tailed_content(item, on_known, broken)
             if read is None:
@@ -233,8 +239,9 @@ def _planned_reads(
             content, codec = read
             path = item.resolved
             before = index.continuation(path, content) or index.rest(path, content)
-            yield from _planned(index, item, content, codec, stat, before, table, now_ns,
-                                quiet_s, on_known)  # fmt: skip
+            yield from _planned(
+                index, item, content, codec, stat, before, table, now_ns, quiet_s, on_known
+            )
     # broken archives: one quarantine row each, keyed by their bytes like a whole file
     yield from parsed_new_files(con, broken, {}, None, on_known=on_known)
 
@@ -294,10 +301,18 @@ def _planned(
 ) -> Iterator[ParsedFile]:
     path = item.resolved
     read = streams.plan_read(
-        index, before, source=item.source, table=table, path=path, content=content,
-        codec=codec, file_size=stat.st_size,
-        file_mtime_ns=stat.st_mtime_ns, now_ns=now_ns, quiet_s=quiet_s,
-    )  # fmt: skip
+        index,
+        before,
+        source=item.source,
+        table=table,
+        path=path,
+        content=content,
+        codec=codec,
+        file_size=stat.st_size,
+        file_mtime_ns=stat.st_mtime_ns,
+        now_ns=now_ns,
+        quiet_s=quiet_s,
+    )
     if (
         read.action == streams.UNCHANGED
         and before is not None
@@ -320,15 +335,17 @@ def _nothing(source: str) -> Parsed:
 
 def _unchanged(item: LandingFile) -> warehouse.LoadCounts:
     table, _ = PARSERS[item.source]
-    return warehouse.LoadCounts(item.resolved, item.source, table, 0, 0, 0, 0, True,
-                                status="no new lines")  # fmt: skip
+    return warehouse.LoadCounts(
+        item.resolved, item.source, table, 0, 0, 0, 0, True, status="no new lines"
+    )
 
 
 def _status(item: LandingFile, status: str, *, n_held: int = 0) -> warehouse.LoadCounts:
     """Return counts for a file nothing was loaded from, with what happened to it."""
     table, _ = PARSERS[item.source]
-    return warehouse.LoadCounts(item.resolved, item.source, table, n_held, 0, 0, 0,
-                                False, n_held=n_held, status=status)  # fmt: skip
+    return warehouse.LoadCounts(
+        item.resolved, item.source, table, n_held, 0, 0, 0, False, n_held=n_held, status=status
+    )
 
 
 def _duplicate(item: LandingFile, sha: str) -> warehouse.LoadCounts:

@@ -143,8 +143,9 @@ def _with_path_options(item: LandingFile, root: Path, pattern: PathPattern | Non
         return item
     values = pattern.values(item.path.relative_to(root).as_posix())
     if not values:
-        log.debug("%s does not match the %s path pattern %r", item.path, item.source,
-                  pattern.pattern)  # fmt: skip
+        log.debug(
+            "%s does not match the %s path pattern %r", item.path, item.source, pattern.pattern
+        )
         return item
     return replace(item, path_options=tuple(values.items()))
 

@@ -162,12 +162,16 @@ def _blamed(m: FaultLogMapping) -> tuple[pl.Expr, pl.Expr, pl.Expr, pl.Expr]:
     filled = [pl.col(column).is_not_null() & ~pl.col(column).is_in(empty) for column, _ in m.blame]
     first: Any = pl
     for (column, target), is_filled in zip(m.blame, filled, strict=True):
-        first = first.when(is_filled).then(pl.struct(
-            pl.lit(target).alias("cls"), pl.lit(column).alias("name"), pl.col(column).alias("text")
-        ))  # fmt: skip
-    chosen = first.otherwise(pl.lit(None, dtype=pl.Struct(
-        {"cls": pl.String, "name": pl.String, "text": pl.String}
-    )))  # fmt: skip
+        first = first.when(is_filled).then(
+            pl.struct(
+                pl.lit(target).alias("cls"),
+                pl.lit(column).alias("name"),
+                pl.col(column).alias("text"),
+            )
+        )
+    chosen = first.otherwise(
+        pl.lit(None, dtype=pl.Struct({"cls": pl.String, "name": pl.String, "text": pl.String}))
+    )
     names = pl.concat_str(
         [pl.when(f).then(pl.lit(column)) for (column, _), f in zip(m.blame, filled, strict=True)],
         separator=", ",
