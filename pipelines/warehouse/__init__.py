@@ -5,7 +5,7 @@ Modules: :mod:`~pipelines.warehouse.connection` (connect, the lock wait, ``ident
 :mod:`~pipelines.warehouse.records` and :mod:`~pipelines.warehouse.load` (loading parsed files,
 one transaction per batch), :mod:`~pipelines.warehouse.load_streams` (reads of tailed streams),
 :mod:`~pipelines.warehouse.lake` (raw rows as a Parquet lake) and
-:mod:`~pipelines.warehouse.waiting` (a spinner while the lock is awaited). This package
+:mod:`~pipelines.lock_wait` (a spinner while the lock is awaited). This package
 re-exports what callers use, so ``from pipelines import warehouse`` then ``warehouse.connect``.
 """
 
@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import duckdb
 
-from pipelines.warehouse.connection import (
+from pipelines.lock_wait import (
     WAIT_REPORT_EVERY_S,
     WaitStatus,
+    busy_spinner,
+    describe_wait,
+    reporting_waits,
+)
+from pipelines.warehouse.connection import (
     WarehouseBusyError,
     connect,
     identifier,
     query,
-    reporting_waits,
     set_param,
 )
 from pipelines.warehouse.load import (
@@ -43,7 +47,6 @@ from pipelines.warehouse.schema import (
     init,
     view_files,
 )
-from pipelines.warehouse.waiting import busy_spinner, describe_wait
 
 _identifier = identifier
 """The name SQL call sites use: tests/hardening/test_security.py's scan knows it as a guard."""

@@ -11,13 +11,12 @@ from __future__ import annotations
 import re
 import time
 from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import duckdb
 
 from pipelines.errors import ReliaError
+from pipelines.lock_wait import WAIT_REPORT_EVERY_S, WAIT_REPORTER, WaitStatus
 from pipelines.settings import CONNECT_LOCK_TIMEOUT_S
 
 if TYPE_CHECKING:
@@ -27,45 +26,10 @@ if TYPE_CHECKING:
     import polars as pl
 
 _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
-WAIT_REPORT_EVERY_S = 1.0
-
-WAIT_REPORTER: ContextVar[Callable[[WaitStatus], None] | None] = ContextVar(
-    "relia_wait_reporter", default=None
-)
-"""The ``on_wait`` hook of every :func:`connect` in this context that was given none (the CLI
-sets its spinner here once per command, so a wait deep inside a pipeline step shows too)."""
-"""How often (seconds) :func:`connect` reports a wait for a lock to its ``on_wait`` hook."""
 
 
 class WarehouseBusyError(ReliaError, RuntimeError):
     """Another process holds the warehouse's write lock; retry later."""
-
-
-@dataclass(frozen=True)
-class WaitStatus:
-    """What :func:`connect` is waiting for, as reported to its ``on_wait`` hook.
-
-    Attributes
-    ----------
-    path
-        The warehouse file whose lock is awaited.
-    holder
-        ``PID n (program)`` when DuckDB names the process holding the lock, else
-        ``another process``.
-    waited_s
-        Seconds waited so far.
-    timeout_s
-        Seconds :func:`connect` waits in all before raising :class:`WarehouseBusyError`.
-    done
-        True in the last report of a wait that ended with the lock taken (the hook can stop
-        showing the wait).
-    """
-
-    path: str
-    holder: str
-    waited_s: float
-    timeout_s: float
-    done: bool = False
 
 
 def _holder(error: Exception) -> str:
@@ -163,22 +127,6 @@ def connect(
         yield con
     finally:
         con.close()
-
-
-@contextmanager
-def reporting_waits(on_wait: Callable[[WaitStatus], None]) -> Iterator[None]:
-    """Make ``on_wait`` the default hook of every :func:`connect` inside the block.
-
-    Parameters
-    ----------
-    on_wait
-        Called as ``connect``'s ``on_wait`` (e.g. :func:`pipelines.warehouse.waiting.busy_spinner`).
-    """
-    token = WAIT_REPORTER.set(on_wait)
-    try:
-        yield
-    finally:
-        WAIT_REPORTER.reset(token)
 
 
 def query(
