@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from prefect.task_runners import TaskRunner
 
+
 class DaskMissingError(ReliaError, ImportError):
     """A Dask address was configured but the optional ``dask`` extra is not installed."""
 
@@ -81,7 +82,7 @@ def task_runner(address: str | None) -> TaskRunner[Any]:
     if not address:
         return ThreadPoolTaskRunner()
     try:
-        from prefect_dask import DaskTaskRunner
+        from prefect_dask.task_runners import DaskTaskRunner
     except ImportError as error:
         msg = (
             f"RELIA_DASK_ADDRESS={address!r} needs the dask extra: "

@@ -67,7 +67,7 @@ def knob_value(key: str, value: Any, *, where: str = "knob") -> Any:
     return number
 
 
-def knobs(raw: Mapping[str, Any] | None, *, where: str) -> dict[str, Any]:
+def knobs(raw: object, *, where: str) -> dict[str, Any]:
     """Normalise a mapping of knobs (a sweep's ``base:`` or ``baseline:``)."""
     if raw is None:
         return {}
@@ -110,7 +110,8 @@ def weibull_shape(value: Any, *, where: str = "weibull_shape") -> Any:
 def node_groups(value: Any, *, where: str = "node_groups") -> tuple[tuple[float, float], ...]:
     """Groups of nodes with their own rate: ``0.1:3`` (a tenth of the nodes fails 3x as often),
     ``0.1:3,0.05:10``, ``{share: 0.1, rate_multiplier: 3}``, ``[0.1, 3]`` or a list of these;
-    ``none`` or an empty list for no group."""
+    ``none`` or an empty list for no group.
+    """
     if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
         return ()
     if isinstance(value, str):
@@ -181,18 +182,19 @@ def fleet_age(value: Any, *, where: str = "fleet_age") -> Any:
         except ValueError as error:
             msg = f"{where}: {error}"
             raise ValueError(msg) from None
-    age = _number(
+    age_h = _number(
         value, where=f"{where} (steady_state, new, inventory, an age in hours or age_h:share pairs)"
     )
-    if age < 0:
+    if age_h < 0:
         msg = f"{where}: an age in hours cannot be negative"
         raise ValueError(msg)
-    return age
+    return age_h
 
 
 def class_rates(value: Any, *, where: str = "rates") -> tuple[Any, ...]:
     """Per-class rates by hand: a list of ``{component_class, level, mtbf_h}`` mappings, with
-    optional ``mtbf_lo_h`` / ``mtbf_hi_h`` (a 95 % interval) and ``weibull_shape``."""
+    optional ``mtbf_lo_h`` / ``mtbf_hi_h`` (a 95 % interval) and ``weibull_shape``.
+    """
     from models import ClassRate
 
     if not isinstance(value, (list, tuple)) or not value:

@@ -50,7 +50,8 @@ class PathPattern:
 
     def values(self, relative: str) -> dict[str, str]:
         """The values ``relative`` (a path under the source folder, ``/``-separated) gives;
-        empty when it does not match."""
+        empty when it does not match.
+        """
         match = self.regex.fullmatch(relative)
         return {} if match is None else dict(match.groupdict())
 

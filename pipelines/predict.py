@@ -336,7 +336,8 @@ def failure_outcomes(
     test: pl.DataFrame, prob: np.ndarray, *, horizon_h: float, threshold: float
 ) -> pl.DataFrame:
     """One row per failure with a GPU-hour in the ``horizon_h`` before it: the highest
-    probability given, whether it alarmed (``caught``) and the lead time of the first alarm."""
+    probability given, whether it alarmed (``caught``) and the lead time of the first alarm.
+    """
     pos = test.with_columns(prob=pl.Series(prob, dtype=pl.Float64)).filter(
         pl.col("hours_to_failure") < horizon_h
     )
@@ -483,7 +484,8 @@ def _scratch(
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """An in-memory warehouse holding ``hosts``' raw telemetry (:data:`AS_OF_TABLES`): only
     what came before ``at`` if given (later tickets and removals reopened), only DCGM samples
-    from ``dcgm_since`` on if given."""
+    from ``dcgm_since`` on if given.
+    """
     import duckdb
 
     scratch = duckdb.connect(":memory:")
@@ -666,7 +668,8 @@ def gpus_at_risk(
     limit: int = 50,
 ) -> pl.DataFrame:
     """The latest stored scores of a model (default the latest model) at or above ``min_prob``
-    (default the model's threshold), highest first."""
+    (default the model's threshold), highest first.
+    """
     model_id, model, _ = load_model(con, model_id)
     floor = model.threshold_ if min_prob is None else min_prob
     return query(

@@ -375,7 +375,7 @@ def run_sweep(
     ranking = knob_gains(baseline, spec.grid, n_samples=spec.n_samples, random_state=0)
     held = {k: knob_label(k, getattr(baseline, k)) for k in held_values}
     plots, lines = plot_sweep(baseline, spec, out_dir)
-    result = {
+    result: dict[str, Any] = {
         "fit_run_id": run_id,
         "n_points": table.height,
         "target_gpus": spec.target_gpus,
@@ -428,7 +428,8 @@ def _drain_thresholds(
     base: Any, spec: SweepSpec, curve: pl.DataFrame, model_id: str | None, out_dir: Path
 ) -> dict[str, Any]:
     """Goodput at every threshold of a predictor's curve, at the target scale (the base's other
-    knobs); written to ``drain_thresholds.csv`` / ``.parquet`` with a plot of the gain."""
+    knobs); written to ``drain_thresholds.csv`` / ``.parquet`` with a plot of the gain.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

@@ -142,7 +142,10 @@ def fitted_repair(con: Any, run_id: str | None = "latest") -> dict[str, Any]:
         )
         raise ValueError(msg)
     fits = read_fit(con, run_id, quantity="repair_time")
-    run_id = fits.get_column("run_id").first() if fits.height else run_id
+    if fits.height:
+        first_run_id = fits.get_column("run_id").first()
+        assert isinstance(first_run_id, str)  # run_id is the fit table's non-null text key
+        run_id = first_run_id
     pool = fits.filter(
         (pl.col("component_class") == POOLED_CLASS)
         & (pl.col("cohort") == "all")
@@ -223,7 +226,7 @@ def inventory_ages(con: Any, *, n_bins: int = INVENTORY_BINS) -> dict[str, Any]:
 
 def _inventory_bins(con: Any, n_bins: int) -> list[tuple[Any, ...]]:
     """``(bin, mean age_h, units, window end)`` of each quantile bin of the units in service."""
-    return con.execute(
+    rows: list[tuple[Any, ...]] = con.execute(
         """
         with observation as (select * from stg_observation_window),
 
@@ -254,3 +257,4 @@ def _inventory_bins(con: Any, n_bins: int) -> list[tuple[Any, ...]]:
         """,
         {"n_bins": n_bins},
     ).fetchall()
+    return rows

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     import duckdb
 
-    from models.scenario import ClassRate, Scenario
+    from models.scenario import ClassRate, Projection, Scenario
     from pipelines.report.period import ReportPeriod
 
 # --------------------------------------------------------------------------------------------
@@ -154,7 +154,7 @@ def goodput_projection(
             f"default reschedule time of {defaults.reschedule_s:g} s is used."
         )
 
-    def at(n_gpus: int, **changes: Any) -> dict[str, Any]:
+    def at(n_gpus: int, **changes: Any) -> Projection:
         scenario = replace(base, n_gpus=n_gpus, **changes)
         return notes.run(
             "Goodput",
@@ -268,7 +268,7 @@ def _knob_ranking(
 
     n_domains = math.ceil(n_gpus / base.failure_domain_gpus)
     at_scale = replace(base, n_gpus=n_gpus, hot_spares=max(1, round(HOT_SPARE_SHARE * n_domains)))
-    grid = {
+    grid: dict[str, list[float | str]] = {
         "checkpoint_s": [at_scale.checkpoint_s, 10.0],
         "detect_s": [at_scale.detect_s, 30.0],
         "reschedule_s": [at_scale.reschedule_s, min(at_scale.reschedule_s, 60.0)],
@@ -548,7 +548,8 @@ def refresh_warehouse(
 
 def projection_inputs(con: duckdb.DuckDBPyConnection, period: ReportPeriod) -> dict[str, Any]:
     """What a stored projection depends on besides its fit run and targets: the week's data
-    end, the observation window and the row counts of the marts the projection reads."""
+    end, the observation window and the row counts of the marts the projection reads.
+    """
     counts = query(
         con,
         """
@@ -627,6 +628,6 @@ def frame_of(text: str) -> pl.DataFrame:
 
 
 def _json_scalar(value: object) -> object:
-    """numpy scalars as Python numbers, anything else as text (``json.dumps`` default)."""
+    """Numpy scalars as Python numbers, anything else as text (``json.dumps`` default)."""
     item = getattr(value, "item", None)
     return item() if callable(item) else str(value)

@@ -175,7 +175,8 @@ class StreamRead:
     @property
     def in_place(self) -> bool:
         """New lines of a stream that stays where its rows say (or a new stream at a free path):
-        loading needs no row moved, replaced or renamed."""
+        loading needs no row moved, replaced or renamed.
+        """
         return (
             self.action in (NEW, APPEND, UNCHANGED)
             and not self.displaces
@@ -190,7 +191,8 @@ class StreamRead:
     @property
     def read_key(self) -> str:
         """Hex key of this read (stream, the byte it starts at and the bytes consumed after it: a
-        rewrite read again from byte 0 is another read); names lake parts."""
+        rewrite read again from byte 0 is another read); names lake parts.
+        """
         return sha256_hex(
             self.after.stream_id.encode(), b":", str(self.byte_offset).encode(), b":",
             self.after.prefix_sha.encode(),
@@ -249,12 +251,14 @@ class StreamIndex:
         """Whether a file starting with ``head`` (its first :data:`PEEK_BYTES` plain bytes, or
         all of a shorter file) could continue an unclaimed stream: some unclaimed stream's head
         is its start. When not, the file is a new stream or meets one only in the second pass,
-        and need not be read whole yet."""
+        and need not be read whole yet.
+        """
         return any(state.stream_id not in self.claimed for state in self._heads(head))
 
     def continues(self, state: StreamState, content: bytes | Partial) -> bool:
         """Whether ``content`` continues ``state`` (as long as its consumed bytes, with its head
-        and its tail at the offset); claims the stream when it does."""
+        and its tail at the offset); claims the stream when it does.
+        """
         if state.stream_id in self.claimed or not _continues(state, content):
             return False
         self.claimed.add(state.stream_id)
@@ -263,7 +267,8 @@ class StreamIndex:
     def continuation(self, path: str, content: bytes) -> StreamState | None:
         """The stream ``content`` continues: the one at ``path``, else an unclaimed one whose
         head and consumed bytes it starts with (claimed streams were found at their own path
-        in this run, so a second file starting like them is a copy or an unrelated log)."""
+        in this run, so a second file starting like them is a copy or an unrelated log).
+        """
         here = self.at_path(path)
         if here is not None and _continues(here, content):
             return here
@@ -275,7 +280,8 @@ class StreamIndex:
     def rest(self, path: str, content: bytes) -> StreamState | None:
         """For content that continues no stream: the stream at ``path`` when the content still
         starts with that stream's head (the file was truncated or rewritten in place: replace
-        its rows); None for a new stream."""
+        its rows); None for a new stream.
+        """
         here = self.at_path(path)
         if here is None or here.stream_id in self.claimed or len(content) < here.head_len:
             return None
@@ -291,16 +297,19 @@ class StreamIndex:
 class Partial:
     """Parts of a file's plain bytes (its head, and everything from a window before an offset),
     sliced like the whole content: enough to check and read a grown file without reading the
-    bytes consumed before."""
+    bytes consumed before.
+    """
 
     def __init__(self, size: int, parts: list[tuple[int, bytes]]) -> None:
         self.size = size
         self.parts = parts
 
     def __len__(self) -> int:
+        """Return the size in bytes."""
         return self.size
 
     def __getitem__(self, key: slice) -> bytes:
+        """Return the bytes of a slice."""
         start, stop, _ = key.indices(self.size)
         stop = max(start, stop)
         for at, data in self.parts:
@@ -312,7 +321,8 @@ class Partial:
 
 def read_partial(path: str, consumed: int) -> Partial | None:
     """The head and the bytes from ``TAIL_BYTES`` before ``consumed`` of a plain file grown to
-    at least ``consumed`` bytes; None for a compressed or shorter file (read it whole)."""
+    at least ``consumed`` bytes; None for a compressed or shorter file (read it whole).
+    """
     with open(path, "rb") as handle:
         head = handle.read(HEAD_BYTES)
         if codec_of(head) is not None:
@@ -444,7 +454,8 @@ def plan_read(
 def unchanged_since(state: StreamState, *, file_size: int, file_mtime_ns: int, now_ns: int,
                     quiet_s: float) -> bool:  # fmt: skip
     """True when a file at the stream's path has the size and mtime of its last read and has no
-    held line that is due for release: it need not be read again."""
+    held line that is due for release: it need not be read again.
+    """
     if state.file_size != file_size or state.file_mtime_ns != file_mtime_ns:
         return False
     return state.held_bytes == 0 or (now_ns - file_mtime_ns) < quiet_s * 1e9

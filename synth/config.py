@@ -125,7 +125,7 @@ class ClassSpec:
         return {"alpha_": self.scale_h, "beta_": self.shape}
 
     def as_family(self, family: str) -> ClassSpec:
-        """This class drawn from ``family``, with the same mean and (but exponential) median.
+        """Return this class drawn from ``family``, with the same mean and (but exponential) median.
 
         ============  ===========================================================
         family        parameters from this law's mean ``m`` and median ``q``
@@ -384,7 +384,7 @@ class SynthConfig:
         )
 
     def with_families(self, families: Mapping[str, str]) -> SynthConfig:
-        """This config with classes drawn from other lifetime families, same mean and median.
+        """Return this config with classes drawn from other lifetime families, same mean and median.
 
         Parameters
         ----------

@@ -227,7 +227,8 @@ def _end_round(
     rid: str,
 ) -> tuple[str | None, bool]:
     """Lines that end a round on every node; returns the state the views see (None when the
-    round is no interruption) and whether its first failure is an application exit."""
+    round is no interruption) and whether its first failure is an application exit.
+    """
     base = a.state.split(" ")[0]
     end = a.end_s
     if base == "COMPLETED":

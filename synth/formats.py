@@ -204,7 +204,8 @@ def sacct_files(
 
 def site_line(line: str) -> str:
     """A reference-format sacct line (or the header) in :data:`SITE_FORMAT`; a line short of
-    fields (a hostile one) stays one field short."""
+    fields (a hostile one) stays one field short.
+    """
     names = SACCT_HEADER.split("|")
     fields = line.split("|")
     if line == SACCT_HEADER:
@@ -396,7 +397,8 @@ def fleet_csv(fleet: Fleet) -> str:
 
 def snapshot_times(config: SynthConfig, fleet: Fleet) -> list[list[int]]:
     """Per node: at ``W0`` (or install), at every GPU swap closed in the window, at ``W1`` or
-    the removal."""
+    the removal.
+    """
     w0, w1 = config.window_start_s, config.window_end_s
     end = fleet.node_end(w1)
     swap = (

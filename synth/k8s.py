@@ -147,7 +147,8 @@ def _attempt_pods(
     job_uid: str,
 ) -> tuple[list[_Pod], str | None, bool]:
     """The pods of one attempt, the state the views see if it is an interruption, and whether
-    its first failure is an application exit."""
+    its first failure is an application exit.
+    """
     j = a.job
     namespace, name, kind = k8s_names(jobs, j)
     n = len(a.nodes)

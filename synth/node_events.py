@@ -52,7 +52,8 @@ PLANNED_REASON = "planned maintenance"
 @dataclass(frozen=True)
 class NodeEvent:
     """One node event: ``end`` is the true end (printed only when before the window end);
-    ``cls`` is the class its reason maps to (``stg_node_events.unavailability_class``)."""
+    ``cls`` is the class its reason maps to (``stg_node_events.unavailability_class``).
+    """
 
     node: int
     start: int

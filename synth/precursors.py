@@ -246,7 +246,8 @@ def node_signals(
 
 def summary(config: SynthConfig, fleet: Fleet, plan: Precursors) -> dict[str, object]:
     """Ground-truth summary: GPU failures in the window with a precursor drawn / planted, and
-    background episodes per kind."""
+    background episodes per kind.
+    """
     w0, w1 = config.window_start_s, config.window_end_s
     failed_at = fleet.ev_open[plan.event]
     inside = (failed_at > w0) & (failed_at < w1)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 
 # --------------------------------------------------------------------------------------------

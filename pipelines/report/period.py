@@ -11,7 +11,7 @@ import re
 import warnings
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from pipelines import warehouse
 from pipelines.errors import WarehouseEmptyError
@@ -42,6 +42,8 @@ HOT_SPARE_SHARE = 0.02
 DAY = timedelta(days=1)
 WEEK = timedelta(days=7)
 _PARAM = re.compile(r"\$([a-z_][a-z0-9_]*)")
+
+_T = TypeVar("_T")
 
 
 def query(
@@ -135,6 +137,7 @@ def iso_week(day: date) -> str:
 
 
 def midnight(day: date) -> datetime:
+    """Return the UTC midnight that starts ``day``."""
     return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
@@ -195,7 +198,7 @@ class Notes:
         if text not in self.items:
             self.items.append(text)
 
-    def run(self, what: str, call: Callable[[], Any]) -> Any:
+    def run(self, what: str, call: Callable[[], _T]) -> _T:
         """Call ``call`` and keep its warnings as notes (prefixed by ``what``)."""
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -72,7 +72,8 @@ class ReportResult:
 # --------------------------------------------------------------------------------------------
 def _printable(value: object) -> object:
     """Every value the template prints, without escape sequences or control characters
-    (telemetry text; :func:`pipelines.text.printable`); already-safe markup stays markup."""
+    (telemetry text; :func:`pipelines.text.printable`); already-safe markup stays markup.
+    """
     from markupsafe import Markup
 
     from pipelines.text import printable

@@ -153,7 +153,8 @@ def find_lines(
 ) -> int:
     """Append the lines of ``data`` holding ``needle`` to the three lists (number, decoded text,
     valid UTF-8) and return the file's number of lines: :func:`lines_containing` without the
-    frame, for callers that gather many files' lines into one."""
+    frame, for callers that gather many files' lines into one.
+    """
     if not data:
         return 0
     line_no, counted_to = 1, 0  # newlines are counted once, between matches and after the last
@@ -209,7 +210,8 @@ def path_host(source_file: str, *, source_folders: frozenset[str] = frozenset())
     """The host a log's path names, for lines that print none: the file name up to its first
     dot (``gpu0001.log.1`` → ``gpu0001``) unless it is a generic log name (``dmesg``,
     ``kern.log.1``, :data:`GENERIC_LOG_NAMES`), then the folder (``kernel/gpu0001/dmesg.log`` →
-    ``gpu0001``) unless that is a source folder of the landing; else None."""
+    ``gpu0001``) unless that is a source folder of the landing; else None.
+    """
     path = PurePath(source_file)
     stem = path.name.split(".", 1)[0]
     if stem and stem.lower() not in GENERIC_LOG_NAMES:

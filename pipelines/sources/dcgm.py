@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import re
-from datetime import datetime
+from typing import TYPE_CHECKING
 
 import polars as pl
 from prometheus_client.parser import text_string_to_metric_families
@@ -55,6 +55,9 @@ from pipelines.sources.common import (
     with_reasons,
 )
 from pipelines.sources.kube_json import snapshot_time
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 METRICS: dict[str, tuple[str, str | None]] = {
     "gpu_temp_c": ("DCGM_FI_DEV_GPU_TEMP", "TMPTR"),

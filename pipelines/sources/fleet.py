@@ -6,7 +6,7 @@ ISO 8601 times (``2026-06-01T00:00:00Z``) and ``removed`` empty while the node i
 
 from __future__ import annotations
 
-from datetime import datetime
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -22,6 +22,9 @@ from pipelines.sources.common import (
     utc_now,
     with_reasons,
 )
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 COLUMNS: tuple[str, ...] = ("node", "rack", "cluster", "batch", "installed", "removed")
 """Header names the file must carry (any order; further columns are skipped)."""

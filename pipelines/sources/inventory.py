@@ -10,8 +10,8 @@ The header is ``timestamp, index, pci.bus_id, serial, uuid, name`` and values ar
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -26,6 +26,9 @@ from pipelines.sources.common import (
     utc_now,
     with_reasons,
 )
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 COLUMNS: tuple[str, ...] = ("timestamp", "index", "pci.bus_id", "serial", "uuid", "name")
 """Query fields the header must name (any order)."""
@@ -55,7 +58,8 @@ def host_of(source_file: str) -> str | None:
 
 def file_columns(source_file: str) -> dict[str, str | None]:
     """Columns derived from the file name: snapshots of many files may be parsed joined
-    (:mod:`pipelines.sources.batch`)."""
+    (:mod:`pipelines.sources.batch`).
+    """
     return {"host": host_of(source_file)}
 
 

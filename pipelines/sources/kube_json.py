@@ -159,7 +159,8 @@ def text_or_none(value: Any) -> str | None:
 
 def kube_time(text: pl.Expr) -> pl.Expr:
     """RFC 3339 times as Kubernetes prints them (``2026-06-01T00:00:00Z``, micro-times with a
-    fraction) as UTC timestamps; anything else is null."""
+    fraction) as UTC timestamps; anything else is null.
+    """
     return text.str.strptime(pl.Datetime("us", "UTC"), "%Y-%m-%dT%H:%M:%S%.f%#z", strict=False)
 
 

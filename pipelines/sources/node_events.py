@@ -17,7 +17,7 @@ Cluster events (no ``NodeName``) are not about a node and are only counted as ig
 from __future__ import annotations
 
 import functools
-from datetime import datetime
+from typing import TYPE_CHECKING
 
 import hostlist
 import polars as pl
@@ -34,6 +34,9 @@ from pipelines.sources.common import (
     utc_now,
     with_reasons,
 )
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 REQUIRED: tuple[str, ...] = ("NodeName", "TimeStart", "TimeEnd", "State", "Reason")
 """Header names the file must carry (any order)."""

@@ -8,7 +8,7 @@ text and may be double-quoted.
 
 from __future__ import annotations
 
-from datetime import datetime
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -24,6 +24,9 @@ from pipelines.sources.common import (
     utc_now,
     with_reasons,
 )
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 COLUMNS: tuple[str, ...] = (
     "ticket_id", "node", "component_class", "slot", "serial_out", "serial_in", "opened", "closed",

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import re
-from datetime import datetime
+from typing import TYPE_CHECKING
 
 import hostlist
 import polars as pl
@@ -43,6 +43,9 @@ from pipelines.sources.common import (
     utc_now,
     with_reasons,
 )
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 REQUIRED: tuple[str, ...] = ("JobID", "State", "Start", "End", "NodeList")
 """Header names a dump must carry (any order, any delimiter)."""
@@ -108,7 +111,8 @@ _UID_MAX = 2**32 - 1
 
 def file_columns(source_file: str) -> dict[str, str | None]:
     """No column comes from the file name: daily dumps with one header may be parsed joined
-    (:mod:`pipelines.sources.batch`), which saves the per-call set-up of a few hundred files."""
+    (:mod:`pipelines.sources.batch`), which saves the per-call set-up of a few hundred files.
+    """
     return {}
 
 

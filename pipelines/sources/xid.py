@@ -264,7 +264,8 @@ def _is_journal_json(data: bytes) -> bool:
 
 def _message_key(head: bytes) -> bytes:
     """``"MESSAGE"`` and the separator before its value as ``head`` writes them (journalctl's
-    ``"MESSAGE" : `` when the head shows none)."""
+    ``"MESSAGE" : `` when the head shows none).
+    """
     at = head.find(b'"MESSAGE"')
     if at == -1:
         return b'"MESSAGE" : '
@@ -328,7 +329,8 @@ def _journal_lines(
 
 def _checked(in_scope: pl.DataFrame, styles: list[str], now: datetime) -> pl.DataFrame:
     """Parse and check the in-scope lines, assuming the prefixes are of ``styles``; each line
-    carries its file's ``_reference`` time (the syslog year) and ``_stem`` (host fallback)."""
+    carries its file's ``_reference`` time (the syslog year) and ``_stem`` (host fallback).
+    """
     # One lazy plan, collected once; each step is a column the next steps read, so every string
     # is cut once (nested expressions would be recomputed per use). Long text is copied once, for
     # the message; everything else is cut from the short prefix and a short window after the
