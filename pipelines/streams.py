@@ -68,7 +68,10 @@ class IncompleteCompressedError(ValueError):
 
 
 def codec_of(data: bytes) -> str | None:
-    """The compression a file's magic bytes announce (``gzip``, ``bzip2``, ``xz``, ``zstd``)."""
+    """Return the compression a file's magic bytes announce.
+
+    ``gzip``, ``bzip2``, ``xz`` or ``zstd``.
+    """
     for magic, codec in _MAGIC:
         if data.startswith(magic):
             return codec
@@ -76,7 +79,7 @@ def codec_of(data: bytes) -> str | None:
 
 
 def decompress(data: bytes) -> tuple[bytes, str | None]:
-    """The plain content of a file and the codec it was compressed with (None: plain).
+    """Return the plain content of a file and the codec it was compressed with (None: plain).
 
     Compression is recognised by magic bytes, not by the file name. Several gzip members, as
     ``cat a.gz b.gz`` writes, are read as one stream.
@@ -174,7 +177,9 @@ class StreamRead:
 
     @property
     def in_place(self) -> bool:
-        """New lines of a stream that stays where its rows say (or a new stream at a free path):
+        """Return the new lines of a stream that stays where its rows say.
+
+        New lines of a stream that stays where its rows say (or a new stream at a free path):
         loading needs no row moved, replaced or renamed.
         """
         return (
@@ -190,7 +195,9 @@ class StreamRead:
 
     @property
     def read_key(self) -> str:
-        """Hex key of this read (stream, the byte it starts at and the bytes consumed after it: a
+        """Return the hex key of this read; it names lake parts.
+
+        Hex key of this read (stream, the byte it starts at and the bytes consumed after it: a
         rewrite read again from byte 0 is another read); names lake parts.
         """
         return sha256_hex(
@@ -232,11 +239,11 @@ class StreamIndex:
         self._head_lens.add(state.head_len)
 
     def get(self, stream_id: str) -> StreamState | None:
-        """A stream by id."""
+        """Return a stream by id."""
         return self._by_id.get(stream_id)
 
     def at_path(self, path: str) -> StreamState | None:
-        """The stream whose rows carry ``path``, if any."""
+        """Return the stream whose rows carry ``path``, if any."""
         sid = self._by_path.get(path)
         return None if sid is None else self._by_id[sid]
 
@@ -248,7 +255,9 @@ class StreamIndex:
         return found
 
     def may_continue(self, head: bytes) -> bool:
-        """Whether a file starting with ``head`` (its first :data:`PEEK_BYTES` plain bytes, or
+        """Return whether a file starting with ``head`` could continue an unclaimed stream.
+
+        Whether a file starting with ``head`` (its first :data:`PEEK_BYTES` plain bytes, or
         all of a shorter file) could continue an unclaimed stream: some unclaimed stream's head
         is its start. When not, the file is a new stream or meets one only in the second pass,
         and need not be read whole yet.
@@ -256,7 +265,9 @@ class StreamIndex:
         return any(state.stream_id not in self.claimed for state in self._heads(head))
 
     def continues(self, state: StreamState, content: bytes | Partial) -> bool:
-        """Whether ``content`` continues ``state`` (as long as its consumed bytes, with its head
+        """Return whether ``content`` continues ``state``; claim the stream when it does.
+
+        Whether ``content`` continues ``state`` (as long as its consumed bytes, with its head
         and its tail at the offset); claims the stream when it does.
         """
         if state.stream_id in self.claimed or not _continues(state, content):
@@ -265,7 +276,9 @@ class StreamIndex:
         return True
 
     def continuation(self, path: str, content: bytes) -> StreamState | None:
-        """The stream ``content`` continues: the one at ``path``, else an unclaimed one whose
+        """Return the stream ``content`` continues.
+
+        The stream ``content`` continues: the one at ``path``, else an unclaimed one whose
         head and consumed bytes it starts with (claimed streams were found at their own path
         in this run, so a second file starting like them is a copy or an unrelated log).
         """
@@ -278,7 +291,9 @@ class StreamIndex:
         return None
 
     def rest(self, path: str, content: bytes) -> StreamState | None:
-        """For content that continues no stream: the stream at ``path`` when the content still
+        """Return the stream at ``path`` that content continuing no stream rewrote in place.
+
+        For content that continues no stream: the stream at ``path`` when the content still
         starts with that stream's head (the file was truncated or rewritten in place: replace
         its rows); None for a new stream.
         """
@@ -295,7 +310,9 @@ class StreamIndex:
 
 
 class Partial:
-    """Parts of a file's plain bytes (its head, and everything from a window before an offset),
+    """Parts of a file's plain bytes, sliced like the whole content.
+
+    Parts of a file's plain bytes (its head, and everything from a window before an offset),
     sliced like the whole content: enough to check and read a grown file without reading the
     bytes consumed before.
     """
@@ -320,7 +337,9 @@ class Partial:
 
 
 def read_partial(path: str, consumed: int) -> Partial | None:
-    """The head and the bytes from ``TAIL_BYTES`` before ``consumed`` of a plain file grown to
+    """Return the head and the tail bytes of a plain file grown to ``consumed`` bytes.
+
+    The head and the bytes from ``TAIL_BYTES`` before ``consumed`` of a plain file grown to
     at least ``consumed`` bytes; None for a compressed or shorter file (read it whole).
     """
     with open(path, "rb") as handle:
@@ -351,7 +370,7 @@ def _continues(state: StreamState, content: bytes | Partial) -> bool:
 
 
 def new_stream_id(source: str, content: bytes | Partial, path: str) -> str:
-    """A new stream's id: its source, its first bytes and the path it was first met at."""
+    """Return a new stream's id: its source, its first bytes and the path it was first met at."""
     return sha256_hex(b"relia-stream\0", source.encode(), b"\0", content[:HEAD_BYTES], b"\0",
                       path.encode())  # fmt: skip
 
@@ -453,7 +472,9 @@ def plan_read(
 
 def unchanged_since(state: StreamState, *, file_size: int, file_mtime_ns: int, now_ns: int,
                     quiet_s: float) -> bool:  # fmt: skip
-    """True when a file at the stream's path has the size and mtime of its last read and has no
+    """Return True when the file at the stream's path need not be read again.
+
+    True when a file at the stream's path has the size and mtime of its last read and has no
     held line that is due for release: it need not be read again.
     """
     if state.file_size != file_size or state.file_mtime_ns != file_mtime_ns:

@@ -67,7 +67,7 @@ def png_data_uri(fig: Figure) -> str:
 
 
 def class_failures_figure(classes: pl.DataFrame, *, week: str, n_trailing: int) -> Figure | None:
-    """Grouped bars per class: failures this week and the trailing weekly mean."""
+    """Draw grouped bars per class: failures this week and the trailing weekly mean."""
     import numpy as np
     import polars as pl
 
@@ -318,7 +318,7 @@ def probability_figures(items: list[ClassProbabilityPlots]) -> dict[tuple[str, s
 
 
 def probability_figure_key(component_class: str, paper: str) -> str:
-    """The :func:`report_figures` key of a probability plot."""
+    """Return the :func:`report_figures` key of a probability plot."""
     return f"probability:{component_class}:{paper}"
 
 

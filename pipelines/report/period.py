@@ -131,7 +131,7 @@ def week_monday(week: str) -> date:
 
 
 def iso_week(day: date) -> str:
-    """The ISO week label ``YYYY-Www`` of a date."""
+    """Return the ISO week label ``YYYY-Www`` of a date."""
     year, number, _ = day.isocalendar()
     return f"{year}-W{number:02d}"
 
@@ -142,7 +142,7 @@ def midnight(day: date) -> datetime:
 
 
 def default_week(window_start: datetime, window_end: datetime) -> str:
-    """The last full ISO week inside ``[window_start, window_end)``.
+    """Return the last full ISO week inside ``[window_start, window_end)``.
 
     A window shorter than a full week gives the week holding its last instant.
     """
@@ -209,7 +209,7 @@ class Notes:
 
 
 def chosen_fits(fits: pl.DataFrame) -> pl.DataFrame:
-    """The AIC-chosen row of each component class of a fit table, by class name."""
+    """Return the AIC-chosen row of each component class of a fit table, by class name."""
     import polars as pl
 
     return (
@@ -220,7 +220,7 @@ def chosen_fits(fits: pl.DataFrame) -> pl.DataFrame:
 
 
 def plain(value: object) -> str:
-    """A number without trailing noise (``1,024``, ``0.25``); anything else as text."""
+    """Return a number without trailing noise (``1,024``, ``0.25``); anything else as text."""
     try:
         number = float(str(value))
     except ValueError:
@@ -229,7 +229,7 @@ def plain(value: object) -> str:
 
 
 def read_window(con: duckdb.DuckDBPyConnection) -> tuple[datetime, datetime]:
-    """The observation window ``[W0, W1)``.
+    """Return the observation window ``[W0, W1)``.
 
     Raises
     ------

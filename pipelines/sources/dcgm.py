@@ -118,7 +118,7 @@ def parse(
     host: str | None = None,
     scrape_ts: datetime | None = None,
 ) -> Parsed:
-    """Parse one DCGM file (dcgm-exporter scrapes or timestamped ``dcgmi dmon`` output).
+    r"""Parse one DCGM file (dcgm-exporter scrapes or timestamped ``dcgmi dmon`` output).
 
     Parameters
     ----------
@@ -160,8 +160,8 @@ def parse(
     Examples
     --------
     >>> text = (
-    ...     'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="gpu0001"} 41 1780272000000\\n'
-    ...     'DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="gpu0001"} 79 1780272000000\\n'
+    ...     'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="gpu0001"} 41 1780272000000\n'
+    ...     'DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="gpu0001"} 79 1780272000000\n'
     ... )
     >>> rows = parse(text.encode(), source_file="gpu0001.20260601.prom").rows
     >>> rows.select("host", "gpu_index", "gpu_temp_c", "xid_last").row(0)

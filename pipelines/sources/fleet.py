@@ -42,7 +42,7 @@ SCHEMA: dict[str, pl.DataType] = {
 
 
 def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Parsed:
-    """Parse the fleet register.
+    r"""Parse the fleet register.
 
     Parameters
     ----------
@@ -70,8 +70,8 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
     Examples
     --------
     >>> text = (
-    ...     "node,rack,cluster,batch,installed,removed\\n"
-    ...     "gpu0001,r01,c1,b1,2026-01-01T00:00:00Z,\\n"
+    ...     "node,rack,cluster,batch,installed,removed\n"
+    ...     "gpu0001,r01,c1,b1,2026-01-01T00:00:00Z,\n"
     ... )
     >>> parse(text.encode(), source_file="fleet.csv").rows.select("node", "removed_ts").row(0)
     ('gpu0001', None)
