@@ -1,0 +1,1 @@
+"""Relia pipelines: sources, warehouse, fits, reports and the ``relia`` CLI."""

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from prefect.task_runners import TaskRunner
 
+
 class DaskMissingError(ReliaError, ImportError):
     """A Dask address was configured but the optional ``dask`` extra is not installed."""
 
@@ -55,7 +56,7 @@ def local_cluster_kwargs(n_workers: int = 2) -> dict[str, Any]:
 
 
 def task_runner(address: str | None) -> TaskRunner[Any]:
-    """The task runner for a Dask scheduler ``address`` (see the module notes).
+    """Return the task runner for a Dask scheduler ``address`` (see the module notes).
 
     Parameters
     ----------
@@ -81,7 +82,7 @@ def task_runner(address: str | None) -> TaskRunner[Any]:
     if not address:
         return ThreadPoolTaskRunner()
     try:
-        from prefect_dask import DaskTaskRunner
+        from prefect_dask.task_runners import DaskTaskRunner
     except ImportError as error:
         msg = (
             f"RELIA_DASK_ADDRESS={address!r} needs the dask extra: "
@@ -114,7 +115,9 @@ def chunks(items: Sequence[T], n_parts: int) -> list[list[T]]:
 
 
 def waves(paths: Sequence[Path], max_bytes: int) -> Iterator[list[int]]:
-    """Indices of ``paths`` in consecutive runs of at most ``max_bytes`` on disk (one file bigger
+    """Return the indices of ``paths`` in runs of at most ``max_bytes`` on disk.
+
+    Indices of ``paths`` in consecutive runs of at most ``max_bytes`` on disk (one file bigger
     than that makes a run of its own): fanned out one run at a time, parsed files in flight stay
     bounded by about ``max_bytes``.
     """
@@ -132,7 +135,9 @@ def waves(paths: Sequence[Path], max_bytes: int) -> Iterator[list[int]]:
 
 
 def split_grid(grid: Mapping[str, Sequence[Any]], n_parts: int) -> list[dict[str, list[Any]]]:
-    """Cut a what-if grid into at most ``n_parts`` sub-grids whose sweeps, concatenated, give the
+    """Cut a what-if grid into at most ``n_parts`` sub-grids.
+
+    Cut a what-if grid into at most ``n_parts`` sub-grids whose sweeps, concatenated, give the
     rows of the whole grid's sweep in the same order.
 
     ``models.sweep`` loops over the categorical knobs (:data:`CATEGORICAL_KNOBS`, in grid order,

@@ -31,7 +31,10 @@ def scenario_fields() -> set[str]:
 
 
 def knob_name(name: str, *, where: str = "knob") -> str:
-    """The Scenario field for a user's knob name (``detect-s``, ``gpus``, ``node_group``...)."""
+    """Return the Scenario field for a user's knob name.
+
+    For example ``detect-s``, ``gpus``, ``node_group``...
+    """
     key = str(name).strip().replace("-", "_")
     key = ALIASES.get(key, key)
     if key != RESTART_S and key not in scenario_fields():
@@ -67,7 +70,7 @@ def knob_value(key: str, value: Any, *, where: str = "knob") -> Any:
     return number
 
 
-def knobs(raw: Mapping[str, Any] | None, *, where: str) -> dict[str, Any]:
+def knobs(raw: object, *, where: str) -> dict[str, Any]:
     """Normalise a mapping of knobs (a sweep's ``base:`` or ``baseline:``)."""
     if raw is None:
         return {}
@@ -108,9 +111,12 @@ def weibull_shape(value: Any, *, where: str = "weibull_shape") -> Any:
 
 
 def node_groups(value: Any, *, where: str = "node_groups") -> tuple[tuple[float, float], ...]:
-    """Groups of nodes with their own rate: ``0.1:3`` (a tenth of the nodes fails 3x as often),
+    """Return the groups of nodes with their own failure rate.
+
+    Groups of nodes with their own rate: ``0.1:3`` (a tenth of the nodes fails 3x as often),
     ``0.1:3,0.05:10``, ``{share: 0.1, rate_multiplier: 3}``, ``[0.1, 3]`` or a list of these;
-    ``none`` or an empty list for no group."""
+    ``none`` or an empty list for no group.
+    """
     if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
         return ()
     if isinstance(value, str):
@@ -146,7 +152,9 @@ def _group(value: Any, *, where: str) -> tuple[float, float]:
 
 
 def fleet_age(value: Any, *, where: str = "fleet_age") -> Any:
-    """``steady_state``, ``new``, ``inventory`` (the warehouse's ages, resolved where a warehouse
+    """Return a fleet age: a keyword, an age in hours or an age mix.
+
+    ``steady_state``, ``new``, ``inventory`` (the warehouse's ages, resolved where a warehouse
     is read), an age in hours, or an age mix: ``0:0.5,8760:0.5`` (``age_h:share`` pairs, an ``h``
     after the age allowed), ``[{age_h: 0, share: 0.5}, ...]`` or ``[[0, 0.5], ...]``.
 
@@ -181,18 +189,21 @@ def fleet_age(value: Any, *, where: str = "fleet_age") -> Any:
         except ValueError as error:
             msg = f"{where}: {error}"
             raise ValueError(msg) from None
-    age = _number(
+    age_h = _number(
         value, where=f"{where} (steady_state, new, inventory, an age in hours or age_h:share pairs)"
     )
-    if age < 0:
+    if age_h < 0:
         msg = f"{where}: an age in hours cannot be negative"
         raise ValueError(msg)
-    return age
+    return age_h
 
 
 def class_rates(value: Any, *, where: str = "rates") -> tuple[Any, ...]:
-    """Per-class rates by hand: a list of ``{component_class, level, mtbf_h}`` mappings, with
-    optional ``mtbf_lo_h`` / ``mtbf_hi_h`` (a 95 % interval) and ``weibull_shape``."""
+    """Return per-class rates given by hand.
+
+    Per-class rates by hand: a list of ``{component_class, level, mtbf_h}`` mappings, with
+    optional ``mtbf_lo_h`` / ``mtbf_hi_h`` (a 95 % interval) and ``weibull_shape``.
+    """
     from models import ClassRate
 
     if not isinstance(value, (list, tuple)) or not value:

@@ -49,8 +49,11 @@ class PathPattern:
     regex: re.Pattern[str]
 
     def values(self, relative: str) -> dict[str, str]:
-        """The values ``relative`` (a path under the source folder, ``/``-separated) gives;
-        empty when it does not match."""
+        """Return the values a relative path gives.
+
+        The values ``relative`` (a path under the source folder, ``/``-separated) gives;
+        empty when it does not match.
+        """
         match = self.regex.fullmatch(relative)
         return {} if match is None else dict(match.groupdict())
 

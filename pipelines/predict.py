@@ -81,7 +81,9 @@ class TrainResult:
 
 
 def data_window(con: duckdb.DuckDBPyConnection) -> tuple[datetime, datetime]:
-    """First prediction time with telemetry and the end of the observation (failures after it
+    """Return the first prediction time with telemetry and the end of the observation.
+
+    First prediction time with telemetry and the end of the observation (failures after it
     are unseen: the observation window's end, else the last prediction time).
 
     Raises
@@ -335,8 +337,11 @@ def train_model(
 def failure_outcomes(
     test: pl.DataFrame, prob: np.ndarray, *, horizon_h: float, threshold: float
 ) -> pl.DataFrame:
-    """One row per failure with a GPU-hour in the ``horizon_h`` before it: the highest
-    probability given, whether it alarmed (``caught``) and the lead time of the first alarm."""
+    """Return one row per failure with a GPU-hour in the ``horizon_h`` before it.
+
+    One row per failure with a GPU-hour in the ``horizon_h`` before it: the highest
+    probability given, whether it alarmed (``caught``) and the lead time of the first alarm.
+    """
     pos = test.with_columns(prob=pl.Series(prob, dtype=pl.Float64)).filter(
         pl.col("hours_to_failure") < horizon_h
     )
@@ -481,9 +486,12 @@ def _scratch(
     *,
     dcgm_since: datetime | None = None,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """An in-memory warehouse holding ``hosts``' raw telemetry (:data:`AS_OF_TABLES`): only
+    """Return an in-memory warehouse holding ``hosts``' raw telemetry.
+
+    An in-memory warehouse holding ``hosts``' raw telemetry (:data:`AS_OF_TABLES`): only
     what came before ``at`` if given (later tickets and removals reopened), only DCGM samples
-    from ``dcgm_since`` on if given."""
+    from ``dcgm_since`` on if given.
+    """
     import duckdb
 
     scratch = duckdb.connect(":memory:")
@@ -571,7 +579,7 @@ def _finite(x: float) -> float | None:
 def load_model(
     con: duckdb.DuckDBPyConnection, model_id: str | None = None
 ) -> tuple[str, FailurePredictor, dict[str, Any]]:
-    """A stored model (the latest when ``model_id`` is None): id, estimator, stored row.
+    """Return a stored model (the latest when ``model_id`` is None): id, estimator, stored row.
 
     The model is unpickled: load only warehouses you trust.
     """
@@ -665,8 +673,11 @@ def gpus_at_risk(
     min_prob: float | None = None,
     limit: int = 50,
 ) -> pl.DataFrame:
-    """The latest stored scores of a model (default the latest model) at or above ``min_prob``
-    (default the model's threshold), highest first."""
+    """Return the latest stored scores of a model at or above ``min_prob``.
+
+    The latest stored scores of a model (default the latest model) at or above ``min_prob``
+    (default the model's threshold), highest first.
+    """
     model_id, model, _ = load_model(con, model_id)
     floor = model.threshold_ if min_prob is None else min_prob
     return query(

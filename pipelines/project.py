@@ -41,7 +41,9 @@ if TYPE_CHECKING:
 def build_scenario(
     knobs: dict[str, Any], *, rates: tuple[Any, ...] = (), measured: dict[str, Any] | None = None
 ) -> Any:
-    """A ``Scenario`` from knobs; measured restart overhead fills ``reschedule_s`` when not given.
+    """Return a ``Scenario`` from knobs.
+
+    Measured restart overhead fills ``reschedule_s`` when not given.
 
     Knob names and values are normalised as in the CLI and sweep YAML (:mod:`pipelines.knobs`):
     ``weibull_shape`` as a number or ``{class: shape}``, ``node_groups`` as ``share:multiplier``
@@ -158,7 +160,10 @@ def run_projection(
 
 
 def _check_warehouse(db_path: Path) -> None:
-    """A one-line error when the warehouse file is missing (read-only DuckDB cannot create it)."""
+    """Return a one-line error when the warehouse file is missing.
+
+    Read-only DuckDB cannot create it.
+    """
     if not Path(db_path).exists():
         raise WarehouseMissingError(db_path)
 
@@ -285,7 +290,7 @@ def load_sweep(path: Path) -> SweepSpec:
 
 
 def drain_curve(con: Any, model: str = "latest") -> tuple[str, pl.DataFrame]:
-    """A stored failure predictor's operating curve on its test period: (model id, curve).
+    """Return a stored failure predictor's operating curve on its test period: (model id, curve).
 
     ``curve`` has ``threshold``, ``precision``, ``recall`` (and ``lead_time_h``...), one row per
     threshold, as ``relia predict train`` measured it.
@@ -375,7 +380,7 @@ def run_sweep(
     ranking = knob_gains(baseline, spec.grid, n_samples=spec.n_samples, random_state=0)
     held = {k: knob_label(k, getattr(baseline, k)) for k in held_values}
     plots, lines = plot_sweep(baseline, spec, out_dir)
-    result = {
+    result: dict[str, Any] = {
         "fit_run_id": run_id,
         "n_points": table.height,
         "target_gpus": spec.target_gpus,
@@ -406,7 +411,7 @@ def run_sweep(
 
 
 def _with_inventory_ages(spec: SweepSpec, mix: tuple[tuple[float, float], ...]) -> SweepSpec:
-    """The spec with every ``fleet_age: inventory`` (base, grid, baseline) set to ``mix``."""
+    """Return the spec with every ``fleet_age: inventory`` (base, grid, baseline) set to ``mix``."""
 
     def resolved(value: Any) -> Any:
         return mix if value == "inventory" else value
@@ -427,8 +432,11 @@ def _n_monte_carlo(table: pl.DataFrame) -> int:
 def _drain_thresholds(
     base: Any, spec: SweepSpec, curve: pl.DataFrame, model_id: str | None, out_dir: Path
 ) -> dict[str, Any]:
-    """Goodput at every threshold of a predictor's curve, at the target scale (the base's other
-    knobs); written to ``drain_thresholds.csv`` / ``.parquet`` with a plot of the gain."""
+    """Return the goodput at every threshold of a predictor's curve, at the target scale.
+
+    Goodput at every threshold of a predictor's curve, at the target scale (the base's other
+    knobs); written to ``drain_thresholds.csv`` / ``.parquet`` with a plot of the gain.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

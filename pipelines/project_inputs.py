@@ -30,7 +30,7 @@ HARDWARE_ATTRIBUTIONS = ("hardware-confirmed", "scheduler-only")
 
 
 def projection_fits(fits: pl.DataFrame) -> pl.DataFrame:
-    """The fit rows to project from, per class and cohort, for classes with failures.
+    """Return the fit rows to project from, per class and cohort, for classes with failures.
 
     A fit run that carries headlines (``headline_mtbf_h``) keeps every family row of a class:
     :func:`models.rates_from_fits` reads the headline and the families' weights from them.
@@ -53,7 +53,9 @@ def projection_fits(fits: pl.DataFrame) -> pl.DataFrame:
 def fit_rates(
     con: Any, run_id: str | None = None, *, at_ages: bool = False
 ) -> tuple[str, tuple[Any, ...]]:
-    """The per-class rates of a fit run (``latest`` or None: the newest); ``(run_id, rates)``.
+    """Return the per-class rates of a fit run as ``(run_id, rates)``.
+
+    ``latest`` or None: the newest run.
 
     ``at_ages``: the projection is at given unit ages (not the steady state), so each class is
     projected from its Weibull fit's hazard rather than the model-averaged mean
@@ -114,7 +116,7 @@ def measured_repair(con: Any) -> dict[str, float | int]:
 
 
 def fitted_repair(con: Any, run_id: str | None = "latest") -> dict[str, Any]:
-    """The repair-time law of a stored repair run: its pooled log-normal fit.
+    """Return the repair-time law of a stored repair run: its pooled log-normal fit.
 
     The run is ``run_id`` or, for ``latest`` / None, the newest repair-time run (``relia fit
     --lives stg_repairs``, ``int_fault_repairs`` or ``int_node_unavailability``). Its pooled row
@@ -142,7 +144,10 @@ def fitted_repair(con: Any, run_id: str | None = "latest") -> dict[str, Any]:
         )
         raise ValueError(msg)
     fits = read_fit(con, run_id, quantity="repair_time")
-    run_id = fits.get_column("run_id").first() if fits.height else run_id
+    if fits.height:
+        first_run_id = fits.get_column("run_id").first()
+        assert isinstance(first_run_id, str)  # run_id is the fit table's non-null text key
+        run_id = first_run_id
     pool = fits.filter(
         (pl.col("component_class") == POOLED_CLASS)
         & (pl.col("cohort") == "all")
@@ -178,7 +183,7 @@ INVENTORY_BINS = 10
 
 
 def inventory_ages(con: Any, *, n_bins: int = INVENTORY_BINS) -> dict[str, Any]:
-    """The ages of the units in service at the end of the warehouse's data, in quantile bins.
+    """Return the ages of the units in service at the end of the warehouse's data, in quantile bins.
 
     Units are the unit lives of ``int_component_lives`` (one per slot generation, whatever its
     component classes) still open at the observation window's end; a unit's age is the hours
@@ -223,7 +228,7 @@ def inventory_ages(con: Any, *, n_bins: int = INVENTORY_BINS) -> dict[str, Any]:
 
 def _inventory_bins(con: Any, n_bins: int) -> list[tuple[Any, ...]]:
     """``(bin, mean age_h, units, window end)`` of each quantile bin of the units in service."""
-    return con.execute(
+    rows: list[tuple[Any, ...]] = con.execute(
         """
         with observation as (select * from stg_observation_window),
 
@@ -254,3 +259,4 @@ def _inventory_bins(con: Any, n_bins: int) -> list[tuple[Any, ...]]:
         """,
         {"n_bins": n_bins},
     ).fetchall()
+    return rows

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     import duckdb
 
-    from models.scenario import ClassRate, Scenario
+    from models.scenario import ClassRate, Projection, Scenario
     from pipelines.report.period import ReportPeriod
 
 # --------------------------------------------------------------------------------------------
@@ -91,7 +91,9 @@ def goodput_projection(
     targets: tuple[int, ...],
     notes: Notes,
 ) -> dict[str, Any]:
-    """Goodput against scale, at each target scale (steady state and new fleet), the knob
+    """Return goodput against scale, the knob ranking and the scenario.
+
+    Goodput against scale, at each target scale (steady state and new fleet), the knob
     ranking and the scenario, from the chosen fits and the measured restart and repair times.
 
     Returns
@@ -154,7 +156,7 @@ def goodput_projection(
             f"default reschedule time of {defaults.reschedule_s:g} s is used."
         )
 
-    def at(n_gpus: int, **changes: Any) -> dict[str, Any]:
+    def at(n_gpus: int, **changes: Any) -> Projection:
         scenario = replace(base, n_gpus=n_gpus, **changes)
         return notes.run(
             "Goodput",
@@ -255,7 +257,9 @@ def _knob_ranking(
     rates: tuple[ClassRate, ...],
     notes: Notes,
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
-    """Gains over the report's baseline at ``n_gpus`` (as ``relia whatif`` defines them), plus
+    """Return the gains over the report's baseline at ``n_gpus``.
+
+    Gains over the report's baseline at ``n_gpus`` (as ``relia whatif`` defines them), plus
     doubling the worst class's MTBF; and the sweep that reproduces the ranking.
 
     The baseline is the report's scenario at ``n_gpus``, with a pool of hot spares of
@@ -268,7 +272,7 @@ def _knob_ranking(
 
     n_domains = math.ceil(n_gpus / base.failure_domain_gpus)
     at_scale = replace(base, n_gpus=n_gpus, hot_spares=max(1, round(HOT_SPARE_SHARE * n_domains)))
-    grid = {
+    grid: dict[str, list[float | str]] = {
         "checkpoint_s": [at_scale.checkpoint_s, 10.0],
         "detect_s": [at_scale.detect_s, 30.0],
         "reschedule_s": [at_scale.reschedule_s, min(at_scale.reschedule_s, 60.0)],
@@ -358,7 +362,9 @@ def _knob_ranking(
 def read_fits(
     con: duckdb.DuckDBPyConnection, lives: pl.DataFrame, notes: Notes
 ) -> tuple[pl.DataFrame, FitInfo]:
-    """The chosen per-class fit rows: the newest stored run that matches the lives, else fresh.
+    """Return the chosen per-class fit rows.
+
+    The newest stored run that matches the lives, else fresh.
 
     Only lifetime runs count: a repair-time run (``relia fit --lives stg_repairs``...) is never
     read as the fleet's MTBF.
@@ -507,7 +513,9 @@ def refresh_inputs(
     week: str | None = None,
     target_gpus: Sequence[int] = DEFAULT_TARGET_GPUS,
 ) -> dict[str, str | None]:
-    """Run the fit and project stages the weekly report reads (what ``relia report`` and the
+    """Run the fit and project stages the weekly report reads.
+
+    Run the fit and project stages the weekly report reads (what ``relia report`` and the
     ``weekly-report`` flow run before :func:`pipelines.report.build_report`).
 
     Parameters
@@ -547,8 +555,11 @@ def refresh_warehouse(
 
 
 def projection_inputs(con: duckdb.DuckDBPyConnection, period: ReportPeriod) -> dict[str, Any]:
-    """What a stored projection depends on besides its fit run and targets: the week's data
-    end, the observation window and the row counts of the marts the projection reads."""
+    """Return what a stored projection depends on besides its fit run and targets.
+
+    What a stored projection depends on besides its fit run and targets: the week's data
+    end, the observation window and the row counts of the marts the projection reads.
+    """
     counts = query(
         con,
         """
@@ -572,7 +583,9 @@ def read_report_projection(
     period: ReportPeriod,
     targets: tuple[int, ...],
 ) -> dict[str, Any] | None:
-    """The newest stored projection of ``fit_run_id`` at ``targets`` whose inputs still match.
+    """Return the newest stored projection of ``fit_run_id`` at ``targets``.
+
+    Only one whose inputs still match.
 
     Returns
     -------
@@ -615,18 +628,18 @@ def read_report_projection(
 
 
 def frame_text(frame: pl.DataFrame) -> str:
-    """A frame as base64 Arrow IPC text (types kept exactly through JSON)."""
+    """Return a frame as base64 Arrow IPC text (types kept exactly through JSON)."""
     buffer = io.BytesIO()
     frame.write_ipc(buffer)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def frame_of(text: str) -> pl.DataFrame:
-    """The frame :func:`frame_text` wrote."""
+    """Return the frame :func:`frame_text` wrote."""
     return pl.read_ipc(io.BytesIO(base64.b64decode(text)))
 
 
 def _json_scalar(value: object) -> object:
-    """numpy scalars as Python numbers, anything else as text (``json.dumps`` default)."""
+    """Numpy scalars as Python numbers, anything else as text (``json.dumps`` default)."""
     item = getattr(value, "item", None)
     return item() if callable(item) else str(value)

@@ -68,7 +68,10 @@ class IncompleteCompressedError(ValueError):
 
 
 def codec_of(data: bytes) -> str | None:
-    """The compression a file's magic bytes announce (``gzip``, ``bzip2``, ``xz``, ``zstd``)."""
+    """Return the compression a file's magic bytes announce.
+
+    ``gzip``, ``bzip2``, ``xz`` or ``zstd``.
+    """
     for magic, codec in _MAGIC:
         if data.startswith(magic):
             return codec
@@ -76,7 +79,7 @@ def codec_of(data: bytes) -> str | None:
 
 
 def decompress(data: bytes) -> tuple[bytes, str | None]:
-    """The plain content of a file and the codec it was compressed with (None: plain).
+    """Return the plain content of a file and the codec it was compressed with (None: plain).
 
     Compression is recognised by magic bytes, not by the file name. Several gzip members, as
     ``cat a.gz b.gz`` writes, are read as one stream.
@@ -174,8 +177,11 @@ class StreamRead:
 
     @property
     def in_place(self) -> bool:
-        """New lines of a stream that stays where its rows say (or a new stream at a free path):
-        loading needs no row moved, replaced or renamed."""
+        """Return the new lines of a stream that stays where its rows say.
+
+        New lines of a stream that stays where its rows say (or a new stream at a free path):
+        loading needs no row moved, replaced or renamed.
+        """
         return (
             self.action in (NEW, APPEND, UNCHANGED)
             and not self.displaces
@@ -189,8 +195,11 @@ class StreamRead:
 
     @property
     def read_key(self) -> str:
-        """Hex key of this read (stream, the byte it starts at and the bytes consumed after it: a
-        rewrite read again from byte 0 is another read); names lake parts."""
+        """Return the hex key of this read; it names lake parts.
+
+        Hex key of this read (stream, the byte it starts at and the bytes consumed after it: a
+        rewrite read again from byte 0 is another read); names lake parts.
+        """
         return sha256_hex(
             self.after.stream_id.encode(), b":", str(self.byte_offset).encode(), b":",
             self.after.prefix_sha.encode(),
@@ -230,11 +239,11 @@ class StreamIndex:
         self._head_lens.add(state.head_len)
 
     def get(self, stream_id: str) -> StreamState | None:
-        """A stream by id."""
+        """Return a stream by id."""
         return self._by_id.get(stream_id)
 
     def at_path(self, path: str) -> StreamState | None:
-        """The stream whose rows carry ``path``, if any."""
+        """Return the stream whose rows carry ``path``, if any."""
         sid = self._by_path.get(path)
         return None if sid is None else self._by_id[sid]
 
@@ -246,24 +255,33 @@ class StreamIndex:
         return found
 
     def may_continue(self, head: bytes) -> bool:
-        """Whether a file starting with ``head`` (its first :data:`PEEK_BYTES` plain bytes, or
+        """Return whether a file starting with ``head`` could continue an unclaimed stream.
+
+        Whether a file starting with ``head`` (its first :data:`PEEK_BYTES` plain bytes, or
         all of a shorter file) could continue an unclaimed stream: some unclaimed stream's head
         is its start. When not, the file is a new stream or meets one only in the second pass,
-        and need not be read whole yet."""
+        and need not be read whole yet.
+        """
         return any(state.stream_id not in self.claimed for state in self._heads(head))
 
     def continues(self, state: StreamState, content: bytes | Partial) -> bool:
-        """Whether ``content`` continues ``state`` (as long as its consumed bytes, with its head
-        and its tail at the offset); claims the stream when it does."""
+        """Return whether ``content`` continues ``state``; claim the stream when it does.
+
+        Whether ``content`` continues ``state`` (as long as its consumed bytes, with its head
+        and its tail at the offset); claims the stream when it does.
+        """
         if state.stream_id in self.claimed or not _continues(state, content):
             return False
         self.claimed.add(state.stream_id)
         return True
 
     def continuation(self, path: str, content: bytes) -> StreamState | None:
-        """The stream ``content`` continues: the one at ``path``, else an unclaimed one whose
+        """Return the stream ``content`` continues.
+
+        The stream ``content`` continues: the one at ``path``, else an unclaimed one whose
         head and consumed bytes it starts with (claimed streams were found at their own path
-        in this run, so a second file starting like them is a copy or an unrelated log)."""
+        in this run, so a second file starting like them is a copy or an unrelated log).
+        """
         here = self.at_path(path)
         if here is not None and _continues(here, content):
             return here
@@ -273,9 +291,12 @@ class StreamIndex:
         return None
 
     def rest(self, path: str, content: bytes) -> StreamState | None:
-        """For content that continues no stream: the stream at ``path`` when the content still
+        """Return the stream at ``path`` that content continuing no stream rewrote in place.
+
+        For content that continues no stream: the stream at ``path`` when the content still
         starts with that stream's head (the file was truncated or rewritten in place: replace
-        its rows); None for a new stream."""
+        its rows); None for a new stream.
+        """
         here = self.at_path(path)
         if here is None or here.stream_id in self.claimed or len(content) < here.head_len:
             return None
@@ -289,18 +310,23 @@ class StreamIndex:
 
 
 class Partial:
-    """Parts of a file's plain bytes (its head, and everything from a window before an offset),
+    """Parts of a file's plain bytes, sliced like the whole content.
+
+    Parts of a file's plain bytes (its head, and everything from a window before an offset),
     sliced like the whole content: enough to check and read a grown file without reading the
-    bytes consumed before."""
+    bytes consumed before.
+    """
 
     def __init__(self, size: int, parts: list[tuple[int, bytes]]) -> None:
         self.size = size
         self.parts = parts
 
     def __len__(self) -> int:
+        """Return the size in bytes."""
         return self.size
 
     def __getitem__(self, key: slice) -> bytes:
+        """Return the bytes of a slice."""
         start, stop, _ = key.indices(self.size)
         stop = max(start, stop)
         for at, data in self.parts:
@@ -311,8 +337,11 @@ class Partial:
 
 
 def read_partial(path: str, consumed: int) -> Partial | None:
-    """The head and the bytes from ``TAIL_BYTES`` before ``consumed`` of a plain file grown to
-    at least ``consumed`` bytes; None for a compressed or shorter file (read it whole)."""
+    """Return the head and the tail bytes of a plain file grown to ``consumed`` bytes.
+
+    The head and the bytes from ``TAIL_BYTES`` before ``consumed`` of a plain file grown to
+    at least ``consumed`` bytes; None for a compressed or shorter file (read it whole).
+    """
     with open(path, "rb") as handle:
         head = handle.read(HEAD_BYTES)
         if codec_of(head) is not None:
@@ -341,7 +370,7 @@ def _continues(state: StreamState, content: bytes | Partial) -> bool:
 
 
 def new_stream_id(source: str, content: bytes | Partial, path: str) -> str:
-    """A new stream's id: its source, its first bytes and the path it was first met at."""
+    """Return a new stream's id: its source, its first bytes and the path it was first met at."""
     return sha256_hex(b"relia-stream\0", source.encode(), b"\0", content[:HEAD_BYTES], b"\0",
                       path.encode())  # fmt: skip
 
@@ -443,8 +472,11 @@ def plan_read(
 
 def unchanged_since(state: StreamState, *, file_size: int, file_mtime_ns: int, now_ns: int,
                     quiet_s: float) -> bool:  # fmt: skip
-    """True when a file at the stream's path has the size and mtime of its last read and has no
-    held line that is due for release: it need not be read again."""
+    """Return True when the file at the stream's path need not be read again.
+
+    True when a file at the stream's path has the size and mtime of its last read and has no
+    held line that is due for release: it need not be read again.
+    """
     if state.file_size != file_size or state.file_mtime_ns != file_mtime_ns:
         return False
     return state.held_bytes == 0 or (now_ns - file_mtime_ns) < quiet_s * 1e9

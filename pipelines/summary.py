@@ -42,7 +42,7 @@ _QUARANTINE = (
 
 
 def fleet_summary(db_path: Path, *, lock_timeout_s: float = 30) -> dict[str, list[dict[str, Any]]]:
-    """The fleet summary of the warehouse at ``db_path``, one list of rows per table.
+    """Return the fleet summary of the warehouse at ``db_path``, one list of rows per table.
 
     Parameters
     ----------

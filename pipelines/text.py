@@ -1,9 +1,9 @@
-"""Telemetry text made safe to show: no terminal control sequences, no control characters.
+r"""Telemetry text made safe to show: no terminal control sequences, no control characters.
 
 Strings from telemetry (job names, hosts, states, raw lines) reach a terminal (the CLI) and the
 weekly report. There they must be data, never instructions: an ANSI escape in a job name must not
 clear a screen, set a window title (OSC) or ring a bell. :func:`printable` removes whole escape
-sequences (CSI ``ESC [ ... final``, OSC ``ESC ] ... BEL`` or ``ESC \\``, their 8-bit forms, and
+sequences (CSI ``ESC [ ... final``, OSC ``ESC ] ... BEL`` or ``ESC \``, their 8-bit forms, and
 two-byte ``ESC x`` escapes) and then every remaining C0 and C1 control character (U+0000-U+001F,
 U+007F-U+009F).
 """
@@ -23,7 +23,7 @@ _CONTROLS_AND_LINES = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def printable(text: str, *, lines: bool = False) -> str:
-    """``text`` without escape sequences and control characters.
+    r"""``text`` without escape sequences and control characters.
 
     Parameters
     ----------
@@ -34,7 +34,7 @@ def printable(text: str, *, lines: bool = False) -> str:
 
     Examples
     --------
-    >>> printable("gpu0001\\x1b[2J\\x07 \\x1b]0;pwned\\x07ok\\x9b31m!")
+    >>> printable("gpu0001\x1b[2J\x07 \x1b]0;pwned\x07ok\x9b31m!")
     'gpu0001 ok!'
     """
     text = _SEQUENCES.sub("", text)

@@ -111,7 +111,7 @@ class ClassSpec:
         return self.scale_h
 
     def params(self) -> dict[str, float]:
-        """The law's parameters under lifelines' names (hours).
+        """Return the law's parameters under lifelines' names (hours).
 
         ``weibull``: ``lambda_``, ``rho_``; ``exponential``: ``lambda_`` (the mean);
         ``lognormal``: ``mu_``, ``sigma_``; ``loglogistic``: ``alpha_``, ``beta_``.
@@ -125,7 +125,7 @@ class ClassSpec:
         return {"alpha_": self.scale_h, "beta_": self.shape}
 
     def as_family(self, family: str) -> ClassSpec:
-        """This class drawn from ``family``, with the same mean and (but exponential) median.
+        """Return this class drawn from ``family``, with the same mean and (but exponential) median.
 
         ============  ===========================================================
         family        parameters from this law's mean ``m`` and median ``q``
@@ -193,7 +193,10 @@ def _solve_increasing(f: Callable[[float], float], target: float, lo: float, hi:
 
 
 def default_classes() -> dict[str, ClassSpec]:
-    """The default per-class lifetime laws (see :class:`SynthConfig` for the resulting counts)."""
+    """Return the default per-class lifetime laws.
+
+    See :class:`SynthConfig` for the resulting counts.
+    """
     return {
         "gpu": ClassSpec("gpu", 1.2, 75_000.0, 48.0),
         "gpu_memory": ClassSpec("gpu", 0.7, 140_000.0, 48.0),
@@ -384,7 +387,7 @@ class SynthConfig:
         )
 
     def with_families(self, families: Mapping[str, str]) -> SynthConfig:
-        """This config with classes drawn from other lifetime families, same mean and median.
+        """Return this config with classes drawn from other lifetime families, same mean and median.
 
         Parameters
         ----------
@@ -416,7 +419,7 @@ class SynthConfig:
         return replace(self, classes=classes)
 
     def to_params(self) -> dict[str, Any]:
-        """The configuration as JSON-ready ``params`` for the ground truth.
+        """Return the configuration as JSON-ready ``params`` for the ground truth.
 
         The switches of the later sources (``k8s_share``...) appear only when one is on, so a
         configuration without them keeps the params it always had.
@@ -437,7 +440,10 @@ class SynthConfig:
 
 
 def _class_params(spec: ClassSpec) -> dict[str, Any]:
-    """A class's law for ``params``: Weibull classes as always; others add family and params."""
+    """Return a class's law for ``params``.
+
+    Weibull classes as always; others add family and params.
+    """
     out: dict[str, Any] = {
         "level": spec.level,
         "weibull_shape": spec.shape,

@@ -82,7 +82,7 @@ def elastic_files(
     attempts: list[Attempt],
     scheduler: np.ndarray,
 ) -> ElasticOutput:
-    """The agent logs of every torchrun job (file name -> text)."""
+    """Return the agent logs of every torchrun job (file name -> text)."""
     out = ElasticOutput()
     by_job: dict[int, list[Attempt]] = defaultdict(list)
     for a in attempts:
@@ -226,8 +226,11 @@ def _end_round(
     pids: dict[int, int],
     rid: str,
 ) -> tuple[str | None, bool]:
-    """Lines that end a round on every node; returns the state the views see (None when the
-    round is no interruption) and whether its first failure is an application exit."""
+    """Return the lines that end a round on every node.
+
+    Lines that end a round on every node; returns the state the views see (None when the
+    round is no interruption) and whether its first failure is an application exit.
+    """
     base = a.state.split(" ")[0]
     end = a.end_s
     if base == "COMPLETED":
@@ -291,7 +294,7 @@ def _end_round(
 
 
 def _child_failed(host: str, ts: int, local: int, code: int, pid: int) -> list[str]:
-    """The error summary torchrun prints when no restart is left (not agent messages)."""
+    """Return the error summary torchrun prints when no restart is left (not agent messages)."""
     when = str(np.datetime64(int(ts), "s")).replace("T", "_")
     return [
         "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",

@@ -378,7 +378,7 @@ def plan_carriers(
 
 
 def _unit_of(fleet: Fleet, node: int, cls: int, rng: np.random.Generator) -> int:
-    """The unit of class ``cls`` on ``node`` (a random GPU slot for a GPU-level class)."""
+    """Return the unit of class ``cls`` on ``node`` (a random GPU slot for a GPU-level class)."""
     if cls in fleet.gpu_class_idx:
         return node * fleet.gpus_per_node + int(rng.integers(0, fleet.gpus_per_node))
     k = int(np.flatnonzero(fleet.node_class_idx == cls)[0])
@@ -457,7 +457,7 @@ def minor_tickets(config: SynthConfig, rng: np.random.Generator, fleet: Fleet) -
 
 
 def unit_serials(fleet: Fleet, rng: np.random.Generator) -> tuple[list[list[str]], list[list[str]]]:
-    """Serial (and GPU UUID) of every life of every unit.
+    """Return the serial (and GPU UUID) of every life of every unit.
 
     Returns, per unit, the serials of its successive lives and their UUIDs (empty strings for
     node-level units). Serials are distinct across the fleet.

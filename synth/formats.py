@@ -92,7 +92,7 @@ _STEP_STATES = {
 
 
 def attempt_lines(config: SynthConfig, fleet: Fleet, jobs: Jobs, attempt: Attempt) -> list[str]:
-    """The allocation row of one attempt and its ``.batch``, ``.extern`` and ``.0`` steps."""
+    """Return the allocation row of one attempt and its ``.batch``, ``.extern`` and ``.0`` steps."""
     w1 = config.window_end_s
     g = fleet.gpus_per_node
     j = attempt.job
@@ -203,8 +203,11 @@ def sacct_files(
 
 
 def site_line(line: str) -> str:
-    """A reference-format sacct line (or the header) in :data:`SITE_FORMAT`; a line short of
-    fields (a hostile one) stays one field short."""
+    """Return a reference-format sacct line (or the header) in :data:`SITE_FORMAT`.
+
+    A reference-format sacct line (or the header) in :data:`SITE_FORMAT`; a line short of
+    fields (a hostile one) stays one field short.
+    """
     names = SACCT_HEADER.split("|")
     fields = line.split("|")
     if line == SACCT_HEADER:
@@ -395,8 +398,11 @@ def fleet_csv(fleet: Fleet) -> str:
 
 
 def snapshot_times(config: SynthConfig, fleet: Fleet) -> list[list[int]]:
-    """Per node: at ``W0`` (or install), at every GPU swap closed in the window, at ``W1`` or
-    the removal."""
+    """Return the inventory snapshot times per node.
+
+    Per node: at ``W0`` (or install), at every GPU swap closed in the window, at ``W1`` or
+    the removal.
+    """
     w0, w1 = config.window_start_s, config.window_end_s
     end = fleet.node_end(w1)
     swap = (

@@ -146,8 +146,11 @@ def _attempt_pods(
     a: Attempt,
     job_uid: str,
 ) -> tuple[list[_Pod], str | None, bool]:
-    """The pods of one attempt, the state the views see if it is an interruption, and whether
-    its first failure is an application exit."""
+    """Return the pods of one attempt and how the attempt ends.
+
+    The pods of one attempt, the state the views see if it is an interruption, and whether
+    its first failure is an application exit.
+    """
     j = a.job
     namespace, name, kind = k8s_names(jobs, j)
     n = len(a.nodes)
@@ -276,7 +279,7 @@ def _uid(rng: np.random.Generator) -> str:
 
 
 def _pod_object(pod: _Pod, at: int) -> dict[str, Any]:
-    """The pod as ``kubectl get pods -o json`` shows it at time ``at``."""
+    """Return the pod as ``kubectl get pods -o json`` shows it at time ``at``."""
     done = pod.finish is not None and pod.finish <= at
     status_state: dict[str, Any]
     if done:

@@ -314,8 +314,11 @@ _PRIORITY = {"emerg": 0, "alert": 1, "crit": 2, "err": 3, "warn": 4, "notice": 5
 
 
 def _journal_record(ts: int, us: int, host: str, text: str, *, level: str, tag: str | None) -> str:
-    """One ``journalctl -o json`` record as journalctl prints it (``{ "KEY" : "value", ... }``):
-    kernel messages with ``_TRANSPORT=kernel``, tagged daemons with ``_TRANSPORT=syslog``."""
+    """Return one ``journalctl -o json`` record as journalctl prints it.
+
+    One ``journalctl -o json`` record as journalctl prints it (``{ "KEY" : "value", ... }``):
+    kernel messages with ``_TRANSPORT=kernel``, tagged daemons with ``_TRANSPORT=syslog``.
+    """
     import json
 
     realtime = ts * 1_000_000 + us

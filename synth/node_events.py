@@ -51,8 +51,11 @@ PLANNED_REASON = "planned maintenance"
 
 @dataclass(frozen=True)
 class NodeEvent:
-    """One node event: ``end`` is the true end (printed only when before the window end);
-    ``cls`` is the class its reason maps to (``stg_node_events.unavailability_class``)."""
+    """One node event.
+
+    One node event: ``end`` is the true end (printed only when before the window end);
+    ``cls`` is the class its reason maps to (``stg_node_events.unavailability_class``).
+    """
 
     node: int
     start: int
@@ -142,7 +145,10 @@ def plan_node_events(
 def sacctmgr_text(
     config: SynthConfig, rng: np.random.Generator, fleet: Fleet, events: list[NodeEvent]
 ) -> tuple[str, int, int]:
-    """The export's text, its number of well-formed node-event rows and of malformed lines."""
+    """Return the export's text and its numbers of node-event rows and malformed lines.
+
+    Rows counted are the well-formed ones.
+    """
     w0, w1 = config.window_start_s, config.window_end_s
     lines = [HEADER, f"alpha||{slurm_time(w0)}|||Cluster Registered TRES|"]
     for e in events:

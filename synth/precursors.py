@@ -153,7 +153,7 @@ def plan_precursors(config: SynthConfig, rng: np.random.Generator, fleet: Fleet)
 def with_warning_xids(
     config: SynthConfig, fleet: Fleet, xids: kernel.XidLines, plan: Precursors
 ) -> kernel.XidLines:
-    """The Xid lines plus the precursors' and background episodes' warning bursts (63, 92).
+    """Return the Xid lines plus the precursors' and background episodes' warning bursts (63, 92).
 
     Warning lines keep ``kernel.QUIET_S`` away from any failure burst on the same GPU, so every
     failure stays an incident of its own, and only lines printed inside the window are kept.
@@ -245,8 +245,11 @@ def node_signals(
 
 
 def summary(config: SynthConfig, fleet: Fleet, plan: Precursors) -> dict[str, object]:
-    """Ground-truth summary: GPU failures in the window with a precursor drawn / planted, and
-    background episodes per kind."""
+    """Return the ground-truth summary of the precursors.
+
+    Ground-truth summary: GPU failures in the window with a precursor drawn / planted, and
+    background episodes per kind.
+    """
     w0, w1 = config.window_start_s, config.window_end_s
     failed_at = fleet.ev_open[plan.event]
     inside = (failed_at > w0) & (failed_at < w1)

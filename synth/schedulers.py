@@ -24,7 +24,10 @@ NAMES = ("slurm", "kubernetes", "elastic")
 def assign(
     config: SynthConfig, rng: np.random.Generator, jobs: Jobs, attempts: list[Attempt]
 ) -> np.ndarray:
-    """The scheduler of every job (``SLURM``, ``KUBERNETES`` or ``ELASTIC``), by job index."""
+    """Return the scheduler of every job, by job index.
+
+    ``SLURM``, ``KUBERNETES`` or ``ELASTIC``.
+    """
     n_jobs = len(jobs.raw_id)
     out = np.full(n_jobs, SLURM, dtype=np.int64)
     if not (config.k8s_share or config.elastic_share):
@@ -66,7 +69,10 @@ def run_id(jobs: Jobs, j: int) -> str:
 
 
 def job_id_raw(jobs: Jobs, j: int, scheduler: int) -> str:
-    """The namespaced job id the views give the job (``1042``, ``k8s:ns/name``, ``elastic:id``)."""
+    """Return the namespaced job id the views give the job.
+
+    ``1042``, ``k8s:ns/name`` or ``elastic:id``.
+    """
     if scheduler == KUBERNETES:
         namespace, name, _ = k8s_names(jobs, j)
         return f"k8s:{namespace}/{name}"

@@ -34,7 +34,7 @@ def iso(ts: int) -> str:
 
 
 def class_law(spec: ClassSpec) -> dict[str, Any]:
-    """A class's entry under the truth's ``classes``.
+    """Return a class's entry under the truth's ``classes``.
 
     ``level``, ``weibull_shape``, ``weibull_scale_h`` (both null when the class is not a
     Weibull: there is no Weibull law to report), ``mtbf_h`` (the family's true mean, hours),

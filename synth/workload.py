@@ -395,7 +395,10 @@ class _Scheduler:
             i += 1
 
     def first_failure(self, nodes: np.ndarray, t: int) -> tuple[int, int, int]:
-        """The first unit failure strictly after ``t`` on ``nodes``: ``(time, class, node)``."""
+        """Return the first unit failure strictly after ``t`` on ``nodes``.
+
+        As ``(time, class, node)``.
+        """
         pos = np.searchsorted(self.fail_key, nodes * _KEY + t, side="right")
         pos_ok = pos < self.fail_key.size
         keys = np.where(pos_ok, self.fail_key[np.minimum(pos, self.fail_key.size - 1)], -1)
@@ -407,7 +410,7 @@ class _Scheduler:
         return int(cand[k]), int(self.fail_cls[pos[k]]), int(nodes[k])
 
     def clear_of_failures(self, nodes: np.ndarray, t: int) -> bool:
-        """True when no unit failure on ``nodes`` lies near ``t`` (attribution interval)."""
+        """Return True when no unit failure on ``nodes`` lies near ``t`` (attribution interval)."""
         lo = np.searchsorted(self.fail_key, nodes * _KEY + t - APP_CLEAR_BEFORE_S, side="left")
         hi = np.searchsorted(self.fail_key, nodes * _KEY + t + APP_CLEAR_AFTER_S, side="right")
         return bool(np.all(lo == hi))

@@ -29,8 +29,11 @@ def demo(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """End to end: synthesise a fleet, ingest it as an ``ingest-telemetry`` flow run, summarise,
-    fit MTBF per class and write the weekly report."""
+    """Run the whole pipeline end to end on a synthetic fleet.
+
+    End to end: synthesise a fleet, ingest it as an ``ingest-telemetry`` flow run, summarise,
+    fit MTBF per class and write the weekly report.
+    """
     from synth import SynthConfig, synthesize
 
     settings = load_settings(db_path=db, landing_dir=out)

@@ -31,7 +31,7 @@ app.add_typer(predict_app, name="predict")
 
 
 def _predict_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
-    """The classifier and its two baselines on the test period, one row each."""
+    """Return the classifier and its two baselines on the test period, one row each."""
     rows = []
     for key, label in (
         ("model", "classifier"),
@@ -79,7 +79,9 @@ def predict_train(
     as_json: JsonOption = False,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
-    """Train a failure predictor, test it on the latest period, store it; print its precision,
+    """Train, test and store a failure predictor.
+
+    Train a failure predictor, test it on the latest period, store it; print its precision,
     recall, PR-AUC and lead time next to the baselines (never predict; drain after N SBEs/h).
 
     ``--format csv`` writes the table of the classifier and its baselines.

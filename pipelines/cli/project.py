@@ -325,7 +325,7 @@ def _share(x: float | None) -> str:
 
 
 def _gain_row(gain: dict[str, Any]) -> dict[str, Any]:
-    """A gains row for the terminal: the change, the goodputs, the gain and its interval."""
+    """Return a gains row for the terminal: the change, the goodputs, the gain and its interval."""
     within = gain["within_uncertainty"]
     return {
         "knob": gain["knob"],

@@ -47,7 +47,7 @@ class OutputFormat(StrEnum):
 
 
 def output_format(chosen: OutputFormat, as_json: bool) -> OutputFormat:
-    """The format a command prints in: ``--format``, or JSON under its alias ``--json``.
+    """Return the format a command prints in: ``--format``, or JSON under its alias ``--json``.
 
     Parameters
     ----------
@@ -106,8 +106,11 @@ def _csv_field(value: Any) -> Any:
 
 
 def rows_table(title: str, rows: list[dict[str, Any]]) -> Table | Group:
-    """Rows as a table; as one ``field  value`` block per row when the table is wider than
-    the terminal (nothing is cut to "gp…")."""
+    """Return rows as a table.
+
+    Rows as a table; as one ``field  value`` block per row when the table is wider than
+    the terminal (nothing is cut to "gp…").
+    """
     table = Table(title=title, title_justify="left")
     if not rows:
         table.add_column("(none)")
@@ -132,8 +135,11 @@ def rows_table(title: str, rows: list[dict[str, Any]]) -> Table | Group:
 
 
 def inert(text: str, *, lines: bool = False) -> Text:
-    """Telemetry text for the terminal: no Rich markup, no escape sequences or C0/C1 control
-    characters (``lines``: keep tabs and line breaks); see :func:`pipelines.text.printable`."""
+    """Return telemetry text made safe for the terminal.
+
+    Telemetry text for the terminal: no Rich markup, no escape sequences or C0/C1 control
+    characters (``lines``: keep tabs and line breaks); see :func:`pipelines.text.printable`.
+    """
     from pipelines.text import printable
 
     return Text(printable(text, lines=lines))

@@ -25,7 +25,7 @@ __all__ = ["app"]
 
 
 def _expected_exit_code(error: BaseException) -> int | None:
-    """The exit code of an expected failure (one line, no traceback), or None for a bug.
+    """Return the exit code of an expected failure (one line, no traceback), or None for a bug.
 
     Our own :class:`~pipelines.errors.ReliaError` (missing, empty or busy warehouse) carries its
     code; a ``ValueError`` from validating what the user gave (an option value, a sweep file) and

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 # Survival curves
 # --------------------------------------------------------------------------------------------
 def survival_curves(lives: pl.DataFrame, fits: pl.DataFrame, notes: Notes) -> list[SurvivalCurve]:
+    """Return the Kaplan-Meier and fitted survival curves of the classes with the most failures."""
     top = (
         chosen_fits(fits)
         .filter(pl.col("n_failures") >= 2)
@@ -40,7 +41,9 @@ def survival_curves(lives: pl.DataFrame, fits: pl.DataFrame, notes: Notes) -> li
         name = row["component_class"]
         part = lives.filter(pl.col("component_class") == name)
         params = {k: v for k, v in json.loads(row["params_json"] or "{}").items() if v is not None}
-        km_parts, fitted_parts, spans = [], [], []
+        km_parts: list[pl.DataFrame] = []
+        fitted_parts: list[pl.DataFrame] = []
+        spans: list[tuple[float, float]] = []
         for start_h, end_h in _risk_segments(
             part.get_column("entry_h").to_numpy(), part.get_column("exit_h").to_numpy()
         ):
@@ -274,6 +277,7 @@ def trend_analysis(
     period: ReportPeriod,
     notes: Notes,
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """Return the fleet's mean cumulative function and its trend tests (Laplace, Crow-AMSAA)."""
     from models import crow_amsaa_fleet, laplace_test, mean_cumulative_function
 
     events = _node_events(con, params)

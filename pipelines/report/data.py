@@ -430,7 +430,7 @@ def read_goodput(
     targets: tuple[int, ...],
     notes: Notes,
 ) -> dict[str, Any]:
-    """The goodput section: the stored projection of the project stage, else one made now.
+    """Return the goodput section: the stored projection of the project stage, else one made now.
 
     The project stage (:func:`pipelines.report_inputs.refresh_inputs`, run by the
     ``weekly-report`` flow before the report) writes the projection for the fit run, week and

@@ -10,22 +10,24 @@ import base64
 import io
 import math
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipelines.report.format import fmt_sig
 from pipelines.report.period import MIN_AT_RISK
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
     import polars as pl
     from matplotlib.figure import Figure
 
     from pipelines.report.containers import (
         ClassProbabilityPlots,
         ReportData,
-        ReportPeriod,
         SurvivalCurve,
     )
+    from pipelines.report.period import ReportPeriod
 
 DPI = 110
 COLORS = {
@@ -65,7 +67,7 @@ def png_data_uri(fig: Figure) -> str:
 
 
 def class_failures_figure(classes: pl.DataFrame, *, week: str, n_trailing: int) -> Figure | None:
-    """Grouped bars per class: failures this week and the trailing weekly mean."""
+    """Draw grouped bars per class: failures this week and the trailing weekly mean."""
     import numpy as np
     import polars as pl
 
@@ -144,8 +146,9 @@ def survival_figure(curves: list[SurvivalCurve]) -> Figure | None:
             ax.plot(fitted.get_column("age_h").to_numpy() / 24.0, fitted_survival,
                     color=COLORS["fit"], linestyle="--",
                     label=f"fitted {curve.family}" if first else None)  # fmt: skip
-            lowest = min(lowest, float(km.get_column("survival").min()),
-                         float(np.nanmin(fitted_survival)))  # fmt: skip
+            km_lowest = km.get_column("survival").min()
+            assert isinstance(km_lowest, float)  # a Kaplan-Meier segment has survival rows
+            lowest = min(lowest, km_lowest, float(np.nanmin(fitted_survival)))
         ax.set_title(f"{curve.component_class}: {curve.n_failures} failures, "
                      f"{curve.n_units:,} lives", fontsize=9, loc="left")  # fmt: skip
         ax.set_xlabel("unit age (days)", fontsize=8)
@@ -315,7 +318,7 @@ def probability_figures(items: list[ClassProbabilityPlots]) -> dict[tuple[str, s
 
 
 def probability_figure_key(component_class: str, paper: str) -> str:
-    """The :func:`report_figures` key of a probability plot."""
+    """Return the :func:`report_figures` key of a probability plot."""
     return f"probability:{component_class}:{paper}"
 
 
@@ -354,7 +357,7 @@ def write_fit_plots(
     """
     from pipelines import warehouse
     from pipelines.fit import read_lives
-    from pipelines.report.data import probability_plots
+    from pipelines.report.curves import probability_plots
 
     with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
         frame = read_lives(con, view=lives, dataset=dataset)
@@ -363,7 +366,7 @@ def write_fit_plots(
 
 def report_figures(data: ReportData) -> dict[str, str]:
     """Every figure of the report as a PNG data URI (missing key: nothing to plot)."""
-    makers = {
+    makers: dict[str, Callable[[], Figure | None]] = {
         "class_failures": lambda: class_failures_figure(
             data.classes, week=data.period.week, n_trailing=data.period.n_trailing_weeks
         ),

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 
 # --------------------------------------------------------------------------------------------
@@ -33,14 +35,14 @@ def fmt_sig(value: Any, digits: int = 3) -> str:
 
 
 def fmt_pct(value: Any, digits: int = 1) -> str:
-    """A fraction as a percentage, ``0.672`` -> ``67.2 %``."""
+    """Return a fraction as a percentage, ``0.672`` -> ``67.2 %``."""
     if is_missing(value):
         return "–"
     return f"{100.0 * float(value):.{digits}f} %"
 
 
 def fmt_pct_points(value: Any, digits: int = 1) -> str:
-    """A value already in percent, ``13.4`` -> ``13.4 %``."""
+    """Return a value already in percent, ``13.4`` -> ``13.4 %``."""
     if is_missing(value):
         return "–"
     return f"{float(value):.{digits}f} %"
@@ -77,7 +79,7 @@ def fmt_interval(lo: Any, hi: Any, kind: str = "hours") -> str:
 
 
 def fmt_time(value: datetime | None, pattern: str = "%Y-%m-%d %H:%M") -> str:
-    """A UTC timestamp as text."""
+    """Return a UTC timestamp as text."""
     return "–" if value is None else value.strftime(pattern)
 
 

@@ -237,7 +237,10 @@ AT_RISK_LIMIT = 25
 
 
 def prediction_summary(con: duckdb.DuckDBPyConnection, notes: Notes) -> dict[str, Any]:
-    """The latest failure predictor's test metrics and the GPUs its latest scores put at risk."""
+    """Return the latest failure predictor's test metrics and the GPUs at risk.
+
+    The GPUs at risk are those its latest scores put at risk.
+    """
     tables = query(
         con,
         "select count(*) as n from duckdb_tables() "
@@ -301,7 +304,7 @@ _PREDICT_METRICS = (
 
 
 def _evidence_text(evidence: str | None) -> str:
-    """A score's evidence (JSON of feature -> value) as ``name value`` pairs."""
+    """Return a score's evidence (JSON of feature -> value) as ``name value`` pairs."""
     if not evidence:
         return ""
     try:

@@ -11,7 +11,7 @@ import re
 import warnings
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from pipelines import warehouse
 from pipelines.errors import WarehouseEmptyError
@@ -42,6 +42,8 @@ HOT_SPARE_SHARE = 0.02
 DAY = timedelta(days=1)
 WEEK = timedelta(days=7)
 _PARAM = re.compile(r"\$([a-z_][a-z0-9_]*)")
+
+_T = TypeVar("_T")
 
 
 def query(
@@ -129,17 +131,18 @@ def week_monday(week: str) -> date:
 
 
 def iso_week(day: date) -> str:
-    """The ISO week label ``YYYY-Www`` of a date."""
+    """Return the ISO week label ``YYYY-Www`` of a date."""
     year, number, _ = day.isocalendar()
     return f"{year}-W{number:02d}"
 
 
 def midnight(day: date) -> datetime:
+    """Return the UTC midnight that starts ``day``."""
     return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
 def default_week(window_start: datetime, window_end: datetime) -> str:
-    """The last full ISO week inside ``[window_start, window_end)``.
+    """Return the last full ISO week inside ``[window_start, window_end)``.
 
     A window shorter than a full week gives the week holding its last instant.
     """
@@ -195,7 +198,7 @@ class Notes:
         if text not in self.items:
             self.items.append(text)
 
-    def run(self, what: str, call: Callable[[], Any]) -> Any:
+    def run(self, what: str, call: Callable[[], _T]) -> _T:
         """Call ``call`` and keep its warnings as notes (prefixed by ``what``)."""
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -206,7 +209,7 @@ class Notes:
 
 
 def chosen_fits(fits: pl.DataFrame) -> pl.DataFrame:
-    """The AIC-chosen row of each component class of a fit table, by class name."""
+    """Return the AIC-chosen row of each component class of a fit table, by class name."""
     import polars as pl
 
     return (
@@ -217,7 +220,7 @@ def chosen_fits(fits: pl.DataFrame) -> pl.DataFrame:
 
 
 def plain(value: object) -> str:
-    """A number without trailing noise (``1,024``, ``0.25``); anything else as text."""
+    """Return a number without trailing noise (``1,024``, ``0.25``); anything else as text."""
     try:
         number = float(str(value))
     except ValueError:
@@ -226,7 +229,7 @@ def plain(value: object) -> str:
 
 
 def read_window(con: duckdb.DuckDBPyConnection) -> tuple[datetime, datetime]:
-    """The observation window ``[W0, W1)``.
+    """Return the observation window ``[W0, W1)``.
 
     Raises
     ------

@@ -71,8 +71,11 @@ class ReportResult:
 # HTML and markdown
 # --------------------------------------------------------------------------------------------
 def _printable(value: object) -> object:
-    """Every value the template prints, without escape sequences or control characters
-    (telemetry text; :func:`pipelines.text.printable`); already-safe markup stays markup."""
+    """Return every value the template prints, made safe to show.
+
+    Every value the template prints, without escape sequences or control characters
+    (telemetry text; :func:`pipelines.text.printable`); already-safe markup stays markup.
+    """
     from markupsafe import Markup
 
     from pipelines.text import printable
@@ -165,7 +168,7 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def render_markdown(data: ReportData) -> str:
-    """The headline, per-class failures and goodput at the target scales as markdown."""
+    """Return the headline, per-class failures and goodput at the target scales as markdown."""
     h = data.headline
     trailing = h["failures_trailing_mean"]
     headline_rows = [

@@ -37,7 +37,7 @@ def supports(parser: ModuleType) -> bool:
 
 
 def groupable(data: bytes) -> bytes | None:
-    """The header line a file can be grouped by, or None when it must be parsed alone."""
+    """Return the header line a file can be grouped by, or None when it must be parsed alone."""
     if not data.endswith(b"\n") or data.startswith(codecs.BOM_UTF8) or b"\r" in data:
         return None
     header = data.split(b"\n", 1)[0]

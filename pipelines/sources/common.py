@@ -57,7 +57,7 @@ def rejects_frame(records: list[tuple[str, int, str, str]]) -> pl.DataFrame:
 
 
 def empty_file_reject(source_file: str) -> pl.DataFrame:
-    """The single reject an empty file produces (``line_no = 0``)."""
+    """Return the single reject an empty file produces (``line_no = 0``)."""
     return rejects_frame([(source_file, 0, "", "empty file")])
 
 
@@ -66,18 +66,18 @@ _ZLIB_HEADERS = (b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda")
 
 
 def split_lines(data: bytes) -> pl.DataFrame:
-    """Split raw bytes into numbered lines.
+    r"""Split raw bytes into numbered lines.
 
     Returns a frame with ``line_no`` (1-based), ``line`` (decoded; undecodable bytes are kept as
-    ``\\xNN`` escapes) and ``utf8_ok`` (False where the line held bytes that are not UTF-8).
+    ``\xNN`` escapes) and ``utf8_ok`` (False where the line held bytes that are not UTF-8).
 
     Notes
     -----
     Lines are cut by polars' CSV reader (one column, no quoting, the ASCII unit separator as the
     never-seen field separator) when the file is UTF-8 without a byte-order mark or unit separator;
     otherwise the whole buffer is decoded once and split. A byte that is not UTF-8 never swallows a
-    newline (``\\n`` is ASCII), so lines of the decoded text are exactly the
-    decoded raw lines; only lines showing a ``\\x`` escape are checked against their raw bytes.
+    newline (``\n`` is ASCII), so lines of the decoded text are exactly the
+    decoded raw lines; only lines showing a ``\x`` escape are checked against their raw bytes.
     """
     if not data:
         return pl.DataFrame(schema=_LINE_SCHEMA)
@@ -133,11 +133,13 @@ def split_lines(data: bytes) -> pl.DataFrame:
 
 
 def lines_containing(data: bytes, marker: str) -> tuple[pl.DataFrame, int]:
-    """The lines holding ``marker``, as :func:`split_lines` gives them, and the number of lines.
+    r"""Return the lines holding ``marker`` and the number of lines.
+
+    The lines are as :func:`split_lines` gives them.
 
     For a log where few lines matter this never builds a frame of every line: the marker is
     searched in the bytes (``bytes.find`` runs at memory speed) and only the lines holding it are
-    cut out, numbered and decoded (undecodable bytes kept as ``\\xNN`` escapes, with
+    cut out, numbered and decoded (undecodable bytes kept as ``\xNN`` escapes, with
     ``utf8_ok`` False), exactly as :func:`split_lines` would give them.
     """
     line_nos: list[int] = []
@@ -151,9 +153,12 @@ def lines_containing(data: bytes, marker: str) -> tuple[pl.DataFrame, int]:
 def find_lines(
     data: bytes, needle: bytes, line_nos: list[int], lines: list[str], ok: list[bool]
 ) -> int:
-    """Append the lines of ``data`` holding ``needle`` to the three lists (number, decoded text,
+    """Append the lines of ``data`` holding ``needle`` to three lists.
+
+    Append the lines of ``data`` holding ``needle`` to the three lists (number, decoded text,
     valid UTF-8) and return the file's number of lines: :func:`lines_containing` without the
-    frame, for callers that gather many files' lines into one."""
+    frame, for callers that gather many files' lines into one.
+    """
     if not data:
         return 0
     line_no, counted_to = 1, 0  # newlines are counted once, between matches and after the last
@@ -206,10 +211,13 @@ GENERIC_LOG_NAMES = frozenset(
 
 
 def path_host(source_file: str, *, source_folders: frozenset[str] = frozenset()) -> str | None:
-    """The host a log's path names, for lines that print none: the file name up to its first
+    """Return the host a log's path names, for lines that print none.
+
+    The host a log's path names, for lines that print none: the file name up to its first
     dot (``gpu0001.log.1`` → ``gpu0001``) unless it is a generic log name (``dmesg``,
     ``kern.log.1``, :data:`GENERIC_LOG_NAMES`), then the folder (``kernel/gpu0001/dmesg.log`` →
-    ``gpu0001``) unless that is a source folder of the landing; else None."""
+    ``gpu0001``) unless that is a source folder of the landing; else None.
+    """
     path = PurePath(source_file)
     stem = path.name.split(".", 1)[0]
     if stem and stem.lower() not in GENERIC_LOG_NAMES:
@@ -221,7 +229,7 @@ def path_host(source_file: str, *, source_folders: frozenset[str] = frozenset())
 
 
 def file_stem(source_file: str) -> str:
-    """The file name up to its first dot: ``/landing/kernel/gpu0001.log.1`` → ``gpu0001``."""
+    """Return the file name up to its first dot: ``/landing/kernel/gpu0001.log.1`` → ``gpu0001``."""
     return PurePath(source_file).name.split(".", 1)[0]
 
 
@@ -231,7 +239,7 @@ string expression, e.g. ``pl.format("malformed State '{}'", pl.col("State"))``).
 
 
 def first_reason(*checks: Check) -> pl.Expr:
-    """The reason of the first failing check, or null when every check passes."""
+    """Return the reason of the first failing check, or null when every check passes."""
     return pl.coalesce(
         [
             pl.when(failed).then(reason if isinstance(reason, pl.Expr) else pl.lit(reason))
@@ -291,7 +299,7 @@ def pci_bus_id(expr: pl.Expr) -> pl.Expr:
 
 
 def in_future(ts: pl.Expr, now: datetime) -> pl.Expr:
-    """True where ``ts`` lies more than ``FUTURE_TOLERANCE`` after ``now``."""
+    """Return True where ``ts`` lies more than ``FUTURE_TOLERANCE`` after ``now``."""
     return ts > pl.lit(now + FUTURE_TOLERANCE, dtype=UTC_TS)
 
 
@@ -316,7 +324,9 @@ def time_check(
     no_time: Sequence[str] = ("",),
     label: str | None = None,
 ) -> Check:
-    """Reject a time field that does not parse (unless it is one of ``no_time``) or lies in the
+    """Reject a time field that does not parse or lies in the future.
+
+    Reject a time field that does not parse (unless it is one of ``no_time``) or lies in the
     future; the reason names the field (``label``, default ``"<column> time"``) and quotes it.
     """
     text, label = pl.col(column), label or f"{column} time"
@@ -330,7 +340,7 @@ def time_check(
 
 
 def empty_rows(schema: dict[str, pl.DataType]) -> pl.DataFrame:
-    """A frame with no rows and the given schema."""
+    """Return a frame with no rows and the given schema."""
     return pl.DataFrame(schema=schema)
 
 

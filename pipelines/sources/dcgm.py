@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import re
-from datetime import datetime
+from typing import TYPE_CHECKING
 
 import polars as pl
 from prometheus_client.parser import text_string_to_metric_families
@@ -55,6 +55,9 @@ from pipelines.sources.common import (
     with_reasons,
 )
 from pipelines.sources.kube_json import snapshot_time
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 METRICS: dict[str, tuple[str, str | None]] = {
     "gpu_temp_c": ("DCGM_FI_DEV_GPU_TEMP", "TMPTR"),
@@ -115,7 +118,7 @@ def parse(
     host: str | None = None,
     scrape_ts: datetime | None = None,
 ) -> Parsed:
-    """Parse one DCGM file (dcgm-exporter scrapes or timestamped ``dcgmi dmon`` output).
+    r"""Parse one DCGM file (dcgm-exporter scrapes or timestamped ``dcgmi dmon`` output).
 
     Parameters
     ----------
@@ -157,8 +160,8 @@ def parse(
     Examples
     --------
     >>> text = (
-    ...     'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="gpu0001"} 41 1780272000000\\n'
-    ...     'DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="gpu0001"} 79 1780272000000\\n'
+    ...     'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="gpu0001"} 41 1780272000000\n'
+    ...     'DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="gpu0001"} 79 1780272000000\n'
     ... )
     >>> rows = parse(text.encode(), source_file="gpu0001.20260601.prom").rows
     >>> rows.select("host", "gpu_index", "gpu_temp_c", "xid_last").row(0)

@@ -297,7 +297,7 @@ def parse(
 
 
 def _result_blocks(lines: pl.DataFrame) -> pl.DataFrame:
-    """The fields of every ``Rendezvous complete`` result block, keyed by its header's line.
+    """Return the fields of every ``Rendezvous complete`` result block, keyed by its header's line.
 
     A block is the header and the ``key=value`` lines right after it (with or without a log
     prefix: torch 2.3+ prints the block as one multi-line message); any other line ends it.
@@ -345,7 +345,7 @@ def _result_blocks(lines: pl.DataFrame) -> pl.DataFrame:
 
 
 def _launch_run_id(lines: pl.DataFrame) -> str | None:
-    """The run id of the launch configuration torchrun prints first (``run_id : <id>``)."""
+    """Return the run id of the launch configuration torchrun prints first (``run_id : <id>``)."""
     found = (
         lines.lazy()
         .filter(pl.col("line").str.contains("run_id", literal=True))
@@ -358,7 +358,7 @@ def _launch_run_id(lines: pl.DataFrame) -> str | None:
 
 
 def _continuation() -> pl.Expr:
-    """A ``global_world_sizes`` line printed without a prefix (multi-line messages)."""
+    """Return a ``global_world_sizes`` line printed without a prefix (multi-line messages)."""
     return (pl.col("event") == "world_sizes") & (pl.col("prefix").str.strip_chars() == "")
 
 
@@ -429,7 +429,7 @@ def _glog_ts(text: pl.Expr, year: int) -> pl.Expr:
 
 
 def _with_fields(frame: pl.LazyFrame) -> pl.LazyFrame:
-    """The values each message carries (null where the event has no such value)."""
+    """Return the values each message carries (null where the event has no such value)."""
     message, event = pl.col("message"), pl.col("event")
     joined = message.str.extract_groups(
         _NODE + r"has joined round ([0-9]+) of the rendezvous '([^']+)' as rank ([0-9]+) in a "
@@ -550,7 +550,7 @@ _PATTERN_HINT = (
 
 
 def _short_host(name: pl.Expr) -> pl.Expr:
-    """A host name without its domain; an IP address as it is."""
+    """Return a host name without its domain; an IP address as it is."""
     return (
         pl.when(name.str.contains(r"^[0-9.]+$"))
         .then(name)

@@ -6,7 +6,7 @@ ISO 8601 times (``2026-06-01T00:00:00Z``) and ``removed`` empty while the node i
 
 from __future__ import annotations
 
-from datetime import datetime
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -22,6 +22,9 @@ from pipelines.sources.common import (
     utc_now,
     with_reasons,
 )
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 COLUMNS: tuple[str, ...] = ("node", "rack", "cluster", "batch", "installed", "removed")
 """Header names the file must carry (any order; further columns are skipped)."""
@@ -39,7 +42,7 @@ SCHEMA: dict[str, pl.DataType] = {
 
 
 def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Parsed:
-    """Parse the fleet register.
+    r"""Parse the fleet register.
 
     Parameters
     ----------
@@ -67,8 +70,8 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
     Examples
     --------
     >>> text = (
-    ...     "node,rack,cluster,batch,installed,removed\\n"
-    ...     "gpu0001,r01,c1,b1,2026-01-01T00:00:00Z,\\n"
+    ...     "node,rack,cluster,batch,installed,removed\n"
+    ...     "gpu0001,r01,c1,b1,2026-01-01T00:00:00Z,\n"
     ... )
     >>> parse(text.encode(), source_file="fleet.csv").rows.select("node", "removed_ts").row(0)
     ('gpu0001', None)

@@ -10,8 +10,8 @@ The header is ``timestamp, index, pci.bus_id, serial, uuid, name`` and values ar
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -26,6 +26,9 @@ from pipelines.sources.common import (
     utc_now,
     with_reasons,
 )
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 COLUMNS: tuple[str, ...] = ("timestamp", "index", "pci.bus_id", "serial", "uuid", "name")
 """Query fields the header must name (any order)."""
@@ -47,20 +50,26 @@ _NOT_AVAILABLE = ("[N/A]", "N/A", "[Not Supported]", "")
 
 
 def host_of(source_file: str) -> str | None:
-    """The host a snapshot file belongs to: its name up to ``__`` (else up to the first dot)."""
+    """Return the host a snapshot file belongs to.
+
+    Its name up to ``__`` (else up to the first dot).
+    """
     name = PurePath(source_file).name
     host = name.split("__", 1)[0] if "__" in name else name.split(".", 1)[0]
     return host or None
 
 
 def file_columns(source_file: str) -> dict[str, str | None]:
-    """Columns derived from the file name: snapshots of many files may be parsed joined
-    (:mod:`pipelines.sources.batch`)."""
+    """Return the columns derived from the file name.
+
+    Columns derived from the file name: snapshots of many files may be parsed joined
+    (:mod:`pipelines.sources.batch`).
+    """
     return {"host": host_of(source_file)}
 
 
 def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Parsed:
-    """Parse one ``nvidia-smi --query-gpu ... --format=csv`` snapshot.
+    r"""Parse one ``nvidia-smi --query-gpu ... --format=csv`` snapshot.
 
     Parameters
     ----------
@@ -89,8 +98,8 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
     Examples
     --------
     >>> text = (
-    ...     "timestamp, index, pci.bus_id, serial, uuid, name\\n"
-    ...     "2026/06/01 00:00:00.000, 0, 00000000:18:00.0, 1650124014249, GPU-5096, NVIDIA H100\\n"
+    ...     "timestamp, index, pci.bus_id, serial, uuid, name\n"
+    ...     "2026/06/01 00:00:00.000, 0, 00000000:18:00.0, 1650124014249, GPU-5096, NVIDIA H100\n"
     ... )
     >>> result = parse(text.encode(), source_file="gpu0001__20260601T000000Z.csv")
     >>> result.rows.select("host", "gpu_index", "pci_bus_id").row(0)

@@ -17,7 +17,7 @@ often and overlap; staging keeps one row per event ``uid`` and count. One item i
 
 from __future__ import annotations
 
-from datetime import datetime
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -32,6 +32,9 @@ from pipelines.sources.common import (
     with_reasons,
 )
 from pipelines.sources.kube_json import compact, dig, kube_time, list_items, text_or_none
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 SCHEMA: dict[str, pl.DataType] = {
     "source_file": pl.String(),

@@ -19,8 +19,7 @@ every run (same pod ``uid``, container and start) across snapshots.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -42,6 +41,9 @@ from pipelines.sources.kube_json import (
     snapshot_time,
     text_or_none,
 )
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 SCHEMA: dict[str, pl.DataType] = {
     "source_file": pl.String(),

@@ -135,7 +135,7 @@ def _read_array(text: str, pos: int, items: list[Any], line_nos: list[int], line
 
 
 def compact(item: Any) -> str:
-    """An item as one line of compact JSON (cut at :data:`RAW_LIMIT` characters)."""
+    """Return an item as one line of compact JSON (cut at :data:`RAW_LIMIT` characters)."""
     return json.dumps(item, separators=(",", ":"), sort_keys=True)[:RAW_LIMIT]
 
 
@@ -149,7 +149,7 @@ def dig(obj: Any, *path: str) -> Any:
 
 
 def text_or_none(value: Any) -> str | None:
-    """A JSON scalar as text (None for null, empty text and objects/arrays)."""
+    """Return a JSON scalar as text (None for null, empty text and objects/arrays)."""
     if value is None or value == "" or isinstance(value, dict | list):
         return None
     if isinstance(value, bool):
@@ -158,13 +158,16 @@ def text_or_none(value: Any) -> str | None:
 
 
 def kube_time(text: pl.Expr) -> pl.Expr:
-    """RFC 3339 times as Kubernetes prints them (``2026-06-01T00:00:00Z``, micro-times with a
-    fraction) as UTC timestamps; anything else is null."""
+    """Return RFC 3339 times as Kubernetes prints them as UTC timestamps.
+
+    RFC 3339 times as Kubernetes prints them (``2026-06-01T00:00:00Z``, micro-times with a
+    fraction) as UTC timestamps; anything else is null.
+    """
     return text.str.strptime(pl.Datetime("us", "UTC"), "%Y-%m-%dT%H:%M:%S%.f%#z", strict=False)
 
 
 def snapshot_time(source_file: str) -> datetime | None:
-    """The time in a file name ending ``_<YYYYmmddTHHMMSSZ>.json`` (None without one)."""
+    """Return the time in a file name ending ``_<YYYYmmddTHHMMSSZ>.json`` (None without one)."""
     match = re.search(r"_([0-9]{8}T[0-9]{6})Z\.[A-Za-z]+$", source_file)
     if match is None:
         return None

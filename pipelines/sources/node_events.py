@@ -17,7 +17,7 @@ Cluster events (no ``NodeName``) are not about a node and are only counted as ig
 from __future__ import annotations
 
 import functools
-from datetime import datetime
+from typing import TYPE_CHECKING
 
 import hostlist
 import polars as pl
@@ -34,6 +34,9 @@ from pipelines.sources.common import (
     utc_now,
     with_reasons,
 )
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 REQUIRED: tuple[str, ...] = ("NodeName", "TimeStart", "TimeEnd", "State", "Reason")
 """Header names the file must carry (any order)."""
@@ -60,7 +63,7 @@ _STATE = r"^[A-Za-z_]+(?:[*~#!%$@^-]*)(?:\+[A-Za-z_]+[*~#!%$@^-]*)*$"
 
 
 def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Parsed:
-    """Parse one ``sacctmgr show event --parsable2`` export.
+    r"""Parse one ``sacctmgr show event --parsable2`` export.
 
     Parameters
     ----------
@@ -93,8 +96,8 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
     Examples
     --------
     >>> text = (
-    ...     "Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User\\n"
-    ...     "alpha|gpu0007|2026-06-02T10:00:00||DOWN*|Not responding|slurm(64030)\\n"
+    ...     "Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User\n"
+    ...     "alpha|gpu0007|2026-06-02T10:00:00||DOWN*|Not responding|slurm(64030)\n"
     ... )
     >>> rows = parse(text.encode(), source_file="events.txt").rows
     >>> rows.select("node_name", "state_base", "end_ts").row(0)
@@ -165,7 +168,10 @@ def _timestamp(text: pl.Expr) -> pl.Expr:
 
 
 def _state_base(state: pl.Expr) -> pl.Expr:
-    """The node state that matters for availability, from flags like ``IDLE+DRAIN`` or ``down*``."""
+    """Return the node state that matters for availability.
+
+    From flags like ``IDLE+DRAIN`` or ``down*``.
+    """
     upper = state.str.to_uppercase()
     first = upper.str.extract(r"^([A-Z_]+)", 1).str.to_lowercase()
     return (

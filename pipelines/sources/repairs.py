@@ -8,7 +8,7 @@ text and may be double-quoted.
 
 from __future__ import annotations
 
-from datetime import datetime
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -24,6 +24,9 @@ from pipelines.sources.common import (
     utc_now,
     with_reasons,
 )
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 COLUMNS: tuple[str, ...] = (
     "ticket_id", "node", "component_class", "slot", "serial_out", "serial_in", "opened", "closed",
@@ -62,7 +65,7 @@ _TEXT = ("ticket_id", "node", "component_class", "slot", "serial_out", "serial_i
 
 
 def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Parsed:
-    """Parse one ticket export.
+    r"""Parse one ticket export.
 
     Parameters
     ----------
@@ -92,8 +95,8 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
     --------
     >>> text = (
     ...     "ticket_id,node,component_class,slot,serial_out,serial_in,opened,closed,action,"
-    ...     "description\\n"
-    ...     'T1,gpu0001,nvlink,gpu3,S1,S2,2026-06-02T00:00:00Z,,replace,"Xid 74, link down"\\n'
+    ...     "description\n"
+    ...     'T1,gpu0001,nvlink,gpu3,S1,S2,2026-06-02T00:00:00Z,,replace,"Xid 74, link down"\n'
     ... )
     >>> result = parse(text.encode(), source_file="tickets.csv")
     >>> result.rows.select("ticket_id", "closed_ts", "description").row(0)

@@ -1,9 +1,9 @@
-"""Parse Slurm accounting exports (``sacct --parsable2``) into ``raw_slurm_jobs`` rows.
+r"""Parse Slurm accounting exports (``sacct --parsable2``) into ``raw_slurm_jobs`` rows.
 
 Sites write their dumps in many shapes; every one that holds the fields the views need is read::
 
-    sacct --parsable2 --allusers --duplicates \\
-        --format=JobID,JobIDRaw,JobName,Partition,Account,User,AllocNodes,AllocTRES,NodeList,\\
+    sacct --parsable2 --allusers --duplicates \
+        --format=JobID,JobIDRaw,JobName,Partition,Account,User,AllocNodes,AllocTRES,NodeList,\
                  Submit,Start,End,Elapsed,State,ExitCode,Restarts
 
 is the reference form; what is required is a header line naming ``JobID``, ``State``, ``Start``,
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import re
-from datetime import datetime
+from typing import TYPE_CHECKING
 
 import hostlist
 import polars as pl
@@ -43,6 +43,9 @@ from pipelines.sources.common import (
     utc_now,
     with_reasons,
 )
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 REQUIRED: tuple[str, ...] = ("JobID", "State", "Start", "End", "NodeList")
 """Header names a dump must carry (any order, any delimiter)."""
@@ -107,13 +110,16 @@ _UID_MAX = 2**32 - 1
 
 
 def file_columns(source_file: str) -> dict[str, str | None]:
-    """No column comes from the file name: daily dumps with one header may be parsed joined
-    (:mod:`pipelines.sources.batch`), which saves the per-call set-up of a few hundred files."""
+    """Return the columns derived from the file name: none.
+
+    No column comes from the file name: daily dumps with one header may be parsed joined
+    (:mod:`pipelines.sources.batch`), which saves the per-call set-up of a few hundred files.
+    """
     return {}
 
 
 def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Parsed:
-    """Parse one sacct export (``--parsable2``, ``--parsable`` or any ``--delimiter``).
+    r"""Parse one sacct export (``--parsable2``, ``--parsable`` or any ``--delimiter``).
 
     Parameters
     ----------
@@ -154,14 +160,14 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
     --------
     >>> text = (
     ...     "JobID|JobIDRaw|JobName|Partition|Account|User|AllocNodes|AllocTRES|NodeList|Submit|"
-    ...     "Start|End|Elapsed|State|ExitCode|Restarts\\n"
+    ...     "Start|End|Elapsed|State|ExitCode|Restarts\n"
     ...     "7|7|train|gpu|ml|ana|2|cpu=8,gres/gpu=16|gpu[01-02]|2026-06-01T00:00:00|"
-    ...     "2026-06-01T00:01:00|2026-06-01T01:01:00|01:00:00|NODE_FAIL|0:0|0\\n"
+    ...     "2026-06-01T00:01:00|2026-06-01T01:01:00|01:00:00|NODE_FAIL|0:0|0\n"
     ... )
     >>> result = parse(text.encode(), source_file="sacct_20260601.txt")
     >>> result.rows.select("job_id", "n_gpus", "nodes", "state").row(0)
     ('7', 16, ['gpu01', 'gpu02'], 'NODE_FAIL')
-    >>> other = "JobID;State;NodeList;Start;End\\n8;TIMEOUT;gpu03;2026-06-01T00:00:00;2026-06-01T02:00:00\\n"
+    >>> other = "JobID;State;NodeList;Start;End\n8;TIMEOUT;gpu03;2026-06-01T00:00:00;2026-06-01T02:00:00\n"
     >>> parse(other.encode(), source_file="s.txt").rows.select("alloc_nodes", "elapsed_s").row(0)
     (1, 7200)
     """  # noqa: E501
@@ -279,7 +285,7 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
 
 
 def _header(data: bytes) -> tuple[str | None, set[str]]:
-    """The delimiter and the names of the first non-blank line (the header, if there is one).
+    """Return the delimiter and the names of the first non-blank line (the header, if there is one).
 
     The delimiter is the run of characters after the first name that cannot be part of a sacct
     field name (``|``, ``;``, a tab, ``::``...): ``|`` when the line holds a single name, None
@@ -328,18 +334,23 @@ def _timestamp(text: pl.Expr, *, zoned: bool = False) -> pl.Expr:
 
 
 def _field_check(column: str, failed: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
-    """A check on a field that may be empty (then it passes and its value is null)."""
+    """Return a check on a field that may be empty (then it passes and its value is null)."""
     text = pl.col(column)
     return (text != "") & failed, pl.format(f"malformed {column} '{{}}'", text)
 
 
 def _negative_or_null(column: str) -> pl.Expr:
-    """A value that did not convert (null: not a number, or too large) or came out negative."""
+    """Return where a value did not convert or came out negative.
+
+    Null: not a number, or too large.
+    """
     return pl.col(column).is_null() | (pl.col(column) < 0)
 
 
 def _gpu_count(tres: pl.Expr, *, typed: bool) -> pl.Expr:
-    """GPUs in a TRES string: the untyped ``gres/gpu=N``, else the sum of the typed
+    """Return the GPUs in a TRES string.
+
+    GPUs in a TRES string: the untyped ``gres/gpu=N``, else the sum of the typed
     ``gres/gpu:<type>=N`` entries (Slurm prints both for a typed request; they are the same GPUs),
     0 without any; null when a count is not a number.
 
@@ -405,7 +416,7 @@ def _with_nodes(frame: pl.DataFrame) -> pl.DataFrame:
 
 @functools.lru_cache(maxsize=1 << 16)
 def _expand(node_list: str) -> tuple[str, ...] | None:
-    """Expanded host names, or None when python-hostlist cannot read the list.
+    """Return expanded host names, or None when python-hostlist cannot read the list.
 
     Cached across files: daily exports of one cluster repeat the same host lists.
     """

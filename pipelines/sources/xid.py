@@ -263,8 +263,11 @@ def _is_journal_json(data: bytes) -> bool:
 
 
 def _message_key(head: bytes) -> bytes:
-    """``"MESSAGE"`` and the separator before its value as ``head`` writes them (journalctl's
-    ``"MESSAGE" : `` when the head shows none)."""
+    """Return ``"MESSAGE"`` and the separator before its value as ``head`` writes them.
+
+    ``"MESSAGE"`` and the separator before its value as ``head`` writes them (journalctl's
+    ``"MESSAGE" : `` when the head shows none).
+    """
     at = head.find(b'"MESSAGE"')
     if at == -1:
         return b'"MESSAGE" : '
@@ -327,8 +330,11 @@ def _journal_lines(
 
 
 def _checked(in_scope: pl.DataFrame, styles: list[str], now: datetime) -> pl.DataFrame:
-    """Parse and check the in-scope lines, assuming the prefixes are of ``styles``; each line
-    carries its file's ``_reference`` time (the syslog year) and ``_stem`` (host fallback)."""
+    """Parse and check the in-scope lines, assuming the prefixes are of ``styles``.
+
+    Parse and check the in-scope lines, assuming the prefixes are of ``styles``; each line
+    carries its file's ``_reference`` time (the syslog year) and ``_stem`` (host fallback).
+    """
     # One lazy plan, collected once; each step is a column the next steps read, so every string
     # is cut once (nested expressions would be recomputed per use). Long text is copied once, for
     # the message; everything else is cut from the short prefix and a short window after the
@@ -387,7 +393,7 @@ def _candidate_styles(in_scope: pl.DataFrame) -> list[str]:
 
 
 def _log_format(prefix: pl.Expr, styles: list[str]) -> pl.Expr:
-    """The style whose prefix regex matches (null for none)."""
+    """Return the style whose prefix regex matches (null for none)."""
     chain: pl.Expr = pl.lit(None, pl.String)
     for style in reversed(styles):
         chain = pl.when(prefix.str.contains(_PREFIXES[style])).then(pl.lit(style)).otherwise(chain)
@@ -457,7 +463,10 @@ def _naive_utc(text: pl.Expr, fmt: str) -> pl.Expr:
 
 
 def _syslog_ts(text: pl.Expr, reference: pl.Expr) -> pl.Expr:
-    """A year-less syslog time in the year that puts it at most one day after ``reference``."""
+    """Return a year-less syslog time in the year that puts it near ``reference``.
+
+    At most one day after ``reference``.
+    """
     latest = reference + pl.duration(days=1)
     day = text.str.slice(0, 6)  # "Jun  1"
     year = reference.dt.year()
