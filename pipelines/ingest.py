@@ -44,6 +44,7 @@ from pipelines.landing import (
     identity_options,
     landing_files,
 )
+from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S
 from pipelines.sources.common import REJECT_SCHEMA
 from pipelines.warehouse import lake
 
@@ -190,7 +191,7 @@ def ingest(
     db_path: Path,
     files: list[LandingFile],
     *,
-    lock_timeout_s: float = 60.0,
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
     batch_rows: int = 500_000,
     parser_options: dict[str, dict[str, Any]] | None = None,
     on_file: Callable[[warehouse.LoadCounts], None] | None = None,

@@ -33,6 +33,7 @@ from pipelines.project_inputs import (
 
 # re-exported: callers read it as ``pipelines.project.projection_fits``
 from pipelines.project_inputs import projection_fits as projection_fits
+from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S, DEFAULT_READ_LOCK_TIMEOUT_S
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -116,7 +117,9 @@ def run_projection(
             )
             raise ValueError(msg)
         _check_warehouse(db_path)
-        with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
+        with warehouse.connect(
+            db_path, read_only=True, lock_timeout_s=DEFAULT_READ_LOCK_TIMEOUT_S
+        ) as con:
             if fit_run is not None:
                 at_ages = knobs.get("fleet_age", "steady_state") != "steady_state"
                 run_id, rates = fit_rates(con, fit_run, at_ages=at_ages)
@@ -176,7 +179,7 @@ def _scenario_dict(scenario: Any) -> dict[str, Any]:
 
 def _store(db_path: Path, fit_run_id: str | None, result: dict[str, Any]) -> str:
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
-    with warehouse.connect(db_path, lock_timeout_s=60) as con:
+    with warehouse.connect(db_path, lock_timeout_s=DEFAULT_LOCK_TIMEOUT_S) as con:
         warehouse.apply_schema(con)
         con.execute(
             "insert into projections values ($id, $now, $fit, $scenario, $result)",
@@ -346,7 +349,9 @@ def run_sweep(
             msg = "from_fits, drain_model and fleet_age: inventory need a warehouse (--db)"
             raise ValueError(msg)
         _check_warehouse(db_path)
-        with warehouse.connect(db_path, read_only=True, lock_timeout_s=30) as con:
+        with warehouse.connect(
+            db_path, read_only=True, lock_timeout_s=DEFAULT_READ_LOCK_TIMEOUT_S
+        ) as con:
             if spec.from_fits is not None:
                 # one set of rates for the grid: at ages unless the base is the steady state
                 at_ages = spec.base.get("fleet_age", "steady_state") != "steady_state"

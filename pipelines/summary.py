@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pipelines.settings import DEFAULT_READ_LOCK_TIMEOUT_S
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -41,7 +43,9 @@ _QUARANTINE = (
 )
 
 
-def fleet_summary(db_path: Path, *, lock_timeout_s: float = 30) -> dict[str, list[dict[str, Any]]]:
+def fleet_summary(
+    db_path: Path, *, lock_timeout_s: float = DEFAULT_READ_LOCK_TIMEOUT_S
+) -> dict[str, list[dict[str, Any]]]:
     """Return the fleet summary of the warehouse at ``db_path``, one list of rows per table.
 
     Parameters

@@ -97,8 +97,9 @@ def set_window(db_path: Path, start: str | None, end: str | None) -> None:
 
         raise WarehouseMissingError(db_path)
     from pipelines import warehouse
+    from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S
 
-    with warehouse.connect(db_path, lock_timeout_s=30) as con:
+    with warehouse.connect(db_path, lock_timeout_s=DEFAULT_LOCK_TIMEOUT_S) as con:
         for name, value in bounds.items():
             warehouse.set_param(con, name, value)
 
@@ -115,12 +116,13 @@ def load_settings(**overrides: Any) -> Settings:
 
 
 def prefect_defaults() -> None:
-    """Keep Prefect local and quiet: no analytics, a project-local home, a patient server start."""
-    os.environ.setdefault("PREFECT_HOME", str(Path.cwd() / ".prefect"))
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("DO_NOT_TRACK", "1")
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+    """Keep Prefect local and quiet: no analytics, a project-local home, a patient server start.
+
+    The values are :data:`pipelines.settings.PREFECT_DEFAULTS`; the user's environment wins.
+    """
+    from pipelines.settings import apply_prefect_defaults
+
+    apply_prefect_defaults()
 
 
 def is_tracked(flag: bool) -> bool:

@@ -63,8 +63,12 @@ class _ReliaGroup(TyperGroup):
     """
 
     def invoke(self, ctx: Context) -> Any:
+        """Run the command; a wait for the warehouse's lock shows as a spinner on stderr."""
+        from pipelines.lock_wait import busy_spinner, reporting_waits
+
         try:
-            return super().invoke(ctx)
+            with busy_spinner(err) as on_wait, reporting_waits(on_wait):
+                return super().invoke(ctx)
         except Exception as error:
             code = _expected_exit_code(error)
             if code is None or _debug(ctx):

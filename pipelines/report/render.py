@@ -33,6 +33,7 @@ from pipelines.report.format import (
     fmt_time,
 )
 from pipelines.report.period import DEFAULT_TARGET_GPUS, MIN_AT_RISK, MIN_PLOT_FAILURES
+from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S
 
 if TYPE_CHECKING:
     import polars as pl
@@ -233,7 +234,7 @@ def build_report(
     week: str | None,
     reports_dir: Path,
     target_gpus: tuple[int, ...] = DEFAULT_TARGET_GPUS,
-    lock_timeout_s: float = 60.0,
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
 ) -> ReportResult:
     """Read the warehouse, render the report and write ``<reports_dir>/<ISO week>.html``.
 

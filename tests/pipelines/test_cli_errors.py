@@ -155,6 +155,42 @@ def test_cli_locked_warehouse_says_how_long_it_waited_and_who_holds_it(
         holder.communicate("", timeout=30)
 
 
+def test_cli_shows_a_spinner_while_it_waits_for_the_lock(
+    fleet: tuple, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a terminal, a command that waits for the warehouse's lock says so while it waits:
+    what it waits for, who holds it and for how long (``pipelines.lock_wait.busy_spinner``)."""
+    import io
+
+    from rich.console import Console
+
+    from pipelines.cli import root
+
+    db = tmp_path / "busy.duckdb"
+    shutil.copy(fleet[0], db)
+    hold = f"import duckdb, sys; con = duckdb.connect({str(db)!r}); print('locked', flush=True); "
+    hold += "sys.stdin.read()"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    screen = io.StringIO()
+    monkeypatch.setattr(root, "err", Console(file=screen, force_terminal=True, width=160))
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "locked"
+        result = runner.invoke(
+            app, ["summary", "--db", str(db)], env={"RELIA_LOCK_TIMEOUT_S": "2.5"}
+        )
+        assert result.exit_code == 1
+    finally:
+        holder.communicate("", timeout=30)
+    shown = screen.getvalue()
+    assert f"waiting for {db} (locked by PID {holder.pid}" in shown
+    assert "s of 2.5 s" in shown
+    assert "warehouse busy:" in shown
+    assert "waited 2.5 s" in shown
+
+
 @pytest.mark.parametrize("how", ["option", "env"])
 def test_cli_debug_shows_the_traceback(tmp_path: Path, how: str) -> None:
     args = ["whatif", str(tmp_path / "nope.yaml"), "--out", str(tmp_path / "o")]
