@@ -143,8 +143,10 @@ def _group(value: Any, *, where: str) -> tuple[float, float]:
             raise ValueError(msg)
     else:
         share, multiplier = value
-    pair = (_number(share, where=f"{where} (share)"),
-            _number(multiplier, where=f"{where} (rate_multiplier)"))  # fmt: skip
+    pair = (
+        _number(share, where=f"{where} (share)"),
+        _number(multiplier, where=f"{where} (rate_multiplier)"),
+    )
     if not (0 < pair[0] <= 1 and pair[1] > 0):
         msg = f"{where}: need 0 < share <= 1 and a positive rate_multiplier, got {pair}"
         raise ValueError(msg)
@@ -182,8 +184,12 @@ def fleet_age(value: Any, *, where: str = "fleet_age") -> Any:
             if not isinstance(item, (list, tuple)) or len(item) != 2:
                 msg = f"{where}: an age mix is age_h:share pairs, e.g. 0:0.5,8760:0.5"
                 raise ValueError(msg)
-            mix.append((_number(item[0], where=f"{where} (age_h)"),
-                        _number(item[1], where=f"{where} (share)")))  # fmt: skip
+            mix.append(
+                (
+                    _number(item[0], where=f"{where} (age_h)"),
+                    _number(item[1], where=f"{where} (share)"),
+                )
+            )
         try:
             return age_mix(mix)
         except ValueError as error:

@@ -245,8 +245,17 @@ def load_sweep(path: Path) -> SweepSpec:
     if not isinstance(raw, dict) or "grid" not in raw:
         msg = f"{path}: a sweep file needs a `grid:` mapping of knob -> list of values"
         raise ValueError(msg)
-    known = {"base", "grid", "baseline", "target_gpus", "from_fits", "drain_model", "samples",
-             "simulate", "seed"}  # fmt: skip
+    known = {
+        "base",
+        "grid",
+        "baseline",
+        "target_gpus",
+        "from_fits",
+        "drain_model",
+        "samples",
+        "simulate",
+        "seed",
+    }
     unknown = sorted(set(raw) - known)
     if unknown:
         msg = f"{path}: unknown key(s) {unknown}; a sweep file has {sorted(known)}"
@@ -286,10 +295,15 @@ def load_sweep(path: Path) -> SweepSpec:
             msg = f"{path}: `{key}:` must be a whole number, 0 or more, got {value!r}"
             raise ValueError(msg)
     return SweepSpec(
-        base=base, grid=grid, target_gpus=target,
-        from_fits=raw.get("from_fits"), drain_model=raw.get("drain_model"),
-        baseline=baseline, n_samples=n_samples, **counts,
-    )  # fmt: skip
+        base=base,
+        grid=grid,
+        target_gpus=target,
+        from_fits=raw.get("from_fits"),
+        drain_model=raw.get("drain_model"),
+        baseline=baseline,
+        n_samples=n_samples,
+        **counts,
+    )
 
 
 def drain_curve(con: Any, model: str = "latest") -> tuple[str, pl.DataFrame]:
@@ -473,8 +487,16 @@ def _drain_thresholds(
     plot = out_dir / "drain_gain_vs_threshold.png"
     fig.savefig(plot)
     plt.close(fig)
-    keep = ("threshold", "precision", "recall", "goodput", "goodput_no_drain", "goodput_gain",
-            "expected_drains", "expected_false_alarms")  # fmt: skip
+    keep = (
+        "threshold",
+        "precision",
+        "recall",
+        "goodput",
+        "goodput_no_drain",
+        "goodput_gain",
+        "expected_drains",
+        "expected_false_alarms",
+    )
     return {
         "model_id": model_id,
         "n_thresholds": table.height,
@@ -533,8 +555,13 @@ def plot_sweep(baseline: Any, spec: SweepSpec, out_dir: Path) -> tuple[list[Path
         for value in dict.fromkeys(lines["value"].to_list()):
             line = lines.filter(pl.col("value") == value).sort("n_gpus")
             is_base = bool(line["is_baseline"][0])
-            ax.plot(line["n_gpus"], line["goodput"], marker="o", lw=2.4 if is_base else 1.2,
-                    label=f"{knob} = {value}" + (" (baseline)" if is_base else ""))  # fmt: skip
+            ax.plot(
+                line["n_gpus"],
+                line["goodput"],
+                marker="o",
+                lw=2.4 if is_base else 1.2,
+                label=f"{knob} = {value}" + (" (baseline)" if is_base else ""),
+            )
         ax.axvline(spec.target_gpus, color="grey", ls=":", lw=1.0)
         ax.set_xscale("log")
         ax.set_xlabel(f"GPUs in the job (dotted: target {spec.target_gpus:,})")
@@ -543,8 +570,15 @@ def plot_sweep(baseline: Any, spec: SweepSpec, out_dir: Path) -> tuple[list[Path
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
         ax.set_title(f"goodput vs scale by {knob}", fontsize=11)
-        fig.text(0.5, 0.005, f"held at baseline: {held or 'nothing else swept'}", ha="center",
-                 va="bottom", fontsize=7, wrap=True)  # fmt: skip
+        fig.text(
+            0.5,
+            0.005,
+            f"held at baseline: {held or 'nothing else swept'}",
+            ha="center",
+            va="bottom",
+            fontsize=7,
+            wrap=True,
+        )
         fig.tight_layout(rect=(0, 0.04, 1, 1))
         path = out_dir / f"goodput_vs_scale_{knob}.png"
         fig.savefig(path)

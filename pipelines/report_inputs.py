@@ -353,9 +353,15 @@ def _knob_ranking(
         "uncertainty": ranking.uncertainty,
         "sweep": sweep_spec,
     }
-    frame = pl.DataFrame(rows, schema_overrides={"knob_name": pl.String, "gain_lo": pl.Float64,
-                                                 "gain_hi": pl.Float64,
-                                                 "within_uncertainty": pl.Boolean})  # fmt: skip
+    frame = pl.DataFrame(
+        rows,
+        schema_overrides={
+            "knob_name": pl.String,
+            "gain_lo": pl.Float64,
+            "gain_hi": pl.Float64,
+            "within_uncertainty": pl.Boolean,
+        },
+    )
     return frame.sort("gain", descending=True, maintain_order=True), baseline
 
 

@@ -201,9 +201,12 @@ class StreamRead:
         rewrite read again from byte 0 is another read); names lake parts.
         """
         return sha256_hex(
-            self.after.stream_id.encode(), b":", str(self.byte_offset).encode(), b":",
+            self.after.stream_id.encode(),
+            b":",
+            str(self.byte_offset).encode(),
+            b":",
             self.after.prefix_sha.encode(),
-        )  # fmt: skip
+        )
 
 
 class StreamIndex:
@@ -371,8 +374,9 @@ def _continues(state: StreamState, content: bytes | Partial) -> bool:
 
 def new_stream_id(source: str, content: bytes | Partial, path: str) -> str:
     """Return a new stream's id: its source, its first bytes and the path it was first met at."""
-    return sha256_hex(b"relia-stream\0", source.encode(), b"\0", content[:HEAD_BYTES], b"\0",
-                      path.encode())  # fmt: skip
+    return sha256_hex(
+        b"relia-stream\0", source.encode(), b"\0", content[:HEAD_BYTES], b"\0", path.encode()
+    )
 
 
 def plan_read(
@@ -470,8 +474,9 @@ def plan_read(
     )
 
 
-def unchanged_since(state: StreamState, *, file_size: int, file_mtime_ns: int, now_ns: int,
-                    quiet_s: float) -> bool:  # fmt: skip
+def unchanged_since(
+    state: StreamState, *, file_size: int, file_mtime_ns: int, now_ns: int, quiet_s: float
+) -> bool:
     """Return True when the file at the stream's path need not be read again.
 
     True when a file at the stream's path has the size and mtime of its last read and has no

@@ -98,9 +98,17 @@ def outcomes_by_source(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         key = (str(row["source"]), str(row["status"]))
         total = out.setdefault(
             key,
-            {"source": key[0], "files": 0, "read": 0, "loaded": 0, "quarantined": 0, "held": 0,
-             "ignored": 0, "status": key[1]},
-        )  # fmt: skip
+            {
+                "source": key[0],
+                "files": 0,
+                "read": 0,
+                "loaded": 0,
+                "quarantined": 0,
+                "held": 0,
+                "ignored": 0,
+                "status": key[1],
+            },
+        )
         total["files"] += 1
         for name in ("read", "loaded", "quarantined", "held", "ignored"):
             total[name] += int(row[name] or 0)

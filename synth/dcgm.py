@@ -46,34 +46,72 @@ MODEL = "NVIDIA H100 80GB HBM3"
 EXPORTED: tuple[tuple[str, str, str, str], ...] = (
     ("gpu_temp_c", "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
     ("power_w", "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
-    ("energy_mj", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
-     "Total energy consumption since boot (in mJ)."),
-    ("ecc_sbe_volatile", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter",
-     "Total number of single-bit volatile ECC errors."),
-    ("ecc_dbe_volatile", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter",
-     "Total number of double-bit volatile ECC errors."),
-    ("retired_sbe", "DCGM_FI_DEV_RETIRED_SBE", "counter",
-     "Total number of retired pages due to single-bit errors."),
-    ("retired_dbe", "DCGM_FI_DEV_RETIRED_DBE", "counter",
-     "Total number of retired pages due to double-bit errors."),
-    ("nvlink_crc_flit_errors", "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter",
-     "Total number of NVLink flow-control CRC errors."),
-    ("pcie_replays", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter",
-     "Total number of PCIe retries."),
+    (
+        "energy_mj",
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+        "counter",
+        "Total energy consumption since boot (in mJ).",
+    ),
+    (
+        "ecc_sbe_volatile",
+        "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+        "counter",
+        "Total number of single-bit volatile ECC errors.",
+    ),
+    (
+        "ecc_dbe_volatile",
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+        "counter",
+        "Total number of double-bit volatile ECC errors.",
+    ),
+    (
+        "retired_sbe",
+        "DCGM_FI_DEV_RETIRED_SBE",
+        "counter",
+        "Total number of retired pages due to single-bit errors.",
+    ),
+    (
+        "retired_dbe",
+        "DCGM_FI_DEV_RETIRED_DBE",
+        "counter",
+        "Total number of retired pages due to double-bit errors.",
+    ),
+    (
+        "nvlink_crc_flit_errors",
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+        "counter",
+        "Total number of NVLink flow-control CRC errors.",
+    ),
+    ("pcie_replays", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."),
     ("xid_last", "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
-)  # fmt: skip
+)
 #: Exported as well when precursors are planted (``SynthConfig.precursor_share`` set).
 REMAPS: tuple[str, str, str, str] = (
-    "remapped_rows_correctable", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
+    "remapped_rows_correctable",
+    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+    "counter",
     "Number of remapped rows for correctable errors.",
-)  # fmt: skip
+)
 COUNTERS = tuple(c for c, _, kind, _ in EXPORTED if kind == "counter")
-VOLATILE = ("energy_mj", "ecc_sbe_volatile", "ecc_dbe_volatile", "nvlink_crc_flit_errors",
-            "pcie_replays")  # fmt: skip
-DMON_TAGS = {"gpu_temp_c": "TMPTR", "power_w": "POWER", "energy_mj": "TOTEC",
-             "ecc_sbe_volatile": "ESVTL", "ecc_dbe_volatile": "EDVTL", "retired_sbe": "RPSBE",
-             "retired_dbe": "RPDBE", "nvlink_crc_flit_errors": "NFELT", "pcie_replays": "RPCTR",
-             "xid_last": "XIDER"}  # fmt: skip
+VOLATILE = (
+    "energy_mj",
+    "ecc_sbe_volatile",
+    "ecc_dbe_volatile",
+    "nvlink_crc_flit_errors",
+    "pcie_replays",
+)
+DMON_TAGS = {
+    "gpu_temp_c": "TMPTR",
+    "power_w": "POWER",
+    "energy_mj": "TOTEC",
+    "ecc_sbe_volatile": "ESVTL",
+    "ecc_dbe_volatile": "EDVTL",
+    "retired_sbe": "RPSBE",
+    "retired_dbe": "RPDBE",
+    "nvlink_crc_flit_errors": "NFELT",
+    "pcie_replays": "RPCTR",
+    "xid_last": "XIDER",
+}
 REBOOTS_PER_NODE_DAY = 0.05
 PRECURSOR_S = 12 * 3_600
 

@@ -183,21 +183,41 @@ def _job_logs(
                     node, t_rdzv, AGENT, "INFO", "[default] starting workers for entrypoint: python"
                 )
                 log(node, t_rdzv, AGENT, "INFO", "[default] Rendezvous'ing worker group", ms=1)
-                log(node, t_rdzv, RDZV, "INFO",
-                    f"The node '{desc}' attempts to join the next round of the rendezvous "
-                    f"'{rid}'.", ms=2)  # fmt: skip
-            log(node, a.start_s - 2, RDZV, "INFO",
+                log(
+                    node,
+                    t_rdzv,
+                    RDZV,
+                    "INFO",
+                    f"The node '{desc}' attempts to join the next round of the rendezvous '{rid}'.",
+                    ms=2,
+                )
+            log(
+                node,
+                a.start_s - 2,
+                RDZV,
+                "INFO",
                 f"The node '{desc}' has joined round {rnd} of the rendezvous '{rid}' as rank "
-                f"{rank} in a world of size {n}.")  # fmt: skip
-            log(node, a.start_s - 1, AGENT, "INFO",
-                "[default] Rendezvous complete for workers. Result:")  # fmt: skip
+                f"{rank} in a world of size {n}.",
+            )
+            log(
+                node,
+                a.start_s - 1,
+                AGENT,
+                "INFO",
+                "[default] Rendezvous complete for workers. Result:",
+            )
             if static:  # fields of the result block that are no rows
                 raw(node, a.start_s - 1, f"  group_rank={rank}")
                 raw(node, a.start_s - 1, f"  group_world_size={n}")
             if style == "torch_bracket":
                 log(node, a.start_s - 1, AGENT, "INFO", f"  restart_count={rnd}", scope=False)
-                log(node, a.start_s - 1, AGENT, "INFO",
-                    f"  global_world_sizes=[{', '.join([str(n * g)] * g)}]")  # fmt: skip
+                log(
+                    node,
+                    a.start_s - 1,
+                    AGENT,
+                    "INFO",
+                    f"  global_world_sizes=[{', '.join([str(n * g)] * g)}]",
+                )
             else:
                 raw(node, a.start_s - 1, f"  restart_count={rnd}")
                 raw(node, a.start_s - 1, f"  global_world_sizes=[{', '.join([str(n * g)] * g)}]")
@@ -236,21 +256,43 @@ def _end_round(
     if base == "COMPLETED":
         for rank, node in enumerate(a.nodes):
             t = end + (0 if rank == 0 else int(rng.integers(0, 3)))
-            log(node, t, AGENT, "INFO",
+            log(
+                node,
+                t,
+                AGENT,
+                "INFO",
                 "[default] worker group successfully finished. Waiting 300 seconds for other "
-                "agents to finish.")  # fmt: skip
-            log(node, t, AGENT, "INFO",
+                "agents to finish.",
+            )
+            log(
+                node,
+                t,
+                AGENT,
+                "INFO",
                 "Local worker group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for "
-                "other agents to finish", ms=1, scope=False)  # fmt: skip
+                "other agents to finish",
+                ms=1,
+                scope=False,
+            )
         return None, False
     if a.reason in ("cancel", "timeout"):
         for rank, node in enumerate(a.nodes):
             t = end + (0 if rank == 0 else int(rng.integers(0, 3)))
-            log(node, t, AGENT, "WARNING",
-                "Received Signals.SIGTERM death signal, shutting down workers")  # fmt: skip
-            log(node, t, MP, "WARNING",
+            log(
+                node,
+                t,
+                AGENT,
+                "WARNING",
+                "Received Signals.SIGTERM death signal, shutting down workers",
+            )
+            log(
+                node,
+                t,
+                MP,
+                "WARNING",
                 f"Sending process {int(rng.integers(1000, 4_000_000))} closing signal SIGTERM",
-                ms=5)  # fmt: skip
+                ms=5,
+            )
         return None, False
     lost = base == "NODE_FAIL"
     if a.reason == "hw" and a.fail_node in a.nodes:
@@ -269,27 +311,46 @@ def _end_round(
         pid = int(rng.integers(1000, 4_000_000))
         closing = int(rng.integers(1000, 4_000_000))
         log(node, t, MP, "WARNING", f"Sending process {closing} closing signal SIGTERM")
-        log(node, t, MP, "ERROR",
-            f"failed (exitcode: {exit_code}) local_rank: {local} (pid: {pid}) of binary: "
-            f"{BINARY}")  # fmt: skip
+        log(
+            node,
+            t,
+            MP,
+            "ERROR",
+            f"failed (exitcode: {exit_code}) local_rank: {local} (pid: {pid}) of binary: {BINARY}",
+        )
         if nxt is None:
             for text in _child_failed(fleet.names[node], t, local, exit_code, pid):
                 raw(node, t, text)
             continue
         left = MAX_RESTARTS - (a.number - 1)
-        log(node, t + 1, AGENT, "INFO",
+        log(
+            node,
+            t + 1,
+            AGENT,
+            "INFO",
             f"[default] Worker group FAILED. {left}/{MAX_RESTARTS} attempts left; will restart "
-            "worker group")  # fmt: skip
+            "worker group",
+        )
         log(node, t + 1, AGENT, "INFO", "[default] Stopping worker group", ms=3)
         if node in nxt.nodes:
             desc = f"{fleet.names[node]}_{pids[node]}_0"
             log(node, t + 2, AGENT, "INFO", "[default] Rendezvous'ing worker group")
-            log(node, t + 2, RDZV, "INFO",
-                f"The node '{desc}' attempts to join the next round of the rendezvous "
-                f"'{rid}'.", ms=4)  # fmt: skip
+            log(
+                node,
+                t + 2,
+                RDZV,
+                "INFO",
+                f"The node '{desc}' attempts to join the next round of the rendezvous '{rid}'.",
+                ms=4,
+            )
         else:
-            log(node, t + 3, AGENT, "WARNING",
-                "Received Signals.SIGTERM death signal, shutting down workers")  # fmt: skip
+            log(
+                node,
+                t + 3,
+                AGENT,
+                "WARNING",
+                "Received Signals.SIGTERM death signal, shutting down workers",
+            )
     return "FAILED", not lost and code > 0
 
 

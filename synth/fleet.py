@@ -33,9 +33,23 @@ ACTIONS = ("replace", "planned_replace", "reseat", "no_fault_found")
 STYLES = ("dmesg_t", "journal_iso", "syslog", "rfc3339", "dmesg_iso", "journal_json")
 #: PCI bus of each GPU slot: DGX H100 layout first, then more buses for larger nodes.
 PCI_BUSES = (
-    "18", "2a", "3a", "5d", "9a", "ab", "ba", "db",
-    "0c", "1d", "4b", "6e", "8a", "9c", "c1", "e4",
-)  # fmt: skip
+    "18",
+    "2a",
+    "3a",
+    "5d",
+    "9a",
+    "ab",
+    "ba",
+    "db",
+    "0c",
+    "1d",
+    "4b",
+    "6e",
+    "8a",
+    "9c",
+    "c1",
+    "e4",
+)
 
 
 @dataclass

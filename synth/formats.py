@@ -23,9 +23,23 @@ SACCT_HEADER = (
     "End|Elapsed|State|ExitCode|Restarts"
 )
 SITE_FORMAT = (
-    "State", "JobID", "Start", "End", "NodeList", "NNodes", "ReqTRES", "ElapsedRaw", "Submit",
-    "ExitCode", "JobIDRaw", "User", "Account", "JobName", "Partition", "Restarts",
-)  # fmt: skip
+    "State",
+    "JobID",
+    "Start",
+    "End",
+    "NodeList",
+    "NNodes",
+    "ReqTRES",
+    "ElapsedRaw",
+    "Submit",
+    "ExitCode",
+    "JobIDRaw",
+    "User",
+    "Account",
+    "JobName",
+    "Partition",
+    "Restarts",
+)
 """Every third daily dump is written the way many sites script it: ``sacct --parsable
 --delimiter=';' --format=<SITE_FORMAT>`` (another order, ``;``, a trailing delimiter, NNodes,
 ReqTRES and ElapsedRaw instead of AllocNodes, AllocTRES and Elapsed)."""
@@ -83,12 +97,11 @@ _STEP_STATES = {
     "COMPLETED": (("COMPLETED", "0:0"), ("COMPLETED", "0:0"), ("COMPLETED", "0:0")),
     "FAILED": (("FAILED", "1:0"), ("COMPLETED", "0:0"), ("FAILED", "1:0")),
     "NODE_FAIL": (("CANCELLED", "0:15"), ("CANCELLED", "0:15"), ("CANCELLED", "0:15")),
-    "OUT_OF_MEMORY": (("OUT_OF_MEMORY", "0:125"), ("COMPLETED", "0:0"),
-                      ("OUT_OF_MEMORY", "0:125")),
+    "OUT_OF_MEMORY": (("OUT_OF_MEMORY", "0:125"), ("COMPLETED", "0:0"), ("OUT_OF_MEMORY", "0:125")),
     "CANCELLED": (("CANCELLED", "0:15"), ("COMPLETED", "0:0"), ("CANCELLED", "0:15")),
     "TIMEOUT": (("CANCELLED", "0:15"), ("COMPLETED", "0:0"), ("CANCELLED", "0:15")),
     "RUNNING": (("RUNNING", "0:0"), ("RUNNING", "0:0"), ("RUNNING", "0:0")),
-}  # fmt: skip
+}
 
 
 def attempt_lines(config: SynthConfig, fleet: Fleet, jobs: Jobs, attempt: Attempt) -> list[str]:

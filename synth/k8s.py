@@ -298,11 +298,19 @@ def _pod_object(pod: _Pod, at: int) -> dict[str, Any]:
         status_state = {"running": {"startedAt": iso(pod.start)}}
         phase = "Running"
     conditions = [
-        {"lastProbeTime": None, "lastTransitionTime": iso(pod.start - 3), "status": "True",
-         "type": "PodScheduled"},
-        {"lastProbeTime": None, "lastTransitionTime": iso(pod.start), "status": str(not done),
-         "type": "Ready"},
-    ]  # fmt: skip
+        {
+            "lastProbeTime": None,
+            "lastTransitionTime": iso(pod.start - 3),
+            "status": "True",
+            "type": "PodScheduled",
+        },
+        {
+            "lastProbeTime": None,
+            "lastTransitionTime": iso(pod.start),
+            "status": str(not done),
+            "type": "Ready",
+        },
+    ]
     if done and pod.disruption:
         conditions.append(
             {
@@ -382,9 +390,13 @@ def _write_pod_dumps(config: SynthConfig, pods: list[_Pod], out: K8sOutput) -> N
     for d in range(1, config.days + 1):
         items = dumps[d]
         if config.hostile and d == 1:
-            broken = {"apiVersion": "v1", "kind": "Pod",
-                      "metadata": {"name": "debug-shell-7xq2p", "namespace": "default"},
-                      "spec": {"nodeName": "gpu0001"}, "status": {"phase": "Running"}}  # fmt: skip
+            broken = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "debug-shell-7xq2p", "namespace": "default"},
+                "spec": {"nodeName": "gpu0001"},
+                "status": {"phase": "Running"},
+            }
             items = [broken, *items]
             out.n_bad_pods += 1
         stamp = iso(w0 + d * DAY_S).replace("-", "").replace(":", "")
@@ -418,8 +430,13 @@ def _scheduled_event(rng: np.random.Generator, pod: _Pod) -> dict[str, Any]:
         "action": "Binding",
         "eventTime": micro,
         "firstTimestamp": None,
-        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": pod.name,
-                           "namespace": pod.namespace, "uid": pod.uid},
+        "involvedObject": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": pod.name,
+            "namespace": pod.namespace,
+            "uid": pod.uid,
+        },
         "lastTimestamp": None,
         "message": f"Successfully assigned {pod.namespace}/{pod.name} to {pod.node}",
         "reason": "Scheduled",
@@ -427,7 +444,7 @@ def _scheduled_event(rng: np.random.Generator, pod: _Pod) -> dict[str, Any]:
         "reportingInstance": "default-scheduler-ctrl0001",
         "source": {},
         "type": "Normal",
-    }  # fmt: skip
+    }
 
 
 def _started_event(rng: np.random.Generator, pod: _Pod) -> dict[str, Any]:
@@ -435,9 +452,14 @@ def _started_event(rng: np.random.Generator, pod: _Pod) -> dict[str, Any]:
         "count": 1,
         "eventTime": None,
         "firstTimestamp": iso(pod.start),
-        "involvedObject": {"apiVersion": "v1", "fieldPath": f"spec.containers{{{CONTAINER}}}",
-                           "kind": "Pod", "name": pod.name, "namespace": pod.namespace,
-                           "uid": pod.uid},
+        "involvedObject": {
+            "apiVersion": "v1",
+            "fieldPath": f"spec.containers{{{CONTAINER}}}",
+            "kind": "Pod",
+            "name": pod.name,
+            "namespace": pod.namespace,
+            "uid": pod.uid,
+        },
         "lastTimestamp": iso(pod.start),
         "message": f"Started container {CONTAINER}",
         "reason": "Started",
@@ -445,7 +467,7 @@ def _started_event(rng: np.random.Generator, pod: _Pod) -> dict[str, Any]:
         "reportingInstance": pod.node,
         "source": {"component": "kubelet", "host": pod.node},
         "type": "Normal",
-    }  # fmt: skip
+    }
 
 
 def _eviction_event(rng: np.random.Generator, pod: _Pod) -> dict[str, Any]:
@@ -454,8 +476,13 @@ def _eviction_event(rng: np.random.Generator, pod: _Pod) -> dict[str, Any]:
         "count": 1,
         "eventTime": None,
         "firstTimestamp": iso(at),
-        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": pod.name,
-                           "namespace": pod.namespace, "uid": pod.uid},
+        "involvedObject": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": pod.name,
+            "namespace": pod.namespace,
+            "uid": pod.uid,
+        },
         "lastTimestamp": iso(at),
         "message": f"Marking for deletion Pod {pod.namespace}/{pod.name}",
         "reason": "TaintManagerEviction",
@@ -463,7 +490,7 @@ def _eviction_event(rng: np.random.Generator, pod: _Pod) -> dict[str, Any]:
         "reportingInstance": "",
         "source": {"component": "taint-eviction-controller"},
         "type": "Normal",
-    }  # fmt: skip
+    }
 
 
 def _oom_event(rng: np.random.Generator, pod: _Pod) -> dict[str, Any]:

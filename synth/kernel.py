@@ -233,31 +233,57 @@ def _xid_text(bus: str, code: int, r: int) -> str:
 _NOISE: tuple[tuple[str, str | None, str], ...] = (
     ("info", None, "EXT4-fs (md0): mounted filesystem with ordered data mode. Quota mode: none."),
     ("info", None, "IPv6: ADDRCONF(NETDEV_CHANGE): ibp{bus}s0: link becomes ready"),
-    ("warn", None, "perf: interrupt took too long ({a} > 2500), lowering "
-                   "kernel.perf_event_max_sample_rate to 79750"),
-    ("info", None, "mlx5_core 0000:{bus}:00.0: mlx5_pcie_event:301:(pid {pid}): PCIe slot "
-                   "advertised sufficient power (75W)."),
-    ("notice", None, "audit: type=1400 audit({a}.{b:03d}:{c}): apparmor=\"STATUS\" "
-                     "operation=\"profile_replace\" name=\"nvidia_modprobe\" pid={pid}"),
+    (
+        "warn",
+        None,
+        "perf: interrupt took too long ({a} > 2500), lowering "
+        "kernel.perf_event_max_sample_rate to 79750",
+    ),
+    (
+        "info",
+        None,
+        "mlx5_core 0000:{bus}:00.0: mlx5_pcie_event:301:(pid {pid}): PCIe slot "
+        "advertised sufficient power (75W).",
+    ),
+    (
+        "notice",
+        None,
+        'audit: type=1400 audit({a}.{b:03d}:{c}): apparmor="STATUS" '
+        'operation="profile_replace" name="nvidia_modprobe" pid={pid}',
+    ),
     ("err", None, "nfs: server storage0{d} not responding, still trying"),
     ("info", None, "nfs: server storage0{d} OK"),
-    ("info", None, "NVRM: GPU at PCI:0000:{gbus}:00: GPU-{h1:08x}-{h4:04x}-{h5:04x}-{h6:04x}-"
-                   "{h7:04x}{h2:08x}"),
+    (
+        "info",
+        None,
+        "NVRM: GPU at PCI:0000:{gbus}:00: GPU-{h1:08x}-{h4:04x}-{h5:04x}-{h6:04x}-{h7:04x}{h2:08x}",
+    ),
     ("info", None, "NVRM: GPU Board Serial Number: 1650{h3:09d}"),
     ("info", None, "nvidia-nvlink: Nvlink Core is being initialized, major device number 508"),
-    ("info", None, "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 "
-                   "22:23:56 UTC 2024"),
-    ("warn", None, "python[{pid}]: segfault at 0 ip 00007f{h1:08x} sp 00007ffd{h2:08x} error 4 "
-                   "in libc.so.6[7f{h3:08x}+195000]"),
+    (
+        "info",
+        None,
+        "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024",
+    ),
+    (
+        "warn",
+        None,
+        "python[{pid}]: segfault at 0 ip 00007f{h1:08x} sp 00007ffd{h2:08x} error 4 "
+        "in libc.so.6[7f{h3:08x}+195000]",
+    ),
     ("info", None, "nvidia-fabricmanager: Successfully configured all the available NVSwitches"),
     ("info", "systemd[1]", "Started Session {a} of User root."),
-    ("info", "systemd-journald[{pid}]", "Data hash table of /var/log/journal/system.journal has "
-                                        "a fill level at 75.0 (8533 of 11377 items), suggesting "
-                                        "rotation."),
+    (
+        "info",
+        "systemd-journald[{pid}]",
+        "Data hash table of /var/log/journal/system.journal has "
+        "a fill level at 75.0 (8533 of 11377 items), suggesting "
+        "rotation.",
+    ),
     ("info", "slurmd[{pid}]", "launch task StepId={a}.0 request from UID:{b} GID:{b}"),
     ("info", "nv-hostengine[{pid}]", "DCGM health check passed for all GPUs"),
     ("info", "sshd[{pid}]", "Accepted publickey for root from 10.0.{d}.{c} port {a} ssh2"),
-)  # fmt: skip
+)
 
 
 class _Stamp:

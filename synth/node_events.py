@@ -82,9 +82,16 @@ def plan_node_events(
             node = a.nodes[int(rng.integers(0, len(a.nodes)))]
             start = a.end_s + int(rng.integers(5, 61))
             events.append(
-                NodeEvent(node, start, start + int(rng.integers(600, 3601)), "DRAIN",
-                          "Kill task failed", "root(0)", "unknown")
-            )  # fmt: skip
+                NodeEvent(
+                    node,
+                    start,
+                    start + int(rng.integers(600, 3601)),
+                    "DRAIN",
+                    "Kill task failed",
+                    "root(0)",
+                    "unknown",
+                )
+            )
     for unit, cls_idx, action, opened, closed in zip(
         fleet.ev_unit.tolist(),
         fleet.ev_class.tolist(),
@@ -99,10 +106,16 @@ def plan_node_events(
         ticket = f"RT{int(rng.integers(100_000, 999_999))}"
         if action == PLANNED:
             events.append(
-                NodeEvent(node, opened - DRAIN_LEAD_S, back, "DRAIN",
-                          f"{PLANNED_REASON}: replace {cls} ({ticket})", "root(0)",
-                          "maintenance")
-            )  # fmt: skip
+                NodeEvent(
+                    node,
+                    opened - DRAIN_LEAD_S,
+                    back,
+                    "DRAIN",
+                    f"{PLANNED_REASON}: replace {cls} ({ticket})",
+                    "root(0)",
+                    "maintenance",
+                )
+            )
             continue
         if action != REPLACE:
             continue
@@ -115,13 +128,15 @@ def plan_node_events(
         else:
             drained = start + int(rng.integers(600, 1801))
             events.append(
-                NodeEvent(node, start, drained, "DOWN*", "Not responding", "slurm(64030)",
-                          "unknown")
-            )  # fmt: skip
+                NodeEvent(
+                    node, start, drained, "DOWN*", "Not responding", "slurm(64030)", "unknown"
+                )
+            )
             events.append(
-                NodeEvent(node, drained, back, "DRAIN", f"{_NODE_REASONS[cls]} ({ticket})",
-                          "root(0)", cls)
-            )  # fmt: skip
+                NodeEvent(
+                    node, drained, back, "DRAIN", f"{_NODE_REASONS[cls]} ({ticket})", "root(0)", cls
+                )
+            )
     for unit, action, opened, closed in zip(
         minor.unit.tolist(),
         minor.action.tolist(),

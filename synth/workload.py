@@ -39,14 +39,40 @@ _KEY = 1 << 40  # node * _KEY + time: one sorted key array answers per-node time
 _NEVER = np.iinfo(np.int64).max
 
 USERS = (
-    "alice", "bob", "carol", "dmitri", "erin", "farah", "gwen", "hiro", "ines", "jonas",
-    "kemal", "lena", "mateo", "nadia", "omar", "priya", "quinn", "rosa", "sven", "tariq",
-)  # fmt: skip
+    "alice",
+    "bob",
+    "carol",
+    "dmitri",
+    "erin",
+    "farah",
+    "gwen",
+    "hiro",
+    "ines",
+    "jonas",
+    "kemal",
+    "lena",
+    "mateo",
+    "nadia",
+    "omar",
+    "priya",
+    "quinn",
+    "rosa",
+    "sven",
+    "tariq",
+)
 ACCOUNTS = ("llm-pretrain", "llm-sft", "vision", "rl", "eval", "infra")
 JOB_NAMES = (
-    "pretrain_7b", "pretrain_70b", "sft_chat", "eval_harness", "rlhf_ppo", "data_prep",
-    "nccl_tests", "vit_train", "diffusion_ft", "bench_mlperf",
-)  # fmt: skip
+    "pretrain_7b",
+    "pretrain_70b",
+    "sft_chat",
+    "eval_harness",
+    "rlhf_ppo",
+    "data_prep",
+    "nccl_tests",
+    "vit_train",
+    "diffusion_ft",
+    "bench_mlperf",
+)
 
 
 @dataclass

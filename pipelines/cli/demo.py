@@ -39,8 +39,10 @@ def demo(
     settings = load_settings(db_path=db, landing_dir=out)
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    synthesize(settings.landing_dir, SynthConfig(nodes=nodes, gpus_per_node=gpus_per_node,
-                                                days=days, seed=seed))  # fmt: skip
+    synthesize(
+        settings.landing_dir,
+        SynthConfig(nodes=nodes, gpus_per_node=gpus_per_node, days=days, seed=seed),
+    )
     timings["synth_s"] = time.perf_counter() - started
     prefect_defaults()
     from pipelines.flows.ingest_telemetry import ingest_telemetry
@@ -70,8 +72,14 @@ def demo(
     timings["report_s"] = report_result.seconds
     result = fleet_summary(settings.db_path)
     if as_json:
-        print_json({"timings": timings, "fit_run_id": fitted["run_id"],
-                     "report": str(report_result.path), **result})  # fmt: skip
+        print_json(
+            {
+                "timings": timings,
+                "fit_run_id": fitted["run_id"],
+                "report": str(report_result.path),
+                **result,
+            }
+        )
         return
     print_summary(settings.db_path, result)
     console.print(rows_table("MTBF by component class (AIC choice)", fit_rows(fitted["results"])))

@@ -223,9 +223,13 @@ def fit(
             from pipelines.flows.fit_reliability import fit_reliability
 
             outcome = fit_reliability(
-                db_path=settings.db_path, by=cohorts, lives=lives, dataset=dataset, alpha=alpha,
+                db_path=settings.db_path,
+                by=cohorts,
+                lives=lives,
+                dataset=dataset,
+                alpha=alpha,
                 weibayes_shape=shapes,
-            )  # fmt: skip
+            )
         else:
             from pipelines import fit as fit_mod
 
@@ -382,11 +386,18 @@ def trend(
     summary = {"nodes": result.n_nodes, "failures": result.n_failures}
     if result.crow_amsaa:
         ca = result.crow_amsaa
-        summary |= {"beta": ca.beta, "beta_lo": ca.beta_lo, "beta_hi": ca.beta_hi,
-                    "crow_amsaa": ca.verdict}  # fmt: skip
+        summary |= {
+            "beta": ca.beta,
+            "beta_lo": ca.beta_lo,
+            "beta_hi": ca.beta_hi,
+            "crow_amsaa": ca.verdict,
+        }
     if result.laplace:
-        summary |= {"laplace_U": result.laplace.statistic, "laplace_p": result.laplace.p_value,
-                    "laplace": result.laplace.verdict}  # fmt: skip
+        summary |= {
+            "laplace_U": result.laplace.statistic,
+            "laplace_p": result.laplace.p_value,
+            "laplace": result.laplace.verdict,
+        }
     console.print(rows_table("fleet trend (power-law NHPP and Laplace test)", [summary]))
     console.print(rows_table("nodes with the most improbable failure counts", nodes))
     if lemons:

@@ -161,16 +161,30 @@ def ingest(
             from pipelines.flows.ingest_telemetry import ingest_paths_flow
 
             counts = ingest_paths_flow(
-                paths=paths, source=source, mapping=mapping, db_path=settings.db_path,
-                lake_dir=settings.lake_dir, force=force, host=host, run=run,
+                paths=paths,
+                source=source,
+                mapping=mapping,
+                db_path=settings.db_path,
+                lake_dir=settings.lake_dir,
+                force=force,
+                host=host,
+                run=run,
                 time_from_mtime=time_from_mtime,
-            )  # fmt: skip
+            )
         else:
             counts = _run_ingest(
-                settings.db_path, paths, source, mapping=mapping, lake=settings.lake_dir,
-                quiet=shown is not OutputFormat.table, force=force, host=host, run=run,
-                time_from_mtime=time_from_mtime, hold_quiet_s=hold_quiet_s,
-            )  # fmt: skip
+                settings.db_path,
+                paths,
+                source,
+                mapping=mapping,
+                lake=settings.lake_dir,
+                quiet=shown is not OutputFormat.table,
+                force=force,
+                host=host,
+                run=run,
+                time_from_mtime=time_from_mtime,
+                hold_quiet_s=hold_quiet_s,
+            )
     except ValueError as error:
         err.print(error_text("error", "red", error))
         raise typer.Exit(2) from error

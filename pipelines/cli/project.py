@@ -32,13 +32,33 @@ from pipelines.cli.root import app
 __all__ = ["project", "whatif"]
 
 _PROJECTION_KEYS = (
-    "mtti_h", "mtti_h_lo", "mtti_h_hi", "expected_interruptions", "expected_interruptions_lo",
-    "expected_interruptions_hi", "young_interval_min", "daly_interval_min",
-    "checkpoint_interval_min", "ettr", "ettr_lo", "ettr_hi", "goodput", "goodput_lo", "goodput_hi",
-    "daly_wall_time_h", "lost_gpu_h_checkpoint", "lost_gpu_h_rework", "lost_gpu_h_restart",
-    "lost_gpu_h_spares_wait", "lost_gpu_h_drain", "expected_drains", "expected_false_alarms",
-    "mtti_unpredicted_h", "energy_lost_mwh", "goodput_error_bound",
-)  # fmt: skip
+    "mtti_h",
+    "mtti_h_lo",
+    "mtti_h_hi",
+    "expected_interruptions",
+    "expected_interruptions_lo",
+    "expected_interruptions_hi",
+    "young_interval_min",
+    "daly_interval_min",
+    "checkpoint_interval_min",
+    "ettr",
+    "ettr_lo",
+    "ettr_hi",
+    "goodput",
+    "goodput_lo",
+    "goodput_hi",
+    "daly_wall_time_h",
+    "lost_gpu_h_checkpoint",
+    "lost_gpu_h_rework",
+    "lost_gpu_h_restart",
+    "lost_gpu_h_spares_wait",
+    "lost_gpu_h_drain",
+    "expected_drains",
+    "expected_false_alarms",
+    "mtti_unpredicted_h",
+    "energy_lost_mwh",
+    "goodput_error_bound",
+)
 
 
 @app.command()
@@ -222,10 +242,11 @@ def project(
     if weibull_shape and len(weibull_shape) > 1 and any("=" not in w for w in weibull_shape):
         err.print(
             error_text(
-                "error", "red",
+                "error",
+                "red",
                 "give one fleet-wide --weibull-shape (0.7) or per-class ones (gpu=0.7), not both",
             )
-        )  # fmt: skip
+        )
         raise typer.Exit(2)
     settings = load_settings(db_path=db)
     if from_fits is not None or repair_from_fits is not None:
@@ -271,10 +292,13 @@ def project(
     bound = result["goodput_error_bound"]
     console.print(
         f"analytical goodput within ±{bound:.2g} of the event-level model"
-        + ("" if result["analytical_exact"] else
-           " (more than 1 % of goodput: check it with --simulate TRIALS)"),
+        + (
+            ""
+            if result["analytical_exact"]
+            else " (more than 1 % of goodput: check it with --simulate TRIALS)"
+        ),
         highlight=False,
-    )  # fmt: skip
+    )
     if "measured_repair" in result:
         repair = result["measured_repair"]
         console.print(
@@ -334,11 +358,12 @@ def _gain_row(gain: dict[str, Any]) -> dict[str, Any]:
         "goodput_baseline": gain["goodput_baseline"],
         "goodput_best": gain["goodput_best"],
         "gain": gain["gain"],
-        "gain 95 %": "-" if gain["gain_lo"] is None
+        "gain 95 %": "-"
+        if gain["gain_lo"] is None
         else f"{gain['gain_lo']:.4f} to {gain['gain_hi']:.4f}",
         "within_uncertainty": "-" if within is None else ("yes" if within else "no"),
         "useful GPU-h gained": gain["gain_useful_gpu_h"],
-    }  # fmt: skip
+    }
 
 
 @app.command()
@@ -383,9 +408,12 @@ def whatif(
     # a bad sweep file (ValueError) is one line, exit 2: see _ReliaGroup
     run = what_if if is_tracked(tracked) else what_if.fn
     result = run(
-        sweep_file=sweep_file, out_dir=out, db_path=settings.db_path, drain_model=drain_model,
+        sweep_file=sweep_file,
+        out_dir=out,
+        db_path=settings.db_path,
+        drain_model=drain_model,
         simulate=simulate,
-    )  # fmt: skip
+    )
     if shown is OutputFormat.json:
         print_json(result)
         return

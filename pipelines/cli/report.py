@@ -64,8 +64,10 @@ def report(
         if as_json:
             print_json({"path": path, "seconds": seconds, "headline": None, "artifact": artifact})
             return
-        console.print(f"report: [bold]{path}[/bold] ({seconds:.1f} s; tracked flow run, headline "
-                      f"in its Prefect artifact {artifact})")  # fmt: skip
+        console.print(
+            f"report: [bold]{path}[/bold] ({seconds:.1f} s; tracked flow run, headline "
+            f"in its Prefect artifact {artifact})"
+        )
         return
     from pipelines.report import build_report
     from pipelines.report_inputs import refresh_warehouse
@@ -82,8 +84,9 @@ def report(
         lock_timeout_s=settings.lock_timeout_s,
     )
     if as_json:
-        print_json({"path": str(result.path), "seconds": result.seconds,
-                     "headline": result.headline})  # fmt: skip
+        print_json(
+            {"path": str(result.path), "seconds": result.seconds, "headline": result.headline}
+        )
         return
     console.print(Markdown(result.markdown))
     console.print(f"report: [bold]{result.path}[/bold] ({result.seconds:.1f} s)")

@@ -80,12 +80,22 @@ def class_failures_figure(classes: pl.DataFrame, *, week: str, n_trailing: int) 
     fig = _figure(7.5, 0.32 * shown.height + 1.0)
     ax = fig.add_subplot()
     y = np.arange(shown.height)
-    ax.barh(y + 0.2, shown.get_column("failures_week"), height=0.4, color=COLORS["week"],
-            label=f"{week}")  # fmt: skip
+    ax.barh(
+        y + 0.2,
+        shown.get_column("failures_week"),
+        height=0.4,
+        color=COLORS["week"],
+        label=f"{week}",
+    )
     if n_trailing:
         label = f"mean of the {n_trailing} weeks before"
-        ax.barh(y - 0.2, shown.get_column("failures_trailing_mean"), height=0.4,
-                color=COLORS["trailing"], label=label)  # fmt: skip
+        ax.barh(
+            y - 0.2,
+            shown.get_column("failures_trailing_mean"),
+            height=0.4,
+            color=COLORS["trailing"],
+            label=label,
+        )
     ax.set_yticks(y, shown.get_column("component_class").to_list())
     ax.set_xlabel("failures per week")
     ax.legend(loc="lower right", frameon=False)
@@ -100,10 +110,13 @@ def weekly_figure(weekly: pl.DataFrame) -> Figure | None:
     fig = _figure(7.5, 2.6)
     ax = fig.add_subplot()
     colors = [
-        COLORS["week"] if r["is_report_week"] else COLORS["trailing"] if r["is_trailing"]
+        COLORS["week"]
+        if r["is_report_week"]
+        else COLORS["trailing"]
+        if r["is_trailing"]
         else COLORS["bar"]
         for r in weekly.iter_rows(named=True)
-    ]  # fmt: skip
+    ]
     x = list(range(weekly.height))
     bars = ax.bar(x, weekly.get_column("n_failures"), color=colors)
     for bar, full in zip(bars, weekly.get_column("full_week"), strict=True):
@@ -113,8 +126,9 @@ def weekly_figure(weekly: pl.DataFrame) -> Figure | None:
     labels = [w.split("-")[1] for w in weekly.get_column("week")]
     ax.set_xticks(x, labels, fontsize=8)
     ax.set_ylabel("failures")
-    ax.set_title("failures per ISO week (hatched: week cut by the window edge)", fontsize=9,
-                 loc="left")  # fmt: skip
+    ax.set_title(
+        "failures per ISO week (hatched: week cut by the window edge)", fontsize=9, loc="left"
+    )
     _style(ax)
     return fig
 
@@ -138,20 +152,39 @@ def survival_figure(curves: list[SurvivalCurve]) -> Figure | None:
             fitted = curve.fitted.filter(pl.col("segment") == index)
             days = km.get_column("timeline_h").to_numpy() / 24.0
             first = index == 0
-            ax.fill_between(days, km.get_column("lo").to_numpy(), km.get_column("hi").to_numpy(),
-                            step="post", color=COLORS["band"], alpha=0.5, linewidth=0,
-                            label="95 % band" if first else None)  # fmt: skip
-            ax.step(days, km.get_column("survival").to_numpy(), where="post",
-                    color=COLORS["line"], label="Kaplan-Meier" if first else None)  # fmt: skip
+            ax.fill_between(
+                days,
+                km.get_column("lo").to_numpy(),
+                km.get_column("hi").to_numpy(),
+                step="post",
+                color=COLORS["band"],
+                alpha=0.5,
+                linewidth=0,
+                label="95 % band" if first else None,
+            )
+            ax.step(
+                days,
+                km.get_column("survival").to_numpy(),
+                where="post",
+                color=COLORS["line"],
+                label="Kaplan-Meier" if first else None,
+            )
             fitted_survival = fitted.get_column("survival").to_numpy()
-            ax.plot(fitted.get_column("age_h").to_numpy() / 24.0, fitted_survival,
-                    color=COLORS["fit"], linestyle="--",
-                    label=f"fitted {curve.family}" if first else None)  # fmt: skip
+            ax.plot(
+                fitted.get_column("age_h").to_numpy() / 24.0,
+                fitted_survival,
+                color=COLORS["fit"],
+                linestyle="--",
+                label=f"fitted {curve.family}" if first else None,
+            )
             km_lowest = km.get_column("survival").min()
             assert isinstance(km_lowest, float)  # a Kaplan-Meier segment has survival rows
             lowest = min(lowest, km_lowest, float(np.nanmin(fitted_survival)))
-        ax.set_title(f"{curve.component_class}: {curve.n_failures} failures, "
-                     f"{curve.n_units:,} lives", fontsize=9, loc="left")  # fmt: skip
+        ax.set_title(
+            f"{curve.component_class}: {curve.n_failures} failures, {curve.n_units:,} lives",
+            fontsize=9,
+            loc="left",
+        )
         ax.set_xlabel("unit age (days)", fontsize=8)
         whole = len(curve.segments) == 1 and curve.segments[0][0] == 0.0
         ax.set_ylabel("survival" if whole else "survival from range start", fontsize=8)
@@ -179,11 +212,17 @@ def mcf_figure(mcf: pl.DataFrame, period: ReportPeriod) -> Figure | None:
     start = (period.week_start - period.window_start).total_seconds() / 86400.0
     end = (period.as_of - period.window_start).total_seconds() / 86400.0
     ax.axvspan(max(start, 0.0), end, color=COLORS["week"], alpha=0.12, label=period.week)
-    ax.fill_between(days, lo, hi, step="post", color=COLORS["band"], alpha=0.5, linewidth=0,
-                    label="95 % band")  # fmt: skip
+    ax.fill_between(
+        days, lo, hi, step="post", color=COLORS["band"], alpha=0.5, linewidth=0, label="95 % band"
+    )
     ax.step(days, values, where="post", color=COLORS["line"], label="mean cumulative function")
-    ax.plot([0.0, end], [0.0, values[-1] * end / days[-1] if days[-1] > 0 else 0.0],
-            color=COLORS["trailing"], linestyle=":", label="constant rate")  # fmt: skip
+    ax.plot(
+        [0.0, end],
+        [0.0, values[-1] * end / days[-1] if days[-1] > 0 else 0.0],
+        color=COLORS["trailing"],
+        linestyle=":",
+        label="constant rate",
+    )
     ax.set_xlabel(f"days since {period.window_start:%Y-%m-%d}")
     ax.set_ylabel("failures per node")
     ax.legend(fontsize=8, frameon=False, loc="upper left")
@@ -201,22 +240,39 @@ def goodput_figure(curve: pl.DataFrame) -> Figure | None:
     fig = _figure(7.5, 3.2)
     ax = fig.add_subplot()
     x = curve.get_column("n_gpus").to_numpy()
-    ax.fill_between(x, 100 * curve.get_column("goodput_lo").to_numpy(),
-                    100 * curve.get_column("goodput_hi").to_numpy(), color=COLORS["band"],
-                    alpha=0.5, linewidth=0, label="95 % interval (fit uncertainty)")  # fmt: skip
-    ax.plot(x, 100 * curve.get_column("goodput").to_numpy(), color=COLORS["line"], marker="o",
-            markersize=3, label="projected goodput")  # fmt: skip
+    ax.fill_between(
+        x,
+        100 * curve.get_column("goodput_lo").to_numpy(),
+        100 * curve.get_column("goodput_hi").to_numpy(),
+        color=COLORS["band"],
+        alpha=0.5,
+        linewidth=0,
+        label="95 % interval (fit uncertainty)",
+    )
+    ax.plot(
+        x,
+        100 * curve.get_column("goodput").to_numpy(),
+        color=COLORS["line"],
+        marker="o",
+        markersize=3,
+        label="projected goodput",
+    )
     for row in curve.filter(pl.col("is_target")).iter_rows(named=True):
         ax.plot(row["n_gpus"], 100 * row["goodput"], "o", color=COLORS["week"], markersize=7)
-        ax.annotate(f"{row['n_gpus']:,} GPUs: {100 * row['goodput']:.0f} %",
-                    (row["n_gpus"], 100 * row["goodput"]), textcoords="offset points",
-                    xytext=(6, 6), fontsize=8)  # fmt: skip
+        ax.annotate(
+            f"{row['n_gpus']:,} GPUs: {100 * row['goodput']:.0f} %",
+            (row["n_gpus"], 100 * row["goodput"]),
+            textcoords="offset points",
+            xytext=(6, 6),
+            fontsize=8,
+        )
     ax.set_xscale("log", base=2)
     targets = curve.filter(pl.col("is_target")).get_column("n_gpus").to_numpy()
     ticks = [
-        v for v in x
+        v
+        for v in x
         if v in targets or targets.size == 0 or np.min(np.abs(np.log2(targets / v))) >= 0.5
-    ]  # fmt: skip
+    ]
     ax.set_xticks(ticks, [f"{int(v):,}" for v in ticks], fontsize=7, rotation=30)
     ax.minorticks_off()
     ax.set_ylim(0, 100)
@@ -261,22 +317,44 @@ def probability_figure(item: ClassProbabilityPlots, paper: str) -> Figure | None
     ax = fig.add_subplot()
     age_d = line.get_column("age_h").to_numpy() / 24.0
     level = round(100 * (1 - plot.alpha))
-    ax.fill_between(age_d, line.get_column("y_lo").to_numpy(), line.get_column("y_hi").to_numpy(),
-                    color=COLORS["band"], alpha=0.5, linewidth=0,
-                    label=f"{level} % band")  # fmt: skip
+    ax.fill_between(
+        age_d,
+        line.get_column("y_lo").to_numpy(),
+        line.get_column("y_hi").to_numpy(),
+        color=COLORS["band"],
+        alpha=0.5,
+        linewidth=0,
+        label=f"{level} % band",
+    )
     ad = item.ad_statistics.get(plot.family, plot.ad_statistic)
-    ax.plot(age_d, line.get_column("y").to_numpy(), color=COLORS["fit"],
-            label=f"{plot.family} fit (AD {fmt_sig(ad)})")  # fmt: skip
+    ax.plot(
+        age_d,
+        line.get_column("y").to_numpy(),
+        color=COLORS["fit"],
+        label=f"{plot.family} fit (AD {fmt_sig(ad)})",
+    )
     few = points.get_column("at_risk").to_numpy() < MIN_AT_RISK
     point_d = points.get_column("age_h").to_numpy() / 24.0
     point_y = points.get_column("y").to_numpy()
     if not few.all():
-        ax.plot(point_d[~few], point_y[~few], "o", color=COLORS["line"], markersize=3,
-                label="product limit")  # fmt: skip
+        ax.plot(
+            point_d[~few],
+            point_y[~few],
+            "o",
+            color=COLORS["line"],
+            markersize=3,
+            label="product limit",
+        )
     if few.any():
-        ax.plot(point_d[few], point_y[few], "o", markerfacecolor="none", markersize=3.5,
-                color=COLORS["line"],
-                label=f"product limit, < {MIN_AT_RISK} at risk")  # fmt: skip
+        ax.plot(
+            point_d[few],
+            point_y[few],
+            "o",
+            markerfacecolor="none",
+            markersize=3.5,
+            color=COLORS["line"],
+            label=f"product limit, < {MIN_AT_RISK} at risk",
+        )
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     ax.set_xscale("log")
@@ -296,9 +374,12 @@ def probability_figure(item: ClassProbabilityPlots, paper: str) -> Figure | None
     ax.set_yticks(tick_y[inside], [f"{100 * t:g} %" for t in ticks[inside]])
     finite_ad = {f: v for f, v in item.ad_statistics.items() if math.isfinite(v)}
     best = min(finite_ad, key=finite_ad.__getitem__) if finite_ad else None
-    ax.set_title(f"{item.component_class}: {PAPER_LABELS[paper]}, {item.n_failures} failures\n"
-                 f"{_ad_text(finite_ad, best)} (* lowest)", fontsize=7.5,
-                 loc="left")  # fmt: skip
+    ax.set_title(
+        f"{item.component_class}: {PAPER_LABELS[paper]}, {item.n_failures} failures\n"
+        f"{_ad_text(finite_ad, best)} (* lowest)",
+        fontsize=7.5,
+        loc="left",
+    )
     ax.set_xlabel("unit age (days, log scale)", fontsize=8)
     ax.set_ylabel("failed by this age", fontsize=8)
     ax.tick_params(which="both", labelsize=7)

@@ -298,9 +298,14 @@ def prediction_summary(con: duckdb.DuckDBPyConnection, notes: Notes) -> dict[str
 
 
 _PREDICT_METRICS = (
-    "precision", "alarm_precision", "recall", "pr_auc", "lead_time_h", "alarms_per_day",
+    "precision",
+    "alarm_precision",
+    "recall",
+    "pr_auc",
+    "lead_time_h",
+    "alarms_per_day",
     "n_failures",
-)  # fmt: skip
+)
 
 
 def _evidence_text(evidence: str | None) -> str:

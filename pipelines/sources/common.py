@@ -204,9 +204,22 @@ def utc_now(now: datetime | None) -> datetime:
 
 
 GENERIC_LOG_NAMES = frozenset(
-    {"dmesg", "kern", "kernel", "syslog", "messages", "journal", "system", "all", "log", "current",
-     "daemon", "warn", "debug"}
-)  # fmt: skip
+    {
+        "dmesg",
+        "kern",
+        "kernel",
+        "syslog",
+        "messages",
+        "journal",
+        "system",
+        "all",
+        "log",
+        "current",
+        "daemon",
+        "warn",
+        "debug",
+    }
+)
 """File names (up to the first dot) that name a kind of log, not the host it came from."""
 
 

@@ -83,10 +83,19 @@ METRICS: dict[str, tuple[str, str | None]] = {
 """Column → (dcgm-exporter metric name, dcgmi dmon field tag)."""
 
 COUNTERS: tuple[str, ...] = (
-    "energy_mj", "ecc_sbe_volatile", "ecc_dbe_volatile", "ecc_sbe_aggregate", "ecc_dbe_aggregate",
-    "retired_sbe", "retired_dbe", "remapped_rows_correctable", "remapped_rows_uncorrectable",
-    "nvlink_crc_flit_errors", "nvlink_crc_data_errors", "pcie_replays",
-)  # fmt: skip
+    "energy_mj",
+    "ecc_sbe_volatile",
+    "ecc_dbe_volatile",
+    "ecc_sbe_aggregate",
+    "ecc_dbe_aggregate",
+    "retired_sbe",
+    "retired_dbe",
+    "remapped_rows_correctable",
+    "remapped_rows_uncorrectable",
+    "nvlink_crc_flit_errors",
+    "nvlink_crc_data_errors",
+    "pcie_replays",
+)
 """Cumulative columns (deltas, with resets, are taken in staging)."""
 
 SCHEMA: dict[str, pl.DataType] = {

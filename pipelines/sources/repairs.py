@@ -29,9 +29,17 @@ if TYPE_CHECKING:
     from datetime import datetime
 
 COLUMNS: tuple[str, ...] = (
-    "ticket_id", "node", "component_class", "slot", "serial_out", "serial_in", "opened", "closed",
-    "action", "description",
-)  # fmt: skip
+    "ticket_id",
+    "node",
+    "component_class",
+    "slot",
+    "serial_out",
+    "serial_in",
+    "opened",
+    "closed",
+    "action",
+    "description",
+)
 """Header names the file must carry (any order; further columns are skipped)."""
 
 ACTIONS: tuple[str, ...] = ("replace", "planned_replace", "reseat", "no_fault_found")
@@ -39,10 +47,29 @@ ACTIONS: tuple[str, ...] = ("replace", "planned_replace", "reseat", "no_fault_fo
 no life (data contract §1)."""
 
 COMPONENT_CLASSES: tuple[str, ...] = (
-    "gpu", "gpu_memory", "gpu_sram", "gsp", "nvlink", "pcie", "nic", "network", "host_cpu",
-    "host_memory", "storage", "power", "cooling", "chassis", "driver", "nccl", "application",
-    "maintenance", "software", "human_error", "facilities", "unknown",
-)  # fmt: skip
+    "gpu",
+    "gpu_memory",
+    "gpu_sram",
+    "gsp",
+    "nvlink",
+    "pcie",
+    "nic",
+    "network",
+    "host_cpu",
+    "host_memory",
+    "storage",
+    "power",
+    "cooling",
+    "chassis",
+    "driver",
+    "nccl",
+    "application",
+    "maintenance",
+    "software",
+    "human_error",
+    "facilities",
+    "unknown",
+)
 """The component taxonomy (DESIGN.md §3); ``sql/seeds/dim_component_class.csv`` lists the same.
 Ticket classes are checked against the seed at validation, not here."""
 

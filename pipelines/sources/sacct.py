@@ -50,23 +50,62 @@ if TYPE_CHECKING:
 REQUIRED: tuple[str, ...] = ("JobID", "State", "Start", "End", "NodeList")
 """Header names a dump must carry (any order, any delimiter)."""
 OPTIONAL: tuple[str, ...] = (
-    "JobIDRaw", "Cluster", "JobName", "Partition", "Account", "User", "AllocNodes", "NNodes",
-    "AllocTRES", "ReqTRES", "Submit", "Elapsed", "ElapsedRaw", "ExitCode", "Restarts",
-)  # fmt: skip
+    "JobIDRaw",
+    "Cluster",
+    "JobName",
+    "Partition",
+    "Account",
+    "User",
+    "AllocNodes",
+    "NNodes",
+    "AllocTRES",
+    "ReqTRES",
+    "Submit",
+    "Elapsed",
+    "ElapsedRaw",
+    "ExitCode",
+    "Restarts",
+)
 """Header names read when present; a column the dump lacks is null (or derived, see parse)."""
 COLUMNS: tuple[str, ...] = (
-    "JobID", "JobIDRaw", "JobName", "Partition", "Account", "User", "AllocNodes", "AllocTRES",
-    "NodeList", "Submit", "Start", "End", "Elapsed", "State", "ExitCode", "Restarts",
-)  # fmt: skip
+    "JobID",
+    "JobIDRaw",
+    "JobName",
+    "Partition",
+    "Account",
+    "User",
+    "AllocNodes",
+    "AllocTRES",
+    "NodeList",
+    "Submit",
+    "Start",
+    "End",
+    "Elapsed",
+    "State",
+    "ExitCode",
+    "Restarts",
+)
 """The reference ``--format`` (what the synthetic fleet writes)."""
 
 STATES: frozenset[str] = frozenset(
     {
-        "BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",
-        "PENDING", "PREEMPTED", "REQUEUED", "RESIZING", "REVOKED", "RUNNING", "SUSPENDED",
+        "BOOT_FAIL",
+        "CANCELLED",
+        "COMPLETED",
+        "DEADLINE",
+        "FAILED",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PENDING",
+        "PREEMPTED",
+        "REQUEUED",
+        "RESIZING",
+        "REVOKED",
+        "RUNNING",
+        "SUSPENDED",
         "TIMEOUT",
     }
-)  # fmt: skip
+)
 """Base state words ``sacct`` prints for jobs and steps (``JOB_STATE_CODES`` in sacct(1))."""
 
 SCHEMA: dict[str, pl.DataType] = {

@@ -198,10 +198,13 @@ def parse_many(
     in_scope = pl.DataFrame(
         {"line_no": line_nos, "line": lines, "utf8_ok": ok, "_file": per_line, "_raw": raws},
         schema={
-            "line_no": pl.Int64, "line": pl.String, "utf8_ok": pl.Boolean, "_file": pl.Int32,
+            "line_no": pl.Int64,
+            "line": pl.String,
+            "utf8_ok": pl.Boolean,
+            "_file": pl.Int32,
             "_raw": pl.String,
         },
-    )  # fmt: skip
+    )
     per_file = pl.DataFrame(
         {
             "_file": range(len(parsed)),
@@ -226,12 +229,16 @@ def parse_many(
         checked = _checked(in_scope, styles + more, now_utc)
     journal = pl.col("_raw").is_not_null()
     checked = checked.with_columns(
-        pl.when(journal).then(pl.lit("journal_json")).otherwise(pl.col("log_format"))
+        pl.when(journal)
+        .then(pl.lit("journal_json"))
+        .otherwise(pl.col("log_format"))
         .alias("log_format"),
-        pl.when(journal & (pl.col("host") == _NO_HOST)).then(pl.col("_stem"))
-        .otherwise(pl.col("host")).alias("host"),
+        pl.when(journal & (pl.col("host") == _NO_HOST))
+        .then(pl.col("_stem"))
+        .otherwise(pl.col("host"))
+        .alias("host"),
         pl.coalesce(pl.col("_raw"), pl.col("line")).alias("line"),
-    )  # fmt: skip
+    )
     if checked.filter(pl.col("reason").is_null()).select(pl.col("host").is_null().any()).item():
         checked = checked.with_columns(
             pl.when(pl.col("reason").is_null() & pl.col("host").is_null())
@@ -241,9 +248,11 @@ def parse_many(
         )
     # rows and rejects of all files at once, then cut per file (splitting is cheap, a plan is not)
     split = parsed_from(
-        checked, schema=SCHEMA | {"_file": pl.Int32()}, source_file=pl.col("_source_file"),
+        checked,
+        schema=SCHEMA | {"_file": pl.Int32()},
+        source_file=pl.col("_source_file"),
         n_ignored=0,
-    )  # fmt: skip
+    )
     reject_files = checked.filter(pl.col("reason").is_not_null())["_file"]
     row_parts = split.rows.partition_by("_file", as_dict=True, include_key=False)
     reject_parts = split.rejects.with_columns(reject_files).partition_by(
@@ -503,11 +512,15 @@ def _with_xid_fields(frame: pl.LazyFrame) -> pl.LazyFrame:
     has_name = maybe_name.str.starts_with("name=")
     name = maybe_name.str.slice(5)
     message_at = (
-        pl.col("at") + len(MARKER) + pci_end + 3
-        + code_text.str.len_chars() + 2
+        pl.col("at")
+        + len(MARKER)
+        + pci_end
+        + 3
+        + code_text.str.len_chars()
+        + 2
         + pl.when(has_pid).then(token("field_1").str.len_chars() + 2).otherwise(0)
         + pl.when(has_name).then(maybe_name.str.len_chars() + 2).otherwise(0)
-    )  # fmt: skip
+    )
     pci = pl.col("pci_text").str.strip_prefix("PCI:")
     pci = pl.when(pci.str.slice(-2, 1) == ".").then(pci.str.head(-2)).otherwise(pci)
     return frame.with_columns(
