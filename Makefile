@@ -40,8 +40,13 @@ test: install browser
 test-fast: install
 	$(BIN)/python -m pytest -m "not slow"
 
+# what CI runs before the tests (.ci/run): lint, format, types, spelling, SQL style
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/codespell pipelines models synth sql tests bench README.md docs
+	$(BIN)/sqlfluff lint sql
 
 bench: install
 	$(BIN)/python -m bench
