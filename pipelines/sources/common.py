@@ -22,6 +22,34 @@ if TYPE_CHECKING:
 
 UTC_TS = pl.Datetime("us", "UTC")
 
+COMPONENT_CLASSES: tuple[str, ...] = (
+    "gpu",
+    "gpu_memory",
+    "gpu_sram",
+    "gsp",
+    "nvlink",
+    "pcie",
+    "nic",
+    "network",
+    "host_cpu",
+    "host_memory",
+    "storage",
+    "power",
+    "cooling",
+    "chassis",
+    "driver",
+    "nccl",
+    "application",
+    "maintenance",
+    "software",
+    "human_error",
+    "facilities",
+    "unknown",
+)
+"""The component taxonomy (DESIGN.md §3); ``sql/seeds/dim_component_class.csv`` lists the same
+(tests/pipelines/sources/test_seeds.py). Repair tickets' classes are checked against the seed at
+validation; fault-log mappings name a class of this list."""
+
 REJECT_SCHEMA: dict[str, pl.DataType] = {
     "source_file": pl.String(),
     "line_no": pl.Int64(),

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from pipelines.sources.common import (
+    COMPONENT_CLASSES,
     UTC_TS,
     Parsed,
     empty_file_reject,
@@ -68,7 +69,6 @@ from pipelines.sources.common import (
 from pipelines.sources.fault_log_mapping import MappingError, load_mapping, mapping_from_dict
 from pipelines.sources.fault_log_records import LINE, PRE, RAW, read_records
 from pipelines.sources.fault_log_spec import (
-    COMPONENT_CLASSES,
     TIME_UNITS_S,
     ClassRule,
     EventSpec,

@@ -17,9 +17,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import polars as pl
 import yaml
 
-from pipelines.sources.common import EARLIEST
+from pipelines.sources.common import COMPONENT_CLASSES, EARLIEST
 from pipelines.sources.fault_log_spec import (
-    COMPONENT_CLASSES,
     TIME_UNITS_S,
     ClassRule,
     EventSpec,

@@ -19,31 +19,6 @@ from pipelines.sources.common import EARLIEST, UTC_TS
 if TYPE_CHECKING:
     from datetime import datetime
 
-COMPONENT_CLASSES: tuple[str, ...] = (
-    "gpu",
-    "gpu_memory",
-    "gpu_sram",
-    "gsp",
-    "nvlink",
-    "pcie",
-    "nic",
-    "network",
-    "host_cpu",
-    "host_memory",
-    "storage",
-    "power",
-    "cooling",
-    "chassis",
-    "driver",
-    "nccl",
-    "application",
-    "maintenance",
-    "software",
-    "human_error",
-    "facilities",
-    "unknown",
-)
-
 TIME_UNITS_S: dict[str, float] = {"days": 86400.0, "hours": 3600.0, "minutes": 60.0, "seconds": 1.0}
 
 _ISO_ZONED = ("%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%.f%#z")

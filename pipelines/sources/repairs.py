@@ -46,33 +46,6 @@ ACTIONS: tuple[str, ...] = ("replace", "planned_replace", "reseat", "no_fault_fo
 """``replace`` ends a unit's life as failed, ``planned_replace`` ends it censored, the others end
 no life (data contract §1)."""
 
-COMPONENT_CLASSES: tuple[str, ...] = (
-    "gpu",
-    "gpu_memory",
-    "gpu_sram",
-    "gsp",
-    "nvlink",
-    "pcie",
-    "nic",
-    "network",
-    "host_cpu",
-    "host_memory",
-    "storage",
-    "power",
-    "cooling",
-    "chassis",
-    "driver",
-    "nccl",
-    "application",
-    "maintenance",
-    "software",
-    "human_error",
-    "facilities",
-    "unknown",
-)
-"""The component taxonomy (DESIGN.md §3); ``sql/seeds/dim_component_class.csv`` lists the same.
-Ticket classes are checked against the seed at validation, not here."""
-
 SCHEMA: dict[str, pl.DataType] = {
     "source_file": pl.String(),
     "line_no": pl.Int64(),
