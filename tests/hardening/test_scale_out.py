@@ -216,7 +216,8 @@ def test_without_the_dask_extra_an_address_is_a_one_line_error(
 
     from pipelines.errors import ReliaError
 
-    monkeypatch.setitem(sys.modules, "prefect_dask", None)  # import prefect_dask -> ImportError
+    for name in ("prefect_dask", "prefect_dask.task_runners"):  # importing them -> ImportError
+        monkeypatch.setitem(sys.modules, name, None)
     assert isinstance(dask_runner.task_runner(None), ThreadPoolTaskRunner)
     with pytest.raises(ReliaError, match=r"needs the dask extra: pip install -e '\.\[dask\]'"):
         dask_runner.task_runner("local:2")
