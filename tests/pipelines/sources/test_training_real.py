@@ -54,6 +54,39 @@ def test_training_real_megatron_iterations_without_date_prefix() -> None:
     assert set(rows["source_file"]) == {"/landing/training/megatron_llm_11_iterations.log"}
 
 
+def test_training_real_megatron_skipped_iterations_print_no_loss() -> None:
+    # NVIDIA/Megatron-LM#602: iterations 1-4 of 2753818 skipped by the loss scaler (no lm loss),
+    # a "[Rank 0] (after 1 iterations) memory (MB)" line after the first
+    result = _sample("megatron_lm_602_skipped_iterations.log")
+    assert result.rejects.height == 0
+    assert result.n_ignored == 1
+    rows = result.rows
+    assert rows["line_no"].to_list() == [1, 3, 4, 5]
+    assert rows["step"].to_list() == [1, 2, 3, 4]
+    # elapsed time per iteration (ms): 5801.1, 1152.3, 1118.1, 1119.8
+    assert rows["step_time_s"].to_list() == pytest.approx([5.8011, 1.1523, 1.1181, 1.1198])
+    assert rows["loss"].to_list() == [None, None, None, None]
+
+
+def test_training_real_megatron_date_prefix() -> None:
+    # NVIDIA/Megatron-LM#1570 (mcore 0.12): the user's "# mcore-0.12 full 10 steps" note, then
+    # iterations 1-3 of 10 with the [date] prefix
+    result = _sample("megatron_lm_1570_date_prefix.log")
+    assert result.rejects.height == 0
+    assert result.n_ignored == 1
+    rows = result.rows
+    assert rows["line_no"].to_list() == [2, 3, 4]
+    assert rows["step"].to_list() == [1, 2, 3]
+    assert rows["ts"].to_list() == [
+        _ts("2025-05-09 06:11:17"),
+        _ts("2025-05-09 06:11:20"),
+        _ts("2025-05-09 06:11:23"),
+    ]
+    assert rows["step_time_s"].to_list() == pytest.approx([21.8479, 3.2866, 3.1824])
+    # lm loss: 1.186396E+01, 1.186432E+01, 8.431922E+00 (not load_balancing_loss)
+    assert rows["loss"].to_list() == pytest.approx([11.86396, 11.86432, 8.431922])
+
+
 def test_training_real_megatron_checkpoint_load_among_dlrover_lines() -> None:
     # intelligent-machine-learning/dlrover#977: two dlrover saver lines, Megatron's
     # "loading checkpoint from /nas/megatron_gpt/ at iteration 100" (line 3), then four
