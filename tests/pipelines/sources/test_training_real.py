@@ -147,6 +147,30 @@ def test_training_real_hf_trainer_json_lines_with_step() -> None:
     assert result.rows["loss"].to_list() == [7.152712148666382, 6.928811420440674]
 
 
+def test_training_real_hf_trainer_dicts_without_step() -> None:
+    # Time-MoE/Time-MoE#71: a tqdm bar line, then nine log dicts padded with spaces by tqdm;
+    # they print no step (grad_norm nan in two)
+    result = _sample("time_moe_71_trainer_dict.log")
+    assert result.rejects.height == 0
+    assert result.n_ignored == 1
+    rows = result.rows
+    assert rows["line_no"].to_list() == [2, 3, 4, 5, 6, 7, 8, 9, 10]
+    assert set(rows["framework"]) == {"hf_trainer"}
+    assert set(rows["event"]) == {"step"}
+    assert rows["step"].null_count() == 9
+    assert rows["loss"].to_list() == [
+        0.1474,
+        0.1549,
+        0.1864,
+        0.1819,
+        0.1558,
+        0.1568,
+        0.1471,
+        0.1558,
+        0.173,
+    ]
+
+
 def test_training_megatron_date_prefix_and_checkpoint_lines() -> None:
     result = _text(
         """
