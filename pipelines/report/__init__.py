@@ -3,16 +3,13 @@
 Modules: :mod:`~pipelines.report.period` (the week, constants, shared helpers),
 :mod:`~pipelines.report.containers` (:class:`ReportData` and its parts),
 :mod:`~pipelines.report.data` (reads ``rpt_*``/``fct_*``/``dim_*`` views and model-output tables),
-:mod:`~pipelines.report.curves`, :mod:`~pipelines.report.nodes`,
-:mod:`~pipelines.report.goodput` (the sections' numbers), :mod:`~pipelines.report.format`,
+:mod:`~pipelines.report.curves`, :mod:`~pipelines.report.nodes`, :mod:`~pipelines.report.format`,
 :mod:`~pipelines.report.figures` and :mod:`~pipelines.report.render` (HTML, markdown and
 :func:`build_report`). The inputs the report reads (its fit run and goodput projection) are
-made by :func:`refresh_inputs` (:mod:`pipelines.report_inputs`), the fit and project stages.
+made by :func:`pipelines.report_inputs.refresh_inputs`, the fit and project stages.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from pipelines.report.containers import (
     SECTIONS,
@@ -45,11 +42,6 @@ from pipelines.report.period import (
 )
 from pipelines.report.render import ReportResult, build_report, render_html, render_markdown
 
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    import duckdb
-
 __all__ = [
     "DEFAULT_TARGET_GPUS",
     "MIN_AT_RISK",
@@ -71,7 +63,6 @@ __all__ = [
     "probability_plots",
     "read_report_data",
     "read_window",
-    "refresh_inputs",
     "render_html",
     "render_markdown",
     "report_figures",
@@ -80,24 +71,3 @@ __all__ = [
     "write_fit_plots",
     "write_probability_plots",
 ]
-
-
-def refresh_inputs(
-    con: duckdb.DuckDBPyConnection,
-    *,
-    week: str | None = None,
-    target_gpus: Sequence[int] = DEFAULT_TARGET_GPUS,
-) -> dict[str, str | None]:
-    """Run the fit and project stages the report reads, on a writable connection.
-
-    See :func:`pipelines.report_inputs.refresh_inputs` (imported on call: that module imports
-    this package's submodules).
-
-    Returns
-    -------
-    dict
-        ``fit_run_id`` and ``projection_run_id``.
-    """
-    from pipelines.report_inputs import refresh_inputs as refresh
-
-    return refresh(con, week=week, target_gpus=target_gpus)

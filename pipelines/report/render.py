@@ -239,11 +239,11 @@ def build_report(
     """Read the warehouse, render the report and write ``<reports_dir>/<ISO week>.html``.
 
     The report reads the fit run and goodput projection that the fit and project stages stored
-    (:func:`pipelines.report.refresh_inputs`, run first by the ``weekly-report`` flow; callers
-    with a writable warehouse should run it before this). The warehouse is opened read-only, so
-    when those inputs are missing (no stored fit run matching the lives, or no projection for
-    this fit run, week and targets) the report computes them in memory, says so in its
-    assumptions ("Fits: computed for this report ..."), and stores nothing.
+    (:func:`pipelines.report_inputs.refresh_inputs`, run first by the ``weekly-report`` flow;
+    callers with a writable warehouse should run it before this). The warehouse is opened
+    read-only, so when those inputs are missing (no stored fit run matching the lives, or no
+    projection for this fit run, week and targets) the report computes them in memory, says so in
+    its assumptions ("Fits: computed for this report ..."), and stores nothing.
 
     Parameters
     ----------

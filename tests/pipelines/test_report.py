@@ -263,8 +263,8 @@ def test_report_reads_the_projection_the_project_stage_stored(
     from polars.testing import assert_frame_equal
 
     from pipelines import warehouse
-    from pipelines.report import read_report_data, refresh_inputs
-    from pipelines.report_inputs import fit_for_report, project_for_report
+    from pipelines.report import read_report_data
+    from pipelines.report_inputs import fit_for_report, project_for_report, refresh_inputs
 
     db = tmp_path / "refreshed.duckdb"
     shutil.copy(markup_db, db)
