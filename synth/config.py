@@ -325,9 +325,29 @@ class SynthConfig:
         row-remap, NVLink CRC, PCIe replay or temperature burst of 1-4 h, or a warning Xid
         burst) at lower intensity, so that a warning alone does not announce a failure.
 
+    training_logs
+        Write a training log (``training/slurm-<JobID>.out``, :mod:`synth.training`) for every
+        Slurm job named like a training run and add ``job_goodput`` to the ground truth.
+        Default off.
+    training_step_s, training_log_interval_steps, training_checkpoint_interval_steps
+        Per-job ``(low, high)`` ranges (uniform) of the step time (seconds; whole seconds for
+        Megatron jobs, whose lines carry second-precision times), the steps between progress
+        lines and the steps between checkpoint saves. The checkpoint interval is rounded up to a
+        multiple of the log interval and is at least twice it.
+    training_save_s
+        Per-job range of the blocking checkpoint save time (seconds).
+    training_startup_s, training_load_s, training_warmup_s
+        Ranges of the first attempt's start-up (start to the first step), and of a later
+        attempt's checkpoint load (start to the load's end) and warm-up (load end to the first
+        step); drawn per attempt. Pin a range with ``low == high``.
+    hazard_change_at_frac, hazard_change_factor
+        From ``W0 + hazard_change_at_frac * days`` on, every class's failure hazard is multiplied
+        by ``hazard_change_factor`` (exactly, for every family, by inverting the changed
+        cumulative hazard of each latent lifetime). None (default) changes nothing.
+
     With ``k8s_share = elastic_share = 0``, ``node_events`` off, ``dcgm_interval_s`` and
-    ``precursor_share`` None the generator writes the same bytes as it did before those sources
-    existed.
+    ``precursor_share`` None, ``training_logs`` off and ``hazard_change_at_frac`` None the
+    generator writes the same bytes as it did before those sources existed.
     """
 
     nodes: int = 256
@@ -364,6 +384,16 @@ class SynthConfig:
     precursor_share: float | None = None
     precursor_lead_h: tuple[float, float] = (6.0, 20.0)
     background_per_gpu_day: float = 0.05
+    training_logs: bool = False
+    training_step_s: tuple[float, float] = (1.0, 12.0)
+    training_log_interval_steps: tuple[int, int] = (10, 100)
+    training_checkpoint_interval_steps: tuple[int, int] = (200, 2000)
+    training_save_s: tuple[float, float] = (5.0, 120.0)
+    training_startup_s: tuple[float, float] = (60.0, 600.0)
+    training_load_s: tuple[float, float] = (20.0, 300.0)
+    training_warmup_s: tuple[float, float] = (10.0, 120.0)
+    hazard_change_at_frac: float | None = None
+    hazard_change_factor: float = 1.0
 
     def __post_init__(self) -> None:
         """Check the configuration and fail with a hint on what to change."""
@@ -433,6 +463,15 @@ class SynthConfig:
                 params.pop(name)
         else:
             params["precursor_lead_h"] = list(self.precursor_lead_h)
+        if not self.training_logs:
+            for name in _TRAINING:
+                params.pop(name)
+        else:
+            for name in _TRAINING[1:]:
+                params[name] = list(params[name])
+        if self.hazard_change_at_frac is None:
+            for name in _HAZARD_CHANGE:
+                params.pop(name)
         params["start"] = self.start.strftime("%Y-%m-%dT%H:%M:%SZ")
         params["job_size_mix"] = list(self.job_size_mix)
         params["classes"] = {name: _class_params(spec) for name, spec in self.classes.items()}
@@ -458,6 +497,17 @@ def _class_params(spec: ClassSpec) -> dict[str, Any]:
 
 _MORE_TELEMETRY = ("k8s_share", "elastic_share", "node_events", "dcgm_interval_s")
 _PRECURSORS = ("precursor_share", "precursor_lead_h", "background_per_gpu_day")
+_TRAINING = (
+    "training_logs",
+    "training_step_s",
+    "training_log_interval_steps",
+    "training_checkpoint_interval_steps",
+    "training_save_s",
+    "training_startup_s",
+    "training_load_s",
+    "training_warmup_s",
+)
+_HAZARD_CHANGE = ("hazard_change_at_frac", "hazard_change_factor")
 
 
 def _check_config(config: SynthConfig) -> None:
@@ -534,3 +584,24 @@ def _check_config(config: SynthConfig) -> None:
         if config.background_per_gpu_day < 0:
             msg = "background_per_gpu_day must not be negative; pass 0 for no background noise."
             raise ValueError(msg)
+    _check_training(config)
+
+
+def _check_training(config: SynthConfig) -> None:
+    for name in _TRAINING[1:]:
+        lo, hi = getattr(config, name)
+        if not 0 < lo <= hi:
+            msg = f"{name} must be (low, high) with 0 < low <= high, got {getattr(config, name)}."
+            raise ValueError(msg)
+    for name in ("training_log_interval_steps", "training_checkpoint_interval_steps"):
+        lo, hi = getattr(config, name)
+        if int(lo) != lo or int(hi) != hi:
+            msg = f"{name} must be whole steps, got {getattr(config, name)}."
+            raise ValueError(msg)
+    frac = config.hazard_change_at_frac
+    if frac is not None and not 0 <= frac <= 1:
+        msg = f"hazard_change_at_frac must be in [0, 1] or None, got {frac}."
+        raise ValueError(msg)
+    if not config.hazard_change_factor > 0:
+        msg = f"hazard_change_factor must be positive, got {config.hazard_change_factor}."
+        raise ValueError(msg)

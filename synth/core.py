@@ -12,7 +12,7 @@ import numpy as np
 from synth import dcgm as dcgm_mod
 from synth import elastic as elastic_mod
 from synth import fleet as fleet_mod
-from synth import formats, kernel, schedulers, truth, workload
+from synth import formats, kernel, schedulers, training, truth, workload
 from synth import k8s as k8s_mod
 from synth import node_events as node_events_mod
 from synth import precursors as precursors_mod
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SOURCES = ("slurm", "kernel", "nvidia_smi", "fleet", "repairs")
-MORE_SOURCES = ("k8s_pods", "k8s_events", "elastic", "node_events", "dcgm")
+MORE_SOURCES = ("k8s_pods", "k8s_events", "elastic", "node_events", "dcgm", "training")
 """Sources written only when switched on in the config (their folders exist only then)."""
 _PATTERNS = {
     "slurm": "sacct_*.txt",
@@ -38,6 +38,7 @@ _PATTERNS = {
     "elastic": "*__*.log",
     "node_events": "sacctmgr_events_*.txt",
     "dcgm": "*.prom",
+    "training": "slurm-*.out",
 }
 TRUTH_FILE = "ground_truth.json"
 
@@ -75,7 +76,7 @@ def synthesize(out: Path, config: SynthConfig) -> dict[str, Any]:
     _prepare(out, config)
     data = simulate(config)
     truth_dict: dict[str, Any] = data["truth"]
-    for source in ("k8s_pods", "k8s_events", "elastic", "node_events"):
+    for source in ("k8s_pods", "k8s_events", "elastic", "node_events", "training"):
         for name, text in data.get(source, {}).items():
             _write_text(out / source / name, text)
     _write_text(out / "fleet" / "fleet.csv", data["fleet_csv"])
@@ -219,6 +220,14 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         _add_more_truth(truth_dict, more, attempts)
     if precursors is not None:
         truth_dict["precursors"] = precursors_mod.summary(config, fleet, precursors)
+    if config.training_logs:
+        # its own stream, spawned after every other one, so that the other files stay the same
+        logs = training.training_logs(
+            config, root.spawn(1)[0], jobs, attempts, scheduler, fleet.names
+        )
+        more["training"] = logs.files
+        truth_dict["job_goodput"] = logs.job_goodput
+        truth_dict["n_lines"]["training"] = logs.n_lines
     return {
         "truth": truth_dict,
         "fleet": fleet,
@@ -317,6 +326,7 @@ def _prepare(out: Path, config: SynthConfig) -> None:
         "elastic": bool(config.elastic_share),
         "node_events": config.node_events,
         "dcgm": config.dcgm_interval_s is not None,
+        "training": config.training_logs,
     }
     for source in SOURCES + MORE_SOURCES:
         folder = out / source

@@ -211,6 +211,70 @@ def _lifetimes_h(
     return scaled
 
 
+def _hazard_change(config: SynthConfig) -> tuple[int | None, float]:
+    """Return the time the hazards change (None: never) and their factor."""
+    frac, factor = config.hazard_change_at_frac, config.hazard_change_factor
+    if frac is None or factor == 1.0:
+        return None, 1.0
+    return config.window_start_s + round(frac * config.days * DAY_S), factor
+
+
+def _cum_hazard(family: str, x: np.ndarray, shape: float, scale: float) -> np.ndarray:
+    """Cumulative hazard ``H(x) = -ln S(x)`` of a family at ages ``x`` (hours)."""
+    z = np.maximum(x, 0.0) / scale
+    if family == "weibull":
+        out: np.ndarray = z**shape
+    elif family == "exponential":
+        out = z
+    elif family == "lognormal":
+        with np.errstate(divide="ignore"):
+            out = -special.log_ndtr(-np.log(z) / shape)
+    else:
+        out = np.log1p(z**shape)
+    return out
+
+
+def _inv_cum_hazard(family: str, h: np.ndarray, shape: float, scale: float) -> np.ndarray:
+    """Age (hours) at which a family's cumulative hazard reaches ``h``."""
+    if family == "weibull":
+        out: np.ndarray = scale * h ** (1.0 / shape)
+    elif family == "exponential":
+        out = scale * h
+    elif family == "lognormal":
+        out = scale * np.exp(-shape * special.ndtri(np.exp(-h)))
+    else:
+        out = scale * np.expm1(h) ** (1.0 / shape)
+    return out
+
+
+def _hazard_changed(
+    draws: np.ndarray,
+    families: list[str],
+    shapes: np.ndarray,
+    scales: np.ndarray,
+    since_h: np.ndarray,
+    factor: float,
+) -> np.ndarray:
+    """Latent lifetimes under hazards multiplied by ``factor`` from age ``since_h`` on.
+
+    A draw ``x`` of the unchanged law has cumulative hazard ``E = H(x)`` (a unit exponential);
+    under the changed law the life ends where ``H(a) + factor * (H(x') - H(a)) = E``, with ``a``
+    the age at the change (0 when the life starts after it), so draws before ``a`` are kept and
+    later ones solve ``x' = H^-1(H(a) + (E - H(a)) / factor)``: exact for every family.
+    """
+    out = draws.copy()
+    a = np.maximum(since_h, 0.0)
+    for j, family in enumerate(families):
+        x = draws[:, j]
+        late = x > a
+        if not late.any():
+            continue
+        h_a = _cum_hazard(family, a[late], shapes[j], scales[j])
+        h_x = _cum_hazard(family, x[late], shapes[j], scales[j])
+        out[late, j] = _inv_cum_hazard(family, h_a + (h_x - h_a) / factor, shapes[j], scales[j])
+    return out
+
+
 def _renewals(
     config: SynthConfig,
     rng: np.random.Generator,
@@ -231,12 +295,16 @@ def _renewals(
     medians = np.array([s.repair_median_h for s in specs])
     rate_h = config.planned_replace_per_unit_year / (365.0 * 24.0)
     planned_cls = _planned_class(fleet, units)
+    change_at, factor = _hazard_change(config)
     t = starts.astype(np.int64).copy()
     active = np.flatnonzero(t < ends)
     out: list[tuple[np.ndarray, ...]] = []
     while active.size:
         m = active.size
         draws = _lifetimes_h(rng, families, shapes, scales, m)
+        if change_at is not None:
+            since_h = (change_at - t[active]) / HOUR_S
+            draws = _hazard_changed(draws, families, shapes, scales, since_h, factor)
         first = np.argmin(draws, axis=1)
         life_h = draws[np.arange(m), first]
         planned_h = rng.exponential(1.0 / rate_h, size=m) if rate_h > 0 else np.full(m, np.inf)

@@ -54,6 +54,14 @@ def synth(
             "--dcgm-interval-s. Ground truth marks which failures got them.",
         ),
     ] = None,
+    training_logs: Annotated[
+        bool,
+        typer.Option(
+            "--training-logs",
+            help="Write training logs (Megatron / torchtitan) for the training jobs and the "
+            "per-job goodput truth (job_goodput).",
+        ),
+    ] = False,
     family: Annotated[
         list[str] | None,
         typer.Option(
@@ -82,6 +90,7 @@ def synth(
         node_events=node_events,
         dcgm_interval_s=dcgm_interval_s,
         precursor_share=precursor_share,
+        training_logs=training_logs,
     )
     if family:
         try:
@@ -100,6 +109,8 @@ def synth(
         "failures_in_window": sum(v["n_failed"] for v in truth["lives_by_class"].values()),
         "interruptions": len(truth["interruptions"]),
     }
+    if training_logs:
+        summary["training_jobs"] = sum(1 for j in truth["job_goodput"] if j["has_training_log"])
     if shown is OutputFormat.json:
         print_json(summary)
     elif shown is OutputFormat.csv:
