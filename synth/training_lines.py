@@ -37,6 +37,8 @@ WARN_GATHER = (
     "UserWarning: torch.distributed._all_gather_base is a private function and will be "
     "deprecated. Please use torch.distributed.all_gather_into_tensor instead."
 )
+#: torchtitan's garbage-collection line, with its own spelling
+GC_LINE = "[GC] Peforming periodical GC collection. 0.06 seconds."  # codespell:ignore
 _SAVE_TIMER = "    " + "save-checkpoint ".ljust(48, ".") + ": ({:.2f}, {:.2f})"
 
 
@@ -274,11 +276,7 @@ class LogWriter:
         gc_every = 5 * k.log_every
         for i, (n, when) in enumerate(zip(steps.tolist(), times, strict=True)):
             if n % gc_every == 0:
-                lines.append(
-                    TITAN.format(
-                        when, "INFO", "[GC] Peforming periodical GC collection. 0.06 seconds."
-                    )
-                )
+                lines.append(TITAN.format(when, "INFO", GC_LINE))
             tf = tps_list[i] / 40
             lines.append(
                 f"[rank0]:[titan] {when} - root - INFO - step: {n:2}  loss: {loss[i]:7.4f}  "
