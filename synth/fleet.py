@@ -247,7 +247,7 @@ def _inv_cum_hazard(family: str, h: np.ndarray, shape: float, scale: float) -> n
     return out
 
 
-def _hazard_changed(
+def hazard_changed(
     draws: np.ndarray,
     families: list[str],
     shapes: np.ndarray,
@@ -304,7 +304,7 @@ def _renewals(
         draws = _lifetimes_h(rng, families, shapes, scales, m)
         if change_at is not None:
             since_h = (change_at - t[active]) / HOUR_S
-            draws = _hazard_changed(draws, families, shapes, scales, since_h, factor)
+            draws = hazard_changed(draws, families, shapes, scales, since_h, factor)
         first = np.argmin(draws, axis=1)
         life_h = draws[np.arange(m), first]
         planned_h = rng.exponential(1.0 / rate_h, size=m) if rate_h > 0 else np.full(m, np.inf)

@@ -364,3 +364,68 @@ def test_hazard_change_multiplies_the_failure_rate() -> None:
     assert abs(n_after - n * p_unchanged) > 8 * math.sqrt(n * p * (1 - p))
     ratio = (n_after / r_after) / (n_before / r_before)
     assert ratio == pytest.approx(factor, rel=0.15)
+
+
+def _law(family: str) -> tuple[Any, float, float]:
+    """A scipy law of each family (shape, scale in hours) as the generator parametrises it."""
+    from scipy import stats
+
+    shape, scale = {"weibull": (0.8, 900.0), "exponential": (1.0, 700.0)}.get(
+        family, (0.9, 500.0) if family == "lognormal" else (2.5, 600.0)
+    )
+    law = {
+        "weibull": stats.weibull_min(shape, scale=scale),
+        "exponential": stats.expon(scale=scale),
+        "lognormal": stats.lognorm(shape, scale=scale),
+        "loglogistic": stats.fisk(shape, scale=scale),
+    }[family]
+    return law, shape, scale
+
+
+@pytest.mark.parametrize("family", ["weibull", "exponential", "lognormal", "loglogistic"])
+def test_hazard_change_is_exact_for_every_family(family: str) -> None:
+    """Lives at age ``a`` on under a hazard x3: ``S'(x) = S(a) (S(x) / S(a))**3`` past ``a``."""
+    from scipy import stats
+
+    law, shape, scale = _law(family)
+    rng = np.random.default_rng(7)
+    n, age, factor = 20_000, 300.0, 3.0
+    draws = law.rvs(size=(n, 1), random_state=rng)
+    changed = fleet_mod.hazard_changed(
+        draws, [family], np.array([shape]), np.array([scale]), np.full(n, age), factor
+    )[:, 0]
+    before = draws[:, 0] <= age
+    assert np.array_equal(changed[before], draws[before, 0])
+    s_a = law.sf(age)
+
+    def cdf(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        late = 1 - s_a * (law.sf(x) / s_a) ** factor
+        return np.where(x <= age, law.cdf(x), late)
+
+    assert stats.kstest(changed, cdf).pvalue > 1e-3
+    # and the unchanged law is rejected: the test can tell
+    assert stats.kstest(changed, law.cdf).pvalue < 1e-6
+    # a life that starts after the change has the hazard x3 from age 0: S(x)**3
+    fresh = fleet_mod.hazard_changed(
+        draws, [family], np.array([shape]), np.array([scale]), np.full(n, -5.0), factor
+    )[:, 0]
+    assert stats.kstest(fresh, lambda x: 1 - law.sf(x) ** factor).pvalue > 1e-3
+
+
+def test_cli_writes_training_logs(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    args = ["synth", "--out", str(tmp_path), "--nodes", "8", "--days", "10", "--seed", "3"]
+    result = CliRunner().invoke(app, [*args, "--training-logs", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    truth = json.loads((tmp_path / "ground_truth.json").read_text())
+    logs = sorted((tmp_path / "training").glob("slurm-*.out"))
+    assert payload["training_jobs"] == sum(r["has_training_log"] for r in truth["job_goodput"])
+    assert len(logs) >= payload["training_jobs"] > 0
+    assert truth["params"]["training_logs"] is True
