@@ -97,7 +97,8 @@ class LogWriter:
         lines = (
             self.megatron(run, a) if self.knobs.framework == "megatron" else self.torchtitan(run)
         )
-        lines += self.slurm_end(run, a)
+        if run.end == a.end_s * 1000:  # still running at the window end: no end line yet
+            lines += self.slurm_end(run, a)
         self.chunks.append("\n".join(lines) + "\n")
 
     def slurm_end(self, run: Run, a: Attempt) -> list[str]:

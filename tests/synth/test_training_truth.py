@@ -225,6 +225,13 @@ def test_log_files_are_the_training_jobs(drawn: tuple[Path, dict[str, Any], Any]
     assert truth["n_lines"]["training"] == sum(
         p.read_text().count("\n") for p in (out / "training").iterdir()
     )
+    w1 = datetime.fromisoformat(truth["window_end"]).timestamp()
+    stamp = re.compile(r"^(?: \[|\[rank0\]:\[titan\] )(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d{3})?)")
+    for path in (out / "training").iterdir():
+        times = [_epoch(m[1]) for line in path.read_text().splitlines() if (m := stamp.match(line))]
+        assert times, path.name
+        assert times == sorted(times), path.name
+        assert times[-1] <= w1, path.name
     for r in truth["job_goodput"]:
         if r["framework"] == "megatron":
             assert r["job_name"].startswith("pretrain_")
