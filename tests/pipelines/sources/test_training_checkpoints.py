@@ -68,7 +68,7 @@ def test_training_real_megatron_deepspeed_one_line_timer_supersedes_successfully
     result = _sample("bigscience_tr1_13b_megatron_deepspeed_save.log")
     assert result.rejects.height == 0
     assert result.n_ignored == 4  # lines 2, 4, 5 (superseded by the timer) and 7
-    path = "/gpfsscratch/rech/six/commun/checkpoints/tr1-13B/checkpoints"
+    path = "/gpfsscratch/rech/six/commun/checkpoints/tr1-13B/checkpoints"  # codespell:ignore
     rows = result.rows
     assert rows.select(*COLUMNS, "checkpoint_path").rows() == [
         (1, "step", "megatron", 33240, None, False, None, None),
