@@ -65,8 +65,12 @@ Identity
 Streams
     Training logs are read as streams (a grown log loads only its new lines). A read that starts
     between a save's lines cannot see the earlier ones: a save start whose time-bearing line came
-    in an earlier read has a null ``ts``, and a timer whose start came earlier has no step and no
-    ``ts`` (its ``duration_s`` stays). Ingests of a live log rarely fall inside a save.
+    in an earlier read has a null ``ts``, and a timer whose start came earlier has no ``ts`` (its
+    step comes from ``successfully saved`` when that line is in its read; its ``duration_s``
+    stays). ``stg_training_events`` repairs both from the earlier rows of the file (the nearest
+    earlier row's printed time; the latest earlier save start of the same step plus the
+    duration). A read that ends between ``successfully saved`` and its timer (printed within
+    milliseconds of each other) leaves two save ends for that save: not repaired.
 """
 
 from __future__ import annotations

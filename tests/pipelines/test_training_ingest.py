@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from pipelines import ingest, warehouse
 from pipelines.cli import app
 from pipelines.path_patterns import PathPatternError, parse_patterns
+from pipelines.sources.training import parse as parse_training
 
 SAMPLES = Path(__file__).parent / "sources" / "samples" / "training"
 
@@ -240,3 +241,43 @@ def test_relia_ingest_job_option_names_the_job(tmp_path: Path) -> None:
         PathPatternError, match=r"unknown placeholder \{node\}; use \{host\} or \{job\}"
     ):
         parse_patterns("training={node}/*")
+
+
+def test_a_save_split_across_reads_of_a_live_log_is_repaired_in_staging(tmp_path: Path) -> None:
+    # the iteration line, then the save start, then "successfully saved" and the timer, each
+    # ingested as it arrives: no read holds a save's start with a time, nor its end with its start
+    log = tmp_path / "training" / "slurm-9.out"
+    log.parent.mkdir()
+    db = tmp_path / "w.duckdb"
+    lines = GROWTH.replace(
+        "(min, max)",
+        "  successfully saved checkpoint at iteration   33250 to /ckpt/tr1-13B\n(min, max)",
+    ).splitlines(keepends=True)
+    written = ""
+    for part in (lines[:1], lines[1:2], lines[2:]):
+        written += "".join(part)
+        log.write_text(written)
+        for c in ingest.ingest(db, ingest.discover([log.parent])):
+            assert c.n_read == c.n_loaded + c.n_quarantined + c.n_held
+    whole = parse_training(log.read_bytes(), source_file=str(log.resolve()))
+    query = (
+        "select line_no, event, step, ts, ts_inferred, duration_s from {} "
+        "where event != 'step' order by line_no"
+    )
+    with warehouse.connect(db, read_only=True) as con:
+        raw = con.execute(query.format("raw_training_events")).fetchall()
+        staged = con.execute(query.format("stg_training_events")).fetchall()
+    # the parser alone: the save start's time was in the previous read, so was the start itself
+    assert [(n, e, s, t, i, d) for n, e, s, t, i, d in raw] == [
+        (2, "checkpoint_save_start", 33250, None, False, None),
+        (5, "checkpoint_save_end", 33250, None, False, 51.0),
+    ]
+    # staging repairs both: 11:30:00 from the iteration line, the end 51 s (the max) later
+    assert [(n, e, s, t.isoformat(), i, d) for n, e, s, t, i, d in staged] == [
+        (2, "checkpoint_save_start", 33250, "2021-08-11T11:30:00+00:00", True, None),
+        (5, "checkpoint_save_end", 33250, "2021-08-11T11:30:51+00:00", True, 51.0),
+    ]
+    # ... as the whole file parsed at once gives
+    assert whole.rows.filter(whole.rows["event"] != "step").select(
+        "line_no", "ts", "ts_inferred"
+    ).rows() == [(n, t, i) for n, _, _, t, i, _ in staged]
