@@ -281,3 +281,27 @@ def test_a_save_split_across_reads_of_a_live_log_is_repaired_in_staging(tmp_path
     assert whole.rows.filter(whole.rows["event"] != "step").select(
         "line_no", "ts", "ts_inferred"
     ).rows() == [(n, t, i) for n, _, _, t, i, _ in staged]
+
+
+def test_the_suite_quarantines_a_zero_step_time_and_a_future_time(tmp_path: Path) -> None:
+    folder = tmp_path / "training"
+    folder.mkdir()
+    (folder / "odd.log").write_text(
+        # parses (a number) but a step cannot take no time: GX step_time_s > 0
+        " iteration        1/      10 | elapsed time per iteration (ms): 0.0 | lm loss: 1.0E+00 |\n"
+        " [2099-01-01 00:00:00] iteration        2/      10 | elapsed time per iteration (ms): "
+        "5.0 | lm loss: 1.0E+00 |\n"
+        " iteration        3/      10 | elapsed time per iteration (ms): 5.0 | lm loss: nan |\n"
+    )
+    db = tmp_path / "w.duckdb"
+    (c,) = ingest.ingest(db, ingest.discover([folder]))
+    assert (c.n_read, c.n_loaded, c.n_quarantined) == (3, 1, 2)
+    with warehouse.connect(db, read_only=True) as con:
+        reasons = con.execute(
+            "select line_no, stage, reason from raw_quarantine order by line_no"
+        ).fetchall()
+        kept = con.execute("select step, isnan(loss) from raw_training_events").fetchall()
+    assert [(n, s) for n, s, _ in reasons] == [(1, "validate"), (2, "validate")]
+    assert "step_time_s > 0" in reasons[0][2]
+    assert "ts between 2000-01-01 and now + 1 day" in reasons[1][2]
+    assert kept == [(3, True)]  # a NaN loss (a diverged step) is kept
