@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from pipelines.landing import LandingFile
 
-TAILED = frozenset({"kernel"})
+TAILED = frozenset({"kernel", "training"})
 """Sources read as streams of lines (new complete lines only): their parsers read each line on
 its own, so a chunk of lines parses like the whole file. Others are read whole."""
 

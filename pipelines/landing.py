@@ -49,7 +49,7 @@ class LandingFile:
     path: Path
     source: str
     path_options: tuple[tuple[str, str], ...] = ()
-    """``host`` / ``run`` the source's path pattern captured from this file's path."""
+    """``host`` / ``run`` / ``job`` the source's path pattern captured from this file's path."""
 
     @functools.cached_property
     def resolved(self) -> str:
@@ -168,18 +168,20 @@ def identity_options(
     host: str | None = None,
     run: str | None = None,
     time_from_mtime: bool = False,
+    job: str | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Return parser options that name the host, run and sample time of files.
+    """Return parser options that name the host, run, job and sample time of files.
 
     These are for files whose content does not name them
-    (``relia ingest --host/--run/--time-from-mtime``), for each source of ``files`` whose parser
-    takes them (:data:`pipelines.sources.IDENTITY_OPTIONS`,
+    (``relia ingest --host/--run/--job/--time-from-mtime``), for each source of ``files`` whose
+    parser takes them (:data:`pipelines.sources.IDENTITY_OPTIONS`,
     :data:`pipelines.sources.MTIME_OPTIONS`).
 
     ``time_from_mtime`` is kept as the option ``time_from_mtime=True``, which parsing turns into
     each file's own modification time under the parser's keyword (:func:`file_options`).
     """
-    given = {k: v for k, v in {"host": host, "run": run}.items() if v is not None}
+    named = {"host": host, "run": run, "job": job}
+    given = {k: v for k, v in named.items() if v is not None}
     options: dict[str, dict[str, Any]] = {}
     for source in sorted({f.source for f in files}):
         chosen: dict[str, str | bool] = {
@@ -200,9 +202,9 @@ def file_options(item: LandingFile, extra: dict[str, Any] | None = None) -> dict
     """Return the keyword arguments ``item``'s parser gets.
 
     First what the path gives (the mtime for logs without a year, :data:`OPTION_BUILDERS`; the
-    values of the source's path pattern), then ``extra`` (the source's options: ``--host``/``--run``
-    win over the path pattern). The option ``time_from_mtime`` becomes the file's mtime under the
-    parser's keyword (:data:`pipelines.sources.MTIME_OPTIONS`).
+    values of the source's path pattern), then ``extra`` (the source's options:
+    ``--host``/``--run``/``--job`` win over the path pattern). The option ``time_from_mtime``
+    becomes the file's mtime under the parser's keyword (:data:`pipelines.sources.MTIME_OPTIONS`).
     """
     options = OPTION_BUILDERS.get(item.source, _no_options)(item.path)
     options |= dict(item.path_options) | (extra or {})

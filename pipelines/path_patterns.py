@@ -1,17 +1,20 @@
-"""Path patterns: a landing layout that names a file's host and run (``{host}/{run}.log``).
+"""Path patterns: a landing layout that names a file's host, run or job (``{host}/{run}.log``).
 
 A pattern belongs to a source and is matched against a file's path relative to the source's
 landing folder (``elastic/gpu0001/llm-3.log`` → ``gpu0001/llm-3.log``), with ``/`` between folders
 whatever the platform. ``{host}`` and ``{run}`` capture one or more characters within one folder
 or file name; ``*`` matches any characters within one folder or file name; everything else is
-literal. The whole relative path must match; a file that does not gets nothing from the pattern.
+literal. ``{job}`` (training logs: ``training={job}/*``) captures the Slurm job id the same
+way. The whole relative path must match; a file that does not gets nothing from the pattern.
 
-Captured values are parser options (``host=`` / ``run=``) below what the content names and the
-``--host`` / ``--run`` options, above a parser's own file-name convention. Patterns come from
+Captured values are parser options (``host=`` / ``run=`` / ``job=``) below what the content names
+and the ``--host`` / ``--run`` / ``--job`` options, above a parser's own file-name convention
+(Slurm's ``slurm-<id>.out`` for training logs). A placeholder is allowed only for a source whose
+parser takes that option (:data:`pipelines.sources.IDENTITY_OPTIONS`). Patterns come from
 settings (``RELIA_PATH_PATTERNS``, :class:`pipelines.settings.Settings`), written
 ``source=pattern`` and separated by ``;``::
 
-    RELIA_PATH_PATTERNS='elastic={host}/{run}.log*;kernel={host}/*'
+    RELIA_PATH_PATTERNS='elastic={host}/{run}.log*;kernel={host}/*;training={host}/{job}.log'
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-PLACEHOLDERS = ("host", "run")
+PLACEHOLDERS = ("host", "run", "job")
 """The names a pattern may capture."""
 
 _TOKEN = re.compile(r"\{([^{}]*)\}|\*|[{}]")
@@ -82,10 +85,11 @@ def compile_pattern(source: str, pattern: str, *, takes: tuple[str, ...]) -> Pat
             parts.append("[^/]*")
             continue
         if name is None:
-            msg = f"{where}: stray {token.group(0)!r}; placeholders are {{host}} and {{run}}"
+            msg = f"{where}: stray {token.group(0)!r}; placeholders are {_listed(PLACEHOLDERS)}"
             raise PathPatternError(msg)
         if name not in PLACEHOLDERS:
-            msg = f"{where}: unknown placeholder {{{name}}}; use {{host}} or {{run}}"
+            use = " or ".join(f"{{{n}}}" for n in takes) if "job" in takes else "{host} or {run}"
+            msg = f"{where}: unknown placeholder {{{name}}}; use {use}"
             raise PathPatternError(msg)
         if name not in takes:
             msg = f"{where}: the {source} parser takes no {name}; it takes {_listed(takes)}"
@@ -110,7 +114,7 @@ def parse_patterns(text: str | dict[str, str]) -> tuple[PathPattern, ...]:
     ------
     PathPatternError
         For an entry without ``=``, a source named twice or unknown, a source whose parser takes
-        neither host nor run, or a pattern :func:`compile_pattern` refuses.
+        no host, run or job, or a pattern :func:`compile_pattern` refuses.
     """
     if not text:
         return ()
@@ -135,7 +139,9 @@ def parse_patterns(text: str | dict[str, str]) -> tuple[PathPattern, ...]:
             raise PathPatternError(msg)
         takes = IDENTITY_OPTIONS.get(source)
         if takes is None:
-            what = "its parser takes no host or run" if source in PARSERS else "not a source"
+            what = (
+                "its parser takes no host or run (nor job)" if source in PARSERS else "not a source"
+            )
             msg = (
                 f"path pattern for {source!r}: {what}; patterns apply to "
                 f"{_listed(sorted(IDENTITY_OPTIONS))}"

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from pipelines.sources.common import EARLIEST
+from pipelines.sources.training import EVENTS as TRAINING_EVENTS
+from pipelines.sources.training import FRAMEWORKS as TRAINING_FRAMEWORKS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -138,6 +140,7 @@ def suite_for(table: str, *, now: datetime, component_classes: list[str]) -> lis
             _not_before("closed_ts", "opened_ts"),
         ],
         **_more_telemetry_suites(now),
+        "raw_training_events": lambda: _training_suite(now),
     }
     return suites[table]() if table in suites else []
 
@@ -205,6 +208,35 @@ def _more_telemetry_suites(now: datetime) -> dict[str, Callable[[], list[Check]]
             _not_before("end_ts", "start_ts"),
         ],
     }
+
+
+def _training_suite(now: datetime) -> list[Check]:
+    """Training-log events (docs/goodput.md §1).
+
+    ``ts`` may be null (Megatron's lines before its ``[date]`` prefix, its load lines): such
+    events are kept and counted when logs are tied to attempts, so there is no not-null check on
+    it, only a range check where it is set. ``loss`` may be NaN (a diverged step) and is not
+    checked.
+    """
+    return [
+        _not_null("event"),
+        _not_null("framework"),
+        _not_null("ts_inferred"),
+        _in_set("event", list(TRAINING_EVENTS)),
+        _in_set("framework", list(TRAINING_FRAMEWORKS)),
+        _between("step", 0, 10**15),
+        _time_range("ts", now),
+        Check(
+            "ExpectColumnValuesToBeBetween",
+            {"column": "step_time_s", "min_value": 0, "strict_min": True},
+            "step_time_s > 0",
+        ),
+        Check(
+            "ExpectColumnValuesToBeBetween",
+            {"column": "duration_s", "min_value": 0},
+            "duration_s >= 0",
+        ),
+    ]
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ def _run_ingest(
     run: str | None = None,
     time_from_mtime: bool = False,
     hold_quiet_s: float | None = None,
+    job: str | None = None,
 ) -> list[dict[str, Any]]:
     """Ingest ``paths`` into ``db`` directly (no flow run), with a progress bar on stderr.
 
@@ -65,7 +66,7 @@ def _run_ingest(
     settings = load_settings(db_path=db, lake_dir=lake)
     files = ingest_mod.discover(paths, source=source, path_patterns=settings.path_patterns)
     options = ingest_mod.identity_options(
-        files, host=host, run=run, time_from_mtime=time_from_mtime
+        files, host=host, run=run, time_from_mtime=time_from_mtime, job=job
     )
     if mapping is not None:
         from pipelines.sources.fault_log import load_mapping
@@ -121,6 +122,13 @@ def ingest(
     run: Annotated[
         str | None, typer.Option(help="Run (rendezvous) id of torchrun logs that do not print it.")
     ] = None,
+    job: Annotated[
+        str | None,
+        typer.Option(
+            help="Slurm job id of training logs (1234, 1234_5) not named slurm-<id>.out; wins "
+            "over a path pattern's {job}. Not with --tracked."
+        ),
+    ] = None,
     time_from_mtime: Annotated[
         bool,
         typer.Option(
@@ -156,6 +164,9 @@ def ingest(
     shown = output_format(fmt, as_json)
     settings = load_settings(db_path=db, lake_dir=lake)
     try:
+        if is_tracked(tracked) and job is not None:
+            msg = "--job is not passed to tracked runs yet; ingest these files without --tracked"
+            raise ValueError(msg)
         if is_tracked(tracked):
             prefect_defaults()
             from pipelines.flows.ingest_telemetry import ingest_paths_flow
@@ -184,6 +195,7 @@ def ingest(
                 run=run,
                 time_from_mtime=time_from_mtime,
                 hold_quiet_s=hold_quiet_s,
+                job=job,
             )
     except ValueError as error:
         err.print(error_text("error", "red", error))

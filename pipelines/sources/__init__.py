@@ -20,6 +20,7 @@ from pipelines.sources import (
     node_events,
     repairs,
     sacct,
+    training,
     xid,
 )
 
@@ -38,6 +39,7 @@ PARSERS: dict[str, tuple[str, ModuleType]] = {
     "elastic": ("raw_elastic_events", elastic),  # takes file_mtime= for glog years
     "dcgm": ("raw_dcgm_samples", dcgm),
     "node_events": ("raw_node_events", node_events),
+    "training": ("raw_training_events", training),  # takes job= / host=
 }
 """Source folder name → (raw table name, parser module)."""
 
@@ -45,11 +47,13 @@ IDENTITY_OPTIONS: dict[str, tuple[str, ...]] = {
     "elastic": ("host", "run"),
     "kernel": ("host",),
     "dcgm": ("host",),
+    "training": ("host", "job"),
 }
-"""Sources whose parser takes ``host=`` / ``run=`` (``relia ingest --host/--run``) for files
-that do not name them; what the content names wins, a file-name convention is the last
-fallback. Pass these options only to these sources. A source's path pattern
-(:mod:`pipelines.path_patterns`) may capture the same options."""
+"""Sources whose parser takes ``host=`` / ``run=`` / ``job=`` (``relia ingest
+--host/--run/--job``) for files that do not name them; what the content names wins, a file-name
+convention (``slurm-<id>.out`` for training logs) is the last fallback. Pass these options only to
+these sources. A source's path pattern (:mod:`pipelines.path_patterns`) may capture the same
+options."""
 
 MTIME_OPTIONS: dict[str, str] = {"dcgm": "scrape_ts"}
 """Sources whose parser takes a sample time for files whose content and name give none: the

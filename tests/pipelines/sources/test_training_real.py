@@ -184,14 +184,17 @@ def test_training_megatron_date_prefix_and_checkpoint_lines() -> None:
     )
     assert result.rejects.height == 0
     assert result.n_ignored == 1
+    # the save lines print no time: both take the iteration line's (docs/goodput.md §1); the
+    # load lines take none
+    noon = _ts("2024-05-01 12:00:00")
     assert result.rows.select(
-        "event", "step", "ts", "step_time_s", "loss", "checkpoint_path"
+        "event", "step", "ts", "ts_inferred", "step_time_s", "loss", "checkpoint_path"
     ).rows() == [
-        ("step", 100, _ts("2024-05-01 12:00:00"), 1.25, 7.5, None),
-        ("checkpoint_save_start", 100, None, None, None, "/ckpt/gpt"),
-        ("checkpoint_save_end", 100, None, None, None, "/ckpt/gpt"),
-        ("checkpoint_load_start", 100, None, None, None, "/ckpt/gpt"),
-        ("checkpoint_load_end", 100, None, None, None, "/ckpt/gpt"),
+        ("step", 100, noon, False, 1.25, 7.5, None),
+        ("checkpoint_save_start", 100, noon, True, None, None, "/ckpt/gpt"),
+        ("checkpoint_save_end", 100, noon, True, None, None, "/ckpt/gpt"),
+        ("checkpoint_load_start", 100, None, False, None, None, "/ckpt/gpt"),
+        ("checkpoint_load_end", 100, None, False, None, None, "/ckpt/gpt"),
     ]
 
 
