@@ -3,7 +3,8 @@
 -- placed by the next timed line of its file, but keeps ts null: it gives a step, not a time.
 -- Lines printed once per rank (the same event and step twice in one attempt) are kept once:
 -- the earliest step line, the latest save or load line. attempt is null for an event outside
--- every attempt of its job (counted in fct_job_goodput.n_events_outside, never used).
+-- every attempt of its job (counted in fct_job_goodput.n_events_outside, never used). A save
+-- line that names no step gets the step of the file's last step line before it.
 with events as (select * from stg_training_events),
 
 ties as (
@@ -15,7 +16,18 @@ attempts as (select * from int_job_attempts),
 
 placed as (
     select
-        events.*,
+        events.* replace (
+            -- a save line that names no step (torchtitan's) saves the last step printed before it
+            coalesce(
+                events.step,
+                last_value(case when events.event = 'step' then events.step end ignore nulls)
+                    over (
+                        partition by events.source_file
+                        order by events.line_no
+                        rows between unbounded preceding and current row
+                    )
+            ) as step
+        ),
         ties.job_id_raw,
         coalesce(
             events.ts,
