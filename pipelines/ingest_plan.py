@@ -154,6 +154,9 @@ def tailed_reads(
         if pending.stream is None or not pending.data:  # a broken archive, or nothing to parse
             yield pending
             continue
+        if planned and planned[0].item.source != pending.item.source:
+            yield from _parse_chunks(planned, extra)  # one parser per chunk
+            planned, size = [], 0
         planned.append(pending)
         size += len(pending.data)
         if len(planned) >= PARSE_TOGETHER_FILES or size >= LOOKUP_BYTES:

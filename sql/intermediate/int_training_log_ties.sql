@@ -1,0 +1,77 @@
+-- One row per training log (source_file) and the job it belongs to (docs/goodput.md §2).
+-- A log that names a job (job_id: the ingest's --job option, a path pattern's {job}, or Slurm's
+-- slurm-<id>.out name) belongs to the job whose job_id_raw or job_id (sacct JobID) equals it.
+-- A log without a job id but with a host belongs to the job whose attempts ran on that host
+-- and overlap the log's first-to-last timestamp. tie: job_id | host_time when exactly one job
+-- matches; ambiguous when several do (candidates lists them; the log is not used); none.
+with events as (select * from stg_training_events),
+
+attempts as (select * from int_job_attempts),
+
+logs as (
+    select
+        events.source_file,
+        max(events.job_id) as job_id,
+        max(events.host) as host,
+        min(events.ts) as first_ts,
+        max(events.ts) as last_ts,
+        count(*) as n_events,
+        any_value(events.framework) as framework
+    from events
+    group by events.source_file
+),
+
+candidates as (
+    select
+        logs.source_file,
+        attempts.job_id_raw,
+        'job_id' as tie_kind
+    from logs
+    inner join attempts
+        on logs.job_id = attempts.job_id_raw or logs.job_id = attempts.job_id
+    union
+    select
+        logs.source_file,
+        attempts.job_id_raw,
+        'host_time' as tie_kind
+    from logs
+    inner join attempts
+        on
+        logs.job_id is null
+        and list_contains(attempts.nodes, logs.host)
+        and logs.last_ts >= attempts.start_ts
+        and coalesce(attempts.end_ts, logs.last_ts) >= logs.first_ts
+),
+
+matched as (
+    select
+        candidates.source_file,
+        count(distinct candidates.job_id_raw) as n_candidates,
+        list(distinct candidates.job_id_raw order by candidates.job_id_raw) as candidates,
+        min(candidates.job_id_raw) as only_job,
+        min(candidates.tie_kind) as tie_kind
+    from candidates
+    group by candidates.source_file
+),
+
+final as (
+    select
+        logs.source_file,
+        logs.job_id,
+        logs.host,
+        logs.framework,
+        logs.first_ts,
+        logs.last_ts,
+        logs.n_events,
+        case when matched.n_candidates = 1 then matched.only_job end as job_id_raw,
+        case
+            when matched.n_candidates = 1 then matched.tie_kind
+            when matched.n_candidates > 1 then 'ambiguous'
+            else 'none'
+        end as tie,
+        coalesce(matched.candidates, []) as candidates
+    from logs
+    left join matched on logs.source_file = matched.source_file
+)
+
+select * from final

@@ -1,0 +1,219 @@
+-- The goodput ledger: one row per job (all its attempts) whose last attempt has ended
+-- (docs/goodput.md §3). wall_s = productive_s + checkpoint_s + wasted_s + restart_s + startup_s
+-- + other_s, restart_s = detect_s + reschedule_s + reload_s + warmup_s. measured: from the job's
+-- own training log (int_training_attempts); estimated: from the scheduler alone under the
+-- assumptions named in the assumed_* columns (stg_params), which are null for measured jobs.
+with attempts as (select * from int_job_attempts),
+
+params as (select * from stg_params),
+
+measured_attempts as (select * from int_training_attempts),
+
+interruptions as (select * from int_job_interruptions),
+
+jobs as (
+    select
+        attempts.job_id_raw,
+        any_value(attempts.job_id) as job_id,
+        any_value(attempts.job_name) as job_name,
+        any_value(attempts.account) as account,
+        any_value(attempts.user_name) as user_name,
+        any_value(attempts.scheduler) as scheduler,
+        max(attempts.n_gpus) as n_gpus,
+        max(attempts.n_nodes) as n_nodes,
+        min(attempts.start_ts) as first_start_ts,
+        max(attempts.end_ts) as last_end_ts,
+        count(*) as n_attempts,
+        count(*) filter (where attempts.is_interruption) as n_interruptions,
+        arg_max(attempts.state, attempts.attempt) as final_state
+    from attempts
+    group by attempts.job_id_raw
+    having bool_and(attempts.end_ts is not null)
+),
+
+causes as (
+    select
+        interruptions.job_id_raw,
+        list(interruptions.cause_class order by interruptions.attempt) as interruption_causes
+    from interruptions
+    group by interruptions.job_id_raw
+),
+
+measured as (
+    select
+        measured_attempts.job_id_raw,
+        sum(measured_attempts.productive_s) as productive_s,
+        sum(measured_attempts.checkpoint_s) as checkpoint_s,
+        sum(measured_attempts.wasted_s) as wasted_s,
+        sum(measured_attempts.detect_s) as detect_s,
+        sum(measured_attempts.reschedule_s) as reschedule_s,
+        sum(measured_attempts.reload_s) filter (where measured_attempts.attempt > 1) as reload_s,
+        sum(measured_attempts.before_progress_s - measured_attempts.reload_s) filter (
+            where measured_attempts.attempt > 1
+        ) as warmup_s,
+        sum(measured_attempts.before_progress_s) filter (
+            where measured_attempts.attempt = 1
+        ) as startup_s,
+        sum(measured_attempts.other_s) as other_s,
+        sum(measured_attempts.n_saves) as n_saves,
+        bool_and(measured_attempts.reload_known) as reload_known,
+        count(*) filter (where measured_attempts.n_events > 0) as n_attempts_logged
+    from measured_attempts
+    group by measured_attempts.job_id_raw
+),
+
+outside as (
+    select
+        int_training_events.job_id_raw,
+        sum(int_training_events.n_lines) as n_events_outside
+    from int_training_events
+    where int_training_events.attempt is null
+    group by int_training_events.job_id_raw
+),
+
+-- the estimated ledger, attempt by attempt: start-up or restart, then cycles of tau compute
+-- and c blocking save; the compute since the last completed save is lost unless the attempt
+-- is the job's final COMPLETED one
+attempt_runs as (
+    select
+        attempts.job_id_raw,
+        attempts.attempt,
+        attempts.is_interruption,
+        epoch(attempts.end_ts - attempts.start_ts) as run_s,
+        least(
+            case
+                when attempts.attempt = 1 then params.assumed_startup_s
+                else params.assumed_restart_s
+            end,
+            epoch(attempts.end_ts - attempts.start_ts)
+        ) as lead_in_s,
+        params.assumed_checkpoint_interval_s as tau,
+        params.assumed_checkpoint_s as c,
+        attempts.attempt = max(attempts.attempt) over (partition by attempts.job_id_raw)
+        and attempts.state = 'COMPLETED' as completed,
+        coalesce(epoch(attempts.next_start_ts - attempts.end_ts), 0) as reschedule_s
+    from attempts
+    cross join params
+),
+
+estimated_attempts as (
+    select
+        attempt_runs.*,
+        attempt_runs.run_s - attempt_runs.lead_in_s as train_s
+    from attempt_runs
+),
+
+estimated_cycles as (
+    select
+        estimated_attempts.*,
+        floor(estimated_attempts.train_s / (estimated_attempts.tau + estimated_attempts.c))
+            as n_cycles,
+        case
+            when estimated_attempts.completed then 0
+            else
+                estimated_attempts.train_s
+                - floor(
+                    estimated_attempts.train_s / (estimated_attempts.tau + estimated_attempts.c)
+                )
+                * (estimated_attempts.tau + estimated_attempts.c)
+        end as lost_s
+    from estimated_attempts
+),
+
+estimated as (
+    select
+        estimated_cycles.job_id_raw,
+        sum(
+            estimated_cycles.train_s
+            - estimated_cycles.n_cycles * estimated_cycles.c
+            - estimated_cycles.lost_s
+        ) as productive_s,
+        sum(estimated_cycles.n_cycles * estimated_cycles.c) as checkpoint_s,
+        sum(estimated_cycles.lost_s) as wasted_s,
+        0.0 as detect_s,
+        sum(estimated_cycles.reschedule_s) as reschedule_s,
+        0.0 as reload_s,
+        coalesce(sum(estimated_cycles.lead_in_s) filter (where estimated_cycles.attempt > 1), 0)
+            as warmup_s,
+        sum(estimated_cycles.lead_in_s) filter (where estimated_cycles.attempt = 1) as startup_s,
+        0.0 as other_s,
+        sum(estimated_cycles.n_cycles) as n_saves
+    from estimated_cycles
+    group by estimated_cycles.job_id_raw
+),
+
+ledger as (
+    select
+        jobs.*,
+        measured.job_id_raw is not null as measured,
+        coalesce(measured.productive_s, estimated.productive_s) as productive_s,
+        coalesce(measured.checkpoint_s, estimated.checkpoint_s) as checkpoint_s,
+        coalesce(measured.wasted_s, estimated.wasted_s) as wasted_s,
+        coalesce(measured.detect_s, estimated.detect_s) as detect_s,
+        coalesce(measured.reschedule_s, estimated.reschedule_s) as reschedule_s,
+        coalesce(measured.reload_s, estimated.reload_s, 0) as reload_s,
+        coalesce(measured.warmup_s, estimated.warmup_s, 0) as warmup_s,
+        coalesce(measured.startup_s, estimated.startup_s) as startup_s,
+        coalesce(measured.other_s, estimated.other_s) as other_s,
+        coalesce(measured.n_saves, estimated.n_saves) as n_saves,
+        coalesce(measured.reload_known, false) as reload_known,
+        coalesce(measured.n_attempts_logged, 0) as n_attempts_logged,
+        coalesce(outside.n_events_outside, 0) as n_events_outside
+    from jobs
+    left join measured on jobs.job_id_raw = measured.job_id_raw
+    left join estimated on jobs.job_id_raw = estimated.job_id_raw
+    left join outside on jobs.job_id_raw = outside.job_id_raw
+),
+
+final as (
+    select
+        ledger.job_id_raw,
+        ledger.job_id,
+        ledger.job_name,
+        ledger.account,
+        ledger.user_name,
+        ledger.scheduler,
+        ledger.n_gpus,
+        ledger.n_nodes,
+        ledger.first_start_ts,
+        ledger.last_end_ts,
+        ledger.final_state,
+        ledger.n_attempts,
+        ledger.n_interruptions,
+        coalesce(causes.interruption_causes, []) as interruption_causes,
+        epoch(ledger.last_end_ts - ledger.first_start_ts) as wall_s,
+        ledger.productive_s,
+        ledger.checkpoint_s,
+        ledger.wasted_s,
+        ledger.detect_s + ledger.reschedule_s + ledger.reload_s + ledger.warmup_s as restart_s,
+        ledger.detect_s,
+        ledger.reschedule_s,
+        ledger.reload_s,
+        ledger.warmup_s,
+        ledger.startup_s,
+        ledger.other_s,
+        ledger.productive_s
+        / nullif(epoch(ledger.last_end_ts - ledger.first_start_ts), 0) as goodput,
+        ledger.n_gpus * epoch(ledger.last_end_ts - ledger.first_start_ts) / 3600.0 as gpu_hours,
+        ledger.n_saves,
+        -- compute time per completed save: the checkpoint interval the job ran with
+        (ledger.productive_s + ledger.wasted_s) / nullif(ledger.n_saves, 0)
+            as checkpoint_interval_s,
+        ledger.checkpoint_s / nullif(ledger.n_saves, 0) as save_s,
+        ledger.measured,
+        not ledger.measured as estimated,
+        ledger.reload_known,
+        ledger.n_attempts_logged,
+        ledger.n_events_outside,
+        case when not ledger.measured then params.assumed_startup_s end as assumed_startup_s,
+        case when not ledger.measured then params.assumed_restart_s end as assumed_restart_s,
+        case
+            when not ledger.measured then params.assumed_checkpoint_interval_s
+        end as assumed_checkpoint_interval_s,
+        case when not ledger.measured then params.assumed_checkpoint_s end as assumed_checkpoint_s
+    from ledger
+    cross join params
+    left join causes on ledger.job_id_raw = causes.job_id_raw
+)
+
+select * from final
