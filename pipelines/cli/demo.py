@@ -41,7 +41,9 @@ def demo(
     started = time.perf_counter()
     synthesize(
         settings.landing_dir,
-        SynthConfig(nodes=nodes, gpus_per_node=gpus_per_node, days=days, seed=seed),
+        SynthConfig(
+            nodes=nodes, gpus_per_node=gpus_per_node, days=days, seed=seed, training_logs=True
+        ),
     )
     timings["synth_s"] = time.perf_counter() - started
     prefect_defaults()
