@@ -7,6 +7,21 @@ Each submodule lists its public names in ``__all__``; this package re-exports th
 
 from __future__ import annotations
 
+from models.backtest import (
+    BACKTEST_PERIODS,
+    DEFAULT_RESTART_S,
+    GPU_BUCKETS,
+    SUMMARY_COLUMNS,
+    AsofRates,
+    asof_pooled_ratio,
+    asof_rates,
+    backtest_jobs,
+    backtest_summary,
+    gpu_bucket,
+    poisson_ratio_interval,
+    predicted_wall_s,
+    weighted_poisson_interval,
+)
 from models.checkpoint import (
     daly_expected_wall_time_s,
     daly_interval_s,
@@ -143,10 +158,13 @@ from models.trend import (
 )
 
 __all__ = [
+    "BACKTEST_PERIODS",
+    "DEFAULT_RESTART_S",
     "EXTRAPOLATED_SHARE",
     "EXTRA_FEATURES",
     "FAMILIES",
     "FEATURES",
+    "GPU_BUCKETS",
     "HISTORY_FEATURES",
     "HOURS_PER_YEAR",
     "KEYS",
@@ -155,8 +173,10 @@ __all__ = [
     "PAPERS",
     "RSC1_NODE_FAILURES_PER_1000_NODE_DAYS",
     "SIGNAL_FEATURES",
+    "SUMMARY_COLUMNS",
     "WEIBAYES_MAX_FAILURES",
     "ApproximationWarning",
+    "AsofRates",
     "ClassRate",
     "ConvergenceWarning",
     "CrowAmsaaResult",
@@ -177,8 +197,12 @@ __all__ = [
     "Weibayes",
     "age_mix",
     "aic_weights",
+    "asof_pooled_ratio",
+    "asof_rates",
     "assert_same_features",
     "auto_sweep",
+    "backtest_jobs",
+    "backtest_summary",
     "check_leakage",
     "check_lifetimes",
     "choose_threshold",
@@ -195,6 +219,7 @@ __all__ = [
     "fit_lives",
     "goodness_of_fit",
     "goodness_of_fit_families",
+    "gpu_bucket",
     "kaplan_meier",
     "knob_gains",
     "knob_label",
@@ -213,7 +238,9 @@ __all__ = [
     "paper_transform",
     "period_mtbf",
     "point_seed",
+    "poisson_ratio_interval",
     "pr_auc_null",
+    "predicted_wall_s",
     "probability_plot",
     "project",
     "rates_from_fits",
@@ -230,5 +257,6 @@ __all__ = [
     "switch_flagged",
     "time_split",
     "weibayes",
+    "weighted_poisson_interval",
     "young_interval_s",
 ]
