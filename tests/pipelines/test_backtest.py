@@ -14,6 +14,7 @@ Jobs (start hour, attempts):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING
 
@@ -21,11 +22,13 @@ import duckdb
 import pytest
 from scipy import stats
 
-from pipelines import warehouse
+from pipelines import ingest, warehouse
 from pipelines.backtest import run_backtest
+from synth import SynthConfig, synthesize
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
 
 T0 = "timestamptz '2026-01-01 00:00:00+00'"
 
@@ -219,3 +222,47 @@ def test_backtest_buckets_and_view(con: duckdb.DuckDBPyConnection) -> None:
     assert stored == (1, 1)
     (n_runs,) = con.execute("select count(*) from backtest_runs").fetchone() or (0,)
     assert n_runs == 2
+
+
+# --------------------------------------------------------------------------- synthetic fleet
+@pytest.mark.slow
+@pytest.mark.parametrize("factor", [1.0, 2.0])
+def test_backtest_on_a_synthetic_exponential_fleet(tmp_path: Path, factor: float) -> None:
+    """Issue #16's acceptance: O/E covers 1 per bucket; a doubled hazard is flagged.
+
+    Skipped until the ledger view (``fct_job_goodput``) and the generator's hazard change
+    (``SynthConfig.hazard_change_at_frac`` / ``hazard_change_factor``) are merged.
+    """
+    names = {f.name for f in dataclasses.fields(SynthConfig)}
+    if not {"hazard_change_at_frac", "hazard_change_factor"} <= names:
+        pytest.skip("SynthConfig has no hazard change yet")
+    if "fct_job_goodput" not in {p.stem for p in warehouse.view_files()}:
+        pytest.skip("no fct_job_goodput view yet")
+    base = SynthConfig(
+        nodes=64, days=60, seed=16, jobs_per_node_day=1.0, hostile=False
+    ).with_families({"all": "exponential"})
+    classes = {  # five times the default rates: enough interruptions to test against
+        name: dataclasses.replace(spec, scale_h=spec.scale_h / 5)
+        for name, spec in base.classes.items()
+    }
+    config = dataclasses.replace(
+        base, classes=classes, hazard_change_at_frac=0.5, hazard_change_factor=factor
+    )
+    landing = tmp_path / "landing"
+    synthesize(landing, config)
+    db = tmp_path / "relia.duckdb"
+    ingest.ingest(db, ingest.discover([landing]))
+    with warehouse.connect(db) as con:
+        run_backtest(con, min_gpus=1)
+        rows = {
+            (r["bucket"], r["period"]): r
+            for r in warehouse.query(con, "select * from rpt_projection_backtest").iter_rows(
+                named=True
+            )
+        }
+    if factor == 1.0:
+        for (bucket, period), row in rows.items():
+            if period == "all" and row["interruptions_expected"] >= 1:
+                assert row["oe_lo"] <= 1.0 <= row["oe_hi"], (bucket, row)
+    else:
+        assert rows[("all", "second half")]["oe_lo"] > 1.0
