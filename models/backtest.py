@@ -124,10 +124,14 @@ def _chi2_bounds(
     count: NDArray[np.float64], alpha: float
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Garwood's bounds on a Poisson mean from its count: chi2(a/2; 2n)/2, chi2(1-a/2; 2n+2)/2."""
+    values, inverse = np.unique(count, return_inverse=True)  # counts repeat: ppf once each
     with np.errstate(invalid="ignore"):
-        lo = np.where(count > 0, stats.chi2.ppf(alpha / 2.0, 2.0 * count) / 2.0, 0.0)
-        hi = stats.chi2.ppf(1.0 - alpha / 2.0, 2.0 * count + 2.0) / 2.0
-    return np.asarray(lo, float), np.asarray(hi, float)
+        lo = np.where(values > 0, stats.chi2.ppf(alpha / 2.0, 2.0 * values) / 2.0, 0.0)
+        hi = stats.chi2.ppf(1.0 - alpha / 2.0, 2.0 * values + 2.0) / 2.0
+    shape = np.shape(count)
+    return np.asarray(lo, float)[inverse].reshape(shape), np.asarray(hi, float)[inverse].reshape(
+        shape
+    )
 
 
 def asof_rates(

@@ -79,7 +79,6 @@ cross join stg_observation_window as observation
 where
     attempts.start_ts is not null
     and attempts.end_ts is not null
-    and attempts.job_id_raw in (select job_id_raw from fct_job_goodput where n_gpus >= $min_gpus)
 """
 _INTERRUPTIONS_SQL = """
 select
@@ -170,7 +169,24 @@ def _save_counts(
     return None, "assumed"
 
 
-def _interruption_counts(con: duckdb.DuckDBPyConnection, classes: list[str]) -> pl.DataFrame:
+def _interruption_counts(
+    con: duckdb.DuckDBPyConnection, ledger: pl.DataFrame, classes: list[str]
+) -> pl.DataFrame:
+    """Return per job the interruptions observed, unattributed and other (by cause class).
+
+    From the ledger's ``interruption_causes`` when it has them (the same int_job_interruptions
+    rows, already read), else from ``int_job_interruptions``.
+    """
+    if "interruption_causes" in ledger.columns:
+        counts = (
+            ledger.select("job_id_raw", pl.col("interruption_causes").alias("cause_class"))
+            .explode("cause_class")
+            .filter(pl.col("cause_class").is_not_null())
+            .group_by("job_id_raw", "cause_class")
+            .agg(pl.len().cast(pl.Int64).alias("n"))
+        )
+    else:
+        counts = query(con, _INTERRUPTIONS_SQL)
     kind = (
         pl.when(pl.col("cause_class").is_in(classes))
         .then(pl.lit("interruptions_observed"))
@@ -178,8 +194,11 @@ def _interruption_counts(con: duckdb.DuckDBPyConnection, classes: list[str]) -> 
         .then(pl.lit("interruptions_unattributed"))
         .otherwise(pl.lit("interruptions_other"))
     )
-    counts = query(con, _INTERRUPTIONS_SQL).with_columns(kind.alias("kind"))
-    wide = counts.group_by("job_id_raw", "kind").agg(pl.col("n").sum())
+    wide = (
+        counts.with_columns(kind.alias("kind"))
+        .group_by("job_id_raw", "kind")
+        .agg(pl.col("n").sum())
+    )
     out = pl.DataFrame(schema={"job_id_raw": pl.String})
     if wide.height:
         out = wide.pivot(on="kind", index="job_id_raw", values="n")
@@ -253,7 +272,7 @@ def _job_inputs(
         .cast(pl.Float64)
         .alias("checkpoint_cost_s"),
     )
-    counts = _interruption_counts(con, classes)
+    counts = _interruption_counts(con, ledger, classes)
     jobs = jobs.join(counts, on="job_id_raw", how="left").with_columns(
         pl.col("interruptions_observed", "interruptions_unattributed", "interruptions_other")
         .fill_null(0)
@@ -295,7 +314,7 @@ def run_backtest(
     classes = sorted(lives["component_class"].unique().to_list())
     ledger = query(con, _LEDGER_SQL, params)
     jobs, saves_from = _job_inputs(con, ledger, classes)
-    attempts = query(con, _ATTEMPTS_SQL, params)
+    attempts = query(con, _ATTEMPTS_SQL)  # backtest_jobs keeps those of the ledger's jobs
     rows = backtest_jobs(jobs, attempts, lives, alpha=alpha)
     mid_s = (window["start_s"] + window["end_s"]) / 2.0
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]

@@ -224,6 +224,32 @@ def test_backtest_buckets_and_view(con: duckdb.DuckDBPyConnection) -> None:
     assert n_runs == 2
 
 
+def test_backtest_reads_causes_from_the_ledger_when_it_lists_them(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    # the ledger's interruption_causes stand in for int_job_interruptions (emptied here)
+    con.execute("create table fct_job_goodput_base as select * from fct_job_goodput")
+    con.execute(
+        "create or replace view fct_job_goodput as select base.*, case base.job_id_raw "
+        "when 'J2' then ['gpu', 'unknown'] when 'J5' then ['application'] else [] end "
+        "as interruption_causes from fct_job_goodput_base as base"
+    )
+    con.execute(
+        "create or replace view int_job_interruptions as select * from "
+        "(values ('J2', 'nic')) as t(job_id_raw, cause_class) where false"
+    )
+    run = run_backtest(con, min_gpus=4)
+    counts = {
+        r["job_id_raw"]: (
+            r["interruptions_observed"],
+            r["interruptions_unattributed"],
+            r["interruptions_other"],
+        )
+        for r in run.jobs.iter_rows(named=True)
+    }
+    assert counts == {"J1": (0, 0, 0), "J2": (1, 1, 0), "J3": (0, 0, 0), "J5": (0, 0, 1)}
+
+
 # --------------------------------------------------------------------------- synthetic fleet
 @pytest.mark.slow
 @pytest.mark.parametrize("factor", [1.0, 2.0])
