@@ -11,16 +11,20 @@ from models.backtest import (
     BACKTEST_PERIODS,
     DEFAULT_RESTART_S,
     GPU_BUCKETS,
-    SUMMARY_COLUMNS,
     AsofRates,
     asof_pooled_ratio,
     asof_rates,
     backtest_jobs,
-    backtest_summary,
     gpu_bucket,
     poisson_ratio_interval,
     predicted_wall_s,
     weighted_poisson_interval,
+)
+from models.backtest_buckets import (
+    SUMMARY_COLUMNS,
+    backtest_summary,
+    expected_variance,
+    oe_interval_with_fit,
 )
 from models.checkpoint import (
     daly_expected_wall_time_s,
@@ -214,6 +218,7 @@ __all__ = [
     "drain_sweep",
     "ettr_meta",
     "evaluate",
+    "expected_variance",
     "exponential_mtbf",
     "family_mixture",
     "fit_lives",
@@ -233,6 +238,7 @@ __all__ = [
     "nelson_aalen",
     "never_predict",
     "observed_rates",
+    "oe_interval_with_fit",
     "operating_curve",
     "paired_goodput_samples",
     "paper_transform",

@@ -5,8 +5,9 @@ the exponential rate is refitted on the unit lives observed before that time (no
 job's expected hardware interruptions follow from its run time and units, and its goodput is
 predicted with the same renewal-reward model :func:`models.goodput.project` uses for a
 ``restart`` job with exponential lifetimes (Daly's expected wall time,
-:func:`models.checkpoint.daly_expected_wall_time_s`). :func:`backtest_summary` then compares
-observed with expected per GPU-size bucket and half of the window.
+:func:`models.checkpoint.daly_expected_wall_time_s`).
+:func:`models.backtest_buckets.backtest_summary` then compares observed with expected per
+GPU-size bucket and half of the window.
 
 Everything is vectorised: the as-of rates at all job starts come from sorting the lives and
 cumulative sums (:func:`asof_rates`), never from a loop over jobs or lives.
@@ -71,12 +72,10 @@ __all__ = [
     "BACKTEST_PERIODS",
     "DEFAULT_RESTART_S",
     "GPU_BUCKETS",
-    "SUMMARY_COLUMNS",
     "AsofRates",
     "asof_pooled_ratio",
     "asof_rates",
     "backtest_jobs",
-    "backtest_summary",
     "gpu_bucket",
     "poisson_ratio_interval",
     "predicted_wall_s",
@@ -89,13 +88,6 @@ _BUCKET_UPPER = (8, 64, 512, 4096)
 BACKTEST_PERIODS = ("all", "first half", "second half")
 """Periods of the summary: the whole window, and its halves by the job's first start."""
 _SECONDS_PER_HOUR = 3600.0
-SUMMARY_COLUMNS = (
-    *("bucket", "period", "n_jobs", "n_estimated", "gpu_hours", "interruptions_observed"),
-    *("interruptions_unattributed", "interruptions_other", "interruptions_expected"),
-    *("oe_ratio", "oe_lo", "oe_hi", "goodput_measured", "goodput_predicted"),
-    *("goodput_predicted_lo", "goodput_predicted_hi"),
-)
-"""Columns of :func:`backtest_summary`, in order."""
 
 
 @dataclass(frozen=True)
@@ -453,7 +445,8 @@ def backtest_jobs(
     Returns
     -------
     polars.DataFrame
-        The job rows plus ``bucket``, ``run_h`` (attempt hours), ``has_history`` (every class
+        The job rows plus ``bucket``, ``run_h`` (attempt hours; ``gpu_run_h`` / ``node_run_h``
+        times GPUs / nodes), ``has_history`` (every class
         the job uses had exposure before its start; otherwise nothing is projected),
         ``rate_per_h`` / ``rate_lo_per_h`` / ``rate_hi_per_h`` (the job's hardware interruption
         rate: units x as-of class rates, run-time weighted over attempts),
@@ -572,6 +565,8 @@ def backtest_jobs(
     return jobs.with_columns(
         pl.Series("bucket", gpu_bucket(jobs["n_gpus"].fill_null(0).to_numpy()), pl.String),
         pl.Series("run_h", run_h),
+        pl.Series("gpu_run_h", gpu_h),
+        pl.Series("node_run_h", node_h),
         pl.Series("has_history", has_history),
         pl.Series("rate_per_h", np.where(has_history, per_h[0], nan)),
         pl.Series("rate_lo_per_h", np.where(has_history, per_h[1], nan)),
@@ -591,95 +586,3 @@ def backtest_jobs(
         pl.Series("goodput_predicted_lo", goodput[2]),
         pl.Series("goodput_predicted_hi", goodput[1]),
     ).with_columns(pl.col(pl.Float64).fill_nan(None))
-
-
-def backtest_summary(
-    job_rows: pl.DataFrame,
-    *,
-    window_start_s: float,
-    window_end_s: float,
-    alpha: float = 0.05,
-) -> pl.DataFrame:
-    """Sum the back-test per GPU-size bucket (and ``all``) and period of the window.
-
-    Parameters
-    ----------
-    job_rows
-        What :func:`backtest_jobs` returns; jobs without history are left out.
-    window_start_s, window_end_s
-        The observation window (epoch seconds); its midpoint splits ``first half`` from
-        ``second half`` by the job's first start.
-    alpha
-        ``1 - alpha`` coverage of the O/E interval.
-
-    Returns
-    -------
-    polars.DataFrame
-        One row per ``bucket`` (:data:`GPU_BUCKETS` and ``all``) and ``period``
-        (:data:`BACKTEST_PERIODS`) with jobs: ``n_jobs``, ``n_estimated`` (estimated ledgers,
-        when the rows have ``estimated``), ``gpu_hours``, ``interruptions_observed``,
-        ``interruptions_unattributed``, ``interruptions_other``, ``interruptions_expected``,
-        ``oe_ratio``, ``oe_lo``, ``oe_hi`` (exact Poisson), and ``goodput_measured``,
-        ``goodput_predicted``, ``goodput_predicted_lo``, ``goodput_predicted_hi``, each
-        GPU-hour weighted: ``sum(productive x gpus) / sum(wall x gpus)`` with the measured or
-        the predicted wall.
-    """
-    mid = (window_start_s + window_end_s) / 2.0
-    rows = job_rows.filter(pl.col("has_history")).with_columns(
-        pl.when(pl.col("first_start_s") < mid)
-        .then(pl.lit("first half"))
-        .otherwise(pl.lit("second half"))
-        .alias("_half"),
-        pl.col("estimated").fill_null(False).alias("_estimated")
-        if "estimated" in job_rows.columns
-        else pl.lit(False).alias("_estimated"),
-        (pl.col("productive_s") * pl.col("n_gpus")).alias("_good"),
-    )
-    groups = []
-    for bucket in (*GPU_BUCKETS, "all"):
-        for period in BACKTEST_PERIODS:
-            part = rows
-            if bucket != "all":
-                part = part.filter(pl.col("bucket") == bucket)
-            if period != "all":
-                part = part.filter(pl.col("_half") == period)
-            if part.height:
-                groups.append(part.with_columns(bucket=pl.lit(bucket), period=pl.lit(period)))
-    empty = rows.clear().with_columns(bucket=pl.lit(""), period=pl.lit(""))
-    stacked = pl.concat(groups) if groups else empty
-    gpus = pl.col("n_gpus")
-    out = (
-        stacked.group_by("bucket", "period", maintain_order=True)
-        .agg(
-            pl.len().alias("n_jobs"),
-            pl.col("_estimated").sum().alias("n_estimated"),
-            (pl.col("wall_s") * gpus).sum().truediv(_SECONDS_PER_HOUR).alias("gpu_hours"),
-            pl.col("interruptions_observed").sum(),
-            pl.col("interruptions_unattributed").sum(),
-            pl.col("interruptions_other").sum(),
-            pl.col("interruptions_expected").sum(),
-            (pl.col("_good").sum() / (pl.col("wall_s") * gpus).sum()).alias("goodput_measured"),
-            (pl.col("_good").sum() / (pl.col("predicted_wall_s") * gpus).sum()).alias(
-                "goodput_predicted"
-            ),
-            (pl.col("_good").sum() / (pl.col("predicted_wall_hi_s") * gpus).sum()).alias(
-                "goodput_predicted_lo"
-            ),
-            (pl.col("_good").sum() / (pl.col("predicted_wall_lo_s") * gpus).sum()).alias(
-                "goodput_predicted_hi"
-            ),
-        )
-        .with_columns(pl.col("n_jobs").cast(pl.Int64), pl.col("n_estimated").cast(pl.Int64))
-    )
-    ratio, lo, hi = poisson_ratio_interval(
-        out["interruptions_observed"].to_numpy(),
-        out["interruptions_expected"].to_numpy(),
-        alpha=alpha,
-    )
-    return (
-        out.with_columns(
-            pl.Series("oe_ratio", ratio), pl.Series("oe_lo", lo), pl.Series("oe_hi", hi)
-        )
-        .select(SUMMARY_COLUMNS)
-        .with_columns(pl.col(pl.Float64).fill_nan(None))
-    )

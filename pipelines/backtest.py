@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from models.backtest import backtest_jobs, backtest_summary
+from models.backtest import backtest_jobs
+from models.backtest_buckets import backtest_summary
 from pipelines.warehouse import query
 
 if TYPE_CHECKING:
@@ -324,16 +325,11 @@ def run_backtest(
         .then(pl.lit("first half"))
         .otherwise(pl.lit("second half"))
         .alias("period"),
-    ).select(_JOB_TABLE_COLUMNS)
-    summary_input = rows.with_columns(
-        pl.col("first_start_ts").dt.epoch("us").truediv(1e6).alias("first_start_s")
     )
     buckets = backtest_summary(
-        summary_input,
-        window_start_s=window["start_s"],
-        window_end_s=window["end_s"],
-        alpha=alpha,
+        rows, lives, window_start_s=window["start_s"], window_end_s=window["end_s"], alpha=alpha
     ).with_columns(pl.lit(run_id).alias("run_id"))
+    rows = rows.select(_JOB_TABLE_COLUMNS)
     versions = {pkg: version(pkg) for pkg in ("relia", "numpy", "scipy", "polars")}
     con.execute("begin transaction")
     try:

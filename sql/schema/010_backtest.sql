@@ -68,9 +68,12 @@ create table if not exists backtest_buckets (
     interruptions_unattributed bigint,
     interruptions_other bigint,
     interruptions_expected double,
+    interruptions_expected_sd double,  -- of the expected count, from the as-of fits' failures
     oe_ratio double,
-    oe_lo double,  -- exact Poisson (Garwood) bounds of observed / expected
+    oe_lo double,  -- exact Poisson (Garwood) bounds of observed / expected, expected as known
     oe_hi double,
+    oe_fit_lo double,  -- bounds that also carry the as-of fits' error (conditional binomial)
+    oe_fit_hi double,
     goodput_measured double,  -- GPU-hour weighted
     goodput_predicted double,
     goodput_predicted_lo double,

@@ -13,7 +13,10 @@ from models import (
     asof_pooled_ratio,
     asof_rates,
     backtest_jobs,
+    backtest_summary,
+    expected_variance,
     gpu_bucket,
+    oe_interval_with_fit,
     poisson_ratio_interval,
     predicted_wall_s,
     weighted_poisson_interval,
@@ -264,3 +267,137 @@ def test_a_failure_after_the_start_does_not_change_the_projection() -> None:
     assert _expected((20 * hour, 150 * hour, True)) == _expected((20 * hour, 150 * hour, False))
     # the same unit failing at 90 h (before the start) is known: 2 failures in 320 GPU-h
     assert _expected((20 * hour, 90 * hour, True)) == pytest.approx(80 * 2 / 320)
+
+
+# --------------------------------------------------------------------------- a simulated fleet
+WINDOW_H = 180 * 24.0
+GPU_RATE, NIC_RATE = 1 / 20_000, 1 / 5_000  # per unit-hour in the first half
+N_NODES = 256
+
+
+def _poisson_lives(
+    rng: np.random.Generator, n_units: int, rate: float, factor: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lives of unit slots renewed at once on failure: a Poisson process per slot.
+
+    The rate is ``rate`` in the window's first half and ``rate * factor`` in the second; the
+    first life of a slot enters at the window start, the last is censored at its end.
+    """
+    half = WINDOW_H / 2
+    n1 = rng.poisson(rate * half, n_units)
+    n2 = rng.poisson(rate * factor * half, n_units)
+    slot = np.concatenate([np.repeat(np.arange(n_units), n1), np.repeat(np.arange(n_units), n2)])
+    when = np.concatenate([rng.uniform(0, half, n1.sum()), rng.uniform(half, WINDOW_H, n2.sum())])
+    order = np.lexsort((when, slot))
+    slot, when = slot[order], when[order]
+    first = np.ones(slot.size, dtype=bool)
+    first[1:] = slot[1:] != slot[:-1]
+    entry = np.where(first, 0.0, np.concatenate([[0.0], when[:-1]]))
+    last = np.zeros(n_units)
+    last[slot] = when  # sorted by time within a slot: the last write is the last failure
+    return (
+        np.concatenate([entry, last]) * 3600.0,
+        np.concatenate([when, np.full(n_units, WINDOW_H)]) * 3600.0,
+        np.concatenate([np.ones(when.size, dtype=bool), np.zeros(n_units, dtype=bool)]),
+    )
+
+
+def _simulated_backtest(seed: int, factor: float, n_jobs: int = 3000) -> pl.DataFrame:
+    """Back-test a fleet drawn from the model's own assumptions (exponential, Poisson jobs)."""
+    rng = np.random.default_rng(seed)
+    gpu = _poisson_lives(rng, N_NODES * 8, GPU_RATE, factor)
+    nic = _poisson_lives(rng, N_NODES, NIC_RATE, factor)
+    lives = pl.DataFrame(
+        {
+            "component_class": ["gpu"] * gpu[0].size + ["nic"] * nic[0].size,
+            "unit_level": ["gpu"] * gpu[0].size + ["node"] * nic[0].size,
+            "entry_s": np.concatenate([gpu[0], nic[0]]),
+            "exit_s": np.concatenate([gpu[1], nic[1]]),
+            "failed": np.concatenate([gpu[2], nic[2]]),
+        }
+    )
+    start = rng.uniform(0, WINDOW_H, n_jobs)
+    end = np.minimum(start + rng.exponential(12.0, n_jobs), WINDOW_H)
+    nodes = rng.choice([1, 2, 4, 16, 128], n_jobs, p=[0.5, 0.2, 0.15, 0.1, 0.05])
+    half = WINDOW_H / 2
+    first_h = np.clip(np.minimum(end, half) - start, 0, None)
+    second_h = (end - start) - first_h
+    unit_rate = 8 * nodes * GPU_RATE + nodes * NIC_RATE
+    truth = unit_rate * (first_h + factor * second_h)
+    observed = rng.poisson(truth)
+    wall = (end - start) * 3600.0
+    jobs = pl.DataFrame(
+        {
+            "job_id_raw": [f"j{i}" for i in range(n_jobs)],
+            "n_gpus": 8 * nodes,
+            "first_start_s": start * 3600.0,
+            "last_end_s": end * 3600.0,
+            "wall_s": wall,
+            "productive_s": 0.9 * wall,
+            "overhead_s": 0.0,
+            "restart_s": 600.0 * observed,
+            "n_interruptions": observed,
+            "checkpoint_interval_s": 3600.0,
+            "checkpoint_cost_s": 60.0,
+            "interruptions_observed": observed,
+            "interruptions_unattributed": 0,
+            "interruptions_other": 0,
+        }
+    )
+    attempts = jobs.select(
+        "job_id_raw",
+        pl.col("first_start_s").alias("start_s"),
+        pl.col("last_end_s").alias("end_s"),
+        "n_gpus",
+        (pl.col("n_gpus") // 8).alias("n_nodes"),
+    )
+    rows = backtest_jobs(jobs, attempts, lives)
+    return backtest_summary(rows, lives, window_start_s=0.0, window_end_s=WINDOW_H * 3600.0)
+
+
+def test_oe_intervals_cover_one_on_fleets_that_follow_the_model() -> None:
+    """Over simulated fleets the whole-window O/E interval with the fits' error covers 1.
+
+    Garwood's interval takes the expected count as known; the jobs of the first half share the
+    few failures seen early, so it covers 1 less often there (about 85 % in 150 fleets), and
+    the interval that carries the fits' error covers more often (about 93 %).
+    """
+    n = 100
+    covered: dict[str, int] = {"garwood_all": 0, "fit_all": 0, "garwood_first": 0, "fit_first": 0}
+    for seed in range(n):
+        out = _simulated_backtest(seed, 1.0, n_jobs=1500)
+        for period, key in (("all", "all"), ("first half", "first")):
+            row = out.filter(bucket="all", period=period).row(0, named=True)
+            covered[f"garwood_{key}"] += row["oe_lo"] <= 1.0 <= row["oe_hi"]
+            covered[f"fit_{key}"] += row["oe_fit_lo"] <= 1.0 <= row["oe_fit_hi"]
+    sd = math.sqrt(0.95 * 0.05 / n)
+    assert covered["fit_all"] / n >= 0.95 - 3 * sd
+    assert covered["fit_first"] >= covered["garwood_first"]
+    assert covered["fit_all"] >= covered["garwood_all"]
+
+
+def test_expected_variance_by_hand() -> None:
+    # one class; jobs at 10 h (weight 2) and 30 h (weight 3); failures at 5, 20 and 40 h
+    total, variance = expected_variance([30.0, 10.0], [[3.0], [2.0]], [[5.0, 20.0, 40.0]])
+    # the failure at 5 h counts for both jobs, at 20 h for the second, at 40 h for none
+    assert total == 5.0 + 3.0
+    assert variance == 5.0**2 + 3.0**2
+
+
+def test_oe_interval_with_fit_tends_to_garwood() -> None:
+    _, lo, hi = poisson_ratio_interval([7.0], [5.0], alpha=ALPHA)
+    fit_lo, fit_hi = oe_interval_with_fit([7.0], [5.0], [5e-6], alpha=ALPHA)
+    assert fit_lo[0] == pytest.approx(lo[0], rel=1e-3)
+    assert fit_hi[0] == pytest.approx(hi[0], rel=1e-3)
+    wide_lo, wide_hi = oe_interval_with_fit([7.0], [5.0], [4.0], alpha=ALPHA)
+    assert wide_lo[0] < lo[0]
+    assert wide_hi[0] > hi[0]
+
+
+def test_a_doubled_hazard_in_the_second_half_is_flagged() -> None:
+    out = _simulated_backtest(1, 2.0)
+    rows = {(r["bucket"], r["period"]): r for r in out.iter_rows(named=True)}
+    # the as-of rates lag the change: the second half sees more than they expect
+    assert rows[("all", "second half")]["oe_lo"] > 1.0
+    assert rows[("all", "second half")]["oe_fit_lo"] > 1.0
+    assert rows[("all", "second half")]["oe_ratio"] > rows[("all", "first half")]["oe_ratio"]

@@ -220,6 +220,15 @@ def test_backtest_buckets_and_view(con: duckdb.DuckDBPyConnection) -> None:
         {"id": run.run_id},
     ).row(0)
     assert stored == (1, 1)
+    # the expected count's sd: failures at 48 h (known to J1 and J2) and 144 h (J2 only)
+    (sd,) = warehouse.query(
+        con,
+        "select interruptions_expected_sd from backtest_buckets "
+        "where run_id = $id and bucket = 'all' and period = 'all'",
+        {"id": run.run_id},
+    ).row(0)
+    w_48, w_144 = 160 / 336 + 64 / 528, 64 / 528
+    assert sd == pytest.approx(math.sqrt(w_48**2 + w_144**2))
     (n_runs,) = con.execute("select count(*) from backtest_runs").fetchone() or (0,)
     assert n_runs == 2
 
