@@ -24,7 +24,14 @@ Decisions where the contract is silent (the prediction is made from each job's o
   for estimated ledgers, the ledger's ``assumed_checkpoint_interval_s`` /
   ``assumed_checkpoint_s`` (3600 s / 60 s when null). ``checkpoint_source`` says which.
 - **Fixed overhead** ``startup_s + other_s``; **restart overhead** per interruption
-  ``restart_s / n_interruptions`` (the fleet's as-of mean when the job had none).
+  ``restart_s / n_interruptions`` (the fleet's as-of mean when the job had none). The "fleet"
+  of these pooled means is the back-tested jobs (``n_gpus >= min_gpus``) ended before the start.
+- **Interruptions from the ledger** (``interruption_causes``) when it lists them, else from
+  ``int_job_interruptions``.
+- **O/E intervals**: ``oe_lo`` / ``oe_hi`` (the view's) are Garwood's exact interval with the
+  expected count taken as known, as the contract says; ``backtest_buckets`` adds
+  ``interruptions_expected_sd`` and ``oe_fit_lo`` / ``oe_fit_hi``, which also carry the as-of
+  fits' error (see :mod:`models.backtest_buckets`).
 - A job starting before any life was observed (at the window's start) has no history: it is
   kept in ``backtest_jobs`` with ``has_history = false`` and left out of the buckets.
 """

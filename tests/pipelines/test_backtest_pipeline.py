@@ -259,6 +259,34 @@ def test_backtest_reads_causes_from_the_ledger_when_it_lists_them(
     assert counts == {"J1": (0, 0, 0), "J2": (1, 1, 0), "J3": (0, 0, 0), "J5": (0, 0, 1)}
 
 
+def test_backtest_counts_saves_from_training_events(con: duckdb.DuckDBPyConnection) -> None:
+    # a ledger without a save count: J1's nine save ends come from int_training_events
+    con.execute("create table ledger_copy as select * exclude (n_checkpoints) from fct_job_goodput")
+    con.execute("create or replace view fct_job_goodput as select * from ledger_copy")
+    events = [("J1", "checkpoint_save_end")] * 9 + [("J1", "step"), ("J5", "step")]
+    con.execute(
+        "create or replace view int_training_events as select * from "
+        f"(values {_values(events)}) as t(job_id_raw, event)"
+    )
+    run = run_backtest(con, min_gpus=4)
+    jobs = {r["job_id_raw"]: r for r in run.jobs.iter_rows(named=True)}
+    assert (jobs["J1"]["checkpoint_source"], jobs["J1"]["checkpoint_interval_s"]) == (
+        "measured",
+        3600,
+    )
+    assert jobs["J1"]["checkpoint_cost_s"] == 60
+    # J5 logged steps and no save: its kept compute is one segment with no save
+    assert (jobs["J5"]["checkpoint_source"], jobs["J5"]["checkpoint_interval_s"]) == (
+        "no_saves",
+        9000,
+    )
+    assert jobs["J3"]["checkpoint_source"] == "assumed"  # no event at all
+    (source,) = con.execute(
+        "select checkpoint_from from backtest_runs where run_id = $id", {"id": run.run_id}
+    ).fetchone() or ("",)
+    assert source == "int_training_events"
+
+
 # --------------------------------------------------------------------------- synthetic fleet
 @pytest.mark.slow
 @pytest.mark.parametrize("factor", [1.0, 2.0])
