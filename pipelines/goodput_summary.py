@@ -19,8 +19,9 @@ Decisions where the contract is silent:
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from pipelines.settings import DEFAULT_READ_LOCK_TIMEOUT_S
 
@@ -42,6 +43,7 @@ __all__ = [
     "job_columns",
     "job_rows",
     "missing_goodput_views",
+    "oe_verdict",
 ]
 
 GOODPUT_VIEWS = ("fct_job_goodput", "rpt_fleet_goodput", "rpt_projection_backtest")
@@ -101,9 +103,30 @@ _FLEET = (
 _BACKTEST = "select " + ", ".join(BACKTEST_COLUMNS) + " from rpt_projection_backtest"
 
 
+def _finite(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and math.isfinite(value)
+
+
 def _plain(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     # a DECIMAL (a view's VALUES literal or a cast) would print as text in JSON: make it a float
     return [{k: float(v) if isinstance(v, Decimal) else v for k, v in row.items()} for row in rows]
+
+
+def oe_verdict(row: dict[str, Any]) -> str:
+    """Return what a back-test row's O/E interval says against 1.
+
+    ``"more than predicted"`` when the whole interval lies above 1, ``"fewer than predicted"``
+    when it lies below, ``"as predicted"`` when it covers 1, ``"nothing expected"`` when no
+    interruption was expected (the ratio is undefined) or both bounds are missing.
+    """
+    lo, hi, expected = row.get("oe_lo"), row.get("oe_hi"), row.get("interruptions_expected")
+    if not (_finite(expected) and expected > 0) or (not _finite(lo) and not _finite(hi)):
+        return "nothing expected"
+    if _finite(lo) and lo > 1.0:
+        return "more than predicted"
+    if _finite(hi) and hi < 1.0:
+        return "fewer than predicted"
+    return "as predicted"
 
 
 def _rank(value: object, order: tuple[str, ...]) -> tuple[int, str]:

@@ -118,6 +118,8 @@ def fleet_display(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], lis
 
 
 def _backtest_display(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from pipelines.goodput_summary import oe_verdict
+
     return [
         {
             "bucket": r["bucket"],
@@ -127,6 +129,7 @@ def _backtest_display(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "expected": _sig(r["interruptions_expected"]),
             "O/E": _sig(r["oe_ratio"]),
             "O/E 95 %": _interval(r["oe_lo"], r["oe_hi"], _sig),
+            "verdict": oe_verdict(r),
             "goodput measured": _pct(r["goodput_measured"]),
             "predicted": _pct(r["goodput_predicted"]),
             "predicted 95 %": _interval(r["goodput_predicted_lo"], r["goodput_predicted_hi"], _pct),
@@ -147,6 +150,12 @@ def print_goodput(db_path: Path, result: dict[str, list[dict[str, Any]]], *, min
     min_gpus
         The ``--min-gpus`` the job list was filtered with.
     """
+    if not result["fleet"]:
+        console.print(
+            "no realised goodput yet: no training logs and no finished job in the ledger "
+            "(fct_job_goodput)",
+            highlight=False,
+        )
     goodput, shares = fleet_display(result["fleet"])
     console.print(rows_table("realised goodput (fct_job_goodput, rpt_fleet_goodput)", goodput))
     console.print(rows_table("where the GPU-hours went (share of GPU-hours)", shares))

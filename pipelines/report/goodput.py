@@ -26,6 +26,7 @@ from pipelines.goodput_summary import (
     backtest_rows,
     fleet_rows,
     missing_goodput_views,
+    oe_verdict,
 )
 from pipelines.report.period import query
 
@@ -72,23 +73,6 @@ order by n_jobs desc
 
 def _finite(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and math.isfinite(value)
-
-
-def oe_verdict(row: dict[str, Any]) -> str:
-    """Return what a back-test row's O/E interval says against 1.
-
-    ``"more than predicted"`` when the whole interval lies above 1, ``"fewer than predicted"``
-    when it lies below, ``"as predicted"`` when it covers 1, ``"nothing expected"`` when no
-    interruption was expected (the ratio is undefined) or both bounds are missing.
-    """
-    lo, hi, expected = row.get("oe_lo"), row.get("oe_hi"), row.get("interruptions_expected")
-    if not (_finite(expected) and expected > 0) or (not _finite(lo) and not _finite(hi)):
-        return "nothing expected"
-    if _finite(lo) and lo > 1.0:
-        return "more than predicted"
-    if _finite(hi) and hi < 1.0:
-        return "fewer than predicted"
-    return "as predicted"
 
 
 def read_realised_goodput(con: duckdb.DuckDBPyConnection, week: str) -> dict[str, Any]:

@@ -433,7 +433,8 @@ def test_goodput_table_shows_both_weightings_side_by_side(
     assert row("9-64", "75.0 %", "5.0 %", "10.0 %", "0.0 %")
     # back-test: 9-64 second half, 1 observed, 0.5 expected, O/E 2, 0.0506 to 11.1
     assert row("9-64", "second half", "1", "0.5", "2", "0.0506 to 11.1", "75.0 %", "80.0 %")
-    assert row("65-512", "> 0", "50.0 %", "60.0 %", "50.0 % to 70.0 %")
+    assert row("65-512", "> 0", "nothing expected", "50.0 %", "60.0 %", "50.0 % to 70.0 %")
+    assert len(row("0.0506 to 11.1", "as predicted")) == 3
     assert "2 ledger jobs with at least 64 GPUs, 1 estimated" in " ".join(text.split())
 
 
@@ -448,6 +449,23 @@ def test_goodput_without_backtest_says_it_was_not_run(
     text = _invoke("--db", str(goodput_db), "--format", "csv", "--table", "backtest")
     assert text == ",".join(BACKTEST_COLUMNS) + "\n"  # the header alone
     assert _strict_loads(_invoke("--db", str(goodput_db), "--json"))["backtest"] == []
+
+
+def test_goodput_with_an_empty_ledger_says_so(goodput_db: Path) -> None:
+    with warehouse.connect(goodput_db) as con:
+        _view(con, "fct_job_goodput", ["job_id_raw", "n_gpus", "first_start_ts", "estimated"], [])
+        _view(con, "rpt_fleet_goodput", FLEET_COLUMNS, [])
+        backtest_view(con, rows=[])
+    result = runner.invoke(app, ["goodput", "--db", str(goodput_db)], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "no realised goodput yet: no training logs" in text
+    assert "back-test: not run yet" in text
+    assert "0 ledger jobs, 0 estimated" in text
+    payload = _strict_loads(_invoke("--db", str(goodput_db), "--json"))
+    assert payload == {"jobs": [], "fleet": [], "backtest": []}
+    header = _invoke("--db", str(goodput_db), "--format", "csv", "--table", "jobs")
+    assert header == "job_id_raw,n_gpus,first_start_ts,estimated\n"
 
 
 def test_goodput_names_missing_views_in_one_line(goodput_db: Path) -> None:
