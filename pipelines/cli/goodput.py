@@ -61,6 +61,11 @@ def _pct(value: Any) -> str:
     return "-" if _missing(value) else f"{100.0 * float(value):.1f} %"
 
 
+def _pct2(value: Any) -> str:
+    """``0.96234`` -> ``96.23 %`` (the back-test's intervals are often a tenth of a point)."""
+    return "-" if _missing(value) else f"{100.0 * float(value):.2f} %"
+
+
 def _num(value: Any) -> str:
     """``1234.5`` -> ``1,234``; ``-`` for a missing or non-finite value."""
     return "-" if _missing(value) else f"{float(value):,.0f}"
@@ -130,9 +135,11 @@ def _backtest_display(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "O/E": _sig(r["oe_ratio"]),
             "O/E 95 %": _interval(r["oe_lo"], r["oe_hi"], _sig),
             "verdict": oe_verdict(r),
-            "goodput measured": _pct(r["goodput_measured"]),
-            "predicted": _pct(r["goodput_predicted"]),
-            "predicted 95 %": _interval(r["goodput_predicted_lo"], r["goodput_predicted_hi"], _pct),
+            "goodput measured": _pct2(r["goodput_measured"]),
+            "predicted": _pct2(r["goodput_predicted"]),
+            "predicted 95 %": _interval(
+                r["goodput_predicted_lo"], r["goodput_predicted_hi"], _pct2
+            ),
         }
         for r in rows
     ]

@@ -193,8 +193,9 @@ def calibration_figure(section: dict[str, Any]) -> Figure | None:
     against the measured one, and the line ``y = x``. Right: observed over expected
     interruptions per bucket and period with the exact Poisson interval, and the line at 1; a
     bound beyond the plot (or open) is drawn to the edge with an arrow head, and a row with
-    nothing expected (no ratio) is left out. Both goodput axes start 5 points below the lowest
-    value drawn, rounded down to 10. None when the back-test has no row.
+    nothing expected (no ratio) is left out. Both goodput axes span the values drawn, with a
+    margin of 15 % of their range (at least 2 points), inside 0 to 100 %. None when the
+    back-test has no row.
     """
     rows = section.get("backtest", [])
     if not rows:
@@ -270,12 +271,18 @@ def calibration_figure(section: dict[str, Any]) -> Figure | None:
     drawn = [
         100 * _value(r, c)
         for r in rows
-        for c in ("goodput_measured", "goodput_predicted", "goodput_predicted_lo")
+        for c in (
+            "goodput_measured",
+            "goodput_predicted",
+            "goodput_predicted_lo",
+            "goodput_predicted_hi",
+        )
     ]
-    floor = min((v for v in drawn if math.isfinite(v)), default=0.0)
-    low = max(0.0, 10 * math.floor(floor / 10) - 5)
-    left.set_xlim(low, 100)
-    left.set_ylim(low, 100)
+    finite = [v for v in drawn if math.isfinite(v)] or [0.0, 100.0]
+    pad = 0.15 * max(max(finite) - min(finite), 2.0)
+    limits = (max(0.0, min(finite) - pad), min(100.0, max(finite) + pad))
+    left.set_xlim(*limits)
+    left.set_ylim(*limits)
     left.set_xlabel("measured goodput (%)", fontsize=8)
     left.set_ylabel("predicted goodput (%)", fontsize=8)
     left.set_title("goodput, GPU-hour weighted", fontsize=9, loc="left")

@@ -432,8 +432,8 @@ def test_goodput_table_shows_both_weightings_side_by_side(
     # shares of bucket 9-64 (j2): 75.0, 5.0, 10.0, 5.0, 5.0, 0.0 %
     assert row("9-64", "75.0 %", "5.0 %", "10.0 %", "0.0 %")
     # back-test: 9-64 second half, 1 observed, 0.5 expected, O/E 2, 0.0506 to 11.1
-    assert row("9-64", "second half", "1", "0.5", "2", "0.0506 to 11.1", "75.0 %", "80.0 %")
-    assert row("65-512", "> 0", "nothing expected", "50.0 %", "60.0 %", "50.0 % to 70.0 %")
+    assert row("9-64", "second half", "1", "0.5", "2", "0.0506 to 11.1", "75.00 %", "80.00 %")
+    assert row("65-512", "> 0", "nothing expected", "50.00 %", "60.00 %", "50.00 % to 70.00 %")
     assert len(row("0.0506 to 11.1", "as predicted")) == 3
     assert "2 ledger jobs with at least 64 GPUs, 1 estimated" in " ".join(text.split())
 

@@ -245,7 +245,7 @@ def test_report_section_shows_the_ledger_and_the_backtest(with_marts: ReportResu
     ]
     assert backtest[0][3:8] == ["6", "2", "3", "1.1 – 6.53", "more than predicted"]
     assert backtest[3][5:8] == ["–", "> 0", "nothing expected"]
-    assert backtest[1][8:] == ["75.0 %", "80.0 %", "70.0 % – 85.0 %"]
+    assert backtest[1][8:] == ["75.00 %", "80.00 %", "70.00 % – 85.00 %"]
     highlighted = re.findall(
         r'<tr class="hl"><td>([^<]+)</td>', section[section.index('id="backtest-table"') :]
     )
@@ -255,6 +255,50 @@ def test_report_section_shows_the_ledger_and_the_backtest(with_marts: ReportResu
     assert "realised goodput (by GPU-hours, by job) | 59.9 %, 68.3 % (1 of 3 jobs estimated)" in (
         with_marts.markdown
     )
+
+
+def test_report_section_with_every_job_estimated(fleet_copy: Path, tmp_path: Path) -> None:
+    """No training log at all: the section says so and names no measured job."""
+    db = tmp_path / "relia.duckdb"
+    shutil.copy(fleet_copy, db)
+    with warehouse.connect(db) as con:
+        con.execute("create or replace table fleet_rows as select * from rpt_fleet_goodput")
+        con.execute("delete from fleet_rows where dimension <> 'all'")
+        con.execute(
+            "update fleet_rows set n_measured = $m, n_estimated = $e",
+            {"m": 0, "e": len(JOBS)},
+        )
+        con.execute("create or replace view rpt_fleet_goodput as select * from fleet_rows")
+        con.execute("create or replace table ledger_rows as select * from fct_job_goodput")
+        con.execute("update ledger_rows set estimated = true, measured = false")
+        con.execute(
+            "update ledger_rows set assumed_startup_s = 300.0, assumed_restart_s = 300.0, "
+            "assumed_checkpoint_interval_s = 3600.0, assumed_checkpoint_s = 60.0"
+        )
+        con.execute("create or replace view fct_job_goodput as select * from ledger_rows")
+    result = build_report(db, week=None, reports_dir=tmp_path / "reports")
+    section = _section(result.path.read_text(encoding="utf-8"))
+    note = _text(section[section.index('id="realised-estimated"') :].split("</p>", 1)[0])
+    assert "> No training logs: all 3 jobs are estimated from the scheduler alone" in note
+    assert "(3 jobs)" in note
+    assert "measured from training logs" not in note
+    assert _rows(section, "realised-table") == [
+        [
+            "fleet",
+            "3",
+            "1,686",
+            "59.9 %",
+            "68.3 %",
+            "59.9 %",
+            "5.0 %",
+            "16.0 %",
+            "7.0 %",
+            "4.6 %",
+            "7.6 %",
+            "0",
+            "3",
+        ]
+    ]
 
 
 def test_report_section_without_the_marts(fleet_copy: Path, tmp_path: Path) -> None:
