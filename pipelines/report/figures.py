@@ -467,5 +467,7 @@ def report_figures(data: ReportData) -> dict[str, str]:
             figures[name] = png_data_uri(fig)
     for (component_class, paper), fig in probability_figures(data.probability).items():
         figures[probability_figure_key(component_class, paper)] = png_data_uri(fig)
-    figures |= {name: png_data_uri(fig) for name, fig in realised_figures(data.realised).items()}
+    # ``realised`` is new (issue #16): a caller's stand-in for ReportData may lack it
+    realised = realised_figures(getattr(data, "realised", {}))
+    figures |= {name: png_data_uri(fig) for name, fig in realised.items()}
     return figures
