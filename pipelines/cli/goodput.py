@@ -157,15 +157,16 @@ def print_goodput(db_path: Path, result: dict[str, list[dict[str, Any]]], *, min
     min_gpus
         The ``--min-gpus`` the job list was filtered with.
     """
-    if not result["fleet"]:
+    if result["fleet"]:
+        goodput, shares = fleet_display(result["fleet"])
+        console.print(rows_table("realised goodput (fct_job_goodput, rpt_fleet_goodput)", goodput))
+        console.print(rows_table("where the GPU-hours went (share of GPU-hours)", shares))
+    else:
         console.print(
             "no realised goodput yet: no training logs and no finished job in the ledger "
             "(fct_job_goodput)",
             highlight=False,
         )
-    goodput, shares = fleet_display(result["fleet"])
-    console.print(rows_table("realised goodput (fct_job_goodput, rpt_fleet_goodput)", goodput))
-    console.print(rows_table("where the GPU-hours went (share of GPU-hours)", shares))
     if result["backtest"]:
         console.print(
             rows_table(

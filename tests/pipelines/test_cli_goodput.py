@@ -460,6 +460,7 @@ def test_goodput_with_an_empty_ledger_says_so(goodput_db: Path) -> None:
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())
     assert "no realised goodput yet: no training logs" in text
+    assert "where the GPU-hours went" not in text  # no empty tables
     assert "back-test: not run yet" in text
     assert "0 ledger jobs, 0 estimated" in text
     payload = _strict_loads(_invoke("--db", str(goodput_db), "--json"))
