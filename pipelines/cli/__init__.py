@@ -22,6 +22,7 @@ from __future__ import annotations
 import pipelines.cli.synth
 import pipelines.cli.ingest
 import pipelines.cli.summary
+import pipelines.cli.goodput
 import pipelines.cli.fit
 import pipelines.cli.project
 import pipelines.cli.report

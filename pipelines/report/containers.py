@@ -130,6 +130,9 @@ class ReportData:
     probability
         Weibull- and log-normal-paper probability plots of every class with at least
         ``MIN_PLOT_FAILURES`` failures, most failures first (:func:`probability_plots`).
+    realised
+        Measured goodput and the back-test (issue #16), as
+        :func:`pipelines.report.goodput.read_realised_goodput` returns them.
     """
 
     period: ReportPeriod
@@ -157,6 +160,7 @@ class ReportData:
     notes: list[str] = field(default_factory=list)
     prediction: dict[str, Any] = field(default_factory=dict)
     probability: list[ClassProbabilityPlots] = field(default_factory=list)
+    realised: dict[str, Any] = field(default_factory=dict)
 
 
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -168,6 +172,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("nodes", "Nodes to look at"),
     ("prediction", "GPUs at risk"),
     ("goodput", "Goodput projection"),
+    ("realised", "Realised goodput and how well the model predicted it"),
     ("quality", "Data quality"),
 )
 """Section anchors and headings, in report order (the tests and the template share them)."""

@@ -22,6 +22,7 @@ import polars as pl
 
 from pipelines.report.containers import FitInfo, ReportData
 from pipelines.report.curves import probability_plots, survival_curves, trend_analysis
+from pipelines.report.goodput import read_realised_goodput
 from pipelines.report.nodes import interruption_tables, nodes_to_watch, prediction_summary
 from pipelines.report.period import (
     COMPARE_ALPHA,
@@ -180,6 +181,7 @@ def read_report_data(
         notes=notes.items,
         prediction=prediction,
         probability=probability,
+        realised=read_realised_goodput(con, period.week),
     )
 
 

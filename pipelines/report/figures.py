@@ -13,6 +13,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from pipelines.report.format import fmt_sig
+from pipelines.report.goodput import realised_figures
 from pipelines.report.period import MIN_AT_RISK
 from pipelines.settings import DEFAULT_READ_LOCK_TIMEOUT_S
 
@@ -466,4 +467,7 @@ def report_figures(data: ReportData) -> dict[str, str]:
             figures[name] = png_data_uri(fig)
     for (component_class, paper), fig in probability_figures(data.probability).items():
         figures[probability_figure_key(component_class, paper)] = png_data_uri(fig)
+    # ``realised`` is new (issue #16): a caller's stand-in for ReportData may lack it
+    realised = realised_figures(getattr(data, "realised", {}))
+    figures |= {name: png_data_uri(fig) for name, fig in realised.items()}
     return figures

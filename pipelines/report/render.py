@@ -202,6 +202,16 @@ def render_markdown(data: ReportData) -> str:
         ]
         for g in h["goodput"]
     ]
+    realised = data.realised
+    if realised.get("has_ledger"):
+        fleet = realised["all"]
+        headline_rows.append(
+            [
+                "realised goodput (by GPU-hours, by job)",
+                f"{fmt_pct(fleet['goodput_gpu_hours'])}, {fmt_pct(fleet['goodput_jobs'])} "
+                f"({realised['n_estimated']} of {realised['n_jobs']} jobs estimated)",
+            ]
+        )
     class_rows = [
         [
             str(r["component_class"]),

@@ -1,0 +1,252 @@
+"""``relia goodput``: measured goodput per job and fleet, and the projection's back-test.
+
+The tables are the fleet roll-up (``rpt_fleet_goodput``: goodput weighted by GPU-hours and by
+job count side by side, with the measured and estimated job counts; then where the GPU-hours
+went, per category) and the back-test (``rpt_projection_backtest``). ``--json`` prints
+``jobs``, ``fleet`` and ``backtest``; ``--format csv --table NAME`` one of them. The rows and
+their order are :mod:`pipelines.goodput_summary`'s.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from pipelines.cli.options import (
+    DbOption,
+    FormatOption,
+    JsonOption,
+    load_settings,
+    require_warehouse,
+)
+from pipelines.cli.render import (
+    OutputFormat,
+    console,
+    output_format,
+    print_csv,
+    print_json,
+    rows_table,
+)
+from pipelines.cli.root import app
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+__all__ = ["GoodputTable", "fleet_display", "goodput", "print_goodput"]
+
+
+class GoodputTable(StrEnum):
+    """The tables of ``relia goodput``'s result (keys of its JSON)."""
+
+    jobs = "jobs"
+    fleet = "fleet"
+    backtest = "backtest"
+
+
+_SHARES = ("productive", "checkpoint", "wasted", "restart", "startup", "other")
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
+
+
+def _pct(value: Any) -> str:
+    """``0.7123`` -> ``71.2 %``; ``-`` for a missing or non-finite value."""
+    return "-" if _missing(value) else f"{100.0 * float(value):.1f} %"
+
+
+def _pct2(value: Any) -> str:
+    """``0.96234`` -> ``96.23 %`` (the back-test's intervals are often a tenth of a point)."""
+    return "-" if _missing(value) else f"{100.0 * float(value):.2f} %"
+
+
+def _num(value: Any) -> str:
+    """``1234.5`` -> ``1,234``; ``-`` for a missing or non-finite value."""
+    return "-" if _missing(value) else f"{float(value):,.0f}"
+
+
+def _sig(value: Any) -> str:
+    """Three significant digits (``0.912``, ``12.4``); ``-`` when missing or non-finite."""
+    return "-" if _missing(value) else f"{float(value):.3g}"
+
+
+def _interval(lo: Any, hi: Any, fmt: Callable[[Any], str]) -> str:
+    """``lo to hi``; an open bound (null or infinite) is ``> lo`` or ``< hi``."""
+    if _missing(lo) and _missing(hi):
+        return "-"
+    if _missing(hi):
+        return f"> {fmt(lo)}"
+    if _missing(lo):
+        return f"< {fmt(hi)}"
+    return f"{fmt(lo)} to {fmt(hi)}"
+
+
+def fleet_display(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Return the fleet roll-up as two printable tables: goodput by weighting, and shares.
+
+    Parameters
+    ----------
+    rows
+        :func:`pipelines.goodput_summary.fleet_rows`.
+
+    Returns
+    -------
+    tuple of list of dict
+        Goodput per dimension value (jobs, GPU-hours, GPU-hour and job weighted goodput side by
+        side, measured and estimated job counts), and each category's share of the GPU-hours.
+    """
+    goodput = [
+        {
+            "dimension": r["dimension"],
+            "value": r["value"],
+            "jobs": r["n_jobs"],
+            "GPU-hours": _num(r["gpu_hours"]),
+            "goodput (GPU-h weighted)": _pct(r["goodput_gpu_hours"]),
+            "goodput (job weighted)": _pct(r["goodput_jobs"]),
+            "measured": r["n_measured"],
+            "estimated": r["n_estimated"],
+        }
+        for r in rows
+    ]
+    shares = [
+        {"dimension": r["dimension"], "value": r["value"]}
+        | {name: _pct(r[f"{name}_share"]) for name in _SHARES}
+        for r in rows
+    ]
+    return goodput, shares
+
+
+def _backtest_display(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from pipelines.goodput_summary import oe_verdict
+
+    return [
+        {
+            "bucket": r["bucket"],
+            "period": r["period"],
+            "jobs": r["n_jobs"],
+            "observed": r["interruptions_observed"],
+            "expected": _sig(r["interruptions_expected"]),
+            "O/E": _sig(r["oe_ratio"]),
+            "O/E 95 %": _interval(r["oe_lo"], r["oe_hi"], _sig),
+            "verdict": oe_verdict(r),
+            "goodput measured": _pct2(r["goodput_measured"]),
+            "predicted": _pct2(r["goodput_predicted"]),
+            "predicted 95 %": _interval(
+                r["goodput_predicted_lo"], r["goodput_predicted_hi"], _pct2
+            ),
+        }
+        for r in rows
+    ]
+
+
+def print_goodput(db_path: Path, result: dict[str, list[dict[str, Any]]], *, min_gpus: int) -> None:
+    """Print the fleet roll-up and the back-test as tables, and what the job list holds.
+
+    Parameters
+    ----------
+    db_path
+        The warehouse the rows were read from.
+    result
+        :func:`pipelines.goodput_summary.goodput_summary`'s rows.
+    min_gpus
+        The ``--min-gpus`` the job list was filtered with.
+    """
+    if result["fleet"]:
+        goodput, shares = fleet_display(result["fleet"])
+        console.print(rows_table("realised goodput (fct_job_goodput, rpt_fleet_goodput)", goodput))
+        console.print(rows_table("where the GPU-hours went (share of GPU-hours)", shares))
+    else:
+        console.print(
+            "no realised goodput yet: no training logs and no finished job in the ledger "
+            "(fct_job_goodput)",
+            highlight=False,
+        )
+    if result["backtest"]:
+        console.print(
+            rows_table(
+                "back-test of the projection (rpt_projection_backtest)",
+                _backtest_display(result["backtest"]),
+            )
+        )
+    else:
+        console.print("back-test: not run yet (rpt_projection_backtest has no rows)")
+    n_estimated = sum(1 for job in result["jobs"] if job.get("estimated"))
+    sized = f" with at least {min_gpus:,} GPUs" if min_gpus > 1 else ""
+    console.print(
+        f"{len(result['jobs']):,} ledger jobs{sized}, {n_estimated:,} estimated from the "
+        "scheduler alone (no training log); list them with --format csv --table jobs",
+        highlight=False,
+    )
+    console.print(f"warehouse: [bold]{db_path.resolve()}[/bold] (try: duckdb {db_path})")
+
+
+def _columns(db_path: Path, table: GoodputTable, *, lock_timeout_s: float) -> list[str]:
+    """Return the columns of ``table`` (``fct_job_goodput``'s own for ``jobs``)."""
+    from pipelines import goodput_summary as summary_mod
+    from pipelines import warehouse
+
+    if table is GoodputTable.fleet:
+        return list(summary_mod.FLEET_COLUMNS)
+    if table is GoodputTable.backtest:
+        return list(summary_mod.BACKTEST_COLUMNS)
+    with warehouse.connect(db_path, read_only=True, lock_timeout_s=lock_timeout_s) as con:
+        return summary_mod.job_columns(con)
+
+
+def _print_header(columns: list[str]) -> None:
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(columns)
+
+
+@app.command()
+def goodput(
+    min_gpus: Annotated[
+        int,
+        typer.Option(
+            "--min-gpus", min=0, help="List only jobs with at least this many GPUs (jobs table)."
+        ),
+    ] = 0,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+    fmt: FormatOption = OutputFormat.table,
+    table: Annotated[
+        GoodputTable,
+        typer.Option("--table", help="The table --format csv writes (one CSV, one table)."),
+    ] = GoodputTable.fleet,
+) -> None:
+    """Print measured goodput (fleet roll-up, per job) and the back-test of the projection."""
+    from pipelines import goodput_summary as summary_mod
+    from pipelines import warehouse
+    from pipelines.errors import WarehouseEmptyError
+
+    shown = output_format(fmt, as_json)
+    settings = load_settings(db_path=db)
+    db_path = settings.db_path
+    require_warehouse(db_path, "rpt_observation_window", lock_timeout_s=settings.lock_timeout_s)
+    with warehouse.connect(db_path, read_only=True, lock_timeout_s=settings.lock_timeout_s) as con:
+        missing = summary_mod.missing_goodput_views(con)
+    if missing:
+        msg = (
+            f"{db_path} has no {', '.join(missing)}: the warehouse predates the goodput views; "
+            f"run `relia ingest LANDING --db {db_path}` to create them"
+        )
+        raise WarehouseEmptyError(msg)
+    result = summary_mod.goodput_summary(
+        db_path, min_gpus=min_gpus, lock_timeout_s=settings.lock_timeout_s
+    )
+    if shown is OutputFormat.json:
+        print_json(result)
+    elif shown is OutputFormat.csv:
+        rows = result[table.value]
+        if rows:
+            print_csv(rows)
+        else:  # the header alone: a CSV reader still learns the columns
+            _print_header(_columns(db_path, table, lock_timeout_s=settings.lock_timeout_s))
+    else:
+        print_goodput(db_path, result, min_gpus=min_gpus)
