@@ -9,8 +9,9 @@ Decisions where the contract is silent:
 
 * ``fleet`` and ``backtest`` rows carry exactly the contract's columns, in its order, whatever
   else a view adds; ``jobs`` rows carry every column of ``fct_job_goodput``.
-* ``min_gpus`` filters the ``jobs`` list only. The roll-up is over every ledger job, and the
-  back-test rows are those of its latest run, made with that run's own minimum size.
+* ``min_gpus`` filters the ``jobs`` list here. The roll-up is over every ledger job, and the
+  back-test rows are those of the latest run, made with that run's own minimum size
+  (``relia goodput`` back-tests with its ``--min-gpus`` first, unless ``--stored``).
 * Rows come in a reading order: dimensions ``all``, ``gpu_bucket`` (small to large),
   ``account``, ``iso_week``; back-test buckets small to large then ``all``, periods ``all``,
   ``first half``, ``second half``. A value the contract does not name sorts after the named

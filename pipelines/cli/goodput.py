@@ -209,7 +209,9 @@ def goodput(
     min_gpus: Annotated[
         int,
         typer.Option(
-            "--min-gpus", min=0, help="List only jobs with at least this many GPUs (jobs table)."
+            "--min-gpus",
+            min=0,
+            help="Back-test and list only jobs with at least this many GPUs.",
         ),
     ] = 0,
     db: DbOption = None,
@@ -219,8 +221,20 @@ def goodput(
         GoodputTable,
         typer.Option("--table", help="The table --format csv writes (one CSV, one table)."),
     ] = GoodputTable.fleet,
+    stored: Annotated[
+        bool,
+        typer.Option(
+            "--stored",
+            help="Show the stored back-test run as it is instead of back-testing the "
+            "jobs of at least --min-gpus GPUs again (read-only).",
+        ),
+    ] = False,
 ) -> None:
-    """Print measured goodput (fleet roll-up, per job) and the back-test of the projection."""
+    """Print measured goodput (fleet roll-up, per job) and the back-test of the projection.
+
+    The back-test is run first on the jobs of at least ``--min-gpus`` GPUs (with the fits as of
+    each job's start, stored as a new run in ``backtest_runs``), unless ``--stored``.
+    """
     from pipelines import goodput_summary as summary_mod
     from pipelines import warehouse
     from pipelines.errors import WarehouseEmptyError
@@ -237,6 +251,12 @@ def goodput(
             f"run `relia ingest LANDING --db {db_path}` to create them"
         )
         raise WarehouseEmptyError(msg)
+    if not stored:
+        from pipelines.backtest import run_backtest
+
+        with warehouse.connect(db_path, lock_timeout_s=settings.lock_timeout_s) as con:
+            warehouse.apply_schema(con)
+            run_backtest(con, min_gpus=max(min_gpus, 1))
     result = summary_mod.goodput_summary(
         db_path, min_gpus=min_gpus, lock_timeout_s=settings.lock_timeout_s
     )

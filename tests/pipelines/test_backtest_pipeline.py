@@ -291,16 +291,7 @@ def test_backtest_counts_saves_from_training_events(con: duckdb.DuckDBPyConnecti
 @pytest.mark.slow
 @pytest.mark.parametrize("factor", [1.0, 2.0])
 def test_backtest_on_a_synthetic_exponential_fleet(tmp_path: Path, factor: float) -> None:
-    """Issue #16's acceptance: O/E covers 1 per bucket; a doubled hazard is flagged.
-
-    Skipped until the ledger view (``fct_job_goodput``) and the generator's hazard change
-    (``SynthConfig.hazard_change_at_frac`` / ``hazard_change_factor``) are merged.
-    """
-    names = {f.name for f in dataclasses.fields(SynthConfig)}
-    if not {"hazard_change_at_frac", "hazard_change_factor"} <= names:
-        pytest.skip("SynthConfig has no hazard change yet")
-    if "fct_job_goodput" not in {p.stem for p in warehouse.view_files()}:
-        pytest.skip("no fct_job_goodput view yet")
+    """Issue #16's acceptance: O/E covers 1 per bucket; a doubled hazard is flagged."""
     base = SynthConfig(
         nodes=64, days=60, seed=16, jobs_per_node_day=1.0, hostile=False
     ).with_families({"all": "exponential"})

@@ -13,17 +13,16 @@ import io
 import json
 import math
 import re
+import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import duckdb
 import pytest
 from typer.testing import CliRunner
 
 from pipelines import warehouse
 from pipelines.cli import app
-
-if TYPE_CHECKING:
-    import duckdb
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
@@ -318,7 +317,7 @@ def _csv(text: str) -> tuple[list[str], list[dict[str, str]]]:
 
 
 def _invoke(*args: str) -> str:
-    result = runner.invoke(app, ["goodput", *args])
+    result = runner.invoke(app, ["goodput", "--stored", *args])
     assert result.exit_code == 0, result.output
     return result.stdout
 
@@ -373,7 +372,7 @@ def test_goodput_min_gpus_filters_the_job_list(goodput_db: Path) -> None:
     assert len(payload["fleet"]) == 7  # the roll-up is over every job
     none = _strict_loads(_invoke("--db", str(goodput_db), "--json", "--min-gpus", "513"))
     assert none["jobs"] == []
-    bad = runner.invoke(app, ["goodput", "--db", str(goodput_db), "--min-gpus", "-1"])
+    bad = runner.invoke(app, ["goodput", "--stored", "--db", str(goodput_db), "--min-gpus", "-1"])
     assert bad.exit_code == 2
 
 
@@ -411,7 +410,9 @@ def test_goodput_table_shows_both_weightings_side_by_side(
     screen = Console(width=250, record=True)
     monkeypatch.setattr(render, "console", screen)
     monkeypatch.setattr(goodput_cli, "console", screen)
-    result = runner.invoke(app, ["goodput", "--db", str(goodput_db), "--min-gpus", "64"])
+    result = runner.invoke(
+        app, ["goodput", "--stored", "--db", str(goodput_db), "--min-gpus", "64"]
+    )
     assert result.exit_code == 0, result.output
     text = screen.export_text()
     lines = text.splitlines()
@@ -443,7 +444,9 @@ def test_goodput_without_backtest_says_it_was_not_run(
 ) -> None:
     with warehouse.connect(goodput_db) as con:
         backtest_view(con, rows=[])
-    result = runner.invoke(app, ["goodput", "--db", str(goodput_db)], terminal_width=200)
+    result = runner.invoke(
+        app, ["goodput", "--stored", "--db", str(goodput_db)], terminal_width=200
+    )
     assert result.exit_code == 0, result.output
     assert "back-test: not run yet" in " ".join(result.stdout.split())
     text = _invoke("--db", str(goodput_db), "--format", "csv", "--table", "backtest")
@@ -456,7 +459,9 @@ def test_goodput_with_an_empty_ledger_says_so(goodput_db: Path) -> None:
         _view(con, "fct_job_goodput", ["job_id_raw", "n_gpus", "first_start_ts", "estimated"], [])
         _view(con, "rpt_fleet_goodput", FLEET_COLUMNS, [])
         backtest_view(con, rows=[])
-    result = runner.invoke(app, ["goodput", "--db", str(goodput_db)], terminal_width=200)
+    result = runner.invoke(
+        app, ["goodput", "--stored", "--db", str(goodput_db)], terminal_width=200
+    )
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())
     assert "no realised goodput yet: no training logs" in text
@@ -473,7 +478,7 @@ def test_goodput_names_missing_views_in_one_line(goodput_db: Path) -> None:
     with warehouse.connect(goodput_db) as con:
         con.execute("drop view rpt_projection_backtest")
         con.execute("drop view rpt_fleet_goodput")
-    result = runner.invoke(app, ["goodput", "--db", str(goodput_db), "--json"])
+    result = runner.invoke(app, ["goodput", "--stored", "--db", str(goodput_db), "--json"])
     assert result.exit_code == 1
     shown = result.output.strip()
     assert len(shown.splitlines()) == 1, shown
@@ -484,7 +489,7 @@ def test_goodput_names_missing_views_in_one_line(goodput_db: Path) -> None:
 
 
 def test_goodput_on_no_warehouse_is_one_line(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["goodput", "--db", str(tmp_path / "none.duckdb")])
+    result = runner.invoke(app, ["goodput", "--stored", "--db", str(tmp_path / "none.duckdb")])
     assert result.exit_code == 1
     assert result.output.strip().startswith("error: no warehouse at")
     assert not (tmp_path / "none.duckdb").exists()
@@ -495,3 +500,40 @@ def test_goodput_queries_read_marts_only() -> None:
     below = re.compile(r"\b(?:raw|stg|int)_[a-z0-9_]+\b")
     for path in (REPO / "pipelines/goodput_summary.py", REPO / "pipelines/cli/goodput.py"):
         assert not below.findall(path.read_text()), path
+
+
+def test_goodput_back_tests_the_jobs_of_at_least_min_gpus(
+    fleet: tuple[Path, Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """On a real (synthetic) warehouse, ``--min-gpus`` sets which jobs the back-test covers.
+
+    65 GPUs and up is the buckets from ``65-512`` on (64 GPUs is the top of ``9-64``).
+    """
+    db = tmp_path / "relia.duckdb"
+    shutil.copy(fleet[0], db)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        (n_big,) = con.execute(
+            "select count(*) from fct_job_goodput where n_gpus >= 65"
+        ).fetchone() or (0,)
+    finally:
+        con.close()
+    assert n_big > 0
+    payload = _strict_loads(_invoke_live("--db", str(db), "--json", "--min-gpus", "65"))
+    rows = {(r["bucket"], r["period"]): r for r in payload["backtest"]}
+    assert {bucket for bucket, _ in rows} <= {"65-512", "513-4096", "4097+", "all"}
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        (min_gpus, n_jobs) = con.execute(
+            "select min_gpus, n_jobs from backtest_runs order by created_at desc limit 1"
+        ).fetchone() or (0, 0)
+    finally:
+        con.close()
+    assert (min_gpus, n_jobs) == (65, n_big)
+    assert all(job["n_gpus"] >= 65 for job in payload["jobs"])
+
+
+def _invoke_live(*args: str) -> str:
+    result = runner.invoke(app, ["goodput", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
