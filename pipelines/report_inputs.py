@@ -36,6 +36,7 @@ from pipelines.report.period import (
     read_window,
     report_period,
 )
+from pipelines.settings import DEFAULT_BACKTEST_MIN_GPUS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -518,11 +519,13 @@ def refresh_inputs(
     *,
     week: str | None = None,
     target_gpus: Sequence[int] = DEFAULT_TARGET_GPUS,
+    backtest_min_gpus: int = DEFAULT_BACKTEST_MIN_GPUS,
 ) -> dict[str, str | None]:
-    """Run the fit and project stages the weekly report reads.
+    """Run the fit, project and back-test stages the weekly report reads.
 
-    Run the fit and project stages the weekly report reads (what ``relia report`` and the
-    ``weekly-report`` flow run before :func:`pipelines.report.build_report`).
+    Run the fit, project and back-test stages the weekly report reads (what ``relia report``
+    runs before :func:`pipelines.report.build_report`; the ``weekly-report`` flow runs them as
+    tasks).
 
     Parameters
     ----------
@@ -530,15 +533,24 @@ def refresh_inputs(
         Writable warehouse connection with the schema applied (``warehouse.apply_schema``).
     week, target_gpus
         As for :func:`pipelines.report.build_report`.
+    backtest_min_gpus
+        Smallest job (GPUs) the back-test covers (:func:`pipelines.backtest.run_backtest`).
 
     Returns
     -------
     dict
-        ``fit_run_id`` and ``projection_run_id``.
+        ``fit_run_id``, ``projection_run_id`` and ``backtest_run_id``.
     """
+    from pipelines.backtest import run_backtest
+
     fit_run_id = fit_for_report(con)
     projection = project_for_report(con, week=week, target_gpus=target_gpus)
-    return {"fit_run_id": fit_run_id, "projection_run_id": projection}
+    backtest = run_backtest(con, min_gpus=backtest_min_gpus)
+    return {
+        "fit_run_id": fit_run_id,
+        "projection_run_id": projection,
+        "backtest_run_id": backtest.run_id,
+    }
 
 
 def refresh_warehouse(
@@ -547,17 +559,20 @@ def refresh_warehouse(
     week: str | None = None,
     target_gpus: Sequence[int] = DEFAULT_TARGET_GPUS,
     lock_timeout_s: float,
+    backtest_min_gpus: int = DEFAULT_BACKTEST_MIN_GPUS,
 ) -> dict[str, str | None]:
     """:func:`refresh_inputs` on the warehouse at ``db_path`` (opened for writing, schema applied).
 
     What ``relia report`` and ``relia demo`` run before building the report; the
-    ``weekly-report`` flow runs the two stages as separate tasks instead.
+    ``weekly-report`` flow runs the three stages as separate tasks instead.
     """
     from pipelines import warehouse
 
     with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
         warehouse.apply_schema(con)
-        return refresh_inputs(con, week=week, target_gpus=target_gpus)
+        return refresh_inputs(
+            con, week=week, target_gpus=target_gpus, backtest_min_gpus=backtest_min_gpus
+        )
 
 
 def projection_inputs(con: duckdb.DuckDBPyConnection, period: ReportPeriod) -> dict[str, Any]:

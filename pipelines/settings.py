@@ -26,6 +26,9 @@ DEFAULT_LOCK_TIMEOUT_S = 60.0
 DEFAULT_READ_LOCK_TIMEOUT_S = 30.0
 """Seconds a reader (report, summary, Cox fit) waits for a writer's lock on the warehouse
 (``RELIA_READ_LOCK_TIMEOUT_S``)."""
+DEFAULT_BACKTEST_MIN_GPUS = 1
+"""Smallest job (GPUs) the scheduled back-test of the projection covers
+(``RELIA_BACKTEST_MIN_GPUS``; ``relia goodput --min-gpus`` for one run)."""
 CONNECT_LOCK_TIMEOUT_S = 0.0
 """``warehouse.connect``'s own default: no wait (a caller that may wait passes a timeout)."""
 PREFECT_DEFAULTS: dict[str, str] = {
@@ -68,6 +71,9 @@ class Settings:
         Dask scheduler the flows fan parsing and what-if sweeps out to: ``tcp://host:port``,
         ``local[:N]`` for a loopback cluster of N worker processes, unset for Prefect's local
         threads (``RELIA_DASK_ADDRESS``; see ``pipelines.dask_runner``).
+    backtest_min_gpus
+        Smallest job (GPUs) the report's and the scheduled back-test covers
+        (``RELIA_BACKTEST_MIN_GPUS``, default :data:`DEFAULT_BACKTEST_MIN_GPUS`).
     path_patterns
         Per source, a landing layout that names each file's host and run, e.g.
         ``elastic={host}/{run}.log*;kernel={host}/*`` (``RELIA_PATH_PATTERNS``; an override is
@@ -83,6 +89,7 @@ class Settings:
     lake_dir: Path | None = None
     dask_address: str | None = None
     path_patterns: tuple[PathPattern, ...] = ()
+    backtest_min_gpus: int = DEFAULT_BACKTEST_MIN_GPUS
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:
@@ -112,6 +119,7 @@ class Settings:
             lake_dir=Path(env["RELIA_LAKE"]) if env.get("RELIA_LAKE") else None,
             dask_address=env.get("RELIA_DASK_ADDRESS") or None,
             path_patterns=patterns,
+            backtest_min_gpus=int(env.get("RELIA_BACKTEST_MIN_GPUS", DEFAULT_BACKTEST_MIN_GPUS)),
         )
         given: dict[str, Any] = {
             k: (Path(v) if k.endswith(("_path", "_dir")) else v)

@@ -67,8 +67,12 @@ def demo(
     started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        # the report's fit and project stages: the goodput projection it reads, stored
-        refresh_warehouse(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
+        # the report's fit, project and back-test stages: what it reads, stored
+        refresh_warehouse(
+            settings.db_path,
+            lock_timeout_s=settings.lock_timeout_s,
+            backtest_min_gpus=settings.backtest_min_gpus,
+        )
     timings["project_s"] = time.perf_counter() - started
     report_result = build_report(settings.db_path, week=None, reports_dir=settings.reports_dir)
     timings["report_s"] = report_result.seconds

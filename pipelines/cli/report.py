@@ -72,9 +72,13 @@ def report(
     from pipelines.report import build_report
     from pipelines.report_inputs import refresh_warehouse
 
-    # the fit and project stages first: the report reads what they store
+    # the fit, project and back-test stages first: the report reads what they store
     refresh_warehouse(
-        settings.db_path, week=week, target_gpus=scales, lock_timeout_s=settings.lock_timeout_s
+        settings.db_path,
+        week=week,
+        target_gpus=scales,
+        lock_timeout_s=settings.lock_timeout_s,
+        backtest_min_gpus=settings.backtest_min_gpus,
     )
     result = build_report(
         settings.db_path,

@@ -35,6 +35,7 @@ KEYS = {
     "fit_mttr": "fit-mttr",
     "whatif_ranking": "whatif-ranking",
     "whatif_table": "whatif-table",
+    "backtest": "backtest-goodput",
     "weekly_report": "weekly-report",
     "weekly_headline": "weekly-report-headline",
 }
@@ -199,6 +200,40 @@ def publish_fit(outcome: Mapping[str, Any], by: list[str] | None = None) -> None
         description=f"{what} per class, fit run {outcome['run_id']} on {outcome['lives']}"
         + (f" by {', '.join(by)}" if by else "")
         + " (hours; null: missing or unbounded).",
+    )
+
+
+# --- back-test ------------------------------------------------------------------------------
+
+BACKTEST_COLUMNS = (
+    "bucket",
+    "period",
+    "n_jobs",
+    "interruptions_observed",
+    "interruptions_expected",
+    "oe_ratio",
+    "oe_lo",
+    "oe_hi",
+    "goodput_measured",
+    "goodput_predicted",
+    "goodput_predicted_lo",
+    "goodput_predicted_hi",
+)
+"""Columns of the back-test artifact (``rpt_projection_backtest``'s)."""
+
+
+def backtest_rows(buckets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Return a back-test run's rows per bucket and period, JSON-safe, in the view's columns."""
+    return [{k: json_safe(row.get(k)) for k in BACKTEST_COLUMNS} for row in buckets]
+
+
+def publish_backtest(run_id: str, buckets: Iterable[Mapping[str, Any]], min_gpus: int) -> None:
+    """Publish a back-test run's table: observed vs expected interruptions, goodput."""
+    create_table_artifact(
+        key=KEYS["backtest"],
+        table=backtest_rows(buckets),
+        description=f"Back-test run {run_id} of the goodput projection on the jobs of "
+        f"{min_gpus} GPUs or more (O/E with exact Poisson intervals; null: none expected).",
     )
 
 

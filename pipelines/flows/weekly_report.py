@@ -1,4 +1,4 @@
-"""Flow ``weekly-report``: fit, project, then write ``reports/<ISO week>.html`` and publish it."""
+"""Flow ``weekly-report``: fit, project, back-test, then write ``reports/<ISO week>.html``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from prefect import flow, get_run_logger, task
 
 from pipelines import warehouse
 from pipelines.flows.artifacts import publish_report
+from pipelines.flows.backtest_goodput import backtest_projection
 from pipelines.flows.ingest_telemetry import warehouse_busy
 from pipelines.report import DEFAULT_TARGET_GPUS, build_report
 from pipelines.settings import Settings
@@ -63,7 +64,7 @@ def weekly_report(
     reports_dir: Path | None = None,
     target_gpus: list[int] | None = None,
 ) -> str:
-    """Fit, project and build the reliability report for ``week`` (default: the last full week).
+    """Fit, project, back-test and build the report for ``week`` (default: the last full week).
 
     Returns the report's path.
 
@@ -77,7 +78,12 @@ def weekly_report(
         get_run_logger().info("%d GPUs at risk by the latest failure predictor", at_risk)
     fit_run_id = fit_lives(settings.db_path, settings.lock_timeout_s)
     projection = project_goodput(settings.db_path, settings.lock_timeout_s, week, targets)
-    get_run_logger().info("fit run %s, projection %s", fit_run_id, projection)
+    backtest = backtest_projection(
+        settings.db_path, settings.lock_timeout_s, settings.backtest_min_gpus
+    )
+    get_run_logger().info(
+        "fit run %s, projection %s, back-test %s", fit_run_id, projection, backtest
+    )
     result = build_report(
         settings.db_path,
         week=week,

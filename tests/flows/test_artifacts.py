@@ -223,13 +223,31 @@ def test_what_if_flow_publishes_its_ranking_and_a_link_to_its_table(
 
 @pytest.mark.prefect
 @pytest.mark.slow
+def test_backtest_flow_publishes_the_rows_of_its_run(
+    prefect_harness: None, small_warehouse: Path
+) -> None:
+    from pipelines.flows.backtest_goodput import backtest_goodput
+
+    run_id, artifacts = _run(backtest_goodput, db_path=small_warehouse, min_gpus=1)
+    rows = _table(artifacts[KEYS["backtest"]])
+    with warehouse.connect(small_warehouse, read_only=True) as con:
+        stored = con.execute(
+            "select bucket, period, n_jobs from backtest_buckets where run_id = $id "
+            "order by bucket, period",
+            {"id": run_id},
+        ).fetchall()
+    assert sorted((r["bucket"], r["period"], r["n_jobs"]) for r in rows) == sorted(stored)
+    assert set(rows[0]) >= {"oe_ratio", "oe_lo", "oe_hi", "goodput_predicted"}
+
+
 def test_weekly_report_flow_publishes_a_link_and_its_headline(
     prefect_harness: None, small_warehouse: Path, tmp_path: Path
 ) -> None:
     from pipelines.flows.weekly_report import weekly_report
 
     path, artifacts = _run(weekly_report, db_path=small_warehouse, reports_dir=tmp_path)
-    assert set(artifacts) == {KEYS["weekly_report"], KEYS["weekly_headline"]}
+    # the back-test stage it runs first publishes its table too
+    assert set(artifacts) == {KEYS["weekly_report"], KEYS["weekly_headline"], KEYS["backtest"]}
     link = artifacts[KEYS["weekly_report"]]
     assert link.type == "markdown"
     assert f"({Path(path).resolve().as_uri()})" in link.data

@@ -128,6 +128,7 @@ def test_weekly_report_deployment_runs_under_a_worker(tmp_path: Path) -> None:
         assert names == {
             "ingest-telemetry-every-15-min",
             "fit-reliability-daily",
+            "backtest-goodput-daily",
             "weekly-report-mondays",
             "what-if-on-demand",
         }

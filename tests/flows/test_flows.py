@@ -31,6 +31,28 @@ def test_fit_reliability_flow_stores_a_run(prefect_harness: None, small_warehous
     assert stored == (outcome["results"].height, outcome["results"]["chosen"].sum())
 
 
+def test_backtest_goodput_flow_stores_a_run_of_the_jobs_of_min_gpus(
+    prefect_harness: None, small_warehouse: Path
+) -> None:
+    from pipelines.flows.backtest_goodput import backtest_goodput
+
+    run_id = backtest_goodput(db_path=small_warehouse, min_gpus=9)
+    with warehouse.connect(small_warehouse, read_only=True) as con:
+        (min_gpus, n_jobs) = con.execute(
+            "select min_gpus, n_jobs from backtest_runs where run_id = $id", {"id": run_id}
+        ).fetchall()[0]
+        (n_ledger,) = con.execute(
+            "select count(*) from fct_job_goodput where n_gpus >= 9"
+        ).fetchall()[0]
+        buckets = {
+            r[0] for r in con.execute("select bucket from rpt_projection_backtest").fetchall()
+        }
+    assert (min_gpus, n_jobs) == (9, n_ledger)
+    assert n_ledger > 0
+    assert "1-8" not in buckets
+    assert "all" in buckets
+
+
 def test_what_if_flow_ranks_knobs_from_the_latest_fit(
     prefect_harness: None, small_warehouse: Path, tmp_path: Path
 ) -> None:
