@@ -303,13 +303,19 @@ def predicted_wall_s(
     restart_s: ArrayLike,
     overhead_s: ArrayLike,
     rate_per_s: ArrayLike,
+    unexposed_s: ArrayLike = 0.0,
 ) -> NDArray[np.float64]:
     r"""Return the expected wall time of a job that keeps ``productive_s`` of compute.
 
-    :math:`U + T_w`, :math:`T_w` Daly's expected wall time
+    :math:`U + T_w (1 + \lambda Q)`, :math:`T_w` Daly's expected wall time
     (:func:`models.checkpoint.daly_expected_wall_time_s`) for the job's own interval, save and
     restart overhead at mean time to interrupt :math:`1/\lambda`; :math:`U + P(\tau+\delta)/\tau`
-    when :math:`\lambda = 0`; just :math:`U` when nothing was kept.
+    when :math:`\lambda = 0`; just :math:`U` when nothing was kept. :math:`Q` is the time per
+    interruption the job does not hold its nodes or run (detection after the fault, requeue and
+    queue wait): no fault can strike it, so it is added once per interruption, and by Wald's
+    identity a job exposed for :math:`T_w` expects :math:`\lambda T_w` interruptions. Daly's
+    restart :math:`R` (``restart_s``) is the exposed part: reload and warm-up, which a fault
+    during them restarts.
 
     Parameters
     ----------
@@ -320,21 +326,32 @@ def predicted_wall_s(
     checkpoint_s
         Blocking save :math:`\delta`, seconds.
     restart_s
-        Overhead per interruption :math:`R` (detection, rescheduling, reload, warm-up), seconds.
+        Overhead per interruption exposed to faults :math:`R` (reload, warm-up), seconds.
     overhead_s
         Time the job spends whatever fails :math:`U` (start-up, other), seconds.
     rate_per_s
         Interruption rate :math:`\lambda` of the job, per second.
+    unexposed_s
+        Overhead per interruption not exposed to faults :math:`Q` (detection, requeue and queue
+        wait), seconds.
 
     Returns
     -------
     numpy.ndarray
         Expected wall time, seconds; the predicted goodput is ``productive_s`` over it.
     """
-    p, tau, d, r, u, lam = np.broadcast_arrays(
+    p, tau, d, r, u, lam, q = np.broadcast_arrays(
         *(
             np.asarray(a, dtype=float)
-            for a in (productive_s, interval_s, checkpoint_s, restart_s, overhead_s, rate_per_s)
+            for a in (
+                productive_s,
+                interval_s,
+                checkpoint_s,
+                restart_s,
+                overhead_s,
+                rate_per_s,
+                unexposed_s,
+            )
         )
     )
     work = p > 0
@@ -348,7 +365,7 @@ def predicted_wall_s(
         dtype=float,
     )
     fault_free = p * (tau_safe + d) / tau_safe
-    wall = np.where(failing, daly, fault_free)
+    wall = np.where(failing, daly * (1.0 + lam * q), fault_free)
     return np.asarray(u + np.where(work, wall, 0.0), dtype=float)
 
 
@@ -410,6 +427,24 @@ def _require(frame: pl.DataFrame, columns: tuple[str, ...], what: str) -> None:
         raise ValueError(msg)
 
 
+def _per_interruption(
+    total: NDArray[np.float64],
+    n_int: NDArray[np.float64],
+    had: NDArray[np.bool_],
+    end: NDArray[np.float64],
+    start: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.object_]]:
+    """Return ``total`` per interruption: the job's own, else the fleet's before it, else all."""
+    own = np.where(had, total / np.where(had, n_int, 1.0), np.nan)
+    before = asof_pooled_ratio(end, np.where(had, total, 0.0), n_int, start)
+    pooled_all = float(total[had].sum() / n_int[had].sum()) if had.any() else np.nan
+    each = np.where(had, own, np.where(np.isfinite(before), before, pooled_all))
+    source = np.where(
+        had, "job", np.where(np.isfinite(before), "fleet_before", "fleet_all")
+    ).astype(object)
+    return np.asarray(each, dtype=float), source
+
+
 def backtest_jobs(
     jobs: pl.DataFrame,
     attempts: pl.DataFrame,
@@ -425,7 +460,9 @@ def backtest_jobs(
     jobs
         One row per job: ``job_id_raw``, ``n_gpus``, ``first_start_s`` / ``last_end_s`` (epoch
         seconds), ``wall_s``, ``productive_s``, ``overhead_s`` (start-up and other time: paid
-        whatever fails), ``restart_s`` (detect + reschedule + reload + warm-up, all attempts),
+        whatever fails), ``restart_s`` (detect + reschedule + reload + warm-up, all attempts;
+        optionally ``restart_unexposed_s``, its detect + reschedule part, during which no
+        fault can strike the job),
         ``n_interruptions`` (all causes), ``checkpoint_interval_s`` / ``checkpoint_cost_s``
         (compute and blocking save per checkpoint), ``interruptions_observed`` (cause among the
         fitted classes), ``interruptions_unattributed`` (``ambiguous`` / ``unknown``) and
@@ -532,25 +569,28 @@ def backtest_jobs(
     )
     job_rate = np.nan_to_num(asof_pooled_ratio(end, other, run_h, start), nan=0.0)
 
-    # restart overhead per interruption: the job's own, else the fleet's before it, else all
+    # restart overhead per interruption: the job's own, else the fleet's before it, else all;
+    # the part the job is not exposed to faults (detection, requeue, queue wait) apart
     n_int = jobs["n_interruptions"].fill_null(0).cast(pl.Float64).to_numpy()
     restart = jobs["restart_s"].fill_null(0).cast(pl.Float64).to_numpy()
+    unexposed = (
+        jobs["restart_unexposed_s"].fill_null(0).cast(pl.Float64).to_numpy()
+        if "restart_unexposed_s" in jobs.columns
+        else np.zeros(jobs.height)
+    )
     had = n_int > 0
-    own = np.where(had, restart / np.where(had, n_int, 1.0), np.nan)
-    before = asof_pooled_ratio(end, np.where(had, restart, 0.0), n_int, start)
-    pooled_all = float(restart[had].sum() / n_int[had].sum()) if had.any() else np.nan
-    restart_each = np.where(had, own, np.where(np.isfinite(before), before, pooled_all))
-    source = np.where(
-        had, "job", np.where(np.isfinite(before), "fleet_before", "fleet_all")
-    ).astype(object)
+    restart_each, source = _per_interruption(restart, n_int, had, end, start)
+    unexposed_each, _ = _per_interruption(np.minimum(unexposed, restart), n_int, had, end, start)
     source[~np.isfinite(restart_each)] = "default"
+    unexposed_each = np.where(np.isfinite(restart_each), unexposed_each, 0.0)
     restart_each = np.where(np.isfinite(restart_each), restart_each, default_restart_s)
 
     productive = jobs["productive_s"].cast(pl.Float64).to_numpy()
     common = {
         "interval_s": jobs["checkpoint_interval_s"].cast(pl.Float64).to_numpy(),
         "checkpoint_s": jobs["checkpoint_cost_s"].fill_null(0).cast(pl.Float64).to_numpy(),
-        "restart_s": restart_each,
+        "restart_s": restart_each - unexposed_each,
+        "unexposed_s": unexposed_each,
         "overhead_s": jobs["overhead_s"].fill_null(0).cast(pl.Float64).to_numpy(),
     }
     walls = [

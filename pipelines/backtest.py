@@ -24,7 +24,9 @@ Decisions where the contract is silent (the prediction is made from each job's o
   for estimated ledgers, the ledger's ``assumed_checkpoint_interval_s`` /
   ``assumed_checkpoint_s`` (3600 s / 60 s when null). ``checkpoint_source`` says which.
 - **Fixed overhead** ``startup_s + other_s``; **restart overhead** per interruption
-  ``restart_s / n_interruptions`` (the fleet's as-of mean when the job had none). The "fleet"
+  ``restart_s / n_interruptions`` (the fleet's as-of mean when the job had none), of which
+  ``detect_s + reschedule_s`` is time the job holds no running nodes (no fault can strike it)
+  and reload and warm-up the part Daly's model restarts when a fault strikes it. The "fleet"
   of these pooled means is the back-tested jobs (``n_gpus >= min_gpus``) ended before the start.
 - **Interruptions from the ledger** (``interruption_causes``) when it lists them, else from
   ``int_job_interruptions``.
@@ -229,6 +231,11 @@ def _job_inputs(
         pl.col("first_start_ts").dt.epoch("us").truediv(1e6).alias("first_start_s"),
         pl.col("last_end_ts").dt.epoch("us").truediv(1e6).alias("last_end_s"),
         (pl.col("startup_s").fill_null(0) + pl.col("other_s").fill_null(0)).alias("overhead_s"),
+        (
+            pl.col("detect_s").fill_null(0) + pl.col("reschedule_s").fill_null(0)
+            if {"detect_s", "reschedule_s"} <= set(ledger.columns)
+            else pl.lit(0.0)
+        ).alias("restart_unexposed_s"),
         *(
             pl.lit(None, pl.Float64).alias(c)
             for c in ("assumed_checkpoint_interval_s", "assumed_checkpoint_s")
