@@ -15,7 +15,14 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-BENCHES = ("bench_fit", "bench_simulate", "bench_sweep", "bench_ingest", "bench_dcgm")
+BENCHES = (
+    "bench_fit",
+    "bench_simulate",
+    "bench_sweep",
+    "bench_ingest",
+    "bench_dcgm",
+    "bench_goodput",
+)
 
 
 def main() -> None:

@@ -143,6 +143,11 @@ with_next as (
         coalesce(
             with_resume.st1,
             epoch(with_resume.t2 - with_resume.t1) / nullif(with_resume.n2 - with_resume.n1, 0),
+            -- an attempt with one step line: the job's step time from its other attempts
+            median(
+                epoch(with_resume.t2 - with_resume.t1)
+                / nullif(with_resume.n2 - with_resume.n1, 0)
+            ) over (partition by with_resume.job_id_raw),
             0
         ) as per_step_s
     from with_resume
