@@ -168,3 +168,16 @@ def test_the_estimated_ledger_is_within_its_stated_assumptions(
         restart_true = t["reschedule_s"] + t["reload_s"] + t["warmup_s"]
         restart_est = row["reschedule_s"] + row["reload_s"] + row["warmup_s"]
         assert abs(restart_est - restart_true) <= (t["n_attempts"] - 1) * LOAD_S + 1.0
+
+
+def test_every_ledger_row_adds_up_to_its_wall_time_with_no_negative_category(
+    measured: tuple[dict[str, dict[str, Any]], list[dict[str, Any]]],
+) -> None:
+    ledger, _ = measured
+    parts = (*CATEGORIES[:3], "detect_s", "reschedule_s", "reload_s", "warmup_s", *CATEGORIES[4:])
+    for job, row in ledger.items():
+        assert sum(row[k] for k in parts) == pytest.approx(row["wall_s"], abs=1e-6), job
+        assert row["restart_s"] == pytest.approx(
+            row["detect_s"] + row["reschedule_s"] + row["reload_s"] + row["warmup_s"], abs=1e-6
+        )
+        assert min(row[k] for k in parts) >= 0.0, job
