@@ -20,6 +20,7 @@ from prefect.artifacts import (
 )
 
 from pipelines import warehouse
+from pipelines.goodput_summary import BACKTEST_COLUMNS
 from pipelines.jsonsafe import json_ready
 from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S
 
@@ -204,22 +205,6 @@ def publish_fit(outcome: Mapping[str, Any], by: list[str] | None = None) -> None
 
 
 # --- back-test ------------------------------------------------------------------------------
-
-BACKTEST_COLUMNS = (
-    "bucket",
-    "period",
-    "n_jobs",
-    "interruptions_observed",
-    "interruptions_expected",
-    "oe_ratio",
-    "oe_lo",
-    "oe_hi",
-    "goodput_measured",
-    "goodput_predicted",
-    "goodput_predicted_lo",
-    "goodput_predicted_hi",
-)
-"""Columns of the back-test artifact (``rpt_projection_backtest``'s)."""
 
 
 def backtest_rows(buckets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
