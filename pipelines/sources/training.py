@@ -71,6 +71,11 @@ Streams
     earlier row's printed time; the latest earlier save start of the same step plus the
     duration). A read that ends between ``successfully saved`` and its timer (printed within
     milliseconds of each other) leaves two save ends for that save: not repaired.
+
+Many logs at once
+    :func:`parse_many` reads a chunk of logs (the ingest's reads of one source) in one polars
+    plan and gives each file what :func:`parse` gives it alone: nothing carries from one file to
+    the next.
 """
 
 from __future__ import annotations
@@ -93,7 +98,7 @@ from pipelines.sources.common import (
     parsed_from,
     with_reasons,
 )
-from pipelines.sources.training_many import split_many
+from pipelines.sources.training_many import pair_saves, split_many
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -140,7 +145,7 @@ class _Format(NamedTuple):
     :data:`_FIELDS` to a regex whose first group is its text; ``required`` names the fields
     whose absence makes the line a reject; ``end`` is a regex the line must match to count as
     complete (``None``: no such check) and ``end_hint`` says what was expected. ``role`` tells
-    how the line takes part in a save or load (:func:`_pair_saves`): ``start``, ``saved``
+    how the line takes part in a save or load (:func:`pair_saves`): ``start``, ``saved``
     (Megatron's ``successfully saved``), ``timer``, ``end`` (a save end with its own time),
     ``load_start``, ``load_end``; ``carry`` whether an unprinted time is carried forward.
     """
@@ -449,7 +454,7 @@ def _checked(lines: pl.DataFrame) -> pl.DataFrame:
 
     ``lines`` holds ``_file``, ``line_no``, ``line`` and ``utf8_ok``, a file's lines together
     and in order. The result keeps ``_file``, ``line_no``, ``line`` and ``reason`` (null for a
-    good line) with the fields and the carried and paired times (:func:`_pair_saves`).
+    good line) with the fields and the carried and paired times (:func:`pair_saves`).
     """
     many = lines.height >= MANY_LINES
     kinds, fields, ts_text, *rest = _line_stages(many=many)
@@ -462,7 +467,7 @@ def _checked(lines: pl.DataFrame) -> pl.DataFrame:
     for stage in rest:
         lazy = lazy.with_columns(stage)
     checked = with_reasons(lazy.filter(pl.col("kind").is_not_null()), _checks(many=many)).lazy()
-    for stage in _pair_saves():
+    for stage in pair_saves():
         checked = checked.with_columns(stage)
     return checked.filter(~pl.col("superseded")).collect()
 
@@ -545,76 +550,6 @@ def _prefix_date() -> pl.Expr:
     """Return the first date in the text before each row's marker (null for other lines)."""
     prefix = _by_kind(lambda f, text: text.str.extract(f"^(.*?){f.marker}", 1))
     return prefix.str.extract(_DATETIME, 1)
-
-
-@cache
-def _pair_saves() -> tuple[list[pl.Expr], ...]:
-    """Return the steps that give save and load ends their start's step, path and time.
-
-    They run on the in-scope lines in file order with their ``reason`` and ``_file``. A group
-    runs from a file's first line or just after a step line or a save or load end to the next
-    one (inclusive); within it, a timer or ``Finished saving`` takes the step and path of the
-    latest good save start (else of a ``successfully saved`` line), a ``Finished loading`` the
-    step of its load start, and a timer the start's time plus its duration. A ``successfully
-    saved`` line whose group has a timer is ``superseded`` (dropped; the caller counts it as
-    ignored).
-    """
-    good = pl.col("reason").is_null()
-    role, event, file = pl.col("role"), pl.col("event"), pl.col("_file")
-    ends_group = good & ((event == "step") | role.is_in(["timer", "end", "load_end"]))
-    new_file = (file != file.shift(1)).fill_null(value=True)
-    group = pl.col("_group")
-    start = good & (role == "start")
-    anchor = good & role.is_in(["start", "saved"])
-
-    def latest(value: pl.Expr, where: pl.Expr) -> pl.Expr:
-        return pl.when(where).then(value).forward_fill().over(group)
-
-    # carried times first: a start's own time wins, else the nearest earlier printed one
-    own = pl.col("ts")
-    carry = pl.col("carry") & own.is_null() & pl.col("carried").is_not_null()
-    first = [
-        pl.when(carry).then(pl.col("carried")).otherwise(own).alias("ts"),
-        carry.alias("ts_inferred"),
-        (ends_group.shift(1, fill_value=False) | new_file).cum_sum().alias("_group"),
-    ]
-    # the latest save start (or "successfully saved") of the group wins for step and path;
-    # the time only comes from a save start
-    latest_of_group = [
-        latest(pl.col("step"), anchor).alias("save_step"),
-        latest(pl.col("path"), anchor).alias("save_path"),
-        latest(pl.col("ts"), start).alias("start_ts"),
-        latest(pl.col("step"), good & (role == "load_start")).alias("load_step"),
-        (good & (role == "timer")).any().over(group).alias("has_timer"),
-    ]
-    is_timer, is_end, is_load_end = role == "timer", role == "end", role == "load_end"
-    duration = (
-        pl.when(is_timer)
-        .then(pl.col("dur_ms_value") / 1000.0)
-        .when(is_end | is_load_end)
-        .then(pl.col("dur_s_value"))
-    )
-    ends = [
-        pl.when(is_timer | is_end)
-        .then(pl.col("save_step"))
-        .when(is_load_end)
-        .then(pl.col("load_step"))
-        .otherwise(pl.col("step"))
-        .alias("step"),
-        pl.when(is_timer).then(pl.col("save_path")).otherwise(pl.col("path")).alias("path"),
-        pl.when(is_timer)
-        .then(
-            pl.col("start_ts") + pl.duration(microseconds=(duration * 1e6).round().cast(pl.Int64))
-        )
-        .otherwise(pl.col("ts"))
-        .alias("ts"),
-        (pl.col("ts_inferred") | (is_timer & pl.col("start_ts").is_not_null())).alias(
-            "ts_inferred"
-        ),
-        duration.alias("duration_s"),
-        (good & (role == "saved") & pl.col("has_timer")).alias("superseded"),
-    ]
-    return first, latest_of_group, ends
 
 
 def _by_kind(value: Callable[[_Format, pl.Expr], pl.Expr], *, many: bool = False) -> pl.Expr:

@@ -1,12 +1,14 @@
-"""Split many files into lines at once, for parsers that read many files in one pass.
+"""Pieces of :func:`pipelines.sources.training.parse_many` that need no line format.
 
-:func:`pipelines.sources.training.parse_many` cuts a fleet's training logs with
-:func:`split_many`: one polars CSV read for all of them instead of one per file.
+:func:`split_many` cuts a fleet's training logs into lines with one polars CSV read for all of
+them instead of one per file; :func:`pair_saves` gives checkpoint save and load ends what their
+start printed, within each file (docs/goodput.md §1, the training module's docstring).
 """
 
 from __future__ import annotations
 
 import codecs
+from functools import cache
 
 import numpy as np
 import polars as pl
@@ -80,3 +82,73 @@ def _plain(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+@cache
+def pair_saves() -> tuple[list[pl.Expr], ...]:
+    """Return the steps that give save and load ends their start's step, path and time.
+
+    They run on the in-scope lines in file order with their ``reason`` and ``_file``. A group
+    runs from a file's first line or just after a step line or a save or load end to the next
+    one (inclusive); within it, a timer or ``Finished saving`` takes the step and path of the
+    latest good save start (else of a ``successfully saved`` line), a ``Finished loading`` the
+    step of its load start, and a timer the start's time plus its duration. A ``successfully
+    saved`` line whose group has a timer is ``superseded`` (dropped; the caller counts it as
+    ignored).
+    """
+    good = pl.col("reason").is_null()
+    role, event, file = pl.col("role"), pl.col("event"), pl.col("_file")
+    ends_group = good & ((event == "step") | role.is_in(["timer", "end", "load_end"]))
+    new_file = (file != file.shift(1)).fill_null(value=True)
+    group = pl.col("_group")
+    start = good & (role == "start")
+    anchor = good & role.is_in(["start", "saved"])
+
+    def latest(value: pl.Expr, where: pl.Expr) -> pl.Expr:
+        return pl.when(where).then(value).forward_fill().over(group)
+
+    # carried times first: a start's own time wins, else the nearest earlier printed one
+    own = pl.col("ts")
+    carry = pl.col("carry") & own.is_null() & pl.col("carried").is_not_null()
+    first = [
+        pl.when(carry).then(pl.col("carried")).otherwise(own).alias("ts"),
+        carry.alias("ts_inferred"),
+        (ends_group.shift(1, fill_value=False) | new_file).cum_sum().alias("_group"),
+    ]
+    # the latest save start (or "successfully saved") of the group wins for step and path;
+    # the time only comes from a save start
+    latest_of_group = [
+        latest(pl.col("step"), anchor).alias("save_step"),
+        latest(pl.col("path"), anchor).alias("save_path"),
+        latest(pl.col("ts"), start).alias("start_ts"),
+        latest(pl.col("step"), good & (role == "load_start")).alias("load_step"),
+        (good & (role == "timer")).any().over(group).alias("has_timer"),
+    ]
+    is_timer, is_end, is_load_end = role == "timer", role == "end", role == "load_end"
+    duration = (
+        pl.when(is_timer)
+        .then(pl.col("dur_ms_value") / 1000.0)
+        .when(is_end | is_load_end)
+        .then(pl.col("dur_s_value"))
+    )
+    ends = [
+        pl.when(is_timer | is_end)
+        .then(pl.col("save_step"))
+        .when(is_load_end)
+        .then(pl.col("load_step"))
+        .otherwise(pl.col("step"))
+        .alias("step"),
+        pl.when(is_timer).then(pl.col("save_path")).otherwise(pl.col("path")).alias("path"),
+        pl.when(is_timer)
+        .then(
+            pl.col("start_ts") + pl.duration(microseconds=(duration * 1e6).round().cast(pl.Int64))
+        )
+        .otherwise(pl.col("ts"))
+        .alias("ts"),
+        (pl.col("ts_inferred") | (is_timer & pl.col("start_ts").is_not_null())).alias(
+            "ts_inferred"
+        ),
+        duration.alias("duration_s"),
+        (good & (role == "saved") & pl.col("has_timer")).alias("superseded"),
+    ]
+    return first, latest_of_group, ends
