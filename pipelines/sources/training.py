@@ -429,7 +429,7 @@ def parse_many(files: list[tuple[bytes, str, dict[str, Any]]]) -> list[Parsed]:
             pl.col("path").alias("checkpoint_path"),
             pl.col("ts").cast(UTC_TS),
             *[
-                pl.Series(name, values, dtype=pl.String).gather(index)
+                pl.Series(name, values, dtype=pl.String, strict=False).gather(index)
                 for name, values in per_file.items()
             ],
         )
