@@ -499,10 +499,22 @@ def _line_stages(*, many: bool) -> tuple[list[pl.Expr], ...]:
         ]
     )
     fields = [
-        _by_kind(lambda f, _: pl.lit(f.framework)).alias("framework"),
-        _by_kind(lambda f, _: pl.lit(f.event)).alias("event"),
-        _by_kind(lambda f, _: pl.lit(f.role)).alias("role"),
-        _by_kind(lambda f, _: pl.lit(f.carry)).alias("carry"),
+        *[
+            pl.col("kind")
+            .replace_strict(
+                list(range(len(FORMATS))),
+                [getattr(f, name) for f in FORMATS],
+                default=None,
+                return_dtype=dtype,
+            )
+            .alias(name)
+            for name, dtype in (
+                ("framework", pl.String),
+                ("event", pl.String),
+                ("role", pl.String),
+                ("carry", pl.Boolean),
+            )
+        ],
         _by_kind(lambda f, text: text.str.find(f.marker), many=many).alias("marker_at"),
         line.str.extract(_DATETIME, 1).alias("date"),
         line.str.find(_DATETIME).alias("date_at"),
