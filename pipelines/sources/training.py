@@ -71,14 +71,21 @@ Streams
     earlier row's printed time; the latest earlier save start of the same step plus the
     duration). A read that ends between ``successfully saved`` and its timer (printed within
     milliseconds of each other) leaves two save ends for that save: not repaired.
+
+Many logs at once
+    :func:`parse_many` reads a chunk of logs (the ingest's reads of one source) in one polars
+    plan and gives each file what :func:`parse` gives it alone: nothing carries from one file to
+    the next.
 """
 
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import PurePath
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
 import polars as pl
 
 from pipelines.sources.common import (
@@ -89,9 +96,9 @@ from pipelines.sources.common import (
     empty_rows,
     iso_utc,
     parsed_from,
-    split_lines,
     with_reasons,
 )
+from pipelines.sources.training_many import pair_saves, split_many
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -138,7 +145,7 @@ class _Format(NamedTuple):
     :data:`_FIELDS` to a regex whose first group is its text; ``required`` names the fields
     whose absence makes the line a reject; ``end`` is a regex the line must match to count as
     complete (``None``: no such check) and ``end_hint`` says what was expected. ``role`` tells
-    how the line takes part in a save or load (:func:`_pair_saves`): ``start``, ``saved``
+    how the line takes part in a save or load (:func:`pair_saves`): ``start``, ``saved``
     (Megatron's ``successfully saved``), ``timer``, ``end`` (a save end with its own time),
     ``load_start``, ``load_end``; ``carry`` whether an unprinted time is carried forward.
     """
@@ -349,7 +356,7 @@ def parse(
     <n>%``, a timer line without its closing parenthesis), print a step, time, duration or loss
     that is not a number, or a time that is not a date. A ``successfully saved`` line whose save
     has a timer line is ignored (the module docstring). An empty file is one reject
-    (``line_no`` 0).
+    (``line_no`` 0). This is :func:`parse_many` of one file.
 
     Examples
     --------
@@ -357,136 +364,228 @@ def parse(
     >>> parse(line, source_file="train.log").rows.select("event", "step", "step_time_s").row(0)
     ('step', 201, 1.25)
     """
-    if not data:
-        return Parsed(empty_rows(SCHEMA), empty_file_reject(source_file), 0)
-    lines = split_lines(data)
+    return parse_many([(data, source_file, {"job": job, "host": host})])[0]
+
+
+OPTIONS: frozenset[str] = frozenset({"job", "host"})
+"""The keyword options of :func:`parse` (what ``parse_many`` accepts in a file's options)."""
+
+
+def parse_many(files: list[tuple[bytes, str, dict[str, Any]]]) -> list[Parsed]:
+    """Parse several training logs in one pass: one polars plan over all their lines.
+
+    Parameters
+    ----------
+    files
+        ``(data, source_file, options)`` per log, ``options`` holding the keyword options of
+        :func:`parse` (:data:`OPTIONS`: ``job``, ``host``).
+
+    Returns
+    -------
+    list[Parsed]
+        One result per file, in order, equal to :func:`parse` of that file alone.
+
+    Raises
+    ------
+    TypeError
+        When a file's options name one :func:`parse` does not take (as calling it would).
+
+    Notes
+    -----
+    A plan costs milliseconds whatever a file's size, so a fleet's logs are parsed together:
+    their lines are one frame with the index of their file, and what a file carries from line to
+    line (the time of the nearest earlier line that prints one, a save's group of lines) stops
+    at the file's first line.
+    """
+    out: list[Parsed | None] = [None] * len(files)
+    kept: list[int] = []
+    for i, (data, source_file, options) in enumerate(files):
+        unknown = sorted(set(options) - OPTIONS)
+        if unknown:
+            raise TypeError(f"parse() got unexpected keyword arguments: {', '.join(unknown)}")
+        if data:
+            kept.append(i)
+        else:
+            out[i] = Parsed(empty_rows(SCHEMA), empty_file_reject(source_file), 0)
+    if kept:
+        lines = split_many([files[i][0] for i in kept])
+        n_lines = np.bincount(lines["_file"].to_numpy(), minlength=len(kept))
+        checked = _checked(lines)
+        per_file: dict[str, list[Any]] = {
+            "source_file": [files[i][1] for i in kept],
+            "job_id": [
+                files[i][2].get("job")
+                if files[i][2].get("job") is not None
+                else job_from_name(files[i][1])
+                for i in kept
+            ],
+            "host": [files[i][2].get("host") for i in kept],
+        }
+        index = checked["_file"]
+        rows = checked.with_columns(
+            pl.col("step").cast(pl.Int64, strict=False),
+            (pl.col("ms_value") / 1000.0).alias("step_time_s"),
+            pl.col("loss_value").alias("loss"),
+            pl.col("path").alias("checkpoint_path"),
+            pl.col("ts").cast(UTC_TS),
+            *[
+                pl.Series(name, values, dtype=pl.String, strict=False).gather(index)
+                for name, values in per_file.items()
+            ],
+        )
+        whole = parsed_from(rows, schema=SCHEMA, source_file=pl.col("source_file"), n_ignored=0)
+        good = rows["reason"].is_null().to_numpy()
+        files_of = index.to_numpy()
+        n_rows = np.bincount(files_of[good], minlength=len(kept))
+        n_rejects = np.bincount(files_of[~good], minlength=len(kept))
+        row_at = np.concatenate(([0], np.cumsum(n_rows)))
+        reject_at = np.concatenate(([0], np.cumsum(n_rejects)))
+        for k, i in enumerate(kept):
+            out[i] = Parsed(
+                whole.rows.slice(int(row_at[k]), int(n_rows[k])),
+                whole.rejects.slice(int(reject_at[k]), int(n_rejects[k])),
+                int(n_lines[k] - n_rows[k] - n_rejects[k]),
+            )
+    return [p for p in out if p is not None]
+
+
+def _checked(lines: pl.DataFrame) -> pl.DataFrame:
+    """Return the in-scope lines of ``lines`` (of one file or several) with their fields.
+
+    ``lines`` holds ``_file``, ``line_no``, ``line`` and ``utf8_ok``, a file's lines together
+    and in order. The result keeps ``_file``, ``line_no``, ``line`` and ``reason`` (null for a
+    good line) with the fields and the carried and paired times (:func:`pair_saves`).
+    """
+    many = lines.height >= MANY_LINES
+    kinds, fields, ts_text, *rest = _line_stages(many=many)
+    frame = lines.lazy().with_columns(kinds).with_columns(fields).with_columns(ts_text).collect()
+    if frame.select(_CROSSING.any()).item():
+        frame = frame.with_columns(
+            pl.when(_CROSSING).then(_prefix_date()).otherwise(pl.col("ts_text")).alias("ts_text")
+        )
+    lazy = frame.lazy()
+    for stage in rest:
+        lazy = lazy.with_columns(stage)
+    checked = with_reasons(lazy.filter(pl.col("kind").is_not_null()), _checks(many=many)).lazy()
+    for stage in pair_saves():
+        checked = checked.with_columns(stage)
+    return checked.filter(~pl.col("superseded")).collect()
+
+
+MANY_LINES = 20_000
+"""Lines from which each regex runs only on the lines it is for (one search for any marker first,
+a format's own marker then looked for in the lines holding one, its fields cut from its own
+lines); below, the extra steps cost more than they save (the results are the same)."""
+
+
+@cache
+def _line_stages(*, many: bool) -> tuple[list[pl.Expr], ...]:
+    """Return the steps that give every line its format, fields and times (:func:`_checked`).
+
+    A line's ``kind`` is the index in :data:`FORMATS` of the first format whose marker it holds
+    (null: out of scope); ``carried`` is the time of the nearest earlier line of the same file
+    that prints one (a valid date), for Megatron's checkpoint lines.
+    """
     line = pl.col("line")
+    candidate = line
+    if many:
+        candidate = pl.when(line.str.contains("|".join(f"(?:{f.marker})" for f in FORMATS))).then(
+            line
+        )
     kind = pl.coalesce(
         [
-            pl.when(line.str.contains(f.marker)).then(pl.lit(i, pl.Int8))
+            pl.when(candidate.str.contains(f.marker)).then(pl.lit(i, pl.Int8))
             for i, f in enumerate(FORMATS)
         ]
     )
-    marked = lines.lazy().with_columns(kind.alias("kind"))
-    frame = marked.with_columns(
-        _by_kind(lambda f: pl.lit(f.framework)).alias("framework"),
-        _by_kind(lambda f: pl.lit(f.event)).alias("event"),
-        _by_kind(lambda f: pl.lit(f.role)).alias("role"),
-        _by_kind(lambda f: pl.lit(f.carry)).alias("carry"),
-        _by_kind(lambda f: line.str.extract(f"^(.*?){f.marker}", 1)).alias("prefix"),
-        *[_field(name).alias(name) for name in _FIELDS],
-    ).with_columns(
-        # a row's time is the first date before its marker; any other line's, its first date
+    fields = [
+        *[
+            pl.col("kind")
+            .replace_strict(
+                list(range(len(FORMATS))),
+                [getattr(f, name) for f in FORMATS],
+                default=None,
+                return_dtype=dtype,
+            )
+            .alias(name)
+            for name, dtype in (
+                ("framework", pl.String),
+                ("event", pl.String),
+                ("role", pl.String),
+                ("carry", pl.Boolean),
+            )
+        ],
+        _by_kind(lambda f, text: text.str.find(f.marker), many=many).alias("marker_at"),
+        line.str.extract(_DATETIME, 1).alias("date"),
+        line.str.find(_DATETIME).alias("date_at"),
+        *[_field(name, many=many).alias(name) for name in _FIELDS],
+    ]
+    # a row's time is the first date before its marker (the line's first date when it ends
+    # before the marker: _CROSSING otherwise); any other line's, its first date
+    ts_text = (
         pl.when(pl.col("kind").is_null())
-        .then(line)
-        .otherwise(pl.col("prefix"))
-        .str.extract(_DATETIME, 1)
-        .alias("ts_text"),
+        .then(pl.col("date"))
+        .when(pl.col("date_at") < pl.col("marker_at"))
+        .then(pl.col("date"))
     )
-    frame = frame.with_columns(
+    values = [
         iso_utc(pl.col("ts_text").str.replace(",", ".", literal=True)).alias("ts"),
-        _number(pl.col("ms")).alias("ms_value"),
-        _number(pl.col("dur_ms")).alias("dur_ms_value"),
-        _number(pl.col("dur_s")).alias("dur_s_value"),
-        _number(pl.col("loss")).alias("loss_value"),
+        *[
+            _number(pl.col(name)).alias(f"{name}_value")
+            for name in ("ms", "dur_ms", "dur_s", "loss")
+        ],
+    ]
+    ts, file = pl.col("ts"), pl.col("_file")
+    same_file = pl.when(ts.is_not_null()).then(file).forward_fill().shift(1) == file
+    carried = pl.when(same_file).then(ts.forward_fill().shift(1))
+    return (
+        [kind.alias("kind")],
+        fields,
+        [ts_text.alias("ts_text")],
+        values,
+        [carried.alias("carried")],
     )
-    # the time of the nearest earlier line that prints one (a valid date), for Megatron's
-    # checkpoint lines
-    frame = frame.with_columns(pl.col("ts").forward_fill().shift(1).alias("carried")).filter(
-        pl.col("kind").is_not_null()
-    )
-    checked = with_reasons(frame, _checks())
-    checked = _pair_saves(checked)
-    n_ignored = lines.height - checked.height
-    job_id = job if job is not None else job_from_name(source_file)
-    rows = checked.with_columns(
-        pl.col("step").cast(pl.Int64, strict=False),
-        (pl.col("ms_value") / 1000.0).alias("step_time_s"),
-        pl.col("loss_value").alias("loss"),
-        pl.col("path").alias("checkpoint_path"),
-        pl.col("ts").cast(UTC_TS),
-        pl.lit(job_id, pl.String).alias("job_id"),
-        pl.lit(host, pl.String).alias("host"),
-    )
-    return parsed_from(rows, schema=SCHEMA, source_file=source_file, n_ignored=n_ignored)
 
 
-def _pair_saves(checked: pl.DataFrame) -> pl.DataFrame:
-    """Give save and load ends their start's step, path and time; drop superseded lines.
+_CROSSING = (
+    pl.col("kind").is_not_null()
+    & (pl.col("date_at") < pl.col("marker_at"))
+    & (pl.col("date_at") + pl.col("date").str.len_bytes() > pl.col("marker_at"))
+)
+"""A row whose line's first date starts before its marker and runs into it (the byte offsets of
+``str.find``). None of today's markers can start inside a date (each starts with a letter
+other than ``T``, ``{`` or a space before a letter), so the date before the marker is then
+looked for in the text before the marker (:func:`_prefix_date`) only when this is ever true."""
 
-    ``checked`` holds the in-scope lines in file order with their ``reason``. A group runs from
-    just after a step line or a save or load end to the next one (inclusive); within it, a timer
-    or ``Finished saving`` takes the step and path of the latest good save start (else of a
-    ``successfully saved`` line), a ``Finished loading`` the step of its load start, and a timer
-    the start's time plus its duration. A ``successfully saved`` line whose group has a timer is
-    dropped (the caller counts it as ignored).
+
+def _prefix_date() -> pl.Expr:
+    """Return the first date in the text before each row's marker (null for other lines)."""
+    prefix = _by_kind(lambda f, text: text.str.extract(f"^(.*?){f.marker}", 1))
+    return prefix.str.extract(_DATETIME, 1)
+
+
+def _by_kind(value: Callable[[_Format, pl.Expr], pl.Expr], *, many: bool = False) -> pl.Expr:
+    """Give each line the expression ``value`` builds for its format (:data:`FORMATS`).
+
+    ``value`` gets the format and the line (:func:`_of_kind`).
     """
-    good = pl.col("reason").is_null()
-    role, event = pl.col("role"), pl.col("event")
-    ends_group = good & ((event == "step") | role.is_in(["timer", "end", "load_end"]))
-    group = ends_group.cast(pl.Int64).cum_sum().shift(1, fill_value=0)
-    start = good & (role == "start")
-    anchor = good & role.is_in(["start", "saved"])
-
-    def latest(value: pl.Expr, where: pl.Expr) -> pl.Expr:
-        return pl.when(where).then(value).forward_fill().over(group)
-
-    # carried times first: a start's own time wins, else the nearest earlier printed one
-    own = pl.col("ts")
-    carry = pl.col("carry") & own.is_null() & pl.col("carried").is_not_null()
-    frame = checked.with_columns(
-        pl.when(carry).then(pl.col("carried")).otherwise(own).alias("ts"),
-        carry.alias("ts_inferred"),
+    return pl.coalesce(
+        [
+            pl.when(pl.col("kind") == i).then(value(f, _of_kind(i, many=many)))
+            for i, f in enumerate(FORMATS)
+        ]
     )
-    # the latest save start (or "successfully saved") of the group wins for step and path;
-    # the time only comes from a save start
-    frame = frame.with_columns(
-        latest(pl.col("step"), anchor).alias("save_step"),
-        latest(pl.col("path"), anchor).alias("save_path"),
-        latest(pl.col("ts"), start).alias("start_ts"),
-        latest(pl.col("step"), good & (role == "load_start")).alias("load_step"),
-        (good & (role == "timer")).any().over(group).alias("has_timer"),
-    )
-    is_timer, is_end, is_load_end = role == "timer", role == "end", role == "load_end"
-    duration = (
-        pl.when(is_timer)
-        .then(pl.col("dur_ms_value") / 1000.0)
-        .when(is_end | is_load_end)
-        .then(pl.col("dur_s_value"))
-    )
-    frame = frame.with_columns(
-        pl.when(is_timer | is_end)
-        .then(pl.col("save_step"))
-        .when(is_load_end)
-        .then(pl.col("load_step"))
-        .otherwise(pl.col("step"))
-        .alias("step"),
-        pl.when(is_timer).then(pl.col("save_path")).otherwise(pl.col("path")).alias("path"),
-        pl.when(is_timer)
-        .then(
-            pl.col("start_ts") + pl.duration(microseconds=(duration * 1e6).round().cast(pl.Int64))
-        )
-        .otherwise(pl.col("ts"))
-        .alias("ts"),
-        (pl.col("ts_inferred") | (is_timer & pl.col("start_ts").is_not_null())).alias(
-            "ts_inferred"
-        ),
-        duration.alias("duration_s"),
-    )
-    superseded = good & (role == "saved") & pl.col("has_timer")
-    return frame.filter(~superseded)
 
 
-def _by_kind(value: Callable[[_Format], pl.Expr]) -> pl.Expr:
-    """Give each line the expression ``value`` builds for its format (:data:`FORMATS`)."""
-    return pl.coalesce([pl.when(pl.col("kind") == i).then(value(f)) for i, f in enumerate(FORMATS)])
+def _of_kind(i: int, *, many: bool) -> pl.Expr:
+    """Return the line, or with ``many`` the line where it is of format ``i`` (else null)."""
+    return pl.when(pl.col("kind") == i).then(pl.col("line")) if many else pl.col("line")
 
 
-def _field(name: str) -> pl.Expr:
+def _field(name: str, *, many: bool) -> pl.Expr:
     """Cut the text of field ``name`` from each line (null where its format has none)."""
-    line = pl.col("line")
     parts = [
-        pl.when(pl.col("kind") == i).then(line.str.extract(f.fields[name], 1))
+        pl.when(pl.col("kind") == i).then(_of_kind(i, many=many).str.extract(f.fields[name], 1))
         for i, f in enumerate(FORMATS)
         if name in f.fields
     ]
@@ -498,7 +597,8 @@ def _number(text: pl.Expr) -> pl.Expr:
     return text.str.to_lowercase().cast(pl.Float64, strict=False)
 
 
-def _checks() -> list[Check]:
+@cache
+def _checks(*, many: bool) -> list[Check]:
     """Return the line checks; the first failing one gives the reason (see :func:`parse`)."""
     kind = pl.col("kind")
     checks: list[Check] = [(~pl.col("utf8_ok"), "line is not valid UTF-8")]
@@ -514,7 +614,7 @@ def _checks() -> list[Check]:
         if f.end is not None:
             checks.append(
                 (
-                    (kind == i) & ~pl.col("line").str.contains(f.end),
+                    (kind == i) & ~_of_kind(i, many=many).str.contains(f.end).fill_null(value=True),
                     f"truncated {what}: no {f.end_hint}",
                 )
             )
