@@ -126,9 +126,12 @@ EVENTS: tuple[str, ...] = (
     "checkpoint_save_end",
     "checkpoint_load_start",
     "checkpoint_load_end",
+    "train_start",
 )
-"""Events a row can carry (``job_start`` is kept for formats that print a start line; none of
-the formats read here has one that is safe to match)."""
+"""Events a row can carry. ``train_start`` is the training loop starting, after set-up and any
+checkpoint load: Megatron's ``[before the start of training step] datetime: <date>`` banner
+(``print_datetime`` in ``megatron/training/training.py``; no step) and torchtitan's ``Training
+starts at step N`` (``train.py``; the step about to run, so the resume step is ``N - 1``)."""
 
 FRAMEWORKS: tuple[str, ...] = ("megatron", "torchtitan", "hf_trainer")
 """Frameworks whose lines are read (PyTorch Lightning: not yet)."""
@@ -147,7 +150,9 @@ class _Format(NamedTuple):
     complete (``None``: no such check) and ``end_hint`` says what was expected. ``role`` tells
     how the line takes part in a save or load (:func:`pair_saves`): ``start``, ``saved``
     (Megatron's ``successfully saved``), ``timer``, ``end`` (a save end with its own time),
-    ``load_start``, ``load_end``; ``carry`` whether an unprinted time is carried forward.
+    ``load_start``, ``load_end``; ``carry`` whether an unprinted time is carried forward;
+    ``date_after`` whether the line's time is the first date after its marker (a banner that
+    prints ``datetime: <date>``) rather than before it.
     """
 
     framework: str
@@ -159,6 +164,7 @@ class _Format(NamedTuple):
     end_hint: str = ""
     role: str = ""
     carry: bool = False
+    date_after: bool = False
 
 
 _ITERATION = r"(?:^|\s)iteration\s+([^\s/|]+)\s*/"
@@ -231,6 +237,21 @@ FORMATS: tuple[_Format, ...] = (
             "path": r"loading checkpoint from\s+(\S+)",
         },
         required=("step", "path"),
+    ),
+    _Format(
+        "megatron",
+        "train_start",
+        marker=r"\[before the start of training step\] datetime:",
+        fields={},
+        required=(),
+        date_after=True,
+    ),
+    _Format(
+        "torchtitan",
+        "train_start",
+        marker=r"\bTraining starts at step\b",
+        fields={"step": r"\bTraining starts at step\s+([^\s.,]+)"},
+        required=("step",),
     ),
     _Format(
         "torchtitan",
@@ -513,6 +534,7 @@ def _line_stages(*, many: bool) -> tuple[list[pl.Expr], ...]:
                 ("event", pl.String),
                 ("role", pl.String),
                 ("carry", pl.Boolean),
+                ("date_after", pl.Boolean),
             )
         ],
         _by_kind(lambda f, text: text.str.find(f.marker), many=many).alias("marker_at"),
@@ -526,6 +548,8 @@ def _line_stages(*, many: bool) -> tuple[list[pl.Expr], ...]:
         pl.when(pl.col("kind").is_null())
         .then(pl.col("date"))
         .when(pl.col("date_at") < pl.col("marker_at"))
+        .then(pl.col("date"))
+        .when(pl.col("date_after"))
         .then(pl.col("date"))
     )
     values = [

@@ -1,5 +1,6 @@
 -- One row per attempt of every job that has a tied training log, with the boundaries of
--- docs/goodput.md §3: F (first progress), K (progress kept until), P (last progress), the
+-- docs/goodput.md §3: F (first progress: the training start line, else backed off from the
+-- first step line), K (progress kept until), P (last progress), the
 -- blocking saves split at K, and the restart's reload end. Attempts without an event of their
 -- own are included (all of them is start-up or warm-up).
 with attempts as (select * from int_job_attempts),
@@ -82,6 +83,10 @@ per_attempt as (
             where events.event = 'checkpoint_load_end' and not events.ts_inferred
         ) as load_end_ts,
         max(events.step) filter (where events.event = 'checkpoint_save_end') as last_save_step,
+        min(events.ts) filter (
+            where events.event = 'train_start' and not events.ts_inferred
+        ) as train_start_ts,
+        max(events.step) filter (where events.event = 'train_start') as train_start_step,
         max(events.ts) filter (
             where events.event in ('step', 'checkpoint_save_start', 'checkpoint_save_end')
         ) as last_progress_ts,
@@ -103,10 +108,13 @@ with_resume as (
         per_attempt.load_end_ts,
         per_attempt.last_save_step,
         per_attempt.last_progress_ts,
+        per_attempt.train_start_ts,
         coalesce(per_attempt.n_events, 0) as n_events,
-        -- the resume step: this attempt's load, else the last save of an earlier attempt
+        -- the resume step: this attempt's load, else the step its training start names less
+        -- one, else the last save of an earlier attempt
         coalesce(
             per_attempt.load_step,
+            per_attempt.train_start_step - 1,
             max(per_attempt.last_save_step) over (
                 partition by job_attempts.job_id_raw
                 order by job_attempts.attempt
@@ -157,6 +165,9 @@ bounds as (
     select
         with_next.*,
         case
+            -- the training loop's own start line, when it prints one with its time
+            when with_next.train_start_ts is not null
+                then greatest(with_next.start_ts, least(with_next.end_ts, with_next.train_start_ts))
             when with_next.t1 is null then with_next.end_ts
             else
                 greatest(

@@ -162,6 +162,8 @@ def con() -> duckdb.DuckDBPyConnection:
             _attempt("5005", ["n4", "n5"], at("11:00:00"), at("12:00:00"), "COMPLETED"),
             # still running: not in the ledger
             _attempt("5006", ["f"], at("10:00:00"), None, "RUNNING"),
+            # its training started at 10:05 and it ended before printing a step
+            _attempt("5007", ["g"], at("10:00:00"), at("10:06:00"), "COMPLETED"),
         ],
     )
     host_log = "training/n3/run.log"
@@ -175,6 +177,7 @@ def con() -> duckdb.DuckDBPyConnection:
             _event(host_log, "step", 200, at("11:45:00"), step_time_s=30.0, host="n3"),
             _event(shared_log, "step", 10, at("11:10:00"), step_time_s=30.0, host="n4"),
             _event(shared_log, "step", 20, at("11:15:00"), step_time_s=30.0, host="n4"),
+            _event("training/slurm-5007.out", "train_start", 1, at("10:05:00"), job="5007"),
             # a line of job 5001's log after its last attempt ended: counted, never used
             _event(LOG, "step", 201, at("11:30:00"), step_time_s=10.0, job="5001"),
         ],
@@ -264,7 +267,14 @@ def test_logs_are_tied_by_job_id_else_by_host_and_time_and_ambiguity_is_reported
 
 def test_jobs_still_running_are_not_in_the_ledger(con: duckdb.DuckDBPyConnection) -> None:
     jobs = warehouse.query(con, "select job_id_raw from fct_job_goodput order by job_id_raw")
-    assert jobs["job_id_raw"].to_list() == ["5001", "5002", "5003", "5004", "5005"]
+    assert jobs["job_id_raw"].to_list() == ["5001", "5002", "5003", "5004", "5005", "5007"]
+
+
+def test_a_job_that_printed_its_training_start_but_no_step(con: duckdb.DuckDBPyConnection) -> None:
+    row = _ledger(con, "5007")
+    assert row["measured"] is True
+    # start-up to the training start line, then no progress: the rest is "other"
+    assert (row["startup_s"], row["productive_s"], row["other_s"]) == (300.0, 0.0, 60.0)
 
 
 def test_the_fleet_roll_up_weighs_by_gpu_hours_and_by_jobs_side_by_side(
@@ -276,10 +286,10 @@ def test_the_fleet_roll_up_weighs_by_gpu_hours_and_by_jobs_side_by_side(
     )
     gpu_seconds = sum(g * w for g, w in zip(jobs["n_gpus"], jobs["wall_s"], strict=True))
     kept = sum(g * p for g, p in zip(jobs["n_gpus"], jobs["productive_s"], strict=True))
-    assert fleet["n_jobs"] == 5
+    assert fleet["n_jobs"] == 6
     assert fleet["gpu_hours"] == pytest.approx(gpu_seconds / 3600)
     assert fleet["goodput_gpu_hours"] == pytest.approx(kept / gpu_seconds)
-    assert fleet["goodput_jobs"] == pytest.approx(sum(jobs["goodput"]) / 5)
+    assert fleet["goodput_jobs"] == pytest.approx(sum(jobs["goodput"]) / 6)
     shares = [
         "productive_share",
         "checkpoint_share",
@@ -293,7 +303,7 @@ def test_the_fleet_roll_up_weighs_by_gpu_hours_and_by_jobs_side_by_side(
         con,
         "select value, n_jobs from rpt_fleet_goodput where dimension = 'gpu_bucket' order by value",
     )
-    # 5001: 16 GPUs; 5002, 5003, 5004: 8; 5005: 16
-    assert dict(buckets.iter_rows()) == {"1-8": 3, "9-64": 2}
+    # 5001: 16 GPUs; 5002, 5003, 5004, 5007: 8; 5005: 16
+    assert dict(buckets.iter_rows()) == {"1-8": 4, "9-64": 2}
     weeks = warehouse.query(con, "select value from rpt_fleet_goodput where dimension = 'iso_week'")
     assert weeks["value"].to_list() == ["2026-W23"]

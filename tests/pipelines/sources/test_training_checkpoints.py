@@ -82,13 +82,15 @@ def test_training_real_megatron_deepspeed_one_line_timer_supersedes_successfully
 def test_training_real_megatron_minmax_timer_block_after_a_datetime_banner() -> None:
     # a Megatron-LM GPT-2 note: "[before the start of training step] datetime: 2024-01-24
     # 11:10:16" (line 7), evaluate timers, save at iteration 1 (13), successfully saved (14), the
-    # (min, max) block with save-checkpoint (21027.08, 21027.08) (16), the next save start (22)
+    # (min, max) block with save-checkpoint (21027.08, 21027.08) (16), the next save start (22);
+    # the banner itself is the training start (line 7, its own time, no step)
     result = _sample("megatron_gpt2_note_save_timer.log")
     assert result.rejects.height == 0
-    assert result.n_ignored == 22 - 3
+    assert result.n_ignored == 22 - 4
     start = _ts("2024-01-24 11:10:16")
     rows = result.rows
     assert rows.select(*COLUMNS, "checkpoint_path").rows() == [
+        (7, "train_start", "megatron", None, start, False, None, None),
         (13, "checkpoint_save_start", "megatron", 1, start, True, None, "./checkpoints/gpt-2"),
         (
             16,
