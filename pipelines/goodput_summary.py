@@ -37,12 +37,15 @@ __all__ = [
     "FLEET_COLUMNS",
     "GOODPUT_VIEWS",
     "GPU_BUCKETS",
+    "LOG_COLUMNS",
     "PERIODS",
+    "TIES",
     "backtest_rows",
     "fleet_rows",
     "goodput_summary",
     "job_columns",
     "job_rows",
+    "log_rows",
     "missing_goodput_views",
     "oe_verdict",
 ]
@@ -102,6 +105,25 @@ _FLEET = (
     + " from rpt_fleet_goodput"
 )
 _BACKTEST = "select " + ", ".join(BACKTEST_COLUMNS) + " from rpt_projection_backtest"
+LOG_COLUMNS = (
+    "source_file",
+    "tie",
+    "job_id_raw",
+    "candidates",
+    "job_id",
+    "host",
+    "framework",
+    "n_events",
+)
+"""Columns of a ``logs`` row (``rpt_training_log_ties``, docs/goodput.md §2)."""
+_LOGS = (
+    "select "
+    + ", ".join(LOG_COLUMNS)
+    + " from rpt_training_log_ties order by tie = 'job_id', tie = 'host_time', source_file"
+)
+TIES = ("ambiguous", "none", "host_time", "job_id")
+"""How a training log was tied to its job (``rpt_training_log_ties.tie``), the ones that need a
+person's attention first."""
 
 
 def _finite(value: object) -> TypeGuard[float]:
@@ -196,6 +218,23 @@ def backtest_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (_rank(r["bucket"], buckets), _rank(r["period"], PERIODS)))
 
 
+def log_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Return one row per training log with its tie: ambiguous and untied logs first.
+
+    Empty for a warehouse without ``rpt_training_log_ties`` (made before training logs).
+    """
+    from pipelines import warehouse
+
+    present = warehouse.query(
+        con,
+        "select count(*) as n from information_schema.tables "
+        "where table_schema = current_schema() and table_name = 'rpt_training_log_ties'",
+    ).item()
+    if not present:
+        return []
+    return _plain(warehouse.query(con, _LOGS).to_dicts())
+
+
 def goodput_summary(
     db_path: Path, *, min_gpus: int = 0, lock_timeout_s: float = DEFAULT_READ_LOCK_TIMEOUT_S
 ) -> dict[str, list[dict[str, Any]]]:
@@ -214,8 +253,9 @@ def goodput_summary(
     Returns
     -------
     dict
-        ``jobs`` (:func:`job_rows`), ``fleet`` (:func:`fleet_rows`) and ``backtest``
-        (:func:`backtest_rows`).
+        ``jobs`` (:func:`job_rows`), ``fleet`` (:func:`fleet_rows`), ``backtest``
+        (:func:`backtest_rows`) and ``logs`` (:func:`log_rows`: every training log and how it
+        was tied to its job).
     """
     from pipelines import warehouse
 
@@ -224,4 +264,5 @@ def goodput_summary(
             "jobs": job_rows(con, min_gpus=min_gpus),
             "fleet": fleet_rows(con),
             "backtest": backtest_rows(con),
+            "logs": log_rows(con),
         }

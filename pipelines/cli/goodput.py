@@ -47,6 +47,7 @@ class GoodputTable(StrEnum):
     jobs = "jobs"
     fleet = "fleet"
     backtest = "backtest"
+    logs = "logs"
 
 
 _SHARES = ("productive", "checkpoint", "wasted", "restart", "startup", "other")
@@ -176,6 +177,7 @@ def print_goodput(db_path: Path, result: dict[str, list[dict[str, Any]]], *, min
         )
     else:
         console.print("back-test: not run yet (rpt_projection_backtest has no rows)")
+    _print_ties(result.get("logs", []))
     n_estimated = sum(1 for job in result["jobs"] if job.get("estimated"))
     sized = f" with at least {min_gpus:,} GPUs" if min_gpus > 1 else ""
     console.print(
@@ -184,6 +186,27 @@ def print_goodput(db_path: Path, result: dict[str, list[dict[str, Any]]], *, min
         highlight=False,
     )
     console.print(f"warehouse: [bold]{db_path.resolve()}[/bold] (try: duckdb {db_path})")
+
+
+def _print_ties(logs: list[dict[str, Any]], shown: int = 20) -> None:
+    """Print how the training logs were tied to jobs, and the logs that were not."""
+    if not logs:
+        return
+    counts = {tie: 0 for tie in ("job_id", "host_time", "ambiguous", "none")}
+    for log in logs:
+        counts[str(log["tie"])] = counts.get(str(log["tie"]), 0) + 1
+    console.print(
+        f"training logs: {len(logs):,}; tied by job id {counts['job_id']:,}, by host and time "
+        f"{counts['host_time']:,}; ambiguous {counts['ambiguous']:,} and untied "
+        f"{counts['none']:,} (not used)",
+        highlight=False,
+    )
+    unresolved = [log for log in logs if log["tie"] in ("ambiguous", "none")]
+    for log in unresolved[:shown]:
+        candidates = ", ".join(log.get("candidates") or []) or "no job on its host then"
+        console.print(f"  {log['tie']}: {log['source_file']} ({candidates})", highlight=False)
+    if len(unresolved) > shown:
+        console.print(f"  ... and {len(unresolved) - shown:,} more: --format csv --table logs")
 
 
 def _columns(db_path: Path, table: GoodputTable, *, lock_timeout_s: float) -> list[str]:
@@ -195,6 +218,8 @@ def _columns(db_path: Path, table: GoodputTable, *, lock_timeout_s: float) -> li
         return list(summary_mod.FLEET_COLUMNS)
     if table is GoodputTable.backtest:
         return list(summary_mod.BACKTEST_COLUMNS)
+    if table is GoodputTable.logs:
+        return list(summary_mod.LOG_COLUMNS)
     with warehouse.connect(db_path, read_only=True, lock_timeout_s=lock_timeout_s) as con:
         return summary_mod.job_columns(con)
 

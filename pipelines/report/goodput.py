@@ -71,6 +71,14 @@ order by n_jobs desc
 """
 
 
+_UNTIED = """
+select tie, count(*) as n_logs
+from rpt_training_log_ties
+where tie in ('ambiguous', 'none')
+group by tie
+"""
+
+
 def _finite(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and math.isfinite(value)
 
@@ -91,8 +99,9 @@ def read_realised_goodput(con: duckdb.DuckDBPyConnection, week: str) -> dict[str
         ``missing`` (goodput marts the warehouse lacks), ``has_ledger``, ``has_backtest``;
         ``all`` (the fleet row, or None), ``buckets`` (``gpu_bucket`` rows, small to large),
         ``week`` (the report week's row, or None), ``n_jobs``, ``n_measured``, ``n_estimated``,
-        ``assumptions`` (the assumed values of estimated ledgers and how many jobs use each set)
-        and ``backtest`` (rows of :func:`pipelines.goodput_summary.backtest_rows`, each with its
+        ``assumptions`` (the assumed values of estimated ledgers and how many jobs use each set),
+        ``untied`` (training logs not used: ``ambiguous`` and ``none`` counts) and
+        ``backtest`` (rows of :func:`pipelines.goodput_summary.backtest_rows`, each with its
         ``verdict`` from :func:`oe_verdict`). Goodput and shares are fractions.
     """
     missing = missing_goodput_views(con)
@@ -102,6 +111,9 @@ def read_realised_goodput(con: duckdb.DuckDBPyConnection, week: str) -> dict[str
     n_jobs = int(overall["n_jobs"] or 0) if overall else 0
     n_estimated = int(overall["n_estimated"] or 0) if overall else 0
     assumptions = query(con, _ASSUMPTIONS).to_dicts() if n_estimated else []
+    untied = {"ambiguous": 0, "none": 0}
+    if has_views:
+        untied |= {r["tie"]: int(r["n_logs"]) for r in query(con, _UNTIED).to_dicts()}
     backtest = []
     if "rpt_projection_backtest" not in missing:
         backtest = [row | {"verdict": oe_verdict(row)} for row in backtest_rows(con)]
@@ -118,6 +130,7 @@ def read_realised_goodput(con: duckdb.DuckDBPyConnection, week: str) -> dict[str
         "n_measured": int(overall["n_measured"] or 0) if overall else 0,
         "n_estimated": n_estimated,
         "assumptions": assumptions,
+        "untied": untied,
         "backtest": backtest,
     }
 

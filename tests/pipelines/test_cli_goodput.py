@@ -325,7 +325,7 @@ def _invoke(*args: str) -> str:
 def test_goodput_json_has_jobs_fleet_backtest(goodput_db: Path) -> None:
     payload = _strict_loads(_invoke("--db", str(goodput_db), "--json"))
     assert payload == _strict_loads(_invoke("--db", str(goodput_db), "--format", "json"))
-    assert set(payload) == {"jobs", "fleet", "backtest"}
+    assert set(payload) == {"jobs", "fleet", "backtest", "logs"}
     jobs = payload["jobs"]
     assert [j["job_id_raw"] for j in jobs] == ["1001", "1002", "1003"]  # by first start
     assert [j["goodput"] for j in jobs] == pytest.approx([0.8, 0.75, 0.5])
@@ -469,7 +469,7 @@ def test_goodput_with_an_empty_ledger_says_so(goodput_db: Path) -> None:
     assert "back-test: not run yet" in text
     assert "0 ledger jobs, 0 estimated" in text
     payload = _strict_loads(_invoke("--db", str(goodput_db), "--json"))
-    assert payload == {"jobs": [], "fleet": [], "backtest": []}
+    assert payload == {"jobs": [], "fleet": [], "backtest": [], "logs": []}
     header = _invoke("--db", str(goodput_db), "--format", "csv", "--table", "jobs")
     assert header == "job_id_raw,n_gpus,first_start_ts,estimated\n"
 
@@ -537,3 +537,26 @@ def _invoke_live(*args: str) -> str:
     result = runner.invoke(app, ["goodput", *args])
     assert result.exit_code == 0, result.output
     return result.output
+
+
+def test_goodput_lists_training_logs_it_could_not_tie(tmp_path: Path) -> None:
+    """A log whose job the warehouse does not hold is untied, listed and never used."""
+    from pipelines import ingest
+
+    landing = tmp_path / "landing"
+    (landing / "training").mkdir(parents=True)
+    shutil.copy(REPO / "data_samples" / "training" / "slurm-4242.out", landing / "training")
+    db = tmp_path / "relia.duckdb"
+    ingest.ingest(db, ingest.discover([landing]))
+    payload = _strict_loads(_invoke("--db", str(db), "--json"))
+    assert [
+        (r["source_file"].rsplit("/", 1)[-1], r["tie"], r["job_id"]) for r in payload["logs"]
+    ] == [("slurm-4242.out", "none", "4242")]
+    assert payload["jobs"] == []
+    result = runner.invoke(app, ["goodput", "--stored", "--db", str(db)], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "training logs: 1; tied by job id 0, by host and time 0; ambiguous 0 and untied 1" in (
+        result.output
+    )
+    assert "none: " in result.output
+    assert "slurm-4242.out" in result.output

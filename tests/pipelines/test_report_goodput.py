@@ -94,6 +94,20 @@ def test_section_data_from_the_marts(hand_db: Path) -> None:
         assert read_realised_goodput(con, "2026-W11")["week"] is None
 
 
+def test_section_counts_training_logs_it_could_not_tie(hand_db: Path) -> None:
+    with warehouse.connect(hand_db) as con:
+        assert read_realised_goodput(con, "2026-W10")["untied"] == {"ambiguous": 0, "none": 0}
+        # two logs of jobs the warehouse does not hold: each is tied to no job
+        for n, name in enumerate(("training/slurm-9901.out", "training/slurm-9902.out"), 1):
+            con.execute(
+                "insert into raw_training_events (source_file, line_no, job_id, event, framework,"
+                " step, ts, ts_inferred) values ($f, 1, $j, 'step', 'torchtitan', 10,"
+                " timestamptz '2026-03-02 10:00:00+00', false)",
+                {"f": name, "j": f"990{n}"},
+            )
+        assert read_realised_goodput(con, "2026-W10")["untied"] == {"ambiguous": 0, "none": 2}
+
+
 def test_section_data_without_the_marts(tmp_path: Path) -> None:
     db = tmp_path / "relia.duckdb"
     with warehouse.connect(db) as con:
