@@ -256,3 +256,15 @@ def test_training_job_and_host_options_win_over_the_file_name() -> None:
     assert given.rows.select("job_id", "host").row(0) == ("99_1", "gpu7")
     plain = parse(line, source_file="/landing/training/train.log", host="gpu7")
     assert plain.rows.select("job_id", "host").row(0) == (None, "gpu7")
+
+
+def test_training_real_torchtitan_fork_training_start_line() -> None:
+    # a torchtitan-derived trainer's log: line 2 "Training starts at step 1, with local batch
+    # size 1, ..." at 2025-02-03 09:19:51 (the step about to run: nothing to resume); the error
+    # and profiler lines around it are not training events
+    result = _sample("torchtitan_fork_training_starts.log")
+    assert result.rejects.height == 0
+    assert result.n_ignored == 2
+    assert result.rows.select(*COLUMNS).rows() == [
+        (2, "train_start", "torchtitan", 1, _ts("2025-02-03 09:19:51"), False, None),
+    ]
