@@ -5,9 +5,22 @@
 -- own are included (all of them is start-up or warm-up).
 with attempts as (select * from int_job_attempts),
 
+-- read once: a fleet-year holds millions of events
+all_events as materialized (select * from int_training_events),
+
 events as (
-    select * from int_training_events
+    select * from all_events
     where attempt is not null
+),
+
+-- lines of a tied log outside every attempt of its job: counted, never used
+outside as (
+    select
+        all_events.job_id_raw,
+        sum(all_events.n_lines) as n_events_outside
+    from all_events
+    where all_events.attempt is null
+    group by all_events.job_id_raw
 ),
 
 logged_jobs as (
@@ -298,10 +311,12 @@ final as (
             when not with_kept.is_interruption then epoch(with_kept.end_ts - with_kept.p_ts)
             else 0
         end as other_s,
-        coalesce(epoch(with_kept.next_attempt_start_ts - with_kept.end_ts), 0) as reschedule_s
+        coalesce(epoch(with_kept.next_attempt_start_ts - with_kept.end_ts), 0) as reschedule_s,
+        coalesce(outside.n_events_outside, 0) as n_events_outside
     from with_kept
     left join save_time
         on with_kept.job_id_raw = save_time.job_id_raw and with_kept.attempt = save_time.attempt
+    left join outside on with_kept.job_id_raw = outside.job_id_raw
 )
 
 select * from final

@@ -8,6 +8,15 @@ with events as (select * from stg_training_events),
 
 attempts as (select * from int_job_attempts),
 
+attempt_nodes as (
+    select
+        attempts.job_id_raw,
+        attempts.start_ts,
+        attempts.end_ts,
+        unnest(attempts.nodes) as node
+    from attempts
+),
+
 logs as (
     select
         events.source_file,
@@ -21,26 +30,33 @@ logs as (
     group by events.source_file
 ),
 
+-- equi-joins only (an OR or a list test in a join condition is a nested loop: logs x attempts)
 candidates as (
     select
         logs.source_file,
         attempts.job_id_raw,
         'job_id' as tie_kind
     from logs
-    inner join attempts
-        on logs.job_id = attempts.job_id_raw or logs.job_id = attempts.job_id
+    inner join attempts on logs.job_id = attempts.job_id_raw
     union
     select
         logs.source_file,
         attempts.job_id_raw,
+        'job_id' as tie_kind
+    from logs
+    inner join attempts on logs.job_id = attempts.job_id
+    union
+    select
+        logs.source_file,
+        attempt_nodes.job_id_raw,
         'host_time' as tie_kind
     from logs
-    inner join attempts
+    inner join attempt_nodes
         on
-        logs.job_id is null
-        and list_contains(attempts.nodes, logs.host)
-        and logs.last_ts >= attempts.start_ts
-        and coalesce(attempts.end_ts, logs.last_ts) >= logs.first_ts
+        logs.host = attempt_nodes.node
+        and logs.last_ts >= attempt_nodes.start_ts
+        and coalesce(attempt_nodes.end_ts, logs.last_ts) >= logs.first_ts
+    where logs.job_id is null
 ),
 
 matched as (

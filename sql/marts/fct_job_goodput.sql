@@ -57,18 +57,10 @@ measured as (
         sum(measured_attempts.other_s) as other_s,
         sum(measured_attempts.n_saves) as n_saves,
         bool_and(measured_attempts.reload_known) as reload_known,
-        count(*) filter (where measured_attempts.n_events > 0) as n_attempts_logged
+        count(*) filter (where measured_attempts.n_events > 0) as n_attempts_logged,
+        max(measured_attempts.n_events_outside) as n_events_outside
     from measured_attempts
     group by measured_attempts.job_id_raw
-),
-
-outside as (
-    select
-        int_training_events.job_id_raw,
-        sum(int_training_events.n_lines) as n_events_outside
-    from int_training_events
-    where int_training_events.attempt is null
-    group by int_training_events.job_id_raw
 ),
 
 -- the estimated ledger, attempt by attempt: start-up or restart, then cycles of tau compute
@@ -158,11 +150,10 @@ ledger as (
         coalesce(measured.n_saves, estimated.n_saves) as n_saves,
         coalesce(measured.reload_known, false) as reload_known,
         coalesce(measured.n_attempts_logged, 0) as n_attempts_logged,
-        coalesce(outside.n_events_outside, 0) as n_events_outside
+        coalesce(measured.n_events_outside, 0) as n_events_outside
     from jobs
     left join measured on jobs.job_id_raw = measured.job_id_raw
     left join estimated on jobs.job_id_raw = estimated.job_id_raw
-    left join outside on jobs.job_id_raw = outside.job_id_raw
 ),
 
 final as (

@@ -8,7 +8,20 @@
 -- a save start or "successfully saved" row without a time takes the nearest earlier row's printed
 -- time (ts_inferred), and a timer's save end without a time takes the latest earlier save start
 -- of the same step's time plus its duration_s (ts_inferred). Rows the parser gave a time keep it.
+--
+-- Cost: a fleet-year holds millions of rows, so the ranking runs only over the lines loaded
+-- twice, and the repair's windows only over the files that have a Megatron save row without a
+-- time (none when every save was read whole).
 with source as (select * from raw_training_events),
+
+twice as (
+    select
+        source.source_file,
+        source.line_no
+    from source
+    group by source.source_file, source.line_no
+    having count(*) > 1
+),
 
 ranked as (
     select
@@ -18,11 +31,31 @@ ranked as (
             order by source.ts desc nulls last, source.duration_s desc nulls last
         ) as version_rank
     from source
+    semi join twice
+        on source.source_file = twice.source_file and source.line_no = twice.line_no
 ),
 
 deduplicated as (
-    select ranked.* from ranked
+    select source.* from source
+    anti join twice
+        on source.source_file = twice.source_file and source.line_no = twice.line_no
+    union all
+    select ranked.* exclude (version_rank) from ranked
     where ranked.version_rank = 1
+),
+
+to_repair as (
+    select distinct deduplicated.source_file
+    from deduplicated
+    where
+        deduplicated.framework = 'megatron'
+        and deduplicated.ts is null
+        and deduplicated.event in ('checkpoint_save_start', 'checkpoint_save_end')
+),
+
+in_scope as (
+    select deduplicated.* from deduplicated
+    semi join to_repair on deduplicated.source_file = to_repair.source_file
 ),
 
 earlier as (
@@ -35,7 +68,7 @@ earlier as (
             order by deduplicated.line_no
             rows between unbounded preceding and 1 preceding
         ) as printed_before
-    from deduplicated
+    from in_scope as deduplicated
 ),
 
 starts_repaired as (
@@ -97,6 +130,50 @@ repaired as (
     from with_start
 ),
 
+untouched as (
+    select
+        deduplicated.*,
+        cast(null as timestamptz) as repaired_ts
+    from deduplicated
+    anti join to_repair on deduplicated.source_file = to_repair.source_file
+),
+
+all_rows as (
+    select
+        repaired.job_id,
+        repaired.host,
+        repaired.source_file,
+        repaired.line_no,
+        repaired.event,
+        repaired.framework,
+        repaired.step,
+        repaired.ts,
+        repaired.ts_inferred,
+        repaired.step_time_s,
+        repaired.duration_s,
+        repaired.loss,
+        repaired.checkpoint_path,
+        repaired.repaired_ts
+    from repaired
+    union all
+    select
+        untouched.job_id,
+        untouched.host,
+        untouched.source_file,
+        untouched.line_no,
+        untouched.event,
+        untouched.framework,
+        untouched.step,
+        untouched.ts,
+        untouched.ts_inferred,
+        untouched.step_time_s,
+        untouched.duration_s,
+        untouched.loss,
+        untouched.checkpoint_path,
+        untouched.repaired_ts
+    from untouched
+),
+
 final as (
     select
         repaired.job_id,
@@ -112,7 +189,7 @@ final as (
         repaired.duration_s,
         repaired.loss,
         repaired.checkpoint_path
-    from repaired
+    from all_rows as repaired
 )
 
 select * from final
