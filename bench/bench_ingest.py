@@ -5,6 +5,8 @@ Run from the repository root::
     python -m bench.bench_ingest                        # 2,048 nodes x 8 GPUs, 365 days
     python -m bench.bench_ingest --nodes 256 --days 90  # a smaller run
     python -m bench.bench_ingest --landing /tmp/fleet   # reuse (or keep) a synthesised landing
+    python -m bench.bench_ingest --nodes 12500 --days 30 --days2 90 \
+        --landing /tmp/l100k30 --landing2 /tmp/l100k90  # 100k GPUs: speed, and memory vs days
 
 Steps, all in one run so the ratios compare like with like on this machine:
 
@@ -24,6 +26,11 @@ Steps, all in one run so the ratios compare like with like on this machine:
 8. A 15-minute tick: every kernel log grows by a quarter hour of lines (one Xid line in ten
    logs); the ingest of the whole landing must cost what the new bytes cost (a tick with
    nothing new is timed too). The logs are cut back to their size afterwards.
+
+With ``--days2`` only the ingest and DuckDB's read are run, on two landings of the same fleet
+(``days`` and ``days2`` days): ingest time vs DuckDB and the ingest's peak RSS for each, side by
+side, and the slope of peak RSS with days (issue 17: >= 0.5x DuckDB, < 2 GB, flat as the
+landing grows).
 
 Targets (issue 7): ingest at least 0.5x DuckDB's read_csv speed and at least 20x the line-by-line
 parser's speed, peak RSS under 2 GB. Issue 12: Xid extraction at least 5x the line loop, the
@@ -53,6 +60,8 @@ TARGET_VS_PYTHON = 20.0
 TARGET_RSS_GB = 2.0
 TARGET_XID_VS_LOOP = 5.0
 TARGET_VS_DUCKDB_12 = 0.25
+TARGET_RSS_SLOPE_MB_PER_DAY = 1.0
+"""Issue 17: peak RSS flat as the landing grows; below this it is noise of a few MB a run."""
 SAMPLES = Path(__file__).resolve().parent.parent / "data_samples" / "landing"
 TICK_LINES = 12
 """Lines a kernel log gains in a 15-minute tick (a busy node: link flaps, GPU resets, audit)."""
@@ -155,6 +164,7 @@ def ingest_child(landing: Path, db_path: Path, out: Path) -> None:
     timings: dict[str, Any] = {"start_up_s": time.perf_counter() - started}
     files = ingest.discover([landing])
     totals = _time_phases()
+    peaks = {}
     for source in SOURCES:
         chosen = [f for f in files if f.source == source]
         before = dict(totals)
@@ -168,6 +178,9 @@ def ingest_child(landing: Path, db_path: Path, out: Path) -> None:
             "n_loaded": sum(c.n_loaded for c in counts),
             "n_quarantined": sum(c.n_quarantined for c in counts),
         }
+        # ru_maxrss (KiB) only grows: the peak so far, after this source
+        peaks[source] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+    timings["peak_gb_after"] = peaks
     out.write_text(json.dumps(timings))
 
 
@@ -189,9 +202,11 @@ def run_ingest(landing: Path, db_path: Path, work: Path) -> tuple[dict[str, Any]
         cwd=Path(__file__).resolve().parent.parent,
     )
     wall = time.perf_counter() - started
-    # ru_maxrss is in KiB on Linux: the largest resident set of any child waited for so far
-    peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024**2
-    return json.loads(out.read_text()), wall, peak_gb
+    timings = json.loads(out.read_text())
+    # ru_maxrss is in KiB on Linux: the child's own peak (RUSAGE_CHILDREN would be the largest
+    # of every child waited for so far, an earlier landing's included)
+    peak_gb = max(timings["peak_gb_after"].values())
+    return timings, wall, peak_gb
 
 
 # --------------------------------------------------------------------------------------------
@@ -364,7 +379,7 @@ def print_ingest(
     stats: dict[str, dict[str, int]],
     timings: dict[str, Any],
     baseline: dict[str, dict[str, float]],
-    ours_parse: dict[str, float],
+    ours_parse: dict[str, float] | None,
 ) -> tuple[float, float]:
     """Print the per-source table; return (our total ingest s, DuckDB's total read s)."""
     print(
@@ -397,11 +412,79 @@ def print_ingest(
         "import and context, timed on an ingest of the committed samples; "
         f"{sum(timings[s]['n_loaded'] for s in SOURCES):,} rows loaded, "
         f"{sum(timings[s]['n_quarantined'] for s in SOURCES):,} quarantined; vs duckdb = "
-        "DuckDB read_csv time / our ingest time; our parsers alone: "
-        + ", ".join(f"{s} {ours_parse[s]:.1f} s" for s in SOURCES)
+        "DuckDB read_csv time / our ingest time"
+        + (
+            "; our parsers alone: " + ", ".join(f"{s} {ours_parse[s]:.1f} s" for s in SOURCES)
+            if ours_parse
+            else ""
+        )
         + ")"
     )
     return total_s, duck_s
+
+
+def memory_slope(args: argparse.Namespace) -> bool:
+    """Ingest two landings of one fleet (``--days``, ``--days2``); print speed, peak RSS, slope.
+
+    Returns whether issue 17's targets are met: ingest >= 0.5x DuckDB's read of the first
+    landing, peak RSS under 2 GB for both, and a slope under
+    :data:`TARGET_RSS_SLOPE_MB_PER_DAY`.
+    """
+    work = Path(tempfile.mkdtemp(prefix="relia-bench-"))
+    rows = []
+    try:
+        for days, given in ((args.days, args.landing), (args.days2, args.landing2)):
+            landing = given or work / f"landing-{days}"
+            synth_s = synth_landing(
+                landing,
+                nodes=args.nodes,
+                gpus_per_node=args.gpus_per_node,
+                days=days,
+                seed=args.seed,
+            )
+            stats = landing_stats(landing)
+            print(
+                f"{days} days: {landing}, {sum(s['files'] for s in stats.values()):,} files, "
+                f"{sum(s['bytes'] for s in stats.values()) / 1e6:,.0f} MB; synthesis "
+                + (f"{synth_s:.0f} s" if synth_s else "reused"),
+                flush=True,
+            )
+            db_path = work / f"relia-{days}.duckdb"
+            timings, wall, peak_gb = run_ingest(landing, db_path, work)
+            baseline = duckdb_read(landing)
+            total_s, duck_s = print_ingest(stats, timings, baseline, None)
+            after = timings["peak_gb_after"]
+            print(
+                f"ingest child wall time {wall:.1f} s; peak RSS {peak_gb:.2f} GB (after "
+                + ", ".join(f"{s} {after[s]:.2f}" for s in SOURCES)
+                + " GB)",
+                flush=True,
+            )
+            print()
+            rows.append((days, total_s, duck_s, peak_gb))
+            for path in work.glob("*.duckdb*"):
+                path.unlink()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"{'days':>5} {'ingest s':>9} {'duckdb s':>9} {'vs duckdb':>10} {'peak RSS GB':>12}")
+    for days, total_s, duck_s, peak_gb in rows:
+        print(
+            f"{days:>5} {total_s:>9.1f} {duck_s:>9.1f} {duck_s / total_s:>9.2f}x {peak_gb:>12.2f}"
+        )
+    (d1, t1, b1, p1), (d2, _, _, p2) = rows
+    slope = (p2 - p1) * 1024 / (d2 - d1)
+    print(
+        f"peak RSS slope: {slope:+.1f} MB a day of landing ({p1:.2f} GB at {d1} days, "
+        f"{p2:.2f} GB at {d2})   (target < {TARGET_RSS_SLOPE_MB_PER_DAY:g} MB/day: flat)"
+    )
+    ok = b1 / t1 >= TARGET_VS_DUCKDB and max(p1, p2) < TARGET_RSS_GB
+    ok = ok and slope < TARGET_RSS_SLOPE_MB_PER_DAY
+    print(
+        f"issue 17: ingest {b1 / t1:.2f}x DuckDB at {d1} days (>= {TARGET_VS_DUCKDB:g}x), peak "
+        f"RSS {max(p1, p2):.2f} GB (< {TARGET_RSS_GB:g} GB), slope {slope:+.1f} MB/day: "
+        + ("met" if ok else "missed")
+    )
+    return ok
 
 
 def main() -> None:
@@ -412,10 +495,17 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=365)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--landing", type=Path, help="landing folder to reuse or keep")
+    parser.add_argument(
+        "--days2", type=int, help="only ingest vs DuckDB and peak RSS, at --days and at this"
+    )
+    parser.add_argument("--landing2", type=Path, help="landing folder of the --days2 fleet")
     parser.add_argument("--ingest-child", nargs=3, type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.ingest_child:
         ingest_child(*args.ingest_child)
+        return
+    if args.days2 is not None:
+        print("PASS" if memory_slope(args) else "FAIL")
         return
 
     began = time.perf_counter()

@@ -44,7 +44,7 @@ from pipelines.landing import (
     identity_options,
     landing_files,
 )
-from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S
+from pipelines.settings import DEFAULT_INGEST_BATCH_ROWS, DEFAULT_LOCK_TIMEOUT_S
 from pipelines.sources.common import REJECT_SCHEMA
 from pipelines.warehouse import lake
 
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     import duckdb
 
 __all__ = [
+    "BATCH_BYTES_PER_ROW",
     "HOLD_QUIET_S",
     "TAILED",
     "TIME_FROM_MTIME",
@@ -67,6 +68,11 @@ __all__ = [
     "landing_files",
     "parse_files",
 ]
+
+BATCH_BYTES_PER_ROW = 256
+"""A batch also closes when the bytes its files were parsed from reach ``batch_rows`` times this:
+files of few rows in many bytes (kernel logs: a few Xid lines in a day of log) would otherwise
+keep every file's bytes until the end of the run, so memory would grow with the landing."""
 
 _NO_REJECTS = pl.DataFrame(schema=REJECT_SCHEMA | {"stage": pl.String()})
 
@@ -192,7 +198,7 @@ def ingest(
     files: list[LandingFile],
     *,
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
-    batch_rows: int = 500_000,
+    batch_rows: int = DEFAULT_INGEST_BATCH_ROWS,
     parser_options: dict[str, dict[str, Any]] | None = None,
     on_file: Callable[[warehouse.LoadCounts], None] | None = None,
     lake_dir: Path | None = None,
@@ -204,9 +210,12 @@ def ingest(
 
     Files are read and hashed in chunks (one lookup of the chunk's hashes), parsed (small files
     of one kind joined, :mod:`pipelines.sources.batch`) and validated in batches of about
-    ``batch_rows`` rows per raw table (one Great Expectations run per batch: its per-call overhead
-    dwarfs a small file); each batch is loaded in one transaction that records every file with
-    its rows, so no file is ever half-loaded. ``parser_options`` maps a source to extra parser
+    ``batch_rows`` rows per raw table, or fewer when their files' bytes reach
+    :data:`BATCH_BYTES_PER_ROW` times that (one Great Expectations run per batch: its per-call
+    overhead dwarfs a small file); each batch is loaded in one transaction that records every
+    file with its rows, so no file is ever half-loaded. A batch is let go once loaded: the
+    ingest's memory is bounded by the batch size (``RELIA_INGEST_BATCH_ROWS``), not by the
+    landing's. ``parser_options`` maps a source to extra parser
     keyword arguments (the fault-log ``mapping``).
 
     With ``lake_dir``, loaded rows go to Parquet parts under it
@@ -243,6 +252,8 @@ def ingest(
         classes = _component_classes(con)
         queues: dict[str, list[ParsedFile]] = {}
         queued_rows: dict[str, int] = {}
+        queued_bytes: dict[str, int] = {}
+        batch_bytes = batch_rows * BATCH_BYTES_PER_ROW
         whole = [f for f in files if f.source not in TAILED]
         tailed = [f for f in files if f.source in TAILED]
         forced = {str(f.path.resolve()) for f in files} if force else set()
@@ -256,15 +267,16 @@ def ingest(
             queue = queues.setdefault(pending.table, [])
             queue.append(pending)
             n_rows = queued_rows.get(pending.table, 0) + pending.parsed.rows.height
-            queued_rows[pending.table] = n_rows
-            if n_rows >= batch_rows:
+            n_bytes = queued_bytes.get(pending.table, 0) + len(pending.data)
+            queued_rows[pending.table], queued_bytes[pending.table] = n_rows, n_bytes
+            if n_rows >= batch_rows or n_bytes >= batch_bytes:
                 emit(
                     _validate_and_load(
                         con, queue, now=now, component_classes=classes, lake_dir=lake_dir
                     )
                 )
                 queue.clear()
-                queued_rows[pending.table] = 0
+                queued_rows[pending.table] = queued_bytes[pending.table] = 0
         for queue in queues.values():
             if queue:
                 emit(
@@ -274,5 +286,5 @@ def ingest(
                 )
         if lake_dir is not None:
             lake.attach(con, lake_dir)
-        warehouse.create_views(con)
+        warehouse.create_views(con, only_if_changed=True)
     return results

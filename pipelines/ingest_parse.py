@@ -29,7 +29,7 @@ BINARY_SNIFF_BYTES = 8192
 
 LOOKUP_FILES = 512
 """Files read and hashed ahead, then looked up in ``raw_ingest_files`` with one query."""
-LOOKUP_BYTES = 128 * 2**20
+LOOKUP_BYTES = 32 * 2**20
 """...or fewer, when their bytes reach this much (bounded read-ahead memory)."""
 
 FileRead = tuple[LandingFile, bytes, str, "str | None"]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pipelines.path_patterns import PathPattern, PathPatternError, parse_patterns
 
 if TYPE_CHECKING:
-    from collections.abc import MutableMapping
+    from collections.abc import Mapping, MutableMapping
 
 DEFAULT_DB = "relia.duckdb"
 DEFAULT_LOCK_TIMEOUT_S = 60.0
@@ -29,6 +29,10 @@ DEFAULT_READ_LOCK_TIMEOUT_S = 30.0
 DEFAULT_BACKTEST_MIN_GPUS = 1
 """Smallest job (GPUs) the scheduled back-test of the projection covers
 (``RELIA_BACKTEST_MIN_GPUS``; ``relia goodput --min-gpus`` for one run)."""
+DEFAULT_INGEST_BATCH_ROWS = 200_000
+"""Rows of one raw table an ingest parses, validates and loads as one batch
+(``RELIA_INGEST_BATCH_ROWS``): the ingest's memory is bounded by the batch, not by the landing
+(see :func:`pipelines.ingest.ingest`)."""
 CONNECT_LOCK_TIMEOUT_S = 0.0
 """``warehouse.connect``'s own default: no wait (a caller that may wait passes a timeout)."""
 PREFECT_DEFAULTS: dict[str, str] = {
@@ -79,6 +83,11 @@ class Settings:
         ``elastic={host}/{run}.log*;kernel={host}/*`` (``RELIA_PATH_PATTERNS``; an override is
         a ``{source: pattern}`` mapping; see :mod:`pipelines.path_patterns`). Checked when the
         settings are built.
+    ingest_batch_rows
+        Rows of one raw table the ingest parses, validates and loads as one batch (one Great
+        Expectations run, one transaction); a batch also closes when its input reaches
+        ``pipelines.ingest.BATCH_BYTES_PER_ROW`` bytes a row. Bigger batches cost fewer runs and
+        more memory (``RELIA_INGEST_BATCH_ROWS``, default :data:`DEFAULT_INGEST_BATCH_ROWS`).
     """
 
     db_path: Path = Path(DEFAULT_DB)
@@ -90,6 +99,7 @@ class Settings:
     dask_address: str | None = None
     path_patterns: tuple[PathPattern, ...] = ()
     backtest_min_gpus: int = DEFAULT_BACKTEST_MIN_GPUS
+    ingest_batch_rows: int = DEFAULT_INGEST_BATCH_ROWS
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:
@@ -120,6 +130,9 @@ class Settings:
             dask_address=env.get("RELIA_DASK_ADDRESS") or None,
             path_patterns=patterns,
             backtest_min_gpus=int(env.get("RELIA_BACKTEST_MIN_GPUS", DEFAULT_BACKTEST_MIN_GPUS)),
+            ingest_batch_rows=_positive_int(
+                env, "RELIA_INGEST_BATCH_ROWS", DEFAULT_INGEST_BATCH_ROWS
+            ),
         )
         given: dict[str, Any] = {
             k: (Path(v) if k.endswith(("_path", "_dir")) else v)
@@ -127,6 +140,21 @@ class Settings:
             if v is not None
         }
         return replace(base, **given)
+
+
+def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+    """Return the environment's whole number ``name`` (``default`` when unset); refuse others."""
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        value = 0
+    if value < 1:
+        msg = f"{name}={text!r}: expected a whole number of at least 1"
+        raise SettingsError(msg)
+    return value
 
 
 def apply_prefect_defaults(

@@ -78,6 +78,7 @@ def _run_ingest(
             settings.db_path,
             files,
             lock_timeout_s=settings.lock_timeout_s,
+            batch_rows=settings.ingest_batch_rows,
             parser_options=options,
             on_file=lambda _c: progress.advance(bar),
             lake_dir=settings.lake_dir,

@@ -7,6 +7,7 @@ bare ``select`` wrapped as ``create or replace view <stem> as ...``. Tables come
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -104,9 +105,9 @@ def view_files() -> list[Path]:
     for layer in VIEW_LAYERS:
         pending = sorted((SQL_DIR / layer).glob("*.sql"))
         stems = {p.stem for p in pending}
+        # a stem named in a file is one of its whole words (what a \bstem\b search finds)
         needs = {
-            p.stem: {s for s in stems - {p.stem} if re.search(rf"\b{s}\b", p.read_text())}
-            for p in pending
+            p.stem: stems.intersection(_WORD.findall(p.read_text())) - {p.stem} for p in pending
         }
         done: set[str] = set()
         while pending:
@@ -120,15 +121,64 @@ def view_files() -> list[Path]:
     return ordered
 
 
-def create_views(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Create or replace every view; returns their names in creation order."""
-    names = []
-    for path in view_files():
-        name = _identifier(path.stem)
-        body = path.read_text().strip().rstrip(";")
+def create_views(con: duckdb.DuckDBPyConnection, *, only_if_changed: bool = False) -> list[str]:
+    """Create or replace every view; returns their names in creation order.
+
+    With ``only_if_changed`` (the ingest, which runs every few minutes) the views are left as they
+    are when they were made by this code from the same ``sql/`` text over the same tables and
+    columns, and nobody replaced one since: a digest of all that is kept as the comment of the
+    last view made, and checked first (a few milliseconds instead of binding every view).
+    """
+    files = view_files()
+    names = [_identifier(path.stem) for path in files]
+    bodies = [path.read_text().strip().rstrip(";") for path in files]
+    if (
+        only_if_changed
+        and names
+        and _views_digest(con, names, bodies) == _stored_digest(con, names[-1])
+    ):
+        return names
+    for name, body in zip(names, bodies, strict=True):
         con.execute(f"create or replace view {name} as\n{body}")
-        names.append(name)
+    if names:
+        digest = _views_digest(con, names, bodies)
+        con.execute(f"comment on view {names[-1]} is '{digest}'")
     return names
+
+
+_WORD = re.compile(r"\w+")
+_DIGEST_PREFIX = "relia views "
+
+
+def _views_digest(con: duckdb.DuckDBPyConnection, names: list[str], bodies: list[str]) -> str:
+    """Return a digest of the views' text, their stored SQL and every other relation's columns."""
+    views = dict(
+        con.execute(
+            "select view_name, sql from duckdb_views() where not internal "
+            "and view_name in (select unnest($names))",
+            {"names": names},
+        ).fetchall()
+    )
+    columns = con.execute(
+        "select schema_name, table_name, column_name, data_type from duckdb_columns() "
+        "where not internal and table_name not in (select unnest($names)) "
+        "order by all",
+        {"names": names},
+    ).fetchall()
+    hashed = hashlib.sha256()
+    for name, body in zip(names, bodies, strict=True):
+        hashed.update(f"{name}\0{body}\0{views.get(name)}\0".encode())
+    hashed.update(repr(columns).encode())
+    return _DIGEST_PREFIX + hashed.hexdigest()
+
+
+def _stored_digest(con: duckdb.DuckDBPyConnection, last: str) -> str | None:
+    """Return the digest stored as the comment of the last view, if there is one."""
+    rows = con.execute(
+        "select comment from duckdb_views() where not internal and view_name = $name",
+        {"name": last},
+    ).fetchall()
+    return rows[0][0] if rows else None
 
 
 def init(con: duckdb.DuckDBPyConnection) -> None:
