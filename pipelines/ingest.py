@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BATCH_BYTES_PER_ROW",
+    "BATCH_FILES",
     "HOLD_QUIET_S",
     "TAILED",
     "TIME_FROM_MTIME",
@@ -73,6 +74,10 @@ BATCH_BYTES_PER_ROW = 256
 """A batch also closes when the bytes its files were parsed from reach ``batch_rows`` times this:
 files of few rows in many bytes (kernel logs: a few Xid lines in a day of log) would otherwise
 keep every file's bytes until the end of the run, so memory would grow with the landing."""
+BATCH_FILES = 4096
+"""...or when it holds this many files: each parsed file carries its own small frames (about
+10 KB each, three times over while a batch is validated and loaded), which for thousands of
+``nvidia-smi`` snapshots outweigh their rows."""
 
 _NO_REJECTS = pl.DataFrame(schema=REJECT_SCHEMA | {"stage": pl.String()})
 
@@ -211,12 +216,12 @@ def ingest(
     Files are read and hashed in chunks (one lookup of the chunk's hashes), parsed (small files
     of one kind joined, :mod:`pipelines.sources.batch`) and validated in batches of about
     ``batch_rows`` rows per raw table, or fewer when their files' bytes reach
-    :data:`BATCH_BYTES_PER_ROW` times that (one Great Expectations run per batch: its per-call
-    overhead dwarfs a small file); each batch is loaded in one transaction that records every
-    file with its rows, so no file is ever half-loaded. A batch is let go once loaded: the
-    ingest's memory is bounded by the batch size (``RELIA_INGEST_BATCH_ROWS``), not by the
-    landing's. ``parser_options`` maps a source to extra parser
-    keyword arguments (the fault-log ``mapping``).
+    :data:`BATCH_BYTES_PER_ROW` times that or they are :data:`BATCH_FILES` files (one Great
+    Expectations run per batch: its per-call overhead dwarfs a small file); each batch is loaded
+    in one transaction that records every file with its rows, so no file is ever half-loaded. A
+    batch is let go once loaded: the ingest's memory is bounded by the batch size
+    (``RELIA_INGEST_BATCH_ROWS``), not by the landing's. ``parser_options`` maps a source to
+    extra parser keyword arguments (the fault-log ``mapping``).
 
     With ``lake_dir``, loaded rows go to Parquet parts under it
     (:mod:`pipelines.warehouse.lake`) instead of the raw tables, which become views over the lake.
@@ -269,7 +274,7 @@ def ingest(
             n_rows = queued_rows.get(pending.table, 0) + pending.parsed.rows.height
             n_bytes = queued_bytes.get(pending.table, 0) + len(pending.data)
             queued_rows[pending.table], queued_bytes[pending.table] = n_rows, n_bytes
-            if n_rows >= batch_rows or n_bytes >= batch_bytes:
+            if n_rows >= batch_rows or n_bytes >= batch_bytes or len(queue) >= BATCH_FILES:
                 emit(
                     _validate_and_load(
                         con, queue, now=now, component_classes=classes, lake_dir=lake_dir
