@@ -160,6 +160,8 @@ def _refuse_escapes(root: Path, files: list[LandingFile]) -> None:
                 f"{real_root}"
             )
             raise ValueError(msg)
+        # what ``resolved`` would compute again (Path.resolve is this realpath): keep it
+        item.__dict__["resolved"] = str(resolved)
 
 
 def identity_options(

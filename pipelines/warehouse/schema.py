@@ -71,13 +71,17 @@ def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
     try:
         for path in sorted((SQL_DIR / "schema").glob("*.sql")):
             con.execute(path.read_text())
+        # one look at the catalog: which tables are base tables, and the columns they have
+        have = con.execute(
+            "select t.table_name, c.column_name from information_schema.tables as t "
+            "left join information_schema.columns as c on c.table_schema = t.table_schema "
+            "and c.table_name = t.table_name where t.table_schema = current_schema() "
+            "and t.table_type = 'BASE TABLE'"
+        ).fetchall()
+        base_tables = {table for table, _ in have}
+        columns = set(have)
         for table, column, sql_type in ADDED_COLUMNS:
-            kind = con.execute(
-                "select table_type from information_schema.tables "
-                "where table_schema = current_schema() and table_name = $table",
-                {"table": table},
-            ).fetchall()
-            if kind == [("BASE TABLE",)]:
+            if table in base_tables and (table, column) not in columns:
                 con.execute(
                     f"alter table {_identifier(table)} "
                     f"add column if not exists {_identifier(column)} {sql_type}"
@@ -138,16 +142,17 @@ def create_views(con: duckdb.DuckDBPyConnection, *, only_if_changed: bool = Fals
         and _views_digest(con, names, bodies) == _stored_digest(con, names[-1])
     ):
         return names
-    for name, body in zip(names, bodies, strict=True):
-        con.execute(f"create or replace view {name} as\n{body}")
+    for path, body in zip(files, bodies, strict=True):
+        con.execute(f"create or replace view {_identifier(path.stem)} as\n{body}")
     if names:
         digest = _views_digest(con, names, bodies)
-        con.execute(f"comment on view {names[-1]} is '{digest}'")
+        # the digest is a plain name (prefix and hex digits): guarded like one
+        con.execute(f"comment on view {_identifier(names[-1])} is '{_identifier(digest)}'")
     return names
 
 
 _WORD = re.compile(r"\w+")
-_DIGEST_PREFIX = "relia views "
+_DIGEST_PREFIX = "relia_views_"
 
 
 def _views_digest(con: duckdb.DuckDBPyConnection, names: list[str], bodies: list[str]) -> str:
