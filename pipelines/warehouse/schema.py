@@ -120,12 +120,28 @@ def view_files() -> list[Path]:
     return ordered
 
 
+def base_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Return the names of the tables (not views) of the warehouse's current schema."""
+    rows = con.execute(
+        "select table_name from information_schema.tables "
+        "where table_schema = current_schema() and table_type = 'BASE TABLE'"
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
 def create_views(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Create or replace every view; returns their names in creation order."""
+    """Create or replace every view; returns their names in creation order.
+
+    A view snapshotted as a table (:func:`pipelines.warehouse.materialize.materialize`) is made a
+    view again: whoever creates the views has just changed what they read.
+    """
+    tables = base_tables(con)
     names = []
     for path in view_files():
         name = _identifier(path.stem)
         body = path.read_text().strip().rstrip(";")
+        if path.stem in tables:
+            con.execute(f"drop table {name}")
         con.execute(f"create or replace view {name} as\n{body}")
         names.append(name)
     return names
