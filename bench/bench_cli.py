@@ -12,13 +12,15 @@ what-ifs with default or hand-given rates. ``project`` runs with its defaults; `
 table and plot. Baselines, measured in the same run and interleaved with the commands: a bare
 ``python -c pass`` and ``python -c "import numpy"``. Figures are medians of ``--runs`` runs.
 Then one ``-X importtime`` run of each command: its ten largest top-level imports (cumulative)
-and which of the heavy libraries it imported. Target: each command under 0.5 s wall.
+and which of the heavy libraries it imported. Target: each command under 0.5 s wall. CPU time
+(user + system) is printed too: on a loaded machine it moves far less than wall time.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -59,8 +61,14 @@ def _environment(folder: Path) -> dict[str, str]:
     return env
 
 
-def _wall_s(command: list[str], folder: Path, env: dict[str, str]) -> float:
-    start = time.perf_counter()
+def _cpu_s() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _run_s(command: list[str], folder: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Return the wall and CPU (user + system) seconds of one run of ``command``."""
+    start, cpu = time.perf_counter(), _cpu_s()
     subprocess.run(
         command,
         cwd=folder,
@@ -69,7 +77,7 @@ def _wall_s(command: list[str], folder: Path, env: dict[str, str]) -> float:
         stderr=subprocess.DEVNULL,
         check=True,
     )
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _cpu_s() - cpu
 
 
 def _imports(command: list[str], folder: Path, env: dict[str, str]) -> list[tuple[int, str]]:
@@ -115,16 +123,20 @@ def main() -> None:
             ],
         }
         times: dict[str, list[float]] = {name: [] for name in commands}
+        cpu: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.runs):  # interleaved, so a load spike hits every command alike
             for name, command in commands.items():
-                times[name].append(_wall_s(command, folder, env))
+                wall_s, cpu_s = _run_s(command, folder, env)
+                times[name].append(wall_s)
+                cpu[name].append(cpu_s)
         median = {name: statistics.median(t) for name, t in times.items()}
         bare, numpy_s = median["python -c pass"], median["python -c 'import numpy'"]
-        print(f"cold processes, median of {args.runs} (min-max), no warehouse:")
+        print(f"cold processes, median of {args.runs} (min-max), no warehouse; CPU = user + sys:")
         for name, t in times.items():
             print(
                 f"  {name:27s} {median[name]:6.3f} s  ({min(t):.3f}-{max(t):.3f})  "
                 f"{median[name] / bare:5.1f} x bare python  {median[name] / numpy_s:5.2f} x numpy"
+                f"  CPU {statistics.median(cpu[name]):.3f} s"
             )
         ok = True
         for name in ("relia project", "relia whatif (2 x 2 grid)"):
