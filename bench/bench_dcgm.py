@@ -288,6 +288,8 @@ def main() -> None:
         ]
         if not args.no_ingest:
             db = root / "bench.duckdb"
+            for stale in (db, db.with_name(db.name + ".wal")):  # a kept folder's earlier run
+                stale.unlink(missing_ok=True)
             totals = time_phases()
             start = time.perf_counter()
             counts = ingest.ingest(db, ingest.discover([folder]))
