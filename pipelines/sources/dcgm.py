@@ -195,7 +195,7 @@ OPTIONS: frozenset[str] = frozenset({"now", "host", "scrape_ts"})
 
 
 def parse_many(files: list[tuple[bytes, str, dict[str, Any]]]) -> list[Parsed]:
-    """Parse several DCGM files; the ``dcgmi dmon`` ones in one polars plan over all their lines.
+    """Parse several DCGM files; small ``dcgmi dmon`` files joined, one polars plan per run.
 
     Parameters
     ----------
@@ -215,10 +215,11 @@ def parse_many(files: list[tuple[bytes, str, dict[str, Any]]]) -> list[Parsed]:
 
     Notes
     -----
-    A node-day of 30 s dmon samples of 8 GPUs is 23,040 lines; the ingest reads files in chunks
-    of up to 128 MB, some fifty such files, whose lines become one frame with the index of their
-    file (:func:`pipelines.sources.training_many.split_many`). Exporter scrapes are parsed file
-    by file.
+    The dmon files of one ``now`` are cut into runs of about :data:`JOIN_BYTES`; the lines of a
+    run are one frame with the index of their file
+    (:func:`pipelines.sources.training_many.split_many`), parsed by one plan. A node-day of 30 s
+    samples of 8 GPUs (23,040 lines, 2.5 MB) is a run of its own. Exporter scrapes are parsed
+    file by file.
     """
     out: list[Parsed | None] = [None] * len(files)
     dmon: dict[datetime, list[int]] = {}
@@ -247,8 +248,8 @@ def parse_many(files: list[tuple[bytes, str, dict[str, Any]]]) -> list[Parsed]:
 
 JOIN_BYTES = 4 * 2**20
 """dmon files are parsed joined up to about this many bytes: a plan's set-up is paid once for
-many small files, while a big file alone keeps its frames in cache (one plan over fifty
-node-days of lines was slower than fifty plans)."""
+many small files, while a big file alone keeps its frames in cache (one plan over sixteen
+node-days took 0.98 s of CPU, sixteen plans 0.77 s, polars on one thread)."""
 
 
 def _joined_runs(indices: list[int], sizes: list[int]) -> list[list[int]]:
