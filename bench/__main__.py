@@ -22,6 +22,7 @@ BENCHES = (
     "bench_ingest",
     "bench_dcgm",
     "bench_goodput",
+    "bench_validate",
 )
 
 
