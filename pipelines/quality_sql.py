@@ -3,9 +3,9 @@
 GX 1.24.1's SQL execution engine reads a query's rows after it has handed the connection back to
 its pool (``SqlAlchemyExecutionEngine.execute_query``). SQLAlchemy rolls the transaction back on
 that return, and a DuckDB connection keeps one pending result, which the rollback drops: every
-metric comes back empty and the suite fails with "list index out of range". The dialect below is
-duckdb-engine's, with cursors that read a result whole when it is executed, so the rows outlive
-the connection's return. Nothing else of GX or duckdb-engine is changed.
+metric comes back empty and the suite fails with "list index out of range". :func:`keep_results`
+listens on GX's engine and reads each result whole as soon as its statement has run, so the rows
+outlive the connection's return. Nothing else of GX or duckdb-engine is changed.
 
 Two more limits of that path, which :func:`pipelines.quality.validate` works around: it caps
 ``unexpected_index_list`` at ``partial_unexpected_count`` even with ``COMPLETE`` (the count is
@@ -16,14 +16,13 @@ duckdb" (such checks run on pandas, :data:`SQL_KINDS`).
 from __future__ import annotations
 
 import atexit
-import itertools
 import threading
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-import duckdb_engine
 import polars as pl
-from sqlalchemy.dialects import registry
+import sqlalchemy as sa
+from sqlalchemy import event
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -41,98 +40,64 @@ SQL_KINDS = frozenset(
 ROW_ID = "_gx_row"
 """The column that numbers the staged rows; GX reports failing rows by it."""
 
-_DATABASE = "duckdb+relia_buffered:///:memory:relia_gx"
+_DATABASE = "duckdb:///:memory:relia_gx"
+_STAGED = "gx_incoming"
 _LOCK = threading.Lock()
-_SEQUENCE = itertools.count()
 
 
-class BufferedCursor:
-    """A duckdb-engine cursor that reads each result whole when it runs (see the module doc)."""
+def keep_results(engine: sa.Engine) -> sa.Engine:
+    """Make ``engine``'s query results outlive the return of their connection; return it.
 
-    def __init__(self, cursor: Any) -> None:
-        self._cursor = cursor
-        self._rows: list[Any] = []
-        self._position = 0
-        self.description: Any = None
-
-    def execute(self, statement: str, parameters: Any = None, context: Any = None) -> None:
-        """Run ``statement`` and keep its rows."""
-        self._cursor.execute(statement, parameters, context)
-        # type codes as text: DuckDB's type objects, kept by SQLAlchemy's caches until exit,
-        # would be reported as leaked by DuckDB's bindings
-        description = self._cursor.description
-        self.description = (
-            None if description is None else [(d[0], str(d[1]), *d[2:]) for d in description]
-        )
-        self._rows = self._cursor.fetchall() if self.description is not None else []
-        self._position = 0
-
-    def executemany(self, statement: str, parameters: Any = None, context: Any = None) -> None:
-        """Run ``statement`` once per parameter set (no rows are kept)."""
-        self._cursor.executemany(statement, parameters, context)
-        self.description = None
-        self._rows = []
-        self._position = 0
-
-    def fetchall(self) -> list[Any]:
-        """Return the rows not read yet."""
-        rows = self._rows[self._position :]
-        self._position = len(self._rows)
-        return rows
-
-    def fetchmany(self, size: int | None = None) -> list[Any]:
-        """Return up to ``size`` rows not read yet (one by default, as DB-API says)."""
-        rows = self._rows[self._position : self._position + (size or 1)]
-        self._position += len(rows)
-        return rows
-
-    def fetchone(self) -> Any:
-        """Return the next row, or None."""
-        rows = self.fetchmany(1)
-        return rows[0] if rows else None
-
-    def close(self) -> None:
-        """Drop the kept rows."""
-        self._rows = []
-
-    def __getattr__(self, name: str) -> Any:
-        """Pass anything else to duckdb-engine's cursor."""
-        return getattr(self._cursor, name)
+    After each statement runs, its rows are read whole and the cursor answers later fetches from
+    them (see the module doc). Type codes in the cursor's description become text: DuckDB's type
+    objects, kept by SQLAlchemy's caches until exit, would be reported as leaked by its bindings.
+    """
+    if not event.contains(engine, "after_cursor_execute", _read_whole):
+        event.listen(engine, "after_cursor_execute", _read_whole)
+    return engine
 
 
-class BufferedConnection:
-    """duckdb-engine's connection wrapper whose cursors are :class:`BufferedCursor`."""
+def _read_whole(
+    connection: Any,
+    cursor: Any,
+    statement: str,
+    parameters: Any,
+    context: Any,
+    executemany: bool,
+) -> None:
+    description = cursor.description
+    rows: list[Any] = cursor.fetchall() if description is not None else []
+    position = 0
 
-    def __init__(self, connection: Any) -> None:
-        self._connection = connection
+    def fetchmany(size: int | None = None) -> list[Any]:
+        nonlocal position
+        taken = rows[position : position + (size or 1)]
+        position += len(taken)
+        return taken
 
-    def cursor(self) -> BufferedCursor:
-        """Return a cursor that keeps its results."""
-        return BufferedCursor(self._connection.cursor())
+    def fetchall() -> list[Any]:
+        nonlocal position
+        taken = rows[position:]
+        position = len(rows)
+        return taken
 
-    def __getattr__(self, name: str) -> Any:
-        """Pass anything else to duckdb-engine's connection."""
-        return getattr(self._connection, name)
+    def fetchone() -> Any:
+        taken = fetchmany(1)
+        return taken[0] if taken else None
 
-
-class BufferedDuckDBDialect(duckdb_engine.Dialect):
-    """duckdb-engine's SQLAlchemy dialect with :class:`BufferedConnection` connections."""
-
-    driver = "relia_buffered"
-    supports_statement_cache = True
-
-    def connect(self, *cargs: Any, **cparams: Any) -> Any:
-        """Open a DuckDB connection as duckdb-engine does and wrap it."""
-        return BufferedConnection(super().connect(*cargs, **cparams))
-
-
-registry.register("duckdb.relia_buffered", __name__, "BufferedDuckDBDialect")
+    cursor.description = (
+        None if description is None else [(d[0], str(d[1]), *d[2:]) for d in description]
+    )
+    cursor.fetchmany = fetchmany
+    cursor.fetchall = fetchall
+    cursor.fetchone = fetchone
 
 
 @cache
 def _datasource(context: Any) -> Any:
     """Return the context's SQL data source on this process's in-memory DuckDB."""
     source = context.data_sources.add_sql(name="relia_duckdb", connection_string=_DATABASE)
+    keep_results(source.get_execution_engine().engine)
     # close the pooled DuckDB connections before the interpreter tears the module down (else
     # DuckDB's bindings report leaked objects on stderr at exit)
     atexit.register(source.get_execution_engine().engine.dispose)
@@ -180,17 +145,16 @@ def failing_rows(
 
     source = _datasource(context)
     with _LOCK:
-        table = f"incoming_{next(_SEQUENCE)}"
         engine = source.get_execution_engine().engine
         raw = engine.raw_connection()
         try:
             raw.driver_connection.register("incoming_arrow", _staged(frame).to_arrow())
-            raw.driver_connection.execute(f"create table {table} as select * from incoming_arrow")
+            raw.driver_connection.execute(f"create table {_STAGED} as select * from incoming_arrow")
             raw.driver_connection.unregister("incoming_arrow")
             raw.commit()
-            asset = source.add_table_asset(name=table, table_name=table)
+            asset = source.add_table_asset(name=_STAGED, table_name=_STAGED)
             try:
-                suite = gx.ExpectationSuite(name=f"{table}_suite")
+                suite = gx.ExpectationSuite(name="staged_suite")
                 for expectation in expectations:
                     suite.add_expectation(expectation)
                 batch = asset.add_batch_definition_whole_table("whole").get_batch()
@@ -206,9 +170,9 @@ def failing_rows(
                     },
                 )
             finally:
-                source.delete_asset(table)
+                source.delete_asset(_STAGED)
         finally:
-            raw.driver_connection.execute(f"drop table if exists {table}")
+            raw.driver_connection.execute(f"drop table if exists {_STAGED}")
             raw.commit()
             raw.close()
     return [(result, _positions(result.result)) for result in outcome.results]
