@@ -3,9 +3,10 @@
 GX 1.24.1's SQL execution engine reads a query's rows after it has handed the connection back to
 its pool (``SqlAlchemyExecutionEngine.execute_query``). SQLAlchemy rolls the transaction back on
 that return, and a DuckDB connection keeps one pending result, which the rollback drops: every
-metric comes back empty and the suite fails with "list index out of range". :func:`keep_results`
-listens on GX's engine and reads each result whole as soon as its statement has run, so the rows
-outlive the connection's return. Nothing else of GX or duckdb-engine is changed.
+metric comes back empty and the suite fails with "list index out of range". GX connects here
+through :class:`KeptResultsDialect`, duckdb-engine's dialect reading each result whole as soon as
+its statement has run, so the rows outlive the connection's return. Nothing else of GX or
+duckdb-engine is changed.
 
 Two more limits of that path, which :func:`pipelines.quality.validate` works around: it caps
 ``unexpected_index_list`` at ``partial_unexpected_count`` even with ``COMPLETE`` (the count is
@@ -20,9 +21,9 @@ import threading
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+import duckdb_engine
 import polars as pl
-import sqlalchemy as sa
-from sqlalchemy import event
+from sqlalchemy.dialects import registry
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -40,31 +41,41 @@ SQL_KINDS = frozenset(
 ROW_ID = "_gx_row"
 """The column that numbers the staged rows; GX reports failing rows by it."""
 
-_DATABASE = "duckdb:///:memory:relia_gx"
+_DATABASE = "duckdb+relia_kept:///:memory:relia_gx"
 _STAGED = "gx_incoming"
 _LOCK = threading.Lock()
 
 
-def keep_results(engine: sa.Engine) -> sa.Engine:
-    """Make ``engine``'s query results outlive the return of their connection; return it.
+class KeptResultsDialect(duckdb_engine.Dialect):
+    """duckdb-engine's SQLAlchemy dialect, reading each result whole as soon as it has run.
 
-    After each statement runs, its rows are read whole and the cursor answers later fetches from
-    them (see the module doc). Type codes in the cursor's description become text: DuckDB's type
-    objects, kept by SQLAlchemy's caches until exit, would be reported as leaked by its bindings.
+    Later fetches are answered from those rows, so a result outlives the return of its
+    connection to the pool (see the module doc).
     """
-    if not event.contains(engine, "after_cursor_execute", _read_whole):
-        event.listen(engine, "after_cursor_execute", _read_whole)
-    return engine
+
+    driver = "relia_kept"
+    supports_statement_cache = True
+
+    def do_execute(self, cursor: Any, statement: str, parameters: Any, context: Any = None) -> None:
+        """Run the statement as duckdb-engine does, then keep its rows."""
+        super().do_execute(cursor, statement, parameters, context)  # type: ignore[no-untyped-call]
+        _read_whole(cursor)
+
+    def do_execute_no_params(self, cursor: Any, statement: str, context: Any = None) -> None:
+        """Run the statement as duckdb-engine does, then keep its rows."""
+        super().do_execute_no_params(cursor, statement, context)  # type: ignore[no-untyped-call]
+        _read_whole(cursor)
 
 
-def _read_whole(
-    connection: Any,
-    cursor: Any,
-    statement: str,
-    parameters: Any,
-    context: Any,
-    executemany: bool,
-) -> None:
+registry.register("duckdb.relia_kept", __name__, "KeptResultsDialect")
+
+
+def _read_whole(cursor: Any) -> None:
+    """Read ``cursor``'s result whole and answer its fetches from it.
+
+    Type codes in the description become text: DuckDB's type objects, kept by SQLAlchemy's
+    caches until exit, would be reported as leaked by its bindings.
+    """
     description = cursor.description
     rows: list[Any] = cursor.fetchall() if description is not None else []
     position = 0
@@ -97,7 +108,6 @@ def _read_whole(
 def _datasource(context: Any) -> Any:
     """Return the context's SQL data source on this process's in-memory DuckDB."""
     source = context.data_sources.add_sql(name="relia_duckdb", connection_string=_DATABASE)
-    keep_results(source.get_execution_engine().engine)
     # close the pooled DuckDB connections before the interpreter tears the module down (else
     # DuckDB's bindings report leaked objects on stderr at exit)
     atexit.register(source.get_execution_engine().engine.dispose)

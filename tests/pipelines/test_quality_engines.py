@@ -191,9 +191,9 @@ def test_unknown_engine_is_refused() -> None:
 
 def test_kept_results_outlive_the_connection_they_came_from() -> None:
     # GX reads a result after the connection went back to the pool, whose rollback drops
-    # DuckDB's pending result; the listener reads it first
+    # DuckDB's pending result; the dialect reads it first
     plain = sa.create_engine("duckdb:///:memory:")
-    kept = quality_sql.keep_results(sa.create_engine("duckdb:///:memory:"))
+    kept = sa.create_engine("duckdb+relia_kept:///:memory:")
     rows = {}
     for name, engine in (("plain", plain), ("kept", kept)):
         with engine.connect() as connection:
