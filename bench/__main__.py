@@ -23,6 +23,7 @@ BENCHES = (
     "bench_dcgm",
     "bench_goodput",
     "bench_cli",
+    "bench_validate",
 )
 
 
