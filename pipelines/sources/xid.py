@@ -22,6 +22,7 @@ from typing import Any
 import polars as pl
 
 from pipelines.sources.common import (
+    GENERIC_LOG_NAMES,
     Parsed,
     empty_file_reject,
     empty_rows,
@@ -191,7 +192,7 @@ def parse_many(
         counts.append(len(lines) - before)
         ignored.append(n_lines - counts[-1])
         references.append(utc_now(mtime) if mtime is not None else now_utc)
-        stems.append(options.get("host") or path_host(source_file, source_folders=_FOLDERS))
+        stems.append(options.get("host") or _path_host(source_file))
     if not parsed:
         return [p for p in out if p is not None]
     per_line = [k for k, n in enumerate(counts) for _ in range(n)]
@@ -263,6 +264,19 @@ def parse_many(
         rows, rejects = row_parts.get((k,), no_rows), reject_parts.get((k,), no_rejects)
         out[i] = Parsed(rows, rejects, ignored[k])
     return [p for p in out if p is not None]
+
+
+def _path_host(source_file: str) -> str | None:
+    """Return :func:`~pipelines.sources.common.path_host` of a kernel log, without a path object.
+
+    The usual name (``gpu0001.log``) gives its stem by string operations; other names take the
+    general rule.
+    """
+    name = source_file.rpartition("/")[2]
+    stem = name.split(".", 1)[0]
+    if stem and stem.lower() not in GENERIC_LOG_NAMES:
+        return stem
+    return path_host(source_file, source_folders=_FOLDERS)
 
 
 def _is_journal_json(data: bytes) -> bool:
