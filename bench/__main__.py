@@ -25,6 +25,8 @@ BENCHES = (
     "bench_ingest",
     "bench_dcgm",
     "bench_goodput",
+    "bench_cli",
+    "bench_validate",
 )
 
 TITLE = "# Benchmark results"

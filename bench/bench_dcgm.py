@@ -12,9 +12,11 @@ Steps, all in one run so the ratios compare like with like on this machine:
    a timestamp before every line (default; 10 fields per GPU sample) or dcgm-exporter scrapes
    (``--format prometheus``: the same fields as text exposition with millisecond timestamps).
    Values follow the generator's shapes (temperature, power, counters that grow and reset).
-2. Our parser (``pipelines.sources.dcgm.parse``) on every file: bytes to typed rows.
+2. Our parser on every file: bytes to typed rows, as the ingest calls it
+   (``pipelines.sources.dcgm.parse_many`` on the chunks of files the ingest reads at once).
 3. Our whole ingest (``pipelines.ingest.ingest``: parse, Great Expectations, load into a fresh
-   warehouse) on the same files, unless ``--no-ingest``.
+   warehouse) on the same files, unless ``--no-ingest``, with the time of each step
+   (:data:`PHASES`).
 4. DuckDB on the same bytes: ``read_csv`` of the files as lines (the raw read), and ``read_csv``
    plus SQL that splits the lines into the same typed columns (DuckDB's own parse).
 
@@ -26,22 +28,69 @@ format is meant for ``--days`` well below 1.
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
 import shutil
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
 
 from pipelines import ingest
+from pipelines.ingest_parse import LOOKUP_BYTES, LOOKUP_FILES
 from pipelines.sources import dcgm as dcgm_parser
 from synth.dcgm import DMON_TAGS, EXPORTED, dmon_text, exposition
 from synth.fleet import PCI_BUSES
 
 START = datetime(2026, 6, 1, tzinfo=UTC)
 DAY_S = 86_400
+
+PHASES = {
+    "parse": [("pipelines.ingest_parse", "parse_together")],
+    "Great Expectations": [("pipelines.quality", "validate")],
+    "load": [("pipelines.warehouse", "load_files")],
+    "views": [("pipelines.warehouse", "create_views")],
+}
+"""Ingest steps timed (phase -> functions, patched where the ingest looks them up); DCGM files
+are parsed by ``parse_many`` through ``parse_together``. ``tests/pipelines/sources/
+test_dcgm_bench.py`` checks that every name still exists."""
+
+
+def time_phases() -> dict[str, float]:
+    """Wrap the ingest's steps of :data:`PHASES` with timers; returns the totals they add up."""
+    totals = dict.fromkeys(PHASES, 0.0)
+    for phase, targets in PHASES.items():
+        for module_name, name in targets:
+            module = importlib.import_module(module_name)
+            original = getattr(module, name)
+
+            @functools.wraps(original)
+            def timed(*args: Any, _f: Any = original, _p: str = phase, **kwargs: Any) -> Any:
+                started = time.perf_counter()
+                try:
+                    return _f(*args, **kwargs)
+                finally:
+                    totals[_p] += time.perf_counter() - started
+
+            setattr(module, name, timed)
+    return totals
+
+
+def chunks(files: list[Path]) -> list[list[Path]]:
+    """Cut ``files`` as the ingest reads them: up to LOOKUP_FILES files or LOOKUP_BYTES bytes."""
+    out: list[list[Path]] = [[]]
+    size = 0
+    for path in files:
+        out[-1].append(path)
+        size += path.stat().st_size
+        if len(out[-1]) >= LOOKUP_FILES or size >= LOOKUP_BYTES:
+            out.append([])
+            size = 0
+    return [chunk for chunk in out if chunk]
 
 
 def _values(rng: np.random.Generator, m: int, g: int, state: dict[str, np.ndarray]) -> dict:
@@ -220,30 +269,41 @@ def main() -> None:
         files = sorted(folder.iterdir())
         start = time.perf_counter()
         n_rows = n_rejects = 0
-        for path in files:
-            parsed = dcgm_parser.parse(path.read_bytes(), source_file=str(path))
-            n_rows += parsed.rows.height
-            n_rejects += parsed.rejects.height
+        for chunk in chunks(files):
+            read = [(path.read_bytes(), str(path), {}) for path in chunk]
+            for parsed in dcgm_parser.parse_many(read):
+                n_rows += parsed.rows.height
+                n_rejects += parsed.rejects.height
+            del read
         ours_s = time.perf_counter() - start
         assert n_rows == n_samples, (n_rows, n_samples)
         assert n_rejects == 0, n_rejects
         raw_s, n_lines, duck_s, duck_rows = duckdb_reads(folder, args.format)
         assert duck_rows == n_samples, (duck_rows, n_samples)
+        ingest_s = 0.0
         rows = [
             ("DuckDB read_csv, lines only", raw_s, n_lines),
             ("DuckDB read_csv + SQL parse to typed rows", duck_s, duck_rows),
-            ("relia parser (pipelines.sources.dcgm)", ours_s, n_rows),
+            ("relia parser (pipelines.sources.dcgm.parse_many)", ours_s, n_rows),
         ]
         if not args.no_ingest:
             db = root / "bench.duckdb"
+            for stale in (db, db.with_name(db.name + ".wal")):  # a kept folder's earlier run
+                stale.unlink(missing_ok=True)
+            totals = time_phases()
             start = time.perf_counter()
             counts = ingest.ingest(db, ingest.discover([folder]))
             ingest_s = time.perf_counter() - start
             loaded = sum(c.n_loaded for c in counts)
             assert loaded == n_samples, (loaded, n_samples)
             rows.append(("relia ingest (parse + Great Expectations + load)", ingest_s, loaded))
+            totals["other (read, hash, lookups, batching)"] = ingest_s - sum(totals.values())
+            rows += [(f"  of which {phase}", s, loaded) for phase, s in totals.items()]
         print(f"{'step':<50} {'seconds':>8} {'rows':>13} {'rows/s':>12} {'MB/s':>7}")
         for name, seconds, count in rows:
+            if name.startswith("  of which"):  # a step of the ingest: its share, not a speed
+                print(f"{name:<50} {seconds:>8.1f} {seconds / ingest_s:>13.0%} of the ingest")
+                continue
             print(
                 f"{name:<50} {seconds:>8.1f} {count:>13,} {count / seconds:>12,.0f} "
                 f"{mb / seconds:>7.1f}"

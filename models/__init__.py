@@ -2,164 +2,360 @@
 
 Pure numpy / polars / lifelines / scikit-learn: nothing here touches files, DuckDB or Prefect.
 Each submodule lists its public names in ``__all__``; this package re-exports them all
-(``tests/test_layering.py`` checks that the two lists agree).
+(``tests/test_layering.py`` checks that the lists agree).
+
+The re-exports are lazy (PEP 562): ``from models import project`` imports ``models.goodput``
+and what it needs, not lifelines, scikit-learn or scipy.stats, so the interactive ``relia
+project`` starts fast.  ``_EXPORTS`` names each submodule's exports; the
+``TYPE_CHECKING`` imports below give type checkers the same names.
 """
 
 from __future__ import annotations
 
-from models.backtest import (
-    BACKTEST_PERIODS,
-    DEFAULT_RESTART_S,
-    GPU_BUCKETS,
-    AsofRates,
-    asof_pooled_ratio,
-    asof_rates,
-    backtest_jobs,
-    gpu_bucket,
-    poisson_ratio_interval,
-    predicted_wall_s,
-    weighted_poisson_interval,
-)
-from models.backtest_buckets import (
-    SUMMARY_COLUMNS,
-    backtest_summary,
-    expected_variance,
-    oe_interval_with_fit,
-)
-from models.checkpoint import (
-    daly_expected_wall_time_s,
-    daly_interval_s,
-    ettr_meta,
-    young_interval_s,
-)
-from models.cox import (
-    cox_ph,
-)
-from models.exceptions import (
-    ApproximationWarning,
-    ConvergenceWarning,
-    FewFailuresWarning,
-    ReliaWarning,
-)
-from models.fitter import (
-    MtbfFitter,
-)
-from models.gof import (
-    PAPERS,
-    ProbabilityPlot,
-    goodness_of_fit,
-    goodness_of_fit_families,
-    paper_transform,
-    probability_plot,
-)
-from models.goodput import (
-    project,
-)
-from models.lifetimes import (
-    Lifetimes,
-    check_lifetimes,
-)
-from models.mc_sweep import (
-    auto_sweep,
-    point_seed,
-    simulate_sweep,
-    switch_flagged,
-)
-from models.mtbf_summary import (
-    EXTRAPOLATED_SHARE,
-    WEIBAYES_MAX_FAILURES,
-    ModelAverage,
-    Weibayes,
-    aic_weights,
-    family_mixture,
-    mixture_components,
-    mixture_quantile,
-    model_average,
-    observed_rates,
-    sampled_mean,
-    summarise_group,
-    weibayes,
-)
-from models.nonparametric import (
-    kaplan_meier,
-    nelson_aalen,
-)
-from models.parametric import (
-    FAMILIES,
-    HOURS_PER_YEAR,
-    exponential_mtbf,
-    restricted_mean,
-    survival_function,
-)
-from models.predict import (
-    FailurePredictor,
-    choose_threshold,
-    evaluate,
-    never_predict,
-    operating_curve,
-    pr_auc_null,
-    sbe_rule,
-)
-from models.predict_features import (
-    EXTRA_FEATURES,
-    FEATURES,
-    HISTORY_FEATURES,
-    KEYS,
-    LABEL_COLUMNS,
-    MONOTONIC,
-    SIGNAL_FEATURES,
-    LeakageError,
-    Split,
-    assert_same_features,
-    check_leakage,
-    labels,
-    split_bounds,
-    time_split,
-)
-from models.projector import (
-    GoodputProjector,
-)
-from models.ranking import (
-    KnobRanking,
-    knob_gains,
-    paired_goodput_samples,
-)
-from models.rates import (
-    rates_from_fits,
-)
-from models.repairable import (
-    lemon_nodes,
-    mean_cumulative_function,
-    period_mtbf,
-)
-from models.scenario import (
-    RSC1_NODE_FAILURES_PER_1000_NODE_DAYS,
-    ClassRate,
-    Projection,
-    Scenario,
-    age_mix,
-)
-from models.simulate import (
-    simulate_job,
-)
-from models.simulate_naive import (
-    simulate_job_naive,
-)
-from models.survival import (
-    fit_lives,
-)
-from models.sweep import (
-    drain_sweep,
-    knob_label,
-    sweep,
-)
-from models.trend import (
-    CrowAmsaaResult,
-    LaplaceResult,
-    crow_amsaa,
-    crow_amsaa_fleet,
-    laplace_test,
-)
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from models.backtest import (
+        BACKTEST_PERIODS,
+        DEFAULT_RESTART_S,
+        GPU_BUCKETS,
+        AsofRates,
+        asof_pooled_ratio,
+        asof_rates,
+        backtest_jobs,
+        gpu_bucket,
+        poisson_ratio_interval,
+        predicted_wall_s,
+        weighted_poisson_interval,
+    )
+    from models.backtest_buckets import (
+        SUMMARY_COLUMNS,
+        backtest_summary,
+        expected_variance,
+        oe_interval_with_fit,
+    )
+    from models.checkpoint import (
+        daly_expected_wall_time_s,
+        daly_interval_s,
+        ettr_meta,
+        young_interval_s,
+    )
+    from models.cox import (
+        cox_ph,
+    )
+    from models.exceptions import (
+        ApproximationWarning,
+        ConvergenceWarning,
+        FewFailuresWarning,
+        ReliaWarning,
+    )
+    from models.fitter import (
+        MtbfFitter,
+    )
+    from models.gof import (
+        PAPERS,
+        ProbabilityPlot,
+        goodness_of_fit,
+        goodness_of_fit_families,
+        paper_transform,
+        probability_plot,
+    )
+    from models.goodput import (
+        project,
+    )
+    from models.lifetimes import (
+        Lifetimes,
+        check_lifetimes,
+    )
+    from models.mc_sweep import (
+        auto_sweep,
+        point_seed,
+        simulate_sweep,
+        switch_flagged,
+    )
+    from models.mtbf_summary import (
+        EXTRAPOLATED_SHARE,
+        WEIBAYES_MAX_FAILURES,
+        ModelAverage,
+        Weibayes,
+        aic_weights,
+        family_mixture,
+        mixture_components,
+        mixture_quantile,
+        model_average,
+        observed_rates,
+        sampled_mean,
+        summarise_group,
+        weibayes,
+    )
+    from models.nonparametric import (
+        kaplan_meier,
+        nelson_aalen,
+    )
+    from models.parametric import (
+        FAMILIES,
+        HOURS_PER_YEAR,
+        exponential_mtbf,
+        restricted_mean,
+        survival_function,
+    )
+    from models.predict import (
+        FailurePredictor,
+        choose_threshold,
+        evaluate,
+        never_predict,
+        operating_curve,
+        pr_auc_null,
+        sbe_rule,
+    )
+    from models.predict_features import (
+        EXTRA_FEATURES,
+        FEATURES,
+        HISTORY_FEATURES,
+        KEYS,
+        LABEL_COLUMNS,
+        MONOTONIC,
+        SIGNAL_FEATURES,
+        LeakageError,
+        Split,
+        assert_same_features,
+        check_leakage,
+        labels,
+        split_bounds,
+        time_split,
+    )
+    from models.projector import (
+        GoodputProjector,
+    )
+    from models.ranking import (
+        KnobRanking,
+        knob_gains,
+        paired_goodput_samples,
+    )
+    from models.rates import (
+        rates_from_fits,
+    )
+    from models.repairable import (
+        lemon_nodes,
+        mean_cumulative_function,
+        period_mtbf,
+    )
+    from models.scenario import (
+        RSC1_NODE_FAILURES_PER_1000_NODE_DAYS,
+        ClassRate,
+        Projection,
+        Scenario,
+        age_mix,
+    )
+    from models.simulate import (
+        simulate_job,
+    )
+    from models.simulate_naive import (
+        simulate_job_naive,
+    )
+    from models.survival import (
+        fit_lives,
+    )
+    from models.sweep import (
+        drain_sweep,
+        knob_label,
+        sweep,
+    )
+    from models.trend import (
+        CrowAmsaaResult,
+        LaplaceResult,
+        crow_amsaa,
+        crow_amsaa_fleet,
+        laplace_test,
+    )
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "backtest": (
+        "BACKTEST_PERIODS",
+        "DEFAULT_RESTART_S",
+        "GPU_BUCKETS",
+        "AsofRates",
+        "asof_pooled_ratio",
+        "asof_rates",
+        "backtest_jobs",
+        "gpu_bucket",
+        "poisson_ratio_interval",
+        "predicted_wall_s",
+        "weighted_poisson_interval",
+    ),
+    "backtest_buckets": (
+        "SUMMARY_COLUMNS",
+        "backtest_summary",
+        "expected_variance",
+        "oe_interval_with_fit",
+    ),
+    "checkpoint": (
+        "daly_expected_wall_time_s",
+        "daly_interval_s",
+        "ettr_meta",
+        "young_interval_s",
+    ),
+    "cox": ("cox_ph",),
+    "exceptions": (
+        "ApproximationWarning",
+        "ConvergenceWarning",
+        "FewFailuresWarning",
+        "ReliaWarning",
+    ),
+    "fitter": ("MtbfFitter",),
+    "gof": (
+        "PAPERS",
+        "ProbabilityPlot",
+        "goodness_of_fit",
+        "goodness_of_fit_families",
+        "paper_transform",
+        "probability_plot",
+    ),
+    "goodput": ("project",),
+    "lifetimes": (
+        "Lifetimes",
+        "check_lifetimes",
+    ),
+    "mc_sweep": (
+        "auto_sweep",
+        "point_seed",
+        "simulate_sweep",
+        "switch_flagged",
+    ),
+    "mle": (),
+    "mtbf_summary": (
+        "EXTRAPOLATED_SHARE",
+        "WEIBAYES_MAX_FAILURES",
+        "ModelAverage",
+        "Weibayes",
+        "aic_weights",
+        "family_mixture",
+        "mixture_components",
+        "mixture_quantile",
+        "model_average",
+        "observed_rates",
+        "sampled_mean",
+        "summarise_group",
+        "weibayes",
+    ),
+    "nonparametric": (
+        "kaplan_meier",
+        "nelson_aalen",
+    ),
+    "parametric": (
+        "FAMILIES",
+        "HOURS_PER_YEAR",
+        "exponential_mtbf",
+        "restricted_mean",
+        "survival_function",
+    ),
+    "predict": (
+        "FailurePredictor",
+        "choose_threshold",
+        "evaluate",
+        "never_predict",
+        "operating_curve",
+        "pr_auc_null",
+        "sbe_rule",
+    ),
+    "predict_features": (
+        "EXTRA_FEATURES",
+        "FEATURES",
+        "HISTORY_FEATURES",
+        "KEYS",
+        "LABEL_COLUMNS",
+        "MONOTONIC",
+        "SIGNAL_FEATURES",
+        "LeakageError",
+        "Split",
+        "assert_same_features",
+        "check_leakage",
+        "labels",
+        "split_bounds",
+        "time_split",
+    ),
+    "projector": ("GoodputProjector",),
+    "ranking": (
+        "KnobRanking",
+        "knob_gains",
+        "paired_goodput_samples",
+    ),
+    "rates": ("rates_from_fits",),
+    "renewal": (),
+    "repairable": (
+        "lemon_nodes",
+        "mean_cumulative_function",
+        "period_mtbf",
+    ),
+    "scenario": (
+        "RSC1_NODE_FAILURES_PER_1000_NODE_DAYS",
+        "ClassRate",
+        "Projection",
+        "Scenario",
+        "age_mix",
+    ),
+    "simulate": ("simulate_job",),
+    "simulate_naive": ("simulate_job_naive",),
+    "survival": ("fit_lives",),
+    "simulate_plan": (),
+    "sweep": (
+        "drain_sweep",
+        "knob_label",
+        "sweep",
+    ),
+    "trend": (
+        "CrowAmsaaResult",
+        "LaplaceResult",
+        "crow_amsaa",
+        "crow_amsaa_fleet",
+        "laplace_test",
+    ),
+}
+"""Each submodule and the names it exports (its ``__all__``), imported on first use."""
+
+_SUBMODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the submodule that exports ``name`` on first use; keep the name on the package.
+
+    A submodule's own name (``models.goodput``) imports it, as the eager package did.
+    """
+    module = _SUBMODULE_OF.get(name)
+    if module is None:
+        if name in _EXPORTS:
+            return importlib.import_module(f"models.{name}")
+        msg = f"module 'models' has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(f"models.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+class _Package(types.ModuleType):
+    """The ``models`` package: a name it exports wins over a submodule of the same name."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Bind ``name``; the import system's binding of a submodule yields to an export.
+
+        Loading ``models.sweep`` binds the module on the package; ``models.sweep`` stays the
+        function ``sweep``, as when the package imported every submodule eagerly.
+        """
+        if isinstance(value, types.ModuleType) and name in _SUBMODULE_OF:
+            value = getattr(importlib.import_module(f"models.{_SUBMODULE_OF[name]}"), name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __dir__() -> list[str]:
+    """List the package's names, the lazy exports included."""
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "BACKTEST_PERIODS",

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 from scipy import special
 
 from models.goodput import project_arrays
@@ -271,6 +270,8 @@ def trial_summary(
     mean_count = float(count.mean())
     lost = {key: float(per_trial[key].mean()) * gpu_h for key in _LOSSES}
     lost_total = (1.0 - float(goodput.mean())) * gpu_h
+    import polars as pl  # only here: a projection without --simulate needs no polars
+
     trials = pl.DataFrame(
         {
             "trial": np.arange(n),

@@ -42,8 +42,10 @@ its own, so a chunk of lines parses like the whole file. Others are read whole."
 HOLD_QUIET_S = 300.0
 """Default seconds after its last write when a held last line (no newline) is read as a line."""
 
-PARSE_TOGETHER_FILES = 512
-"""Files parsed in one pass by a parser that takes many (``parse_many``)."""
+PARSE_TOGETHER_FILES = 4096
+"""Files parsed in one pass by a parser that takes many (``parse_many``), or fewer when their new
+bytes reach ``LOOKUP_BYTES``: a tick's reads are a few KiB each, and a polars plan per chunk
+costs tens of milliseconds."""
 
 
 def parsed_new_files(
@@ -221,7 +223,7 @@ def _planned_reads(
                         index, item, partial, None, stat, here, table, now_ns, quiet_s, on_known
                     )
                     continue
-            if here is None and not _may_continue(index, item):
+            if here is None and not (index.has_unclaimed() and _may_continue(index, item)):
                 deferred.append((item, stat))  # read once, in the second pass
                 continue
             read = _tailed_content(item, on_known, broken)
@@ -277,7 +279,7 @@ def _tailed_content(
     archive (added to ``broken``).
     """
     try:
-        content, codec = streams.decompress(item.path.read_bytes())
+        content, codec = streams.decompress(streams.read_file(item.path))
     except streams.IncompleteCompressedError:
         on_known([_status(item, "held (compressed file still being written)", n_held=1)])
         return None

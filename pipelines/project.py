@@ -13,15 +13,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import logging
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import polars as pl
-import yaml
-
-from pipelines import warehouse
 from pipelines.errors import WarehouseMissingError
 from pipelines.project_inputs import (
     fit_rates,
@@ -37,6 +34,13 @@ from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S, DEFAULT_READ_LOCK_TIMEOUT
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    import polars as pl
+
+# polars, PyYAML and the warehouse (DuckDB) are imported by the functions that use them: a
+# projection without a warehouse (``relia project`` with hand-given or default rates) needs none
+
+logger = logging.getLogger(__name__)
 
 
 def build_scenario(
@@ -92,7 +96,7 @@ def run_projection(
     ``fleet_age: "inventory"`` the fleet age is the age mix of the units in service at the end
     of the warehouse's data (:func:`inventory_ages`), reported under ``inventory_ages``.
     """
-    from models import project, simulate_job
+    from models import project
     from pipelines import knobs as knob_text
 
     rates: tuple[Any, ...] = ()
@@ -117,6 +121,8 @@ def run_projection(
             )
             raise ValueError(msg)
         _check_warehouse(db_path)
+        from pipelines import warehouse
+
         with warehouse.connect(
             db_path, read_only=True, lock_timeout_s=DEFAULT_READ_LOCK_TIMEOUT_S
         ) as con:
@@ -155,6 +161,8 @@ def run_projection(
         result["restart_shorthand"] = shorthand
     result["scenario"] = _scenario_dict(scenario)
     if simulate_trials > 0:
+        from models import simulate_job  # the Monte Carlo's modules only when it runs
+
         sim = simulate_job(scenario, n_trials=simulate_trials, random_state=seed)
         result["simulation"] = {k: v for k, v in sim.items() if k != "trials"}
     if db_path is not None and fit_run is not None:
@@ -178,6 +186,8 @@ def _scenario_dict(scenario: Any) -> dict[str, Any]:
 
 
 def _store(db_path: Path, fit_run_id: str | None, result: dict[str, Any]) -> str:
+    from pipelines import warehouse
+
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
     with warehouse.connect(db_path, lock_timeout_s=DEFAULT_LOCK_TIMEOUT_S) as con:
         warehouse.apply_schema(con)
@@ -233,6 +243,8 @@ def load_sweep(path: Path) -> SweepSpec:
     ``node_groups``, one set of groups: ``["none", "0.1:3"]``; for ``fleet_age``, one mix:
     ``[new, "0:0.5,8760:0.5"]``).
     """
+    import yaml
+
     from pipelines import knobs as knob_text
 
     try:
@@ -312,6 +324,8 @@ def drain_curve(con: Any, model: str = "latest") -> tuple[str, pl.DataFrame]:
     ``curve`` has ``threshold``, ``precision``, ``recall`` (and ``lead_time_h``...), one row per
     threshold, as ``relia predict train`` measured it.
     """
+    import polars as pl
+
     con.complete()
     row = con.execute(
         "select model_id, curve from predict_models "
@@ -363,6 +377,8 @@ def run_sweep(
             msg = "from_fits, drain_model and fleet_age: inventory need a warehouse (--db)"
             raise ValueError(msg)
         _check_warehouse(db_path)
+        from pipelines import warehouse
+
         with warehouse.connect(
             db_path, read_only=True, lock_timeout_s=DEFAULT_READ_LOCK_TIMEOUT_S
         ) as con:
@@ -429,6 +445,38 @@ def run_sweep(
     return result
 
 
+def run_sweep_file(
+    sweep_file: Path,
+    *,
+    out_dir: Path,
+    db_path: Path | None,
+    drain_model: str | None = None,
+    simulate: int | None = None,
+) -> dict[str, Any]:
+    """Run the sweep in ``sweep_file`` as the ``what-if`` flow does outside a flow run.
+
+    ``drain_model`` and ``simulate`` override the file's ``drain_model:`` and ``simulate:``; the
+    grid is evaluated in this process (:func:`run_sweep`). ``relia whatif`` calls this when it
+    runs untracked, so an interactive what-if imports neither Prefect nor the task runner.
+    """
+    spec = load_sweep(sweep_file)
+    if drain_model is not None:
+        spec = dataclasses.replace(spec, drain_model=drain_model)
+    if simulate is not None:
+        spec = dataclasses.replace(spec, simulate=simulate)
+    result = run_sweep(spec, db_path=db_path, out_dir=out_dir)
+    best = result["best_knob"]
+    if result["n_monte_carlo"]:
+        logger.info("%d scenarios by Monte Carlo", result["n_monte_carlo"])
+    logger.info(
+        "%d scenarios; largest gain at %d GPUs: %s",
+        result["n_points"],
+        result["target_gpus"],
+        f"{best['knob']}={best['best_value']} (+{best['gain']:.4f})" if best else "none",
+    )
+    return result
+
+
 def _with_inventory_ages(spec: SweepSpec, mix: tuple[tuple[float, float], ...]) -> SweepSpec:
     """Return the spec with every ``fleet_age: inventory`` (base, grid, baseline) set to ``mix``."""
 
@@ -460,6 +508,7 @@ def _drain_thresholds(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import polars as pl
 
     from models import drain_sweep
 
@@ -519,6 +568,7 @@ def plot_sweep(baseline: Any, spec: SweepSpec, out_dir: Path) -> tuple[list[Path
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import polars as pl
 
     from models import knob_label, sweep
 

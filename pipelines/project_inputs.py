@@ -13,18 +13,15 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from pipelines.errors import WarehouseEmptyError
-from pipelines.fit import (
-    POOLED_CLASS,
-    latest_run_id,
-    quantity_of,
-    read_fit,
-    run_lives,
-)
+
+if TYPE_CHECKING:
+    import polars as pl
+
+# polars and pipelines.fit (DuckDB) are imported by the functions that read the warehouse, so
+# pipelines.project imports this module without them (a projection from hand-given rates)
 
 HARDWARE_ATTRIBUTIONS = ("hardware-confirmed", "scheduler-only")
 
@@ -38,6 +35,8 @@ def projection_fits(fits: pl.DataFrame) -> pl.DataFrame:
     log-logistic with shape <= 1) or no finite interval is replaced by its exponential row
     (exposure / failures, the steady-state rate). Classes with no failure are left out (rate 0).
     """
+    import polars as pl
+
     if "headline_mtbf_h" in fits.columns and fits["headline_mtbf_h"].is_not_null().any():
         return fits.filter(pl.col("n_failures") > 0)
     finite = pl.col("mtbf_h").is_finite() & pl.col("mtbf_lo_h").is_finite()
@@ -61,7 +60,10 @@ def fit_rates(
     projected from its Weibull fit's hazard rather than the model-averaged mean
     (:func:`models.rates_from_fits`).
     """
+    import polars as pl
+
     from models import rates_from_fits
+    from pipelines.fit import latest_run_id, quantity_of, read_fit, run_lives
 
     run_id = None if run_id in (None, "latest") else run_id
     if run_id is not None and quantity_of(lives := run_lives(con, run_id)) != "lifetime":
@@ -136,6 +138,10 @@ def fitted_repair(con: Any, run_id: str | None = "latest") -> dict[str, Any]:
     ValueError
         When there is no such run, it is a lifetime run, or it has no pooled log-normal fit.
     """
+    import polars as pl
+
+    from pipelines.fit import POOLED_CLASS, quantity_of, read_fit, run_lives
+
     run_id = None if run_id in (None, "latest") else run_id
     if run_id is not None and quantity_of(lives := run_lives(con, run_id)) != "repair_time":
         msg = (

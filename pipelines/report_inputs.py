@@ -523,9 +523,9 @@ def refresh_inputs(
 ) -> dict[str, str | None]:
     """Run the fit, project and back-test stages the weekly report reads.
 
-    Run the fit, project and back-test stages the weekly report reads (what ``relia report``
-    runs before :func:`pipelines.report.build_report`; the ``weekly-report`` flow runs them as
-    tasks).
+    What ``relia report`` runs before :func:`pipelines.report.build_report`; the
+    ``weekly-report`` flow runs them as tasks. The expensive views are first snapshotted as
+    tables (:func:`pipelines.warehouse.materialize`), once per change of the data under them.
 
     Parameters
     ----------
@@ -541,8 +541,10 @@ def refresh_inputs(
     dict
         ``fit_run_id``, ``projection_run_id`` and ``backtest_run_id``.
     """
+    from pipelines import warehouse
     from pipelines.backtest import run_backtest
 
+    warehouse.materialize(con)  # the stages and the report read the same views: compute once
     fit_run_id = fit_for_report(con)
     projection = project_for_report(con, week=week, target_gpus=target_gpus)
     backtest = run_backtest(con, min_gpus=backtest_min_gpus)

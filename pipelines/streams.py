@@ -37,6 +37,7 @@ import bz2
 import gzip
 import hashlib
 import lzma
+import os
 import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -257,6 +258,14 @@ class StreamIndex:
                 found.append(self._by_id[sid])
         return found
 
+    def has_unclaimed(self) -> bool:
+        """Return whether some stream in the index is not claimed by a read of this run yet.
+
+        When none is (a first ingest, or every stream already found at its path), no file can
+        continue a stream, and new files need not be peeked at before the second pass.
+        """
+        return len(self.claimed) < len(self._by_id)  # claimed holds ids of indexed streams only
+
     def may_continue(self, head: bytes) -> bool:
         """Return whether a file starting with ``head`` could continue an unclaimed stream.
 
@@ -345,19 +354,38 @@ def read_partial(path: str, consumed: int) -> Partial | None:
     The head and the bytes from ``TAIL_BYTES`` before ``consumed`` of a plain file grown to
     at least ``consumed`` bytes; None for a compressed or shorter file (read it whole).
     """
-    with open(path, "rb") as handle:
-        head = handle.read(HEAD_BYTES)
+    fd = os.open(path, os.O_RDONLY)  # positioned reads: no buffered file object per file
+    try:
+        head = os.pread(fd, HEAD_BYTES, 0)
         if codec_of(head) is not None:
             return None
-        size = handle.seek(0, 2)
+        size = os.fstat(fd).st_size
         if size < consumed:
             return None
         window_at = max(0, consumed - TAIL_BYTES)
         if window_at <= len(head):
-            handle.seek(0)
-            return Partial(size, [(0, handle.read())])
-        handle.seek(window_at)
-        return Partial(size, [(0, head), (window_at, handle.read())])
+            return Partial(size, [(0, _pread_all(fd, 0, size))])
+        return Partial(size, [(0, head), (window_at, _pread_all(fd, window_at, size - window_at))])
+    finally:
+        os.close(fd)
+
+
+def read_file(path: str | os.PathLike[str]) -> bytes:
+    """Return a file's bytes, read with a handful of system calls (no buffered file object)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return _pread_all(fd, 0, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+
+
+def _pread_all(fd: int, at: int, n: int) -> bytes:
+    """Return the bytes from ``at`` to the end of the file (``n`` expected; more if it grew)."""
+    parts = [os.pread(fd, n + 1, at)]  # one byte more: a file that grew meanwhile is read on
+    while len(parts[-1]) == (n + 1 if len(parts) == 1 else 1 << 20):
+        at += len(parts[-1])
+        parts.append(os.pread(fd, 1 << 20, at))
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _tail(content: bytes | Partial, consumed: int) -> bytes:

@@ -19,11 +19,12 @@ Rules:
 Packages: ``import models.goodput`` runs ``models/__init__.py`` first, but that implicit
 submodule -> parent edge is not counted, or every package with re-exports would be one big cycle.
 A package is an edge target only when an import names it (``from models import Scenario``,
-``import models``). Its own edges are its imports (``models/__init__.py`` imports each
-submodule's ``__all__`` explicitly; a package that re-exported through
+``import models``). Its own edges are its imports (a package that re-exported through
 ``importlib.import_module`` over a literal tuple of names would be read as package -> each listed
-submodule). So a submodule that does ``from models import X`` closes a real cycle (the package is
-half initialised while the submodule runs), and the test reports it.
+submodule; ``models/__init__.py`` re-exports lazily, importing on first use the submodules its
+literal ``_EXPORTS`` dict names, and is read as package -> each of them). So a submodule that
+does ``from models import X`` closes a cycle (with an eager package, it runs while the package is
+half initialised), and the test reports it.
 """
 
 from __future__ import annotations
@@ -168,6 +169,17 @@ def _dynamic_edges(module: str, tree: ast.Module) -> list[Edge]:
             if values and all(isinstance(v, str) for v in values):
                 names[node.targets[0].id] = [str(v) for v in values]
     edges: list[Edge] = []
+    imports_lazily = any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "import_module"
+        for n in ast.walk(tree)
+    )
+    lazy = _lazy_exports(tree) if imports_lazily else None
+    for name in lazy or {}:
+        target = f"{module}.{name}"
+        assert target in MODULES, f"{module}: _EXPORTS lists missing {target}"
+        edges.append(Edge(module, target, 0, False))
     for node in ast.walk(tree):
         if not (isinstance(node, ast.For) and isinstance(node.iter, ast.Name)):
             continue
@@ -186,6 +198,26 @@ def _dynamic_edges(module: str, tree: ast.Module) -> list[Edge]:
                 assert target in MODULES, f"{module}: {node.iter.id} lists missing {target}"
                 edges.append(Edge(module, target, calls[0].lineno, False))
     return edges
+
+
+def _lazy_exports(tree: ast.Module) -> dict[str, list[str]] | None:
+    """A package's literal ``_EXPORTS = {"submodule": ("name", ...), ...}``, or None."""
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        if any(isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in targets):
+            value = node.value
+            assert isinstance(value, ast.Dict), "_EXPORTS is not a literal dict"
+            exports: dict[str, list[str]] = {}
+            for key, names in zip(value.keys, value.values, strict=True):
+                assert isinstance(key, ast.Constant), "_EXPORTS has a key that is not a literal"
+                assert isinstance(names, ast.Tuple | ast.List), f"_EXPORTS[{key.value!r}]"
+                exports[str(key.value)] = [
+                    e.value for e in names.elts if isinstance(e, ast.Constant)
+                ]
+            return exports
+    return None
 
 
 @dataclass
@@ -455,21 +487,49 @@ def _all_of(path: Path) -> list[str] | None:
     return None
 
 
+def _type_checking_imports(tree: ast.Module) -> dict[str, list[str]]:
+    """``{submodule: names}`` of the ``from models.<submodule> import ...`` under TYPE_CHECKING."""
+    found: dict[str, list[str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.body:
+                if isinstance(child, ast.ImportFrom) and (child.module or "").startswith("models."):
+                    submodule = (child.module or "").removeprefix("models.")
+                    found.setdefault(submodule, []).extend(a.name for a in child.names)
+    return found
+
+
 def test_models_package_exports_every_public_name_of_its_modules() -> None:
     """``from models import X`` works for every name a submodule lists in ``__all__``, and the
-    package's ``__all__`` lists nothing else (explicit imports, no importlib loop)."""
+    package's ``__all__`` lists nothing else.
+
+    The package re-exports lazily (PEP 562): its literal ``_EXPORTS`` maps every submodule to
+    exactly the names of that submodule's ``__all__`` (a name missing from the map, or mapped to
+    the wrong submodule, fails), and its ``TYPE_CHECKING`` imports, which type checkers read,
+    import exactly those names from that submodule.
+    """
     package = ROOT / "models" / "__init__.py"
+    tree = ast.parse(package.read_text())
     exported = _all_of(package)
     assert exported is not None, "models/__init__.py has no literal __all__"
+    lazy = _lazy_exports(tree)
+    assert lazy is not None, "models/__init__.py has no literal _EXPORTS"
     wanted: list[str] = []
+    by_module: dict[str, list[str]] = {}
     for path in sorted((ROOT / "models").glob("*.py")):
         if path.name == "__init__.py":
             continue
         names = _all_of(path)
         assert names is not None, f"{path.relative_to(ROOT)} has no __all__"
         wanted += names
+        by_module[path.stem] = sorted(names)
     assert sorted(exported) == sorted(wanted)
     assert len(set(exported)) == len(exported), "a name is exported twice"
+    assert {module: sorted(names) for module, names in lazy.items()} == by_module
+    typed = _type_checking_imports(tree)
+    assert {module: sorted(names) for module, names in typed.items()} == {
+        module: names for module, names in by_module.items() if names
+    }
 
 
 # --- module size ---------------------------------------------------------------------------------

@@ -7,29 +7,18 @@ flow runs.
 
 Layout (as Prefect's own CLI): :mod:`pipelines.cli.root` holds the app, its error handling,
 ``--debug`` and ``--version``; each command group is a module that registers its commands on
-that app when imported here (:mod:`~pipelines.cli.synth`, :mod:`~pipelines.cli.ingest`,
+that app when imported (:mod:`~pipelines.cli.synth`, :mod:`~pipelines.cli.ingest`,
 :mod:`~pipelines.cli.summary`, :mod:`~pipelines.cli.fit` with ``trend``,
 :mod:`~pipelines.cli.project` with ``whatif``, :mod:`~pipelines.cli.report`,
-:mod:`~pipelines.cli.demo`, :mod:`~pipelines.cli.predict`); :mod:`pipelines.cli.render` prints
-tables, JSON, CSV and errors, and :mod:`pipelines.cli.options` holds what the commands share.
+:mod:`~pipelines.cli.demo`, :mod:`~pipelines.cli.predict`). The root imports a command's module
+only when that command runs (:data:`pipelines.cli.root.COMMANDS` lists them, in the order
+``relia --help`` shows them), so ``relia project`` does not pay for the ingest's imports.
+:mod:`pipelines.cli.render` prints tables, JSON, CSV and errors, and
+:mod:`pipelines.cli.options` holds what the commands share.
 """
 
 from __future__ import annotations
 
-# the command modules register their commands on ``app`` as they are imported, in the order
-# ``relia --help`` lists them (so not sorted)
-# isort: off
-import pipelines.cli.synth
-import pipelines.cli.ingest
-import pipelines.cli.summary
-import pipelines.cli.goodput
-import pipelines.cli.fit
-import pipelines.cli.project
-import pipelines.cli.report
-import pipelines.cli.demo
-import pipelines.cli.predict  # noqa: F401
-
-# isort: on
 from pipelines.cli.render import console, err
 from pipelines.cli.root import app
 

@@ -281,6 +281,7 @@ def goodput(
 
         with warehouse.connect(db_path, lock_timeout_s=settings.lock_timeout_s) as con:
             warehouse.apply_schema(con)
+            warehouse.materialize(con)
             run_backtest(con, min_gpus=max(min_gpus, 1))
     result = summary_mod.goodput_summary(
         db_path, min_gpus=min_gpus, lock_timeout_s=settings.lock_timeout_s

@@ -402,18 +402,31 @@ def whatif(
     if not sweep_file.is_file():  # before Prefect's import, and a tracked run that would fail
         raise FileNotFoundError(2, "no such file", str(sweep_file))
     prefect_defaults()
-    from pipelines.flows.what_if import what_if
-
-    # the what-if flow either way: as a tracked run, or its function without orchestration;
     # a bad sweep file (ValueError) is one line, exit 2: see _ReliaGroup
-    run = what_if if is_tracked(tracked) else what_if.fn
-    result = run(
-        sweep_file=sweep_file,
-        out_dir=out,
-        db_path=settings.db_path,
-        drain_model=drain_model,
-        simulate=simulate,
-    )
+    if is_tracked(tracked) or settings.dask_address:
+        from pipelines.flows.what_if import what_if
+
+        # the what-if flow: as a tracked run, or its function without orchestration (which
+        # checks the Dask address it would fan out to)
+        run = what_if if is_tracked(tracked) else what_if.fn
+        result = run(
+            sweep_file=sweep_file,
+            out_dir=out,
+            db_path=settings.db_path,
+            drain_model=drain_model,
+            simulate=simulate,
+        )
+    else:
+        from pipelines import project as project_mod
+
+        # what the flow's function runs untracked, without importing Prefect
+        result = project_mod.run_sweep_file(
+            sweep_file,
+            out_dir=out,
+            db_path=settings.db_path,
+            drain_model=drain_model,
+            simulate=simulate,
+        )
     if shown is OutputFormat.json:
         print_json(result)
         return

@@ -1,18 +1,23 @@
 """The root ``relia`` app: its group (one line per expected error), ``--debug`` and ``--version``.
 
 Command modules register on :data:`app` (``@app.command()`` or ``app.add_typer``), as
-Prefect's CLI modules register on ``prefect.cli.root.app``; :mod:`pipelines.cli` imports
-them all. Shell completion (``relia --install-completion`` / ``--show-completion``) is Typer's.
+Prefect's CLI modules register on ``prefect.cli.root.app``. They are imported lazily: the group
+knows every command's module and help line from :data:`COMMANDS` and imports a module only when
+one of its commands runs (or shows its own help), so ``relia project`` does not pay for
+``relia ingest``'s imports and ``relia --help`` imports no command module at all. Shell
+completion (``relia --install-completion`` / ``--show-completion``) is Typer's.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer.core import TyperGroup
+import typer.main
+from typer.core import TyperCommand, TyperGroup
 
 from pipelines.cli.render import console, err, error_text
 from pipelines.errors import ReliaError
@@ -20,8 +25,54 @@ from pipelines.errors import ReliaError
 if TYPE_CHECKING:
     # Typer 0.29 vendors click; its commands take the vendored Context (typer.Context subclasses it)
     from typer._click.core import Context
+    from typer._click.formatting import HelpFormatter
 
-__all__ = ["app"]
+
+__all__ = ["COMMANDS", "app"]
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "synth": (
+        "synth",
+        "Simulate a fleet with known lifetimes and write real-format telemetry plus ground truth.",
+    ),
+    "ingest": (
+        "ingest",
+        "Parse, validate and load telemetry files; print loaded / quarantined / held per file.",
+    ),
+    "summary": ("summary", "Print the fleet summary from the warehouse."),
+    "goodput": (
+        "goodput",
+        "Print measured goodput (fleet roll-up, per job) and the back-test of the projection.",
+    ),
+    "fit": (
+        "fit",
+        "Fit MTBF per component class (and cohort), store it in fit_results, print the AIC choice.",
+    ),
+    "trend": (
+        "fit",
+        "Repairable-system view: Crow-AMSAA and Laplace verdicts for the fleet, lemon nodes.",
+    ),
+    "project": (
+        "project",
+        "Project MTTI, checkpoint intervals, ETTR and goodput for a job at a given scale.",
+    ),
+    "whatif": (
+        "project",
+        "Run a what-if grid; write Parquet/CSV and plots; name the knob that buys most goodput.",
+    ),
+    "report": (
+        "report",
+        "Write the weekly reliability report (self-contained HTML) and print its headline.",
+    ),
+    "demo": ("demo", "Run the whole pipeline end to end on a synthetic fleet."),
+    "predict": (
+        "predict",
+        "Failure prediction: train on earlier telemetry, test on later, score GPUs at risk.",
+    ),
+}
+"""Every ``relia`` command, in the order ``relia --help`` lists them: the module under
+``pipelines.cli`` that registers it, and the first paragraph of its help (what ``--help``
+shows; ``tests/pipelines/test_cli_imports.py`` checks it against the command's own)."""
 
 
 def _expected_exit_code(error: BaseException) -> int | None:
@@ -54,13 +105,48 @@ def _debug(ctx: Context) -> bool:
     return bool(ctx.meta.get("relia.debug")) or env not in ("", "0", "false", "no")
 
 
+class _Pending(TyperCommand):
+    """A command whose module is not imported yet: its name and help line, for ``relia --help``."""
+
+
 class _ReliaGroup(TyperGroup):
     """The ``relia`` group: the one place that turns expected failures into one line.
 
     An expected failure (:func:`_expected_exit_code`) prints ``error: <message>`` on stderr and
     exits 1 (2 for bad values), without a traceback unless ``--debug`` or ``RELIA_DEBUG=1``;
     anything else is a bug and keeps its traceback.
+
+    Commands of :data:`COMMANDS` whose module is not imported yet stand as :class:`_Pending`
+    entries (name and help line); looking one up imports its module, except while the group
+    prints its own help.
     """
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        loaded = dict(self.commands)
+        pending = {
+            name: loaded.pop(name) if name in loaded else _Pending(name=name, help=help_line)
+            for name, (_, help_line) in COMMANDS.items()
+        }
+        self.commands = pending | loaded
+        self.listing = False
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Any:
+        """Return the command ``cmd_name``, importing its module on first use."""
+        command = self.commands.get(cmd_name)
+        if isinstance(command, _Pending) and not self.listing:
+            importlib.import_module(f"pipelines.cli.{COMMANDS[cmd_name][0]}")
+            command = typer.main.get_group(app).commands[cmd_name]
+            self.commands[cmd_name] = command
+        return command
+
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        """Print the group's help from the help lines, without importing any command."""
+        self.listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.listing = False
 
     def invoke(self, ctx: Context) -> Any:
         """Run the command; a wait for the warehouse's lock shows as a spinner on stderr."""

@@ -26,6 +26,7 @@ def backtest_projection(db_path: Path, lock_timeout_s: float, min_gpus: int) -> 
 
     with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
         warehouse.apply_schema(con)
+        warehouse.materialize(con)
         run = run_backtest(con, min_gpus=min_gpus)
     publish_backtest(run.run_id, run.buckets.to_dicts(), min_gpus)
     return run.run_id

@@ -1,4 +1,4 @@
-"""Flow ``weekly-report``: fit, project, back-test, then write ``reports/<ISO week>.html``."""
+"""Flow ``weekly-report``: snapshot the views, fit, project, back-test, write the report."""
 
 from __future__ import annotations
 
@@ -33,6 +33,14 @@ def score_fleet(db_path: Path, lock_timeout_s: float) -> int | None:
             get_run_logger().warning("not scoring GPUs: %s", error)
             return None
     return int(scores.get_column("at_risk").sum())
+
+
+@task(retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=warehouse_busy)
+def materialize_views(db_path: Path, lock_timeout_s: float) -> dict[str, float]:
+    """Snapshot the expensive views as tables (once per data change); seconds per view."""
+    with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+        warehouse.apply_schema(con)
+        return warehouse.materialize(con)
 
 
 @task(retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=warehouse_busy)
@@ -73,6 +81,11 @@ def weekly_report(
     """
     settings = Settings.from_env(db_path=db_path, reports_dir=reports_dir)
     targets = tuple(target_gpus or DEFAULT_TARGET_GPUS)
+    snapshots = materialize_views(settings.db_path, settings.lock_timeout_s)
+    if snapshots:
+        get_run_logger().info(
+            "%d views snapshotted in %.1f s", len(snapshots), sum(snapshots.values())
+        )
     at_risk = score_fleet(settings.db_path, settings.lock_timeout_s)
     if at_risk is not None:
         get_run_logger().info("%d GPUs at risk by the latest failure predictor", at_risk)

@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import polars as pl
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -55,6 +56,7 @@ from pipelines.sources.common import (
     with_reasons,
 )
 from pipelines.sources.kube_json import snapshot_time
+from pipelines.sources.training_many import split_many
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -181,10 +183,91 @@ def parse(
     now_utc = utc_now(now)
     lines = split_lines(data)
     fallback_host = host if host is not None else _host_from_name(source_file)
-    if b"#Entity" in data[: 1 << 16]:
-        return _parse_dmon(lines, source_file, now_utc, fallback_host)
+    if _is_dmon(data):
+        frame = lines.with_columns(pl.lit(0, pl.Int32).alias("_file"))
+        return _parse_dmon_many(frame, [(source_file, fallback_host)], now_utc)[0]
     scrape = snapshot_time(source_file) or scrape_ts
     return _parse_prometheus(lines, source_file, now_utc, fallback_host, scrape)
+
+
+OPTIONS: frozenset[str] = frozenset({"now", "host", "scrape_ts"})
+"""The keyword options of :func:`parse` (what ``parse_many`` accepts in a file's options)."""
+
+
+def parse_many(files: list[tuple[bytes, str, dict[str, Any]]]) -> list[Parsed]:
+    """Parse several DCGM files; small ``dcgmi dmon`` files joined, one polars plan per run.
+
+    Parameters
+    ----------
+    files
+        ``(data, source_file, options)`` per file, ``options`` holding keyword options of
+        :func:`parse` (:data:`OPTIONS`).
+
+    Returns
+    -------
+    list[Parsed]
+        One result per file, in order, equal to :func:`parse` of that file alone.
+
+    Raises
+    ------
+    TypeError
+        When a file's options name one :func:`parse` does not take (as calling it would).
+
+    Notes
+    -----
+    The dmon files of one ``now`` are cut into runs of about :data:`JOIN_BYTES`; the lines of a
+    run are one frame with the index of their file
+    (:func:`pipelines.sources.training_many.split_many`), parsed by one plan. A node-day of 30 s
+    samples of 8 GPUs (23,040 lines, 2.5 MB) is a run of its own. Exporter scrapes are parsed
+    file by file.
+    """
+    out: list[Parsed | None] = [None] * len(files)
+    dmon: dict[datetime, list[int]] = {}
+    default_now = utc_now(None)
+    for i, (data, source_file, options) in enumerate(files):
+        unknown = sorted(set(options) - OPTIONS)
+        if unknown:
+            raise TypeError(f"parse() got unexpected keyword arguments: {', '.join(unknown)}")
+        if data and _is_dmon(data):
+            now = options.get("now")
+            dmon.setdefault(default_now if now is None else utc_now(now), []).append(i)
+        else:
+            out[i] = parse(data, source_file=source_file, **options)
+    for now, indices in dmon.items():
+        for members in _joined_runs(indices, [len(files[i][0]) for i in indices]):
+            lines = split_many([files[i][0] for i in members])
+            names = []
+            for i in members:
+                source_file, host = files[i][1], files[i][2].get("host")
+                name_host = host if host is not None else _host_from_name(source_file)
+                names.append((source_file, name_host))
+            for i, parsed in zip(members, _parse_dmon_many(lines, names, now), strict=True):
+                out[i] = parsed
+    return [p for p in out if p is not None]
+
+
+JOIN_BYTES = 4 * 2**20
+"""dmon files are parsed joined up to about this many bytes: a plan's set-up is paid once for
+many small files, while a big file alone keeps its frames in cache (one plan over sixteen
+node-days took 0.98 s of CPU, sixteen plans 0.77 s, polars on one thread)."""
+
+
+def _joined_runs(indices: list[int], sizes: list[int]) -> list[list[int]]:
+    """Cut ``indices`` into consecutive runs of about :data:`JOIN_BYTES` (a big file alone)."""
+    runs: list[list[int]] = []
+    total = JOIN_BYTES
+    for index, size in zip(indices, sizes, strict=True):
+        if total + size > JOIN_BYTES:
+            runs.append([])
+            total = 0
+        runs[-1].append(index)
+        total += size
+    return runs
+
+
+def _is_dmon(data: bytes) -> bool:
+    """Return True for ``dcgmi dmon`` output (a ``#Entity`` header near the top)."""
+    return b"#Entity" in data[: 1 << 16]
 
 
 # --- dcgm-exporter text exposition ---------------------------------------------------------------
@@ -355,86 +438,133 @@ def _blank_to_null(value: pl.Expr) -> pl.Expr:
 # --- dcgmi dmon --------------------------------------------------------------------------------
 
 
-def _parse_dmon(lines: pl.DataFrame, source_file: str, now: datetime, host: str) -> Parsed:
+def _parse_dmon_many(
+    lines: pl.DataFrame, files: list[tuple[str, str]], now: datetime
+) -> list[Parsed]:
+    """Parse the lines of several dmon files (``_file`` indexes ``files``) in one plan.
+
+    ``files`` holds each file's ``(source_file, host)``. A header applies to the lines after it
+    in its own file only; every result equals :func:`parse` of that file alone.
+    """
     line = pl.col("line")
-    frame = lines.filter(line.str.strip_chars() != "").with_columns(
-        line.str.extract(_ISO_PREFIX, 1).alias("ts_text"),
-    )
-    body = (
-        pl.when(pl.col("ts_text").is_null())
-        .then(line.str.strip_chars())
-        .otherwise(line.str.replace(_ISO_PREFIX, "").str.strip_chars())
-    )
-    frame = frame.with_columns(body.alias("body")).with_columns(
-        pl.col("body").str.starts_with("#Entity").alias("is_header"),
-        pl.col("body").str.contains(r"^(?i:id)(?:\s|$)").alias("is_units"),
-        pl.col("body").str.contains(r"^GPU\s+[0-9]").alias("is_gpu"),
-    )
-    n_blank = lines.height - frame.height
-    # header k applies to the lines after it; lines of other entities (GPU-I, NvSwitch...) and
-    # unit lines are out of scope
+    frame = lines.with_columns(line.str.extract(_ISO_PREFIX, 1).alias("ts_text"))
+    # the prefix is ASCII (its characters are bytes): drop it, then the blanks after it
+    prefix = pl.col("ts_text").str.len_bytes().fill_null(0)
+    frame = frame.with_columns(line.str.slice(prefix).str.strip_chars().alias("body"))
+    body = pl.col("body")
+    blank = pl.col("ts_text").is_null() & (body == "")
     frame = frame.with_columns(
-        pl.when(pl.col("is_header")).then(pl.col("line_no")).forward_fill().alias("header_line")
+        blank.alias("is_blank"),
+        body.str.starts_with("#Entity").alias("is_header"),
+        body.str.contains(r"^(?i:id)(?:\s|$)").alias("is_units"),
+        body.str.contains(r"^GPU\s+[0-9]").alias("is_gpu"),
     )
-    headers = frame.filter(pl.col("is_header")).select(
-        pl.col("line_no").alias("header_line"),
-        pl.col("body").str.replace(r"^#Entity\s*", "").alias("tags_text"),
+    # header k applies to the lines after it in its file; lines of other entities (GPU-I,
+    # NvSwitch...) and unit lines are out of scope
+    header_row = pl.when(pl.col("is_header")).then(pl.int_range(pl.len())).forward_fill()
+    header_file = pl.when(pl.col("is_header")).then(pl.col("_file")).forward_fill()
+    frame = frame.with_columns(
+        pl.when(header_file == pl.col("_file")).then(header_row).alias("header_row")
+    )
+    headers = (
+        frame.with_row_index("_row")
+        .filter(pl.col("is_header"))
+        .select(
+            pl.col("_row").cast(frame.schema["header_row"]).alias("header_row"),
+            body.str.replace(r"^#Entity\s*", "").alias("tags_text"),
+        )
     )
     out_of_scope = (
-        pl.col("is_header")
+        pl.col("is_blank")
+        | pl.col("is_header")
         | pl.col("is_units")
         | (
             ~pl.col("is_gpu")
-            & pl.col("body").str.contains(r"^[A-Za-z][A-Za-z-]*\s+[0-9]")
-            & pl.col("header_line").is_not_null()
+            & body.str.contains(r"^[A-Za-z][A-Za-z-]*\s+[0-9]")
+            & pl.col("header_row").is_not_null()
         )
     )
-    n_ignored = n_blank + frame.select(out_of_scope.sum()).item()
-    data = frame.filter(~out_of_scope)
-    values = pl.col("body").str.extract_all(r"[^ \t]+").list.slice(2)
-    data = data.join(headers, on="header_line", how="left").with_columns(
-        values.alias("values"),
-        pl.col("body")
-        .str.extract(r"^GPU\s+([0-9]+)", 1)
-        .cast(pl.Int32, strict=False)
-        .alias("gpu_index"),
-        iso_utc(pl.col("ts_text").str.replace(",", ".", literal=True)).alias("ts"),
-        pl.lit(host).alias("host"),
+    frame = frame.with_columns(out_of_scope.alias("ignored"))
+    n_ignored = np.bincount(
+        frame.filter("ignored")["_file"].to_numpy(), minlength=len(files)
+    ).tolist()
+    data = frame.filter(~pl.col("ignored")).drop("is_blank", "is_header", "is_units", "ignored")
+    data = data.join(headers, on="header_row", how="left", maintain_order="left").with_columns(
+        body.str.extract_all(r"[^ \t]+").list.slice(2).alias("values"),
+        body.str.extract(r"^GPU\s+([0-9]+)", 1).cast(pl.Int32, strict=False).alias("gpu_index"),
+        _dmon_time(pl.col("ts_text")).alias("ts"),
     )
-    parts: list[pl.DataFrame] = []
-    for tags_text, group in data.partition_by(
-        "tags_text", as_dict=True, maintain_order=True
-    ).items():
-        parts.append(_dmon_group(group, tags_text[0], now))
-    if not parts:  # headers and unit lines only (dmon stopped before its first sample)
-        return Parsed(empty_rows(SCHEMA), rejects_frame([]), n_ignored)
-    checked = pl.concat(parts, how="diagonal_relaxed")
-    return parsed_from(
-        checked.sort("line_no"), schema=SCHEMA, source_file=source_file, n_ignored=n_ignored
+    slow = pl.col("ts").is_null() & pl.col("ts_text").is_not_null()
+    if data.select(slow.any()).item():  # times in a form other than dmon's ``| ts`` default
+        data = data.with_columns(
+            pl.when(slow)
+            .then(iso_utc(pl.col("ts_text").str.replace(",", ".", literal=True)))
+            .otherwise(pl.col("ts"))
+            .alias("ts")
+        )
+    parts = [
+        _dmon_group(group, tags_text[0], now)
+        for tags_text, group in data.partition_by(
+            "tags_text", as_dict=True, maintain_order=True
+        ).items()
+    ]
+    checked = (
+        pl.concat(parts, how="diagonal_relaxed").sort("_file", "line_no")
+        if parts
+        else pl.DataFrame(schema={"_file": pl.Int32, "line_no": pl.Int64})
     )
+    sizes = np.bincount(checked["_file"].to_numpy(), minlength=len(files))
+    out: list[Parsed] = []
+    start = 0
+    for k, (source_file, host) in enumerate(files):
+        size = int(sizes[k])
+        if not size:  # headers and unit lines only (dmon stopped before its first sample)
+            out.append(Parsed(empty_rows(SCHEMA), rejects_frame([]), n_ignored[k]))
+            continue
+        part = checked.slice(start, size).with_columns(pl.lit(host).alias("host"))
+        start += size
+        out.append(
+            parsed_from(part, schema=SCHEMA, source_file=source_file, n_ignored=n_ignored[k])
+        )
+    return out
+
+
+def _dmon_time(text: pl.Expr) -> pl.Expr:
+    """``ts``'s default form (``2026-06-01T00:00:00Z``) read fast; null for any other."""
+    naive = text.str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%SZ", strict=False)
+    return naive.dt.replace_time_zone("UTC")
 
 
 def _dmon_group(group: pl.DataFrame, tags_text: str | None, now: datetime) -> pl.DataFrame:
-    """Check and type the data lines under one ``#Entity`` header."""
+    """Check and type the data lines under one ``#Entity`` header (of any file).
+
+    Only a line with one value per tag can become a row (any other is rejected before its values
+    are read), so the values of those lines are cast in one column, ``len(tags)`` per line, and
+    each tag's values taken by stride.
+    """
     tags = (tags_text or "").split()
-    n_values = pl.col("values").list.len()
+    k = len(tags)
     wanted = {column: tags.index(tag) for tag, column in _BY_TAG.items() if tag in tags}
-    texts = {column: pl.col("values").list.get(i, null_on_oob=True) for column, i in wanted.items()}
+    n_values = pl.col("values").list.len()
+    full = group.filter(n_values == k)
+    rest = group.filter(n_values != k)
+    tokens = full["values"].list.explode(empty_as_null=False)
+    numbers = tokens.cast(pl.Float64, strict=False)
+    # N/A is a null; any other text that is not a number makes the line a reject
+    unreadable = numbers.is_null() & (tokens != "N/A")
+    columns = [
+        (numbers.gather_every(k, i).alias(column), unreadable.gather_every(k, i))
+        for column, i in wanted.items()
+    ]
+    full = full.with_columns(
+        *[number for number, _ in columns],
+        pl.any_horizontal([bad for _, bad in columns] or [pl.lit(value=False)]).alias("bad_value"),
+    )
     frame = (
-        group.lazy()
+        pl.concat([full, rest], how="diagonal")
+        .lazy()
         .with_columns(
-            *[
-                pl.when(text == "N/A").then(None).otherwise(text).alias(f"{column}_text")
-                for column, text in texts.items()
-            ]
-        )
-        .with_columns(
-            *[
-                _blank_to_null(pl.col(f"{column}_text").cast(pl.Float64, strict=False)).alias(
-                    column
-                )
-                for column in wanted
-            ],
+            *[_blank_to_null(pl.col(column)).alias(column) for column in wanted],
             *[pl.lit(None, pl.Float64).alias(c) for c in METRICS if c not in wanted],
             pl.lit("dmon").alias("source_format"),
             pl.lit(None, pl.String).alias("uuid"),
@@ -442,14 +572,7 @@ def _dmon_group(group: pl.DataFrame, tags_text: str | None, now: datetime) -> pl
             pl.lit(None, pl.String).alias("model_name"),
         )
     )
-    bad_value = pl.any_horizontal(
-        [
-            pl.col(f"{c}_text").is_not_null()
-            & pl.col(f"{c}_text").cast(pl.Float64, strict=False).is_null()
-            for c in wanted
-        ]
-        or [pl.lit(value=False)]
-    )
+    bad_value = pl.col("bad_value").fill_null(value=False)
     return with_reasons(
         frame,
         [
@@ -460,7 +583,7 @@ def _dmon_group(group: pl.DataFrame, tags_text: str | None, now: datetime) -> pl
                 "\"dcgmi dmon ... | ts '%Y-%m-%dT%H:%M:%SZ'\")",
             ),
             (pl.col("ts").is_null(), pl.format("malformed timestamp '{}'", "ts_text")),
-            (pl.col("header_line").is_null(), "dmon data line before any '#Entity' header"),
+            (pl.col("header_row").is_null(), "dmon data line before any '#Entity' header"),
             (~pl.col("is_gpu") | pl.col("gpu_index").is_null(), "not a 'GPU <id> <values>' line"),
             (
                 n_values != len(tags),
@@ -469,4 +592,10 @@ def _dmon_group(group: pl.DataFrame, tags_text: str | None, now: datetime) -> pl
             (bad_value, "malformed value (expected a number or N/A)"),
             (in_future(pl.col("ts"), now), pl.format("timestamp in the future: {}", "ts")),
         ],
+    ).select(
+        "_file",
+        "line_no",
+        "line",
+        "reason",
+        *[c for c in SCHEMA if c not in ("source_file", "line_no", "host")],
     )

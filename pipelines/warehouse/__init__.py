@@ -25,7 +25,6 @@ from pipelines.warehouse.connection import (
     connect,
     identifier,
     query,
-    set_param,
 )
 from pipelines.warehouse.load import (
     already_loaded,
@@ -35,6 +34,13 @@ from pipelines.warehouse.load import (
     loaded_unchanged,
 )
 from pipelines.warehouse.load_streams import stream_states
+from pipelines.warehouse.materialize import (
+    MATERIALIZED,
+    dematerialize,
+    materialize,
+    materialized,
+    set_param,
+)
 from pipelines.warehouse.records import FileLoad, LoadCounts, PartWriter, file_sha256, no_lines_key
 from pipelines.warehouse.schema import (
     ADDED_COLUMNS,
@@ -43,6 +49,7 @@ from pipelines.warehouse.schema import (
     SQL_DIR,
     VIEW_LAYERS,
     apply_schema,
+    base_tables,
     create_views,
     init,
     view_files,
@@ -53,6 +60,7 @@ _identifier = identifier
 
 __all__ = [
     "ADDED_COLUMNS",
+    "MATERIALIZED",
     "RAW_TABLES",
     "SEEDS",
     "SQL_DIR",
@@ -65,9 +73,11 @@ __all__ = [
     "WarehouseBusyError",
     "already_loaded",
     "apply_schema",
+    "base_tables",
     "busy_spinner",
     "connect",
     "create_views",
+    "dematerialize",
     "describe_wait",
     "duckdb",
     "file_sha256",
@@ -77,6 +87,8 @@ __all__ = [
     "load_files",
     "loaded_before",
     "loaded_unchanged",
+    "materialize",
+    "materialized",
     "no_lines_key",
     "query",
     "reporting_waits",

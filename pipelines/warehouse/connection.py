@@ -3,7 +3,7 @@
 :func:`connect` waits for another process's write lock (DuckDB allows one writer per file) and
 turns DuckDB's lock error into :class:`WarehouseBusyError`; ``on_wait`` lets a caller show the
 wait (see :mod:`pipelines.warehouse.waiting`). :func:`identifier` guards every name put into SQL
-text; :func:`query` and :func:`set_param` are the bound-parameter helpers.
+text; :func:`query` is the bound-parameter helper.
 """
 
 from __future__ import annotations
@@ -138,11 +138,3 @@ def query(
     con.complete()
     frame: pl.DataFrame = con.sql(sql, params=dict(params) if params else None).pl()
     return frame
-
-
-def set_param(con: duckdb.DuckDBPyConnection, name: str, value: float) -> None:
-    """Set a view parameter in ``cfg_params``."""
-    con.execute(
-        "insert or replace into cfg_params (name, value) values ($name, $value)",
-        {"name": name, "value": float(value)},
-    )

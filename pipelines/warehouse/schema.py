@@ -125,13 +125,26 @@ def view_files() -> list[Path]:
     return ordered
 
 
+def base_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Return the names of the tables (not views) of the warehouse's current schema."""
+    rows = con.execute(
+        "select table_name from information_schema.tables "
+        "where table_schema = current_schema() and table_type = 'BASE TABLE'"
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
 def create_views(con: duckdb.DuckDBPyConnection, *, only_if_changed: bool = False) -> list[str]:
     """Create or replace every view; returns their names in creation order.
 
+    A view snapshotted as a table (:func:`pipelines.warehouse.materialize.materialize`) is made a
+    view again: whoever creates the views has just changed what they read.
+
     With ``only_if_changed`` (the ingest, which runs every few minutes) the views are left as they
     are when they were made by this code from the same ``sql/`` text over the same tables and
-    columns, and nobody replaced one since: a digest of all that is kept as the comment of the
-    last view made, and checked first (a few milliseconds instead of binding every view).
+    columns, and nobody replaced one since (a snapshot table in a view's place counts as a
+    change): a digest of all that is kept as the comment of the last view made, and checked
+    first (a few milliseconds instead of binding every view).
     """
     files = view_files()
     names = [_identifier(path.stem) for path in files]
@@ -142,8 +155,12 @@ def create_views(con: duckdb.DuckDBPyConnection, *, only_if_changed: bool = Fals
         and _views_digest(con, names, bodies) == _stored_digest(con, names[-1])
     ):
         return names
+    tables = base_tables(con)
     for path, body in zip(files, bodies, strict=True):
-        con.execute(f"create or replace view {_identifier(path.stem)} as\n{body}")
+        name = _identifier(path.stem)
+        if path.stem in tables:
+            con.execute(f"drop table {name}")
+        con.execute(f"create or replace view {name} as\n{body}")
     if names:
         digest = _views_digest(con, names, bodies)
         # the digest is a plain name (prefix and hex digits): guarded like one

@@ -1,0 +1,112 @@
+"""Materialise the expensive views as tables until the data under them changes.
+
+The views of ``sql/`` recompute from the raw rows on every query: on a fleet-year with training
+logs, the ledger (``fct_job_goodput``) alone reads 14 M training events, and the weekly report,
+the back-test and ``relia goodput`` each read it again. :func:`materialize` snapshots the views
+of :data:`MATERIALIZED` in place, in creation order: each becomes a table of the same name, so
+the views above it read the table, and SQL users see no difference but speed.
+
+A snapshot is only as fresh as the data it was taken from. Everything that changes what the views
+read makes them views again: :func:`pipelines.warehouse.schema.create_views` (which every ingest
+runs after loading) replaces a materialised table by its view, and :func:`set_param` (the views'
+window and assumptions in ``cfg_params``) calls :func:`dematerialize`. A hand-written ``insert``
+into a raw table or ``cfg_params`` is not seen: call :func:`dematerialize` after one (the next
+ingest does too).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from pipelines.warehouse.connection import identifier as _identifier  # a SQL guard by that name
+from pipelines.warehouse.schema import base_tables, create_views, view_files
+
+if TYPE_CHECKING:
+    import duckdb
+
+MATERIALIZED = (
+    "stg_slurm_jobs",
+    "stg_xid_events",
+    "int_component_lives",
+    "int_incidents",
+    "int_job_attempts",
+    "int_job_interruptions",
+    "int_training_log_ties",
+    "int_training_events",
+    "int_training_attempts",
+    "fct_job_goodput",
+    "fct_component_lives",
+)
+"""Views snapshotted by :func:`materialize`: those the report, the fit and the back-test read
+more than once and that cost seconds at fleet scale. None of them reads a model output
+(``fit_*``, ``backtest_*``), which change without an ingest."""
+
+
+def materialized(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Return the names of :data:`MATERIALIZED` that are tables now (snapshots), in view order."""
+    tables = base_tables(con)
+    return [name for name in _in_view_order() if name in tables]
+
+
+def materialize(con: duckdb.DuckDBPyConnection) -> dict[str, float]:
+    """Snapshot every view of :data:`MATERIALIZED` as a table of the same name.
+
+    A view already snapshotted since the data last changed is left as it is (a second call costs
+    nothing). All in one transaction: a process killed half-way leaves the views.
+
+    Parameters
+    ----------
+    con
+        A read-write warehouse connection (its views created).
+
+    Returns
+    -------
+    dict[str, float]
+        Seconds each view took to snapshot, in creation order (empty when all were fresh).
+    """
+    done = set(materialized(con))
+    seconds: dict[str, float] = {}
+    con.execute("begin transaction")
+    try:
+        for name in _in_view_order():
+            if name in done:
+                continue
+            started = time.perf_counter()
+            snapshot = _identifier(f"{name}__snapshot")
+            con.execute(f"create or replace table {snapshot} as select * from {_identifier(name)}")
+            con.execute(f"drop view {_identifier(name)}")
+            con.execute(f"alter table {snapshot} rename to {_identifier(name)}")
+            seconds[name] = time.perf_counter() - started
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise
+    return seconds
+
+
+def dematerialize(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Make every snapshot of :data:`MATERIALIZED` its view again; return the names remade.
+
+    :func:`pipelines.warehouse.schema.create_views` does it (it replaces a snapshot by its view),
+    so the views' SQL goes into the warehouse from that one place.
+    """
+    names = materialized(con)
+    if names:
+        create_views(con)
+    return names
+
+
+def set_param(con: duckdb.DuckDBPyConnection, name: str, value: float) -> None:
+    """Set a view parameter in ``cfg_params``; snapshots of the views become views again."""
+    con.execute(
+        "insert or replace into cfg_params (name, value) values ($name, $value)",
+        {"name": name, "value": float(value)},
+    )
+    dematerialize(con)
+
+
+def _in_view_order() -> list[str]:
+    """Return :data:`MATERIALIZED` in view creation order (a snapshot reads the ones before)."""
+    wanted = set(MATERIALIZED)
+    return [path.stem for path in view_files() if path.stem in wanted]
