@@ -104,8 +104,13 @@ def _file_load(
 ) -> warehouse.FileLoad:
     read = pending.stream
     clean = bad.height == pending.parsed.rejects.height == 0
-    if clean and (read is None or good.height == 0):
-        # no reject, nothing to renumber (most small files, most reads of a tick): no frame work
+    if clean and (
+        read is None
+        or good.height == 0
+        or (read.line_offset == 0 and read.path == pending.item.resolved)
+    ):
+        # no reject, nothing to renumber (most small files, most reads of a tick, a stream's
+        # first read under its own path): no frame work
         return warehouse.FileLoad(
             path=pending.item.resolved if read is None else read.path,
             source=pending.item.source,

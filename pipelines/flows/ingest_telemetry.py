@@ -100,6 +100,7 @@ def load_files(
         lake_dir=lake_dir,
         parse_many=_fan_out(parse_tasks, options) if parse_tasks > 0 else None,
         force=force,
+        batch_rows=Settings.from_env().ingest_batch_rows,  # RELIA_INGEST_BATCH_ROWS
     )
     return [asdict(c) | {"status": c.outcome} for c in counts]
 
