@@ -445,6 +445,31 @@ def run_sweep(
     return result
 
 
+def sweep_spec(
+    sweep_file: Path, *, drain_model: str | None = None, simulate: int | None = None
+) -> SweepSpec:
+    """Load ``sweep_file``; ``drain_model`` and ``simulate`` override its own keys when given."""
+    spec = load_sweep(sweep_file)
+    if drain_model is not None:
+        spec = dataclasses.replace(spec, drain_model=drain_model)
+    if simulate is not None:
+        spec = dataclasses.replace(spec, simulate=simulate)
+    return spec
+
+
+def log_sweep(result: dict[str, Any], log: logging.Logger | logging.LoggerAdapter[Any]) -> None:
+    """Log a sweep's size, its Monte Carlo points and the knob with the largest gain."""
+    best = result["best_knob"]
+    if result["n_monte_carlo"]:
+        log.info("%d scenarios by Monte Carlo", result["n_monte_carlo"])
+    log.info(
+        "%d scenarios; largest gain at %d GPUs: %s",
+        result["n_points"],
+        result["target_gpus"],
+        f"{best['knob']}={best['best_value']} (+{best['gain']:.4f})" if best else "none",
+    )
+
+
 def run_sweep_file(
     sweep_file: Path,
     *,
@@ -459,21 +484,9 @@ def run_sweep_file(
     grid is evaluated in this process (:func:`run_sweep`). ``relia whatif`` calls this when it
     runs untracked, so an interactive what-if imports neither Prefect nor the task runner.
     """
-    spec = load_sweep(sweep_file)
-    if drain_model is not None:
-        spec = dataclasses.replace(spec, drain_model=drain_model)
-    if simulate is not None:
-        spec = dataclasses.replace(spec, simulate=simulate)
+    spec = sweep_spec(sweep_file, drain_model=drain_model, simulate=simulate)
     result = run_sweep(spec, db_path=db_path, out_dir=out_dir)
-    best = result["best_knob"]
-    if result["n_monte_carlo"]:
-        logger.info("%d scenarios by Monte Carlo", result["n_monte_carlo"])
-    logger.info(
-        "%d scenarios; largest gain at %d GPUs: %s",
-        result["n_points"],
-        result["target_gpus"],
-        f"{best['knob']}={best['best_value']} (+{best['gain']:.4f})" if best else "none",
-    )
+    log_sweep(result, logger)
     return result
 
 

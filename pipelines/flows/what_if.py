@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 from pathlib import Path
@@ -68,25 +67,12 @@ def what_if(
     runner = dask_runner.task_runner(settings.dask_address)
     grid_flow = sweep_grid.with_options(task_runner=runner)
     tracked = FlowRunContext.get() is not None
-    spec = project.load_sweep(sweep_file)
-    if drain_model is not None:
-        spec = dataclasses.replace(spec, drain_model=drain_model)
-    if simulate is not None:
-        spec = dataclasses.replace(spec, simulate=simulate)
+    spec = project.sweep_spec(sweep_file, drain_model=drain_model, simulate=simulate)
     fan_out = functools.partial(grid_flow, parts=parts, simulate=spec.simulate, seed=spec.seed)
     result = project.run_sweep(
         spec, db_path=settings.db_path, out_dir=out_dir, sweep_fn=fan_out if tracked else None
     )
-    best = result["best_knob"]
-    logger = get_run_logger() if tracked else logging.getLogger(__name__)
-    if result["n_monte_carlo"]:
-        logger.info("%d scenarios by Monte Carlo", result["n_monte_carlo"])
-    logger.info(
-        "%d scenarios; largest gain at %d GPUs: %s",
-        result["n_points"],
-        result["target_gpus"],
-        f"{best['knob']}={best['best_value']} (+{best['gain']:.4f})" if best else "none",
-    )
+    project.log_sweep(result, get_run_logger() if tracked else logging.getLogger(__name__))
     if tracked:  # artifacts belong to a flow run (the CLI also calls this untracked)
         publish_what_if(result)
     return result
