@@ -28,18 +28,16 @@ format is meant for ``--days`` well below 1.
 from __future__ import annotations
 
 import argparse
-import functools
-import importlib
 import shutil
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import numpy as np
 
+from bench import phases
 from pipelines import ingest
 from pipelines.ingest_parse import LOOKUP_BYTES, LOOKUP_FILES
 from pipelines.sources import dcgm as dcgm_parser
@@ -62,22 +60,7 @@ test_dcgm_bench.py`` checks that every name still exists."""
 
 def time_phases() -> dict[str, float]:
     """Wrap the ingest's steps of :data:`PHASES` with timers; returns the totals they add up."""
-    totals = dict.fromkeys(PHASES, 0.0)
-    for phase, targets in PHASES.items():
-        for module_name, name in targets:
-            module = importlib.import_module(module_name)
-            original = getattr(module, name)
-
-            @functools.wraps(original)
-            def timed(*args: Any, _f: Any = original, _p: str = phase, **kwargs: Any) -> Any:
-                started = time.perf_counter()
-                try:
-                    return _f(*args, **kwargs)
-                finally:
-                    totals[_p] += time.perf_counter() - started
-
-            setattr(module, name, timed)
-    return totals
+    return phases.time_phases(PHASES)
 
 
 def chunks(files: list[Path]) -> list[list[Path]]:

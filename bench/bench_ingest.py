@@ -137,25 +137,9 @@ one pass by a parser that reads many (``parse_together``: kernel, training and D
 
 def _time_phases() -> dict[str, float]:
     """Wrap the ingest's steps with timers; returns the totals they accumulate."""
-    import functools
-    import importlib
+    from bench.phases import time_phases
 
-    totals = dict.fromkeys(PHASES, 0.0)
-    for phase, targets in PHASES.items():
-        for module_name, name in targets:
-            module = importlib.import_module(module_name)
-            original = getattr(module, name)
-
-            @functools.wraps(original)
-            def timed(*args: Any, _f: Any = original, _p: str = phase, **kwargs: Any) -> Any:
-                started = time.perf_counter()
-                try:
-                    return _f(*args, **kwargs)
-                finally:
-                    totals[_p] += time.perf_counter() - started
-
-            setattr(module, name, timed)
-    return totals
+    return time_phases(PHASES)
 
 
 def ingest_child(landing: Path, db_path: Path, out: Path) -> None:
