@@ -19,7 +19,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from pipelines.sources.common import (
@@ -28,6 +27,7 @@ from pipelines.sources.common import (
     empty_file_reject,
     empty_rows,
     empty_to_null,
+    find_lines,
     in_future,
     parsed_from,
     path_host,
@@ -185,7 +185,7 @@ def parse_many(
         if _is_journal_json(data):
             n_lines = _journal_lines(data, line_nos, lines, ok, raws)
         else:
-            n_lines = _marked_lines(data, needle, line_nos, lines, ok)
+            n_lines = find_lines(data, needle, line_nos, lines, ok)
             raws.extend([None] * (len(lines) - before))
         mtime = options.get("file_mtime")
         parsed.append(i)
@@ -266,49 +266,6 @@ def parse_many(
     return [p for p in out if p is not None]
 
 
-_NUMPY_COUNT_BYTES = 4096
-"""Spans at least this long have their newlines counted by numpy (several times faster than
-``bytes.count`` on a long span; slower on a short one, for its call overhead)."""
-
-
-def _newlines(data: bytes, start: int, end: int) -> int:
-    """Return the number of newlines in ``data[start:end]``."""
-    if end - start < _NUMPY_COUNT_BYTES:
-        return data.count(b"\n", start, end)
-    return int(np.count_nonzero(np.frombuffer(data, np.uint8, end - start, start) == 10))
-
-
-def _marked_lines(
-    data: bytes, needle: bytes, line_nos: list[int], lines: list[str], ok: list[bool]
-) -> int:
-    """Append the lines of ``data`` holding ``needle`` to three lists; return the file's lines.
-
-    :func:`pipelines.sources.common.find_lines` (number, decoded text, valid UTF-8 of each line
-    holding ``needle``), with the newlines of long spans counted by numpy: the marker is found
-    by ``bytes.find``, then only the lines holding it are cut out and decoded.
-    """
-    if not data:
-        return 0
-    line_no, counted_to = 1, 0  # newlines are counted once, between matches and after the last
-    pos = data.find(needle)
-    while pos != -1:
-        start = data.rfind(b"\n", 0, pos) + 1
-        end = data.find(b"\n", pos)
-        end = len(data) if end == -1 else end
-        line_no += _newlines(data, counted_to, start)
-        counted_to = start
-        raw = data[start:end].rstrip(b"\r")
-        try:
-            lines.append(raw.decode("utf-8"))
-            ok.append(True)
-        except UnicodeDecodeError:
-            lines.append(raw.decode("utf-8", errors="backslashreplace"))
-            ok.append(False)
-        line_nos.append(line_no)
-        pos = data.find(needle, end)
-    return line_no - 1 + _newlines(data, counted_to, len(data)) + (not data.endswith(b"\n"))
-
-
 def _path_host(source_file: str) -> str | None:
     """Return :func:`~pipelines.sources.common.path_host` of a kernel log, without a path object.
 
@@ -367,7 +324,7 @@ def _journal_lines(
             continue
         nos: list[int] = []
         texts: list[str] = []
-        n_lines = _marked_lines(data, needle, nos, texts, [])
+        n_lines = find_lines(data, needle, nos, texts, [])
         found.update(zip(nos, texts, strict=True))
     for line_no in sorted(found):
         text = found[line_no]
