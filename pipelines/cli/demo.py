@@ -89,7 +89,7 @@ def demo(
         return
     print_summary(settings.db_path, result)
     console.print(rows_table("MTBF by component class (AIC choice)", fit_rows(fitted["results"])))
-    console.print(f"weekly report: [bold]{report_result.path.resolve()}[/bold]")
+    console.print(f"weekly report: [bold]{report_result.path.resolve()}[/bold]", soft_wrap=True)
     console.print(
         "timings: " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()), highlight=False
     )

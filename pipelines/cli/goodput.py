@@ -185,7 +185,9 @@ def print_goodput(db_path: Path, result: dict[str, list[dict[str, Any]]], *, min
         "scheduler alone (no training log); list them with --format csv --table jobs",
         highlight=False,
     )
-    console.print(f"warehouse: [bold]{db_path.resolve()}[/bold] (try: duckdb {db_path})")
+    console.print(
+        f"warehouse: [bold]{db_path.resolve()}[/bold] (try: duckdb {db_path})", soft_wrap=True
+    )
 
 
 def _print_ties(logs: list[dict[str, Any]], shown: int = 20) -> None:
@@ -204,7 +206,11 @@ def _print_ties(logs: list[dict[str, Any]], shown: int = 20) -> None:
     unresolved = [log for log in logs if log["tie"] in ("ambiguous", "none")]
     for log in unresolved[:shown]:
         candidates = ", ".join(log.get("candidates") or []) or "no job on its host then"
-        console.print(f"  {log['tie']}: {log['source_file']} ({candidates})", highlight=False)
+        console.print(
+            f"  {log['tie']}: {log['source_file']} ({candidates})",
+            highlight=False,
+            soft_wrap=True,
+        )
     if len(unresolved) > shown:
         console.print(f"  ... and {len(unresolved) - shown:,} more: --format csv --table logs")
 

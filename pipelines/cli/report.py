@@ -93,4 +93,4 @@ def report(
         )
         return
     console.print(Markdown(result.markdown))
-    console.print(f"report: [bold]{result.path}[/bold] ({result.seconds:.1f} s)")
+    console.print(f"report: [bold]{result.path}[/bold] ({result.seconds:.1f} s)", soft_wrap=True)

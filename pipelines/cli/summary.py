@@ -62,7 +62,9 @@ def print_summary(db_path: Path, summary: dict[str, list[dict[str, Any]]]) -> No
     """
     for name, title in _TITLES.items():
         console.print(rows_table(title, summary[name.value]))
-    console.print(f"warehouse: [bold]{db_path.resolve()}[/bold] (try: duckdb {db_path})")
+    console.print(
+        f"warehouse: [bold]{db_path.resolve()}[/bold] (try: duckdb {db_path})", soft_wrap=True
+    )
 
 
 @app.command()
