@@ -91,6 +91,12 @@ _RESULT_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
     "headline_mtbf_hi_h": pl.Float64,
     "headline_rmst_h": pl.Float64,
     "headline_extrapolated": pl.Boolean,
+    "lifetime_method": pl.String,
+    "lifetime_mtbf_h": pl.Float64,
+    "lifetime_mtbf_lo_h": pl.Float64,
+    "lifetime_mtbf_hi_h": pl.Float64,
+    "lifetime_rmst_h": pl.Float64,
+    "lifetime_extrapolated": pl.Boolean,
 }
 
 
@@ -302,7 +308,23 @@ def fit_lives(
           chi-square; others: delta method on log MTBF);
         - ``afr_pct`` (``8766 / mtbf_h * 100``, steady-state renewal rate), ``fit_per_1e9h``
           (``1e9 / mtbf_h``), ``b10_h`` (age by which 10 % fail);
-        - ``chosen``: the lowest-AIC family of the group.
+        - ``chosen``: the lowest-AIC family of the group (Weibayes for 1 to 5 failures);
+        - ``aic_weight``, ``max_age_h``, ``rmst_h``, ``extrapolated``, ``mtbf_sampled_*``,
+          the observed rates (``unit_years``, ``afr_observed_*``, ``mtbf_observed_*``) and the
+          group's figures repeated on each of its rows (see
+          :func:`models.mtbf_summary.summarise_group`):
+        - the **headline** (``headline_method``, ``headline_mtbf_h``, ``headline_mtbf_lo_h``,
+          ``headline_mtbf_hi_h``, ``headline_extrapolated``): the rate over the ages observed,
+          exposure / failures with its exact chi-square interval (``observed_rate``), or with
+          no failure the one-sided lower bound (``chi_square_bound``); computed by
+          :func:`models.observed_headline`, as :func:`models.failure_rates` computes it;
+          ``headline_extrapolated`` is False (it never rests on ages beyond those observed);
+          ``headline_rmst_h`` is NaN (kept for stored runs);
+        - the **lifetime mean** beside it (``lifetime_method``: ``model_average`` of the
+          families for 6+ failures, ``weibayes_lr`` for 1 to 5, ``chi_square`` for none;
+          ``lifetime_mtbf_h``, ``lifetime_mtbf_lo_h``, ``lifetime_mtbf_hi_h``,
+          ``lifetime_rmst_h``, ``lifetime_extrapolated``: more than half of that mean lies
+          beyond the oldest age observed).
 
     Raises
     ------
