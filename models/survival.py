@@ -100,6 +100,14 @@ _RESULT_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
 }
 
 
+_HEADLINES = ("observed_rate", "lifetime_mean")
+
+
+def _lifetime(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the lifetime mean's columns of a row (``lifetime_*``)."""
+    return {k: v for k, v in row.items() if k.startswith("lifetime_")}
+
+
 def _json(params: dict[str, float]) -> str:
     return json.dumps({k: (v if math.isfinite(v) else None) for k, v in params.items()})
 
@@ -277,6 +285,7 @@ def fit_lives(
     families: Sequence[str] = FAMILIES,
     alpha: float = 0.05,
     weibayes_shape: float | Mapping[str, float] | None = None,
+    headline: str = "observed_rate",
 ) -> pl.DataFrame:
     """Fit every family to the lives of every group and mark the AIC choice.
 
@@ -292,6 +301,15 @@ def fit_lives(
         Families to fit, a subset of :data:`FAMILIES`.
     alpha
         One minus the confidence level of the MTBF bounds.
+    weibayes_shape
+        The known Weibull shape of groups with 1 to 5 failures: one for every group, or per
+        class (the first ``by`` value); default: the class's fleet-wide fit for cohorts, else 1.
+    headline
+        ``"observed_rate"`` (the default, for failure processes): the headline is the rate over
+        the ages observed (:func:`models.observed_headline`). ``"lifetime_mean"``: the headline
+        columns repeat the lifetime mean's (``headline_method`` = ``lifetime_method`` ...), for
+        durations whose mean is the quantity asked for, such as repair times (an MTTR), where
+        the exact chi-square interval of the count would assume exponential durations.
 
     Returns
     -------
@@ -319,7 +337,8 @@ def fit_lives(
           no failure the one-sided lower bound (``chi_square_bound``); computed by
           :func:`models.observed_headline`, as :func:`models.failure_rates` computes it;
           ``headline_extrapolated`` is False (it never rests on ages beyond those observed);
-          ``headline_rmst_h`` is NaN (kept for stored runs);
+          ``headline_rmst_h`` is NaN (kept for stored runs). With ``headline="lifetime_mean"``
+          they are the lifetime mean's columns below;
         - the **lifetime mean** beside it (``lifetime_method``: ``model_average`` of the
           families for 6+ failures, ``weibayes_lr`` for 1 to 5, ``chi_square`` for none;
           ``lifetime_mtbf_h``, ``lifetime_mtbf_lo_h``, ``lifetime_mtbf_hi_h``,
@@ -357,6 +376,9 @@ def fit_lives(
     >>> table.filter(pl.col("chosen")).select("component_class", "family", "mtbf_h")
     """
     alpha = check_alpha(alpha)
+    if headline not in _HEADLINES:
+        msg = f"headline must be one of {list(_HEADLINES)}, got {headline!r}."
+        raise ValueError(msg)
     by = list(by)
     wanted = [check_family(f) for f in dict.fromkeys(families)]
     if not wanted:
@@ -431,6 +453,9 @@ def fit_lives(
             max_age_h=float(part.get_column("exit_h").max()),  # type: ignore[arg-type]
             alpha=alpha,
         )
+        if headline == "lifetime_mean":
+            for row in rows:
+                row |= {f"headline_{k[len('lifetime_') :]}": v for k, v in _lifetime(row).items()}
         for row in rows:
             for c, value in zip(by, key, strict=True):
                 columns[c].append(value)

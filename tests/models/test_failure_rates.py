@@ -249,6 +249,26 @@ class TestOneHeadline:
         assert rates_from_failure_rates(failure_rates(fleet_lives)) == rates_from_fits(fits)
 
 
+class TestLifetimeMeanHeadline:
+    def test_durations_can_headline_their_lifetime_mean(self, fleet_lives: pl.DataFrame) -> None:
+        """Repair times: the MTTR is the mean duration, so the headline repeats lifetime_*."""
+        nic = fleet_lives.filter(pl.col("component_class") == "nic")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rate = fit_lives(nic)
+            mean = fit_lives(nic, headline="lifetime_mean")
+        assert mean.drop("^headline_.*$").equals(rate.drop("^headline_.*$"))
+        row = mean.row(0, named=True)
+        for column in ("method", "mtbf_h", "mtbf_lo_h", "mtbf_hi_h", "rmst_h", "extrapolated"):
+            assert row[f"headline_{column}"] == row[f"lifetime_{column}"], column
+        assert row["headline_method"] == "model_average"
+        assert rate.row(0, named=True)["headline_method"] == "observed_rate"
+
+    def test_unknown_headline_is_refused(self, fleet_lives: pl.DataFrame) -> None:
+        with pytest.raises(ValueError, match="headline must be one of"):
+            fit_lives(fleet_lives, headline="median")
+
+
 class TestRatesFromFailureRates:
     def test_headline_with_exact_bounds_and_level_none_at_node(self) -> None:
         lives = hand_lives().with_columns(
