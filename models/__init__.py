@@ -52,6 +52,11 @@ if TYPE_CHECKING:
         FewFailuresWarning,
         ReliaWarning,
     )
+    from models.failure_rates import (
+        FAILURE_RATE_COLUMNS,
+        UNIT_LEVELS,
+        failure_rates,
+    )
     from models.fitter import (
         MtbfFitter,
     )
@@ -78,6 +83,7 @@ if TYPE_CHECKING:
     )
     from models.mtbf_summary import (
         EXTRAPOLATED_SHARE,
+        HEADLINE_COLUMNS,
         WEIBAYES_MAX_FAILURES,
         ModelAverage,
         Weibayes,
@@ -86,7 +92,9 @@ if TYPE_CHECKING:
         mixture_components,
         mixture_quantile,
         model_average,
+        observed_headline,
         observed_rates,
+        poisson_count_bounds,
         sampled_mean,
         summarise_group,
         weibayes,
@@ -136,6 +144,7 @@ if TYPE_CHECKING:
         paired_goodput_samples,
     )
     from models.rates import (
+        rates_from_failure_rates,
         rates_from_fits,
     )
     from models.repairable import (
@@ -166,10 +175,15 @@ if TYPE_CHECKING:
     )
     from models.trend import (
         CrowAmsaaResult,
+        FleetTrend,
         LaplaceResult,
+        MilHdbk189Result,
         crow_amsaa,
         crow_amsaa_fleet,
+        exposure_clock,
+        fleet_trend,
         laplace_test,
+        mil_hdbk_189_test,
     )
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
@@ -205,6 +219,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "FewFailuresWarning",
         "ReliaWarning",
     ),
+    "failure_rates": (
+        "FAILURE_RATE_COLUMNS",
+        "UNIT_LEVELS",
+        "failure_rates",
+    ),
     "fitter": ("MtbfFitter",),
     "gof": (
         "PAPERS",
@@ -228,6 +247,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "mle": (),
     "mtbf_summary": (
         "EXTRAPOLATED_SHARE",
+        "HEADLINE_COLUMNS",
         "WEIBAYES_MAX_FAILURES",
         "ModelAverage",
         "Weibayes",
@@ -236,7 +256,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "mixture_components",
         "mixture_quantile",
         "model_average",
+        "observed_headline",
         "observed_rates",
+        "poisson_count_bounds",
         "sampled_mean",
         "summarise_group",
         "weibayes",
@@ -283,7 +305,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "knob_gains",
         "paired_goodput_samples",
     ),
-    "rates": ("rates_from_fits",),
+    "rates": (
+        "rates_from_failure_rates",
+        "rates_from_fits",
+    ),
     "renewal": (),
     "repairable": (
         "lemon_nodes",
@@ -308,10 +333,15 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "trend": (
         "CrowAmsaaResult",
+        "FleetTrend",
         "LaplaceResult",
+        "MilHdbk189Result",
         "crow_amsaa",
         "crow_amsaa_fleet",
+        "exposure_clock",
+        "fleet_trend",
         "laplace_test",
+        "mil_hdbk_189_test",
     ),
 }
 """Each submodule and the names it exports (its ``__all__``), imported on first use."""
@@ -362,9 +392,11 @@ __all__ = [
     "DEFAULT_RESTART_S",
     "EXTRAPOLATED_SHARE",
     "EXTRA_FEATURES",
+    "FAILURE_RATE_COLUMNS",
     "FAMILIES",
     "FEATURES",
     "GPU_BUCKETS",
+    "HEADLINE_COLUMNS",
     "HISTORY_FEATURES",
     "HOURS_PER_YEAR",
     "KEYS",
@@ -374,6 +406,7 @@ __all__ = [
     "RSC1_NODE_FAILURES_PER_1000_NODE_DAYS",
     "SIGNAL_FEATURES",
     "SUMMARY_COLUMNS",
+    "UNIT_LEVELS",
     "WEIBAYES_MAX_FAILURES",
     "ApproximationWarning",
     "AsofRates",
@@ -382,11 +415,13 @@ __all__ = [
     "CrowAmsaaResult",
     "FailurePredictor",
     "FewFailuresWarning",
+    "FleetTrend",
     "GoodputProjector",
     "KnobRanking",
     "LaplaceResult",
     "LeakageError",
     "Lifetimes",
+    "MilHdbk189Result",
     "ModelAverage",
     "MtbfFitter",
     "ProbabilityPlot",
@@ -416,8 +451,11 @@ __all__ = [
     "evaluate",
     "expected_variance",
     "exponential_mtbf",
+    "exposure_clock",
+    "failure_rates",
     "family_mixture",
     "fit_lives",
+    "fleet_trend",
     "goodness_of_fit",
     "goodness_of_fit_families",
     "gpu_bucket",
@@ -428,11 +466,13 @@ __all__ = [
     "laplace_test",
     "lemon_nodes",
     "mean_cumulative_function",
+    "mil_hdbk_189_test",
     "mixture_components",
     "mixture_quantile",
     "model_average",
     "nelson_aalen",
     "never_predict",
+    "observed_headline",
     "observed_rates",
     "oe_interval_with_fit",
     "operating_curve",
@@ -440,11 +480,13 @@ __all__ = [
     "paper_transform",
     "period_mtbf",
     "point_seed",
+    "poisson_count_bounds",
     "poisson_ratio_interval",
     "pr_auc_null",
     "predicted_wall_s",
     "probability_plot",
     "project",
+    "rates_from_failure_rates",
     "rates_from_fits",
     "restricted_mean",
     "sampled_mean",

@@ -1,13 +1,17 @@
 """The figures an auditor reads beside a lifetime fit.
 
-Observed rates, model-averaged MTBF, the extrapolation check and few-failure (Weibayes) bounds.
+Observed rates and the headline, model-averaged lifetime mean, the extrapolation check and
+few-failure (Weibayes) bounds.
 
 :func:`models.fit_lives` fits each family by maximum likelihood; this module turns a group's fits
-into the headline numbers:
+into the numbers a reader sees:
 
 - **Observed rates** (:func:`observed_rates`): failures over unit-years of exposure, with the exact
   (Garwood) Poisson interval of the rate and the chi-square interval of the MTBF. No model.
-- **Model-averaged MTBF** (:func:`model_average`): the families' sampling distributions of
+- **The headline** (:func:`observed_headline`): the rate over the ages observed, as an MTBF
+  (exposure / failures) with its exact chi-square interval; with no failure its one-sided lower
+  bound. :func:`models.fit_lives` and :func:`models.failure_rates` both take it from here.
+- **Model-averaged lifetime mean** (:func:`model_average`): the families' sampling distributions of
   log(MTBF) mixed with Akaike weights; the bounds are the model-averaged tail-area (MATA-Wald)
   interval of Turek & Fletcher (2012), the point is the mixture's median. A family with an
   infinite mean (log-logistic with shape <= 1) puts its weight at +inf.
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXTRAPOLATED_SHARE",
+    "HEADLINE_COLUMNS",
     "WEIBAYES_MAX_FAILURES",
     "ModelAverage",
     "Weibayes",
@@ -47,7 +52,9 @@ __all__ = [
     "mixture_components",
     "mixture_quantile",
     "model_average",
+    "observed_headline",
     "observed_rates",
+    "poisson_count_bounds",
     "sampled_mean",
     "summarise_group",
     "weibayes",
@@ -63,6 +70,40 @@ WEIBAYES_MAX_FAILURES = 5
 # --------------------------------------------------------------------------------------------
 # Observed rates
 # --------------------------------------------------------------------------------------------
+def poisson_count_bounds(n_failures: int, *, alpha: float = 0.05) -> tuple[float, float]:
+    """Exact (Garwood) bounds on the mean of a Poisson count ``r``.
+
+    Parameters
+    ----------
+    n_failures
+        The count ``r``.
+    alpha
+        One minus the confidence level.
+
+    Returns
+    -------
+    tuple of float
+        ``(chi2(alpha/2; 2r) / 2, chi2(1 - alpha/2; 2r + 2) / 2)`` for ``r >= 1``; for ``r = 0``
+        ``(0, chi2(1 - alpha; 2) / 2)``, the one-sided ``1 - alpha`` upper bound (``-ln alpha``).
+        Divided by an exposure they bound a rate; an exposure divided by them bounds an MTBF.
+
+    Raises
+    ------
+    ValueError
+        On a negative or non-integer count.
+    """
+    if n_failures < 0 or int(n_failures) != n_failures:
+        msg = f"n_failures must be a non-negative integer; got {n_failures!r}."
+        raise ValueError(msg)
+    r = int(n_failures)
+    if r == 0:
+        return 0.0, float(stats.chi2.ppf(1.0 - alpha, 2)) / 2.0
+    return (
+        float(stats.chi2.ppf(alpha / 2.0, 2 * r)) / 2.0,
+        float(stats.chi2.ppf(1.0 - alpha / 2.0, 2 * r + 2)) / 2.0,
+    )
+
+
 def observed_rates(n_failures: int, exposure_h: float, *, alpha: float = 0.05) -> dict[str, float]:
     """Failures per unit-year and exposure per failure, with exact intervals; no model.
 
@@ -84,16 +125,12 @@ def observed_rates(n_failures: int, exposure_h: float, *, alpha: float = 0.05) -
         (2 years)``; ``mtbf_observed_h`` = ``T / r`` (NaN when ``r = 0``) with the chi-square bounds
         ``2T / chi2(1 - alpha/2; 2r + 2)`` and ``2T / chi2(alpha/2; 2r)`` (the reciprocals of the
         AFR bounds). With ``r = 0`` the upper AFR bound and the lower MTBF bound are the one-sided
-        ``1 - alpha`` ones, ``chi2(1 - alpha; 2)``, as :func:`models.exponential_mtbf` gives.
+        ``1 - alpha`` ones, ``chi2(1 - alpha; 2)``, as :func:`models.exponential_mtbf` gives
+        (:func:`poisson_count_bounds`).
     """
     r = int(n_failures)
     years = float(exposure_h) / HOURS_PER_YEAR
-    if r == 0:
-        upper = float(stats.chi2.ppf(1.0 - alpha, 2)) / 2.0
-        lower = 0.0
-    else:
-        upper = float(stats.chi2.ppf(1.0 - alpha / 2.0, 2 * r + 2)) / 2.0
-        lower = float(stats.chi2.ppf(alpha / 2.0, 2 * r)) / 2.0
+    lower, upper = poisson_count_bounds(r, alpha=alpha)
     with np.errstate(divide="ignore"):
         return {
             "unit_years": years,
@@ -104,6 +141,65 @@ def observed_rates(n_failures: int, exposure_h: float, *, alpha: float = 0.05) -
             "mtbf_observed_lo_h": float(exposure_h) / upper,
             "mtbf_observed_hi_h": float(exposure_h) / lower if lower > 0 else math.inf,
         }
+
+
+HEADLINE_COLUMNS = (
+    "headline_method",
+    "headline_mtbf_h",
+    "headline_mtbf_lo_h",
+    "headline_mtbf_hi_h",
+    "headline_extrapolated",
+)
+"""The headline's columns, in :func:`models.fit_lives` and :func:`models.failure_rates` alike."""
+
+
+def observed_headline(n_failures: int, exposure_h: float, *, alpha: float = 0.05) -> dict[str, Any]:
+    """Return the headline MTBF of a class: the rate over the ages observed, exact interval.
+
+    One definition, used by every table that shows a headline (:func:`models.fit_lives`,
+    :func:`models.failure_rates`), so they cannot differ.
+
+    Parameters
+    ----------
+    n_failures
+        Failures ``r`` in the exposure.
+    exposure_h
+        Unit-hours at risk ``T``.
+    alpha
+        One minus the confidence level.
+
+    Returns
+    -------
+    dict
+        The :data:`HEADLINE_COLUMNS`:
+
+        - ``r >= 1``: ``headline_method = "observed_rate"``, ``headline_mtbf_h = T / r`` with the
+          exact chi-square bounds ``2T / chi2(1 - alpha/2; 2r + 2)`` and ``2T / chi2(alpha/2;
+          2r)``: finite, and their ratio hi/lo is the exact Poisson interval's;
+        - ``r = 0``: ``headline_method = "chi_square_bound"``, no point (NaN), the one-sided
+          ``1 - alpha`` lower bound ``2T / chi2(1 - alpha; 2)`` and an open upper bound (inf);
+        - ``headline_extrapolated`` is False: the headline rests on the ages observed only, never
+          on a lifetime law beyond them (the lifetime mean's own flag is
+          ``lifetime_extrapolated`` in :func:`models.fit_lives`).
+
+    Notes
+    -----
+    Whatever the lifetime law and the units' ages, the failures of a fleet minus their
+    compensator (the expected failures given the at-risk intervals, the sum of the cumulative
+    hazard over them) is a martingale whose variance is the compensator's mean, as for a
+    Poisson count; so the exact Poisson interval of ``r`` bounds the compensator, and the
+    interval above covers exposure / compensator: the mean time between failures at the ages
+    the fleet was watched. It is not the mean lifetime (the steady-state renewal MTBF) unless
+    the hazard is flat or the ages observed are the steady state's.
+    """
+    observed = observed_rates(n_failures, exposure_h, alpha=alpha)
+    return {
+        "headline_method": "observed_rate" if n_failures > 0 else "chi_square_bound",
+        "headline_mtbf_h": observed["mtbf_observed_h"],
+        "headline_mtbf_lo_h": observed["mtbf_observed_lo_h"],
+        "headline_mtbf_hi_h": observed["mtbf_observed_hi_h"],
+        "headline_extrapolated": False,
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -409,12 +505,14 @@ def summarise_group(
     max_age_h: float,
     alpha: float,
 ) -> None:
-    """Add the extrapolation check, observed rates and the headline to a group's family rows.
+    """Add the extrapolation check, observed rates, the headline and the lifetime mean to rows.
 
     Every row gets ``max_age_h`` (the oldest age observed in the group), ``rmst_h`` (its family's
     mean restricted to that age), ``extrapolated`` (more than :data:`EXTRAPOLATED_SHARE` of the
     family's mean lies beyond that age) and ``aic_weight``; every row repeats the group's
-    observed rates (:func:`observed_rates`) and its headline:
+    observed rates (:func:`observed_rates`), its headline (:func:`observed_headline`: the rate
+    over the ages observed as an MTBF with its exact chi-square interval, the one-sided bound
+    with no failure) and its lifetime mean, ``lifetime_*``, shown beside the headline:
 
     - no failure: ``chi_square``, the exponential row (no point, a one-sided lower bound);
     - 1 to :data:`WEIBAYES_MAX_FAILURES` failures: ``weibayes_lr``, the chosen Weibayes row;
@@ -426,8 +524,12 @@ def summarise_group(
       point (median log error +0.03 / +0.34 / -0.14 / -0.12 for exponential / Weibull /
       log-normal / log-logistic truths, against +0.16 / +0.63 / -0.27 / +0.02 for the
       mixture's median), while its own interval alone misses the truth too often. Its
-      ``headline_extrapolated`` compares the weighted restricted means with the weighted means
+      ``lifetime_extrapolated`` compares the weighted restricted means with the weighted means
       (``1 - sum w rmst / sum w mean``; an infinite mean with weight counts as extrapolated).
+
+    ``headline_rmst_h`` is NaN: the headline is a rate, not a mean that could be restricted; it
+    is kept for the readers of stored fit runs, and the lifetime mean's restricted mean is
+    ``lifetime_rmst_h``.
     """
     observed = observed_rates(n_failures, exposure_h, alpha=alpha)
     for row in rows:
@@ -442,23 +544,23 @@ def summarise_group(
     weights = aic_weights([r["aic"] for r in rows])
     if n_failures == 0:
         head = next(r for r in rows if r["chosen"])
-        headline = {
-            "headline_method": "chi_square",
-            "headline_mtbf_h": head["mtbf_h"],
-            "headline_mtbf_lo_h": head["mtbf_lo_h"],
-            "headline_mtbf_hi_h": head["mtbf_hi_h"],
-            "headline_rmst_h": math.nan,
-            "headline_extrapolated": None,
+        lifetime = {
+            "lifetime_method": "chi_square",
+            "lifetime_mtbf_h": head["mtbf_h"],
+            "lifetime_mtbf_lo_h": head["mtbf_lo_h"],
+            "lifetime_mtbf_hi_h": head["mtbf_hi_h"],
+            "lifetime_rmst_h": math.nan,
+            "lifetime_extrapolated": None,
         }
     elif n_failures <= WEIBAYES_MAX_FAILURES:
         head = next(r for r in rows if r["chosen"])
-        headline = {
-            "headline_method": head["method"],
-            "headline_mtbf_h": head["mtbf_h"],
-            "headline_mtbf_lo_h": head["mtbf_lo_h"],
-            "headline_mtbf_hi_h": head["mtbf_hi_h"],
-            "headline_rmst_h": head["rmst_h"],
-            "headline_extrapolated": head["extrapolated"],
+        lifetime = {
+            "lifetime_method": head["method"],
+            "lifetime_mtbf_h": head["mtbf_h"],
+            "lifetime_mtbf_lo_h": head["mtbf_lo_h"],
+            "lifetime_mtbf_hi_h": head["mtbf_hi_h"],
+            "lifetime_rmst_h": head["rmst_h"],
+            "lifetime_extrapolated": head["extrapolated"],
         }
     else:
         averaged = model_average(
@@ -480,17 +582,20 @@ def summarise_group(
         point = _mean_of(chosen) if chosen is not None else math.nan
         if not math.isfinite(point):
             point = averaged.mtbf_h
-        headline = {
-            "headline_method": "model_average",
-            "headline_mtbf_h": min(max(point, averaged.lo_h), averaged.hi_h),
-            "headline_mtbf_lo_h": averaged.lo_h,
-            "headline_mtbf_hi_h": averaged.hi_h,
-            "headline_rmst_h": rmst_avg,
-            "headline_extrapolated": (
+        lifetime = {
+            "lifetime_method": "model_average",
+            "lifetime_mtbf_h": min(max(point, averaged.lo_h), averaged.hi_h),
+            "lifetime_mtbf_lo_h": averaged.lo_h,
+            "lifetime_mtbf_hi_h": averaged.hi_h,
+            "lifetime_rmst_h": rmst_avg,
+            "lifetime_extrapolated": (
                 bool(math.isinf(mean_avg) or 1.0 - rmst_avg / mean_avg > EXTRAPOLATED_SHARE)
                 if used.any()
                 else None
             ),
         }
+    headline = observed_headline(n_failures, exposure_h, alpha=alpha) | {
+        "headline_rmst_h": math.nan
+    }
     for row, weight in zip(rows, weights, strict=True):
-        row |= {"aic_weight": float(weight)} | headline
+        row |= {"aic_weight": float(weight)} | headline | lifetime

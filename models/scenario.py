@@ -68,14 +68,16 @@ class ClassRate:
         Weibull shape of one unit's lifetime; 1 is exponential, below 1 is infant mortality.
     mtbf_mixture
         The sampling distribution of the MTBF as a mixture of split log-normals:
-        ``(weight, log_centre, sd_below, sd_above)`` (a model-averaged fit's families with their
-        Akaike weights, see :func:`~models.rates.rates_from_fits` and
-        :func:`models.mixture_components`); ``log_centre = inf`` is a family with no finite mean,
-        sampled as :data:`MTBF_CAP_H`. When given, :func:`~models.goodput.project` samples from it
-        instead of the log-normal matched to the bounds.
+        ``(weight, log_centre, sd_below, sd_above)`` (a model-averaged lifetime mean's families
+        with their Akaike weights, see :func:`models.family_mixture` and
+        :func:`models.mixture_components`; :func:`~models.rates.rates_from_fits` projects the
+        observed rate instead and passes none); ``log_centre = inf`` is a family with no finite
+        mean, sampled as :data:`MTBF_CAP_H`. When given, :func:`~models.goodput.project`
+        samples from it instead of the log-normal matched to the bounds.
     extrapolated
-        The MTBF is mostly an extrapolation beyond the ages observed (from the fit); carried into
-        the projection's output.
+        The MTBF is mostly an extrapolation beyond the ages observed (from the fit: a Weibull
+        fit's mean for a projection at given ages; never the observed rate); carried into the
+        projection's output.
     """
 
     component_class: str

@@ -91,7 +91,21 @@ _RESULT_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
     "headline_mtbf_hi_h": pl.Float64,
     "headline_rmst_h": pl.Float64,
     "headline_extrapolated": pl.Boolean,
+    "lifetime_method": pl.String,
+    "lifetime_mtbf_h": pl.Float64,
+    "lifetime_mtbf_lo_h": pl.Float64,
+    "lifetime_mtbf_hi_h": pl.Float64,
+    "lifetime_rmst_h": pl.Float64,
+    "lifetime_extrapolated": pl.Boolean,
 }
+
+
+_HEADLINES = ("observed_rate", "lifetime_mean")
+
+
+def _lifetime(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the lifetime mean's columns of a row (``lifetime_*``)."""
+    return {k: v for k, v in row.items() if k.startswith("lifetime_")}
 
 
 def _json(params: dict[str, float]) -> str:
@@ -271,6 +285,7 @@ def fit_lives(
     families: Sequence[str] = FAMILIES,
     alpha: float = 0.05,
     weibayes_shape: float | Mapping[str, float] | None = None,
+    headline: str = "observed_rate",
 ) -> pl.DataFrame:
     """Fit every family to the lives of every group and mark the AIC choice.
 
@@ -286,6 +301,15 @@ def fit_lives(
         Families to fit, a subset of :data:`FAMILIES`.
     alpha
         One minus the confidence level of the MTBF bounds.
+    weibayes_shape
+        The known Weibull shape of groups with 1 to 5 failures: one for every group, or per
+        class (the first ``by`` value); default: the class's fleet-wide fit for cohorts, else 1.
+    headline
+        ``"observed_rate"`` (the default, for failure processes): the headline is the rate over
+        the ages observed (:func:`models.observed_headline`). ``"lifetime_mean"``: the headline
+        columns repeat the lifetime mean's (``headline_method`` = ``lifetime_method`` ...), for
+        durations whose mean is the quantity asked for, such as repair times (an MTTR), where
+        the exact chi-square interval of the count would assume exponential durations.
 
     Returns
     -------
@@ -302,7 +326,24 @@ def fit_lives(
           chi-square; others: delta method on log MTBF);
         - ``afr_pct`` (``8766 / mtbf_h * 100``, steady-state renewal rate), ``fit_per_1e9h``
           (``1e9 / mtbf_h``), ``b10_h`` (age by which 10 % fail);
-        - ``chosen``: the lowest-AIC family of the group.
+        - ``chosen``: the lowest-AIC family of the group (Weibayes for 1 to 5 failures);
+        - ``aic_weight``, ``max_age_h``, ``rmst_h``, ``extrapolated``, ``mtbf_sampled_*``,
+          the observed rates (``unit_years``, ``afr_observed_*``, ``mtbf_observed_*``) and the
+          group's figures repeated on each of its rows (see
+          :func:`models.mtbf_summary.summarise_group`):
+        - the **headline** (``headline_method``, ``headline_mtbf_h``, ``headline_mtbf_lo_h``,
+          ``headline_mtbf_hi_h``, ``headline_extrapolated``): the rate over the ages observed,
+          exposure / failures with its exact chi-square interval (``observed_rate``), or with
+          no failure the one-sided lower bound (``chi_square_bound``); computed by
+          :func:`models.observed_headline`, as :func:`models.failure_rates` computes it;
+          ``headline_extrapolated`` is False (it never rests on ages beyond those observed);
+          ``headline_rmst_h`` is NaN (kept for stored runs). With ``headline="lifetime_mean"``
+          they are the lifetime mean's columns below;
+        - the **lifetime mean** beside it (``lifetime_method``: ``model_average`` of the
+          families for 6+ failures, ``weibayes_lr`` for 1 to 5, ``chi_square`` for none;
+          ``lifetime_mtbf_h``, ``lifetime_mtbf_lo_h``, ``lifetime_mtbf_hi_h``,
+          ``lifetime_rmst_h``, ``lifetime_extrapolated``: more than half of that mean lies
+          beyond the oldest age observed).
 
     Raises
     ------
@@ -335,6 +376,9 @@ def fit_lives(
     >>> table.filter(pl.col("chosen")).select("component_class", "family", "mtbf_h")
     """
     alpha = check_alpha(alpha)
+    if headline not in _HEADLINES:
+        msg = f"headline must be one of {list(_HEADLINES)}, got {headline!r}."
+        raise ValueError(msg)
     by = list(by)
     wanted = [check_family(f) for f in dict.fromkeys(families)]
     if not wanted:
@@ -409,6 +453,9 @@ def fit_lives(
             max_age_h=float(part.get_column("exit_h").max()),  # type: ignore[arg-type]
             alpha=alpha,
         )
+        if headline == "lifetime_mean":
+            for row in rows:
+                row |= {f"headline_{k[len('lifetime_') :]}": v for k, v in _lifetime(row).items()}
         for row in rows:
             for c, value in zip(by, key, strict=True):
                 columns[c].append(value)

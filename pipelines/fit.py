@@ -161,11 +161,13 @@ def fit_table(
     families: tuple[str, ...] = FAMILIES,
     alpha: float = 0.05,
     weibayes_shape: float | dict[str, float] | None = None,
+    headline: str = "observed_rate",
 ) -> pl.DataFrame:
     """Fit every component class (x cohort) and family; the table ``fit_results`` stores.
 
     ``weibayes_shape``: the known Weibull shape of groups with 1 to 5 failures (one for every
-    class, or per class); see :func:`models.fit_lives`.
+    class, or per class); ``headline``: ``observed_rate`` for lives, ``lifetime_mean`` for repair
+    times (an MTTR); see :func:`models.fit_lives`.
 
     Besides :func:`models.fit_lives`' columns, ``ad_statistic`` is the Anderson-Darling distance
     (:func:`models.goodness_of_fit`) between each group's product limit and the row's fit: lower
@@ -192,6 +194,7 @@ def fit_table(
         families=families,
         alpha=alpha,
         weibayes_shape=weibayes_shape,
+        headline=headline,
     )
     fitted = fitted.with_columns(
         ad_statistic=ad_statistics(lives, fitted, by=["component_class", *cohorts])
@@ -435,7 +438,14 @@ def run_fit(
             what = "repairs with a duration" if quantity == "repair_time" else "unit lives"
             msg = f"no {what} in {lives}; ingest telemetry first (relia ingest PATH)"
             raise WarehouseEmptyError(msg)
-        results = fit_table(frame, by=by, alpha=alpha, weibayes_shape=weibayes_shape)
+        results = fit_table(
+            frame,
+            by=by,
+            alpha=alpha,
+            weibayes_shape=weibayes_shape,
+            # an MTTR is the mean of the repair times, not a rate over the ages observed
+            headline="lifetime_mean" if quantity == "repair_time" else "observed_rate",
+        )
         if quantity == "repair_time":
             results = results.with_columns(
                 afr_pct=pl.lit(None, pl.Float64), fit_per_1e9h=pl.lit(None, pl.Float64)

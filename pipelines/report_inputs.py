@@ -241,7 +241,9 @@ def goodput_projection(
         "targets": list(targets),
         "hot_spare_share": HOT_SPARE_SHARE,
         "knob_baselines": knob_baselines,
-        "fleet_age_matters": any(r.weibull_shape != 1.0 for r in rates),
+        # the steady-state rates are the observed ones (shape 1); ages matter through the
+        # Weibull fits a new fleet is projected with
+        "fleet_age_matters": any(r.weibull_shape != 1.0 for r in rates_at_ages),
     }
     return {
         "headline": headline,

@@ -287,6 +287,9 @@ _HEADLINE_COLUMNS = (
     "headline_mtbf_hi_h",
     "headline_rmst_h",
     "headline_extrapolated",
+    "lifetime_mtbf_h",
+    "lifetime_rmst_h",
+    "lifetime_extrapolated",
     "max_age_h",
 )
 """Columns of a fit run that carries observed rates and headlines (null for an older run)."""

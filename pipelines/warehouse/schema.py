@@ -56,6 +56,13 @@ ADDED_COLUMNS = (
     # stored before it, which were all lifetime runs
     ("fit_runs", "lives", "varchar"),
     ("fit_results", "ad_statistic", "double"),  # Anderson-Darling distance of the family's fit
+    # the model-averaged lifetime mean, shown beside the headline (the observed rate)
+    ("fit_results", "lifetime_method", "varchar"),
+    ("fit_results", "lifetime_mtbf_h", "double"),
+    ("fit_results", "lifetime_mtbf_lo_h", "double"),
+    ("fit_results", "lifetime_mtbf_hi_h", "double"),
+    ("fit_results", "lifetime_rmst_h", "double"),
+    ("fit_results", "lifetime_extrapolated", "boolean"),
 )
 """Columns added to a table after it first shipped: ``(table, column, type)``. A warehouse
 made before gains them (empty) when its schema is applied; a table the lake has replaced by a

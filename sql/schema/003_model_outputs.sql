@@ -47,12 +47,18 @@ create table if not exists fit_results (
     mtbf_observed_h double,  -- exposure_h / failures, chi-square bounds
     mtbf_observed_lo_h double,
     mtbf_observed_hi_h double,
-    headline_method varchar,  -- model_average, weibayes_lr or chi_square
-    headline_mtbf_h double,  -- the class x cohort's headline MTBF and bounds (same on every row)
+    headline_method varchar,  -- observed_rate or chi_square_bound (model_average, weibayes_lr, chi_square in older runs)
+    headline_mtbf_h double,  -- the class x cohort's headline MTBF and bounds (same on every row): exposure / failures, exact chi-square interval
     headline_mtbf_lo_h double,
     headline_mtbf_hi_h double,
-    headline_rmst_h double,
-    headline_extrapolated boolean,
+    headline_rmst_h double,  -- NaN since the headline is the observed rate; see lifetime_rmst_h
+    headline_extrapolated boolean,  -- false: the headline rests on the ages observed only
+    lifetime_method varchar,  -- model_average, weibayes_lr or chi_square: the lifetime mean shown beside the headline
+    lifetime_mtbf_h double,
+    lifetime_mtbf_lo_h double,
+    lifetime_mtbf_hi_h double,
+    lifetime_rmst_h double,
+    lifetime_extrapolated boolean,  -- more than half of the lifetime mean lies beyond max_age_h
     primary key (run_id, component_class, cohort, family)
 );
 

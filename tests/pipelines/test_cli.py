@@ -86,7 +86,11 @@ def test_fit_reports_observed_rates_and_the_headline(fleet: tuple) -> None:
         row = fits[name]
         assert row["n_failures"] == n
         assert row["afr_observed_pct"] == 100 * n / (row["exposure_h"] / 8766)
-        assert row["headline_method"] == (
+        # the headline is the observed rate; the lifetime mean is shown beside it
+        assert row["headline_method"] == ("chi_square_bound" if n == 0 else "observed_rate")
+        if n:
+            assert row["headline_mtbf_h"] == row["mtbf_observed_h"] == row["exposure_h"] / n
+        assert row["lifetime_method"] == (
             "chi_square" if n == 0 else "weibayes_lr" if n <= 5 else "model_average"
         )
         assert row["method"] in {"chi_square", "mle_delta", "weibayes_lr"}

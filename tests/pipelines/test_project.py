@@ -56,7 +56,7 @@ def test_projection_from_fits_covers_the_true_interruption_rate(fleet: tuple, fi
     assert "steady state" in result["fleet_age_assumption"]
 
 
-def test_projection_carries_the_extrapolation_flag_and_uses_weibull_fits_at_ages(
+def test_projection_uses_the_headline_rate_and_weibull_fits_at_ages(
     fleet: tuple, fit_run: str
 ) -> None:
     from pipelines import warehouse
@@ -65,24 +65,29 @@ def test_projection_carries_the_extrapolation_flag_and_uses_weibull_fits_at_ages
     with warehouse.connect(db, read_only=True) as con:
         rows = warehouse.query(
             con,
-            "select component_class, family, mtbf_h, shape, headline_mtbf_h, headline_method, "
-            "headline_extrapolated from fit_results "
+            "select component_class, family, mtbf_h, shape, headline_mtbf_h, headline_mtbf_lo_h, "
+            "headline_mtbf_hi_h, headline_method, lifetime_extrapolated from fit_results "
             "where run_id = $id and cohort = 'all' and n_failures > 0",
             {"id": fit_run},
         )
-    flagged = sorted(set(rows.filter(pl.col("headline_extrapolated"))["component_class"]))
+    flagged = sorted(set(rows.filter(pl.col("lifetime_extrapolated"))["component_class"]))
     assert flagged  # the default fleet is young against its classes' mean lives
+    # steady state: the observed rate over the ages watched, with its exact interval; it is
+    # no extrapolation, and no family mixture is sampled
     steady = project.run_projection(db, {"n_gpus": 16_384}, fit_run=fit_run)
-    assert sorted(steady["extrapolated_classes"]) == flagged
-    assert "steady-state projection rests on it" in steady["extrapolation_note"]
+    assert steady["extrapolated_classes"] == []
     headline = {r["component_class"]: r for r in rows.iter_rows(named=True)}
     for rate in steady["scenario"]["rates"]:
         head = headline[rate["component_class"]]
+        assert head["headline_method"] == "observed_rate"
         assert rate["mtbf_h"] == pytest.approx(head["headline_mtbf_h"], rel=1e-12)
-        # a model average is sampled as its mixture; a Weibayes headline from its LR bounds
-        assert bool(rate["mtbf_mixture"]) == (head["headline_method"] == "model_average")
-    assert any(rate["mtbf_mixture"] for rate in steady["scenario"]["rates"])
+        assert rate["mtbf_lo_h"] == pytest.approx(head["headline_mtbf_lo_h"], rel=1e-12)
+        assert rate["mtbf_hi_h"] == pytest.approx(head["headline_mtbf_hi_h"], rel=1e-12)
+        assert rate["weibull_shape"] == 1.0
+        assert not rate["mtbf_mixture"]
+    # at given ages: each class's Weibull fit, flagged where its mean is an extrapolation
     new = project.run_projection(db, {"n_gpus": 16_384, "fleet_age": "new"}, fit_run=fit_run)
+    assert sorted(new["extrapolated_classes"]) == flagged
     assert "Weibull fit's hazard" in new["extrapolation_note"]
     weibull = {
         r["component_class"]: (r["mtbf_h"], r["shape"])

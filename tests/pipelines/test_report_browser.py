@@ -301,17 +301,19 @@ def test_class_table_shows_observed_afr_headline_mtbf_and_extrapolation(
         )
         errors = [e for e in driver.browser_log() if e.get("level") in ("SEVERE", "ERROR")]
     assert errors == []
-    assert {"AFR observed", "MTBF (model-averaged)", "Mean from data?", "Model AFR"} <= set(heads)
+    assert {"AFR observed", "MTBF (observed rate)", "Mean from data?", "Model AFR"} <= set(heads)
     assert all(afr for _, afr, _, _ in rows)
     assert {r[0] for r in rows} == set(expected)
     for name, afr, mtbf, extrapolation in rows:
         n, observed = expected[name]
         assert afr == f"{observed:.2f} %", name
-        method = "chi-square" if n == 0 else "Weibayes" if n <= 5 else "model average"
+        # the headline is the observed rate; the lifetime mean is the next column
+        method = "chi-square bound" if n == 0 else "observed rate"
         assert f"({method})" in " ".join(mtbf.split()), (name, mtbf)
         if n > 5:
             assert extrapolation.startswith(("extrapolated", "yes")), (name, extrapolation)
-    # the default fleet is young against its classes' mean lives: most means are extrapolated
+    # the default fleet is young against its classes' mean lives: most lifetime means are
+    # extrapolated
     assert sum(r[3].startswith("extrapolated") for r in rows) >= 3
     assert "Turek" in note
     assert "model quantity" in note

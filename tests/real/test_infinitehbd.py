@@ -227,7 +227,7 @@ def test_infinitehbd_repair_fit_through_the_repair_view(infinitehbd: RealWarehou
     assert counts["n_repairs"] == 584
     assert (counts["n_repaired"], counts["n_no_length"], counts["n_open"]) == (570, 14, 0)
     with pytest.warns(FewFailuresWarning):
-        table = fit_table(frame)
+        table = fit_table(frame, headline="lifetime_mean")  # as run_fit fits a repair view
     pooled = table.filter(
         (pl.col("component_class") == "all") & (pl.col("family") == "exponential")
     )
