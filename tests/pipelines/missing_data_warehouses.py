@@ -8,6 +8,7 @@
   unit lives.
 - ``failureless``: a fleet register, nvidia-smi snapshots (the same serials at both ends) and
   the same jobs: units at risk, jobs, and no failure at all.
+- ``jobless``: the same register and snapshots without the jobs: units at risk, no job.
 
 The hand-written files are in the real formats (``sacct --parsable2``, ``nvidia-smi
 --query-gpu=timestamp,index,pci.bus_id,serial,uuid,name --format=csv``, the fleet CSV of
@@ -28,7 +29,7 @@ from synth import SynthConfig, synthesize
 if TYPE_CHECKING:
     from pathlib import Path
 
-KINDS = ("missing", "schema", "ticketless", "lifeless", "failureless")
+KINDS = ("missing", "schema", "ticketless", "lifeless", "failureless", "jobless")
 """Every warehouse, in the order the matrix lists them."""
 
 NODES = ("gpu0001", "gpu0002")
@@ -107,8 +108,9 @@ def build(kind: str, root: Path) -> Path:
         shutil.rmtree(landing / "repairs")
         _ingest(db, landing)
         return db
-    _write(landing / "slurm" / "sacct_20260614.txt", SACCT + "\n")
-    if kind == "failureless":
+    if kind != "jobless":
+        _write(landing / "slurm" / "sacct_20260614.txt", SACCT + "\n")
+    if kind in ("failureless", "jobless"):
         _write(landing / "fleet" / "fleet.csv", FLEET)
         for node in (1, 2):
             for stamp, name in (

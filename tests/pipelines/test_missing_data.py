@@ -1,9 +1,10 @@
 """Every command and flow on a warehouse that lacks something (issue #25, section 5).
 
-Five warehouses, built once through the real ingest path (``missing_data_warehouses.py``):
+Six warehouses, built once through the real ingest path (``missing_data_warehouses.py``):
 ``missing`` (no file yet), ``schema`` (the schema and nothing else), ``ticketless`` (a generated
-8-node fleet ingested without its ``repairs/``), ``lifeless`` (Slurm jobs only: no unit lives)
-and ``failureless`` (a fleet register, nvidia-smi snapshots and jobs: units at risk, no failure).
+8-node fleet ingested without its ``repairs/``), ``lifeless`` (Slurm jobs only: no unit lives),
+``failureless`` (a fleet register, nvidia-smi snapshots and jobs: units at risk, no failure) and
+``jobless`` (the register and snapshots alone: no job).
 Each cell runs one command or flow on a fresh copy of one warehouse and states what must happen:
 the command does its job (exit 0) and says in its output or report section what is missing, or
 it stops with one line naming what is missing and what would supply it (exit 1), leaving no run
@@ -52,6 +53,7 @@ ASK = ("--default-rates-if-none",)
 NO_WAREHOUSE = ("no warehouse at", "relia ingest LANDING")
 NO_LIVES = ("no unit lives in fct_component_lives", "fleet/ register", "nvidia_smi/")
 NO_FIT_NO_LIVES = ("no fit run in the warehouse and no unit lives to fit one from", "fleet/")
+NO_JOBS = "no finished job in fct_job_goodput"
 NO_FAILURES = (
     "has no failure in any component class",
     "kernel/ logs with Xid lines",
@@ -77,6 +79,8 @@ def warehouses(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             "select count(*) > 0, count(*) filter (where failed) from fct_component_lives"
         ).fetchone() == (True, 0)
         assert con.execute("select count(*) from fct_job_goodput").fetchone() == (5,)
+    with duckdb.connect(str(built["jobless"]), read_only=True) as con:
+        assert con.execute("select count(*) from fct_job_goodput").fetchone() == (0,)
     return built
 
 
@@ -169,6 +173,11 @@ CLI_CELLS: dict[tuple[str, str], Expect] = {
         html=("No projection: fit run", "has no failure in any component class"),
     ),
     ("whatif", "failureless"): Expect(1, NO_FAILURES),
+    # units at risk and no job: no goodput to measure nor back-test, said in place
+    ("goodput", "jobless"): Expect(
+        0, ("no realised goodput yet", f"back-test: not run: {NO_JOBS}")
+    ),
+    ("report", "jobless"): Expect(0, ("report:",), html=(f"No back-test: {NO_JOBS}",)),
 }
 
 
@@ -402,6 +411,7 @@ FLOW_CELLS: dict[tuple[str, str], FlowExpect] = {
     ("weekly-report", "failureless"): FlowExpect(None, ("No projection: fit run",)),
     ("what-if", "failureless"): FlowExpect(MissingDataError, NO_FAILURES),
     ("backtest-goodput", "failureless"): FlowExpect(None),
+    ("backtest-goodput", "jobless"): FlowExpect(MissingDataError, (NO_JOBS, "slurm/")),
 }
 
 
