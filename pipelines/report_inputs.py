@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import logging
 import math
 import uuid
 from dataclasses import asdict, fields, replace
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipelines.errors import MissingDataError, no_failures, no_lives
+from pipelines.errors import no_failures, no_lives
 from pipelines.report.containers import FitInfo
 from pipelines.report.period import (
     CURVE_GPUS,
@@ -47,10 +46,7 @@ if TYPE_CHECKING:
     import duckdb
 
     from models.scenario import ClassRate, Projection, Scenario
-    from pipelines.backtest import BacktestRun
     from pipelines.report.period import ReportPeriod
-
-log = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------------------------
 # Goodput projection
@@ -564,32 +560,18 @@ def refresh_inputs(
         sections say.
     """
     from pipelines import warehouse
+    from pipelines.backtest import backtest_unless_missing
 
     warehouse.materialize(con)  # the stages and the report read the same views: compute once
     with warehouse.transaction(con):
         fit_run_id = fit_for_report(con)
         projection = project_for_report(con, week=week, target_gpus=target_gpus)
-        backtest = backtest_for_report(con, min_gpus=backtest_min_gpus)
+        backtest = backtest_unless_missing(con, min_gpus=backtest_min_gpus)
     return {
         "fit_run_id": fit_run_id,
         "projection_run_id": projection,
         "backtest_run_id": None if backtest is None else backtest.run_id,
     }
-
-
-def backtest_for_report(con: duckdb.DuckDBPyConnection, *, min_gpus: int) -> BacktestRun | None:
-    """Back-test stage: a stored back-test run, or None when the warehouse lacks what it needs.
-
-    The report's section says what is missing (:func:`pipelines.backtest.missing_inputs`); the
-    ``backtest-goodput`` flow, whose only job this is, fails with that line instead.
-    """
-    from pipelines.backtest import run_backtest
-
-    try:
-        return run_backtest(con, min_gpus=min_gpus)
-    except MissingDataError as error:
-        log.info("back-test not run: %s", error)
-        return None
 
 
 def refresh_warehouse(

@@ -29,19 +29,16 @@ def backtest_projection(
     :class:`~pipelines.errors.MissingDataError`; with ``skip_missing`` (the weekly report,
     whose section says what is missing) the stage logs it and returns None instead.
     """
-    from pipelines.backtest import run_backtest
-    from pipelines.errors import MissingDataError
+    from pipelines.backtest import missing_inputs, run_backtest
 
     with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
         warehouse.apply_schema(con)
         warehouse.materialize(con)
-        try:
-            run = run_backtest(con, min_gpus=min_gpus)
-        except MissingDataError as error:
-            if not skip_missing:
-                raise
-            get_run_logger().warning("back-test not run: %s", error)
+        missing = missing_inputs(con, min_gpus=min_gpus) if skip_missing else None
+        if missing is not None:
+            get_run_logger().warning("back-test not run: %s", missing)
             return None
+        run = run_backtest(con, min_gpus=min_gpus)
     publish_backtest(run.run_id, run.buckets.to_dicts(), min_gpus)
     return run.run_id
 
