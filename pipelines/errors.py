@@ -4,6 +4,11 @@ A :class:`ReliaError` is not a bug: a missing or busy warehouse, a warehouse wit
 ingested. ``relia`` prints ``error: <message>`` and exits with :attr:`ReliaError.exit_code`
 (the traceback only under ``relia --debug`` or ``RELIA_DEBUG=1``). The message says what to do
 next.
+
+A warehouse that lacks the data a step needs (no unit lives, no failure, no job) is one
+:class:`MissingDataError`, built by :func:`no_lives`, :func:`no_fit_run`, :func:`empty_fit_run`,
+:func:`no_failures` or :func:`no_jobs`, so every command, flow and report section names the same
+lack and what would supply it in the same words.
 """
 
 from __future__ import annotations
@@ -20,10 +25,98 @@ class WarehouseMissingError(ReliaError, FileNotFoundError):
 
     def __init__(self, db_path: object) -> None:
         super().__init__(
-            f"no warehouse at {db_path}: run `relia ingest LANDING --db {db_path}` first "
-            "(or pass --db / set RELIA_DB)"
+            f"no warehouse at {db_path}: run `relia ingest LANDING --db {db_path}` (or the "
+            "ingest-telemetry flow) first, or pass --db / set RELIA_DB"
         )
 
 
 class WarehouseEmptyError(ReliaError, ValueError):
     """The warehouse exists but lacks what a command reads (no views, no lives, no fit run)."""
+
+
+class MissingDataError(WarehouseEmptyError):
+    """The warehouse lacks the data a step needs: what is missing, and what would supply it.
+
+    One type for every command, flow and report section: the CLI prints it as one line and exits
+    1; a report section that cannot be made shows :attr:`missing` and :attr:`supply` in its
+    place; a flow run fails with the same line. Build it with the constructors below, so the
+    same lack reads the same everywhere.
+
+    Parameters
+    ----------
+    missing
+        What the warehouse lacks, e.g. ``"no unit lives in fct_component_lives"``.
+    supply
+        What would supply it, e.g. ``"ingest a fleet register (fleet/) ..."``.
+    """
+
+    def __init__(self, missing: str, supply: str) -> None:
+        self.missing = missing
+        self.supply = supply
+        super().__init__(f"{missing}: {supply}")
+
+
+SUPPLY_LIVES = (
+    "ingest the fleet's inventory (a fleet/ register with nvidia_smi/ snapshots or dcgm/ "
+    "samples) with `relia ingest LANDING`"
+)
+"""What supplies unit lives (``fct_component_lives``)."""
+SUPPLY_FAULT_LIVES = (
+    "ingest a fault log or lifetime table with `relia ingest --source fault_log --mapping M FILE` "
+    "(or give its --dataset)"
+)
+"""What supplies the lives of ``int_fault_lives``."""
+SUPPLY_FAILURES = (
+    "ingest telemetry that shows failures (kernel/ logs with Xid lines, node_events/, "
+    "k8s_events/, repairs/ tickets or a fault_log/) and refit with `relia fit`"
+)
+"""What supplies failures to a fit run."""
+SUPPLY_JOBS = "ingest the scheduler's jobs (slurm/ sacct dumps, k8s_pods/ or elastic/ logs)"
+"""What supplies finished jobs (``fct_job_goodput``)."""
+HAND_RATES = (
+    "or give rates by hand (--node-failures-per-1000-node-days; in a sweep file, "
+    "base: node_failures_per_1000_node_days), or allow the published defaults with "
+    "--default-rates-if-none"
+)
+"""The way around missing fitted rates, for a projection."""
+
+
+def no_lives(view: str = "fct_component_lives") -> MissingDataError:
+    """Say that there are no unit lives (no inventory): nothing to fit or predict from."""
+    supply = SUPPLY_FAULT_LIVES if view == "int_fault_lives" else SUPPLY_LIVES
+    return MissingDataError(f"no unit lives in {view}", supply)
+
+
+def no_fit_run(*, has_lives: bool) -> MissingDataError:
+    """Say that there is no fit run; ``has_lives``: whether ``relia fit`` could store one now."""
+    if has_lives:
+        return MissingDataError(
+            "no fit run in the warehouse", f"run `relia fit` first, {HAND_RATES}"
+        )
+    return MissingDataError(
+        "no fit run in the warehouse and no unit lives to fit one from",
+        f"{SUPPLY_LIVES}, then run `relia fit`; {HAND_RATES}",
+    )
+
+
+def empty_fit_run(run_id: str, *, has_lives: bool) -> MissingDataError:
+    """Say that a stored fit run has no row (stored from a warehouse without unit lives)."""
+    refit = "run `relia fit`" if has_lives else f"{SUPPLY_LIVES}, then run `relia fit`"
+    return MissingDataError(
+        f"fit run {run_id} has no rows (it was fitted on no unit lives)", f"{refit}; {HAND_RATES}"
+    )
+
+
+def no_failures(run_id: str | None) -> MissingDataError:
+    """Say that a fit run (None: fits made for a report) has no failure: no rate to project."""
+    fits = "the fits have" if run_id is None else f"fit run {run_id} has"
+    return MissingDataError(
+        f"{fits} no failure in any component class, so no failure rate to project from",
+        f"{SUPPLY_FAILURES}; {HAND_RATES}",
+    )
+
+
+def no_jobs(min_gpus: int = 1) -> MissingDataError:
+    """Say that the goodput ledger has no finished job (of at least ``min_gpus`` GPUs)."""
+    sized = f" of {min_gpus:,} GPUs or more" if min_gpus > 1 else ""
+    return MissingDataError(f"no finished job{sized} in fct_job_goodput", SUPPLY_JOBS)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 import polars as pl
 
 from pipelines import warehouse
-from pipelines.errors import WarehouseEmptyError
+from pipelines.errors import MissingDataError, WarehouseEmptyError, no_lives
 from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S, DEFAULT_READ_LOCK_TIMEOUT_S
 from pipelines.warehouse import identifier as _identifier  # a SQL guard by that name
 from pipelines.warehouse import query
@@ -237,12 +237,20 @@ def store_fit(
     window: tuple[datetime | None, datetime | None],
     lives: str = "fct_component_lives",
 ) -> str:
-    """Write a fit run (``lives``: the view it fitted) and its rows in one transaction; its id."""
+    """Write a fit run (``lives``: the view it fitted) and its rows in one transaction; its id.
+
+    Raises
+    ------
+    MissingDataError
+        When ``results`` has no row: a run with nothing in it is never stored (every reader of
+        the latest run would find nothing to read).
+    """
+    if results.height == 0:
+        raise no_lives(lives) if quantity_of(lives) == "lifetime" else _no_repairs(lives)
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
     versions = {pkg: version(pkg) for pkg in ("relia", "lifelines", "numpy", "scipy")}
     rows = results.with_columns(run_id=pl.lit(run_id))
-    con.execute("begin transaction")
-    try:
+    with warehouse.transaction(con):
         con.execute(
             "insert into fit_runs (run_id, created_at, window_start, window_end, by_columns, "
             "versions, lives) values ($id, $now, $start, $end, $by, $versions, $lives)",
@@ -259,20 +267,31 @@ def store_fit(
         con.register("incoming_fits", rows.to_arrow())
         con.execute("insert into fit_results by name select * from incoming_fits")
         con.unregister("incoming_fits")
-        con.execute("commit")
-    except BaseException:
-        con.execute("rollback")
-        raise
     return run_id
 
 
+def _no_repairs(view: str) -> MissingDataError:
+    return MissingDataError(
+        f"no repairs with a duration in {view}",
+        "ingest repairs/ tickets, node_events/ or a fault_log/ with `relia ingest LANDING`",
+    )
+
+
 def _runs(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str | None]]:
-    """``(run_id, lives)`` of every fit run, newest first (``lives`` None before it was stored)."""
-    has_lives = con.execute(
-        "select count(*) from information_schema.columns where table_schema = current_schema() "
-        "and table_name = 'fit_runs' and column_name = 'lives'"
-    ).fetchone()
-    lives = "lives" if has_lives and has_lives[0] else "cast(null as varchar)"
+    """``(run_id, lives)`` of every fit run, newest first (``lives`` None before it was stored).
+
+    None at all in a warehouse without ``fit_runs`` (a DuckDB file with no schema yet).
+    """
+    columns = {
+        row[0]
+        for row in con.execute(
+            "select column_name from information_schema.columns "
+            "where table_schema = current_schema() and table_name = 'fit_runs'"
+        ).fetchall()
+    }
+    if not columns:
+        return []
+    lives = "lives" if "lives" in columns else "cast(null as varchar)"
     return [
         (row[0], row[1])
         for row in con.execute(
@@ -435,9 +454,7 @@ def run_fit(
         if quantity == "repair_time":
             frame, counts = repair_lives(frame)
         if frame.height == 0:
-            what = "repairs with a duration" if quantity == "repair_time" else "unit lives"
-            msg = f"no {what} in {lives}; ingest telemetry first (relia ingest PATH)"
-            raise WarehouseEmptyError(msg)
+            raise _no_repairs(lives) if quantity == "repair_time" else no_lives(lives)
         results = fit_table(
             frame,
             by=by,

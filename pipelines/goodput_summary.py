@@ -47,6 +47,7 @@ __all__ = [
     "job_rows",
     "log_rows",
     "missing_goodput_views",
+    "nothing_expected",
     "oe_verdict",
 ]
 
@@ -89,7 +90,8 @@ BACKTEST_COLUMNS = (
     "goodput_predicted_lo",
     "goodput_predicted_hi",
 )
-"""Columns of a ``backtest`` row (issue #16 §5, docs/goodput.md §5)."""
+"""Columns of a ``backtest`` row (issue #16 §5, docs/goodput.md §5); :func:`backtest_rows` adds
+``verdict`` after them."""
 
 _PRESENT = (
     "select table_name from information_schema.tables "
@@ -142,8 +144,8 @@ def oe_verdict(row: dict[str, Any]) -> str:
     when it lies below, ``"as predicted"`` when it covers 1, ``"nothing expected"`` when no
     interruption was expected (the ratio is undefined) or both bounds are missing.
     """
-    lo, hi, expected = row.get("oe_lo"), row.get("oe_hi"), row.get("interruptions_expected")
-    if not (_finite(expected) and expected > 0) or (not _finite(lo) and not _finite(hi)):
+    lo, hi = row.get("oe_lo"), row.get("oe_hi")
+    if nothing_expected(row) or (not _finite(lo) and not _finite(hi)):
         return "nothing expected"
     if _finite(lo) and lo > 1.0:
         return "more than predicted"
@@ -204,16 +206,33 @@ def fleet_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     return sorted(rows, key=key)
 
 
-def backtest_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    """Return the back-test rows (:data:`BACKTEST_COLUMNS`), buckets small to large, then periods.
+def nothing_expected(row: dict[str, Any]) -> bool:
+    """Whether a back-test row expected no interruption (no failure before its jobs started).
 
-    The bucket ``all`` comes after the GPU buckets; periods in :data:`PERIODS` order. An O/E
-    with no expected interruption (or an open upper bound) is whatever the view holds (NaN or
-    infinity); the CLI's JSON and CSV print it as null / an empty field.
+    Its predicted goodput then has no failure term from the fits, and the interval around it
+    says nothing about the rates: it is shown as "nothing expected", never as an interval.
+    """
+    expected = row.get("interruptions_expected")
+    return not (_finite(expected) and expected > 0)
+
+
+def backtest_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Return the back-test rows, buckets small to large, then periods.
+
+    Each row has :data:`BACKTEST_COLUMNS` then ``verdict`` (:func:`oe_verdict`). The bucket
+    ``all`` comes after the GPU buckets; periods in :data:`PERIODS` order. An O/E with no
+    expected interruption (or an open upper bound) is whatever the view holds (NaN or
+    infinity); the CLI's JSON and CSV print it as null / an empty field. A row that expected
+    nothing (:func:`nothing_expected`) has no predicted goodput interval (``None``): its
+    verdict says "nothing expected".
     """
     from pipelines import warehouse
 
     rows = _plain(warehouse.query(con, _BACKTEST).to_dicts())
+    for row in rows:
+        row["verdict"] = oe_verdict(row)
+        if nothing_expected(row):
+            row["goodput_predicted_lo"] = row["goodput_predicted_hi"] = None
     buckets = (*GPU_BUCKETS, "all")
     return sorted(rows, key=lambda r: (_rank(r["bucket"], buckets), _rank(r["period"], PERIODS)))
 

@@ -26,6 +26,7 @@ from pipelines.project_inputs import (
     inventory_ages,
     measured_repair,
     measured_restart_s,
+    no_rates_warning,
 )
 
 # re-exported: callers read it as ``pipelines.project.projection_fits``
@@ -85,8 +86,14 @@ def run_projection(
     seed: int = 0,
     repair_from_warehouse: bool = False,
     repair_from_fits: str | None = None,
+    default_rates_if_none: bool = False,
 ) -> dict[str, Any]:
     """Project one scenario; with ``fit_run`` the rates come from that fit (``latest`` works).
+
+    A fit run with no failure in any class is a :class:`~pipelines.errors.MissingDataError`,
+    unless rates are given by hand (``node_failures_per_1000_node_days``) or
+    ``default_rates_if_none``: then those rates (or the scenario's defaults) are used and
+    ``rates_warning`` says so, naming them.
 
     With ``repair_from_warehouse``, ``repair_h`` and ``repair_sigma`` are the median and the
     log-normal sigma of the measured repair times (:func:`measured_repair`). With
@@ -128,7 +135,10 @@ def run_projection(
         ) as con:
             if fit_run is not None:
                 at_ages = knobs.get("fleet_age", "steady_state") != "steady_state"
-                run_id, rates = fit_rates(con, fit_run, at_ages=at_ages)
+                by_hand = knobs.get("node_failures_per_1000_node_days") is not None
+                run_id, rates = fit_rates(
+                    con, fit_run, at_ages=at_ages, if_none=default_rates_if_none or by_hand
+                )
                 measured = measured_restart_s(con)
             if repair_from_warehouse:
                 repair = measured_repair(con)
@@ -151,6 +161,8 @@ def run_projection(
     result: dict[str, Any] = dict(project(scenario, n_samples=n_samples, random_state=seed))
     result["fit_run_id"] = run_id
     result["measured_restart"] = measured
+    if run_id is not None and not rates:
+        result["rates_warning"] = no_rates_warning(run_id, scenario.rate_source)
     if repair is not None:
         result["measured_repair"] = repair
     if fitted is not None:
@@ -348,8 +360,13 @@ def run_sweep(
     db_path: Path | None,
     out_dir: Path,
     sweep_fn: Callable[[Any, dict[str, list[Any]]], pl.DataFrame] | None = None,
+    default_rates_if_none: bool = False,
 ) -> dict[str, Any]:
     """Run a sweep, write ``whatif.parquet``, ``whatif.csv`` and PNG plots; rank the knobs.
+
+    With ``from_fits``, a fit run with no failure in any class is a
+    :class:`~pipelines.errors.MissingDataError` unless the base gives a node rate by hand or
+    ``default_rates_if_none``; then the result's ``rates_warning`` names the rates used.
 
     ``sweep_fn(base, grid)`` evaluates the full grid (default ``models.auto_sweep`` with the
     spec's ``simulate`` and ``seed``: analytical, or Monte Carlo for every point with
@@ -385,7 +402,10 @@ def run_sweep(
             if spec.from_fits is not None:
                 # one set of rates for the grid: at ages unless the base is the steady state
                 at_ages = spec.base.get("fleet_age", "steady_state") != "steady_state"
-                run_id, rates = fit_rates(con, spec.from_fits, at_ages=at_ages)
+                by_hand = spec.base.get("node_failures_per_1000_node_days") is not None
+                run_id, rates = fit_rates(
+                    con, spec.from_fits, at_ages=at_ages, if_none=default_rates_if_none or by_hand
+                )
                 measured = measured_restart_s(con)
             if spec.drain_model is not None:
                 model_id, curve = drain_curve(con, spec.drain_model)
@@ -435,6 +455,8 @@ def run_sweep(
         else 0,
         "extrapolated_classes": [r.component_class for r in rates if r.extrapolated],
     }
+    if run_id is not None and not rates:
+        result["rates_warning"] = no_rates_warning(run_id, base.rate_source)
     if shorthand is not None:
         result["restart_shorthand"] = shorthand
     if inventory is not None:
@@ -477,6 +499,7 @@ def run_sweep_file(
     db_path: Path | None,
     drain_model: str | None = None,
     simulate: int | None = None,
+    default_rates_if_none: bool = False,
 ) -> dict[str, Any]:
     """Run the sweep in ``sweep_file`` as the ``what-if`` flow does outside a flow run.
 
@@ -485,7 +508,9 @@ def run_sweep_file(
     runs untracked, so an interactive what-if imports neither Prefect nor the task runner.
     """
     spec = sweep_spec(sweep_file, drain_model=drain_model, simulate=simulate)
-    result = run_sweep(spec, db_path=db_path, out_dir=out_dir)
+    result = run_sweep(
+        spec, db_path=db_path, out_dir=out_dir, default_rates_if_none=default_rates_if_none
+    )
     log_sweep(result, logger)
     return result
 

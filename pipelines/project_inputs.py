@@ -15,7 +15,7 @@ import math
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from pipelines.errors import WarehouseEmptyError
+from pipelines.errors import empty_fit_run, no_failures, no_fit_run
 
 if TYPE_CHECKING:
     import polars as pl
@@ -50,7 +50,7 @@ def projection_fits(fits: pl.DataFrame) -> pl.DataFrame:
 
 
 def fit_rates(
-    con: Any, run_id: str | None = None, *, at_ages: bool = False
+    con: Any, run_id: str | None = None, *, at_ages: bool = False, if_none: bool = False
 ) -> tuple[str, tuple[Any, ...]]:
     """Return the per-class rates of a fit run as ``(run_id, rates)``.
 
@@ -59,6 +59,15 @@ def fit_rates(
     ``at_ages``: the projection is at given unit ages (not the steady state), so each class is
     projected from its Weibull fit's hazard rather than the model-averaged mean
     (:func:`models.rates_from_fits`).
+
+    ``if_none``: a run with no failure in any class gives no rates (``()``: the caller's own or
+    default rates apply, and the caller says so) instead of an error.
+
+    Raises
+    ------
+    MissingDataError
+        No fit run (saying whether there are unit lives to fit one from), a run with no rows,
+        or, unless ``if_none``, a run with no failure in any class.
     """
     import polars as pl
 
@@ -74,17 +83,42 @@ def fit_rates(
         raise ValueError(msg)
     run_id = run_id or latest_run_id(con, quantity="lifetime")
     if run_id is None:
-        msg = "no fit run in the warehouse; run `relia fit` first or give rates by hand"
-        raise WarehouseEmptyError(msg)
-    fits = read_fit(con, run_id).filter(pl.col("cohort") == "all")
+        raise no_fit_run(has_lives=_has_lives(con))
+    rows = read_fit(con, run_id)
+    if rows.height == 0:
+        raise empty_fit_run(run_id, has_lives=_has_lives(con))
+    fits = rows.filter(pl.col("cohort") == "all")
     if fits.height == 0:
         msg = f"fit run {run_id} has no whole-fleet rows (cohort 'all'); refit without --by"
         raise ValueError(msg)
     failing = projection_fits(fits)
+    if failing.height == 0:
+        if if_none:
+            return run_id, ()
+        raise no_failures(run_id)
     with warnings.catch_warnings():
         # classes fitted by a non-Weibull family are projected as exponential: said in the output
         warnings.simplefilter("ignore")
         return run_id, rates_from_fits(failing, at_ages=at_ages)
+
+
+def _has_lives(con: Any) -> bool:
+    """Whether ``fct_component_lives`` exists and holds a row (what ``relia fit`` reads)."""
+    import duckdb
+
+    try:
+        row = con.execute("select count(*) from (from fct_component_lives limit 1)").fetchone()
+    except duckdb.CatalogException:
+        return False
+    return bool(row and row[0])
+
+
+def no_rates_warning(run_id: str, rate_source: str) -> str:
+    """Return the warning of a projection whose fit run had no failure: the rates it used."""
+    return (
+        f"fit run {run_id} has no failure in any component class; projected from these rates "
+        f"instead: {rate_source}"
+    )
 
 
 def measured_restart_s(con: Any) -> dict[str, float | int | None]:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from pipelines.errors import no_failures, no_lives
 from pipelines.report.containers import FitInfo
 from pipelines.report.period import (
     CURVE_GPUS,
@@ -91,11 +92,16 @@ def goodput_projection(
     fits: pl.DataFrame,
     targets: tuple[int, ...],
     notes: Notes,
+    *,
+    fit_run_id: str | None = None,
 ) -> dict[str, Any]:
     """Return goodput against scale, the knob ranking and the scenario.
 
     Goodput against scale, at each target scale (steady state and new fleet), the knob
     ranking and the scenario, from the chosen fits and the measured restart and repair times.
+    Never from default rates: fits with no failure (or no fits: no unit lives) give no
+    projection, and ``scenario`` is then ``{"missing", "supply"}``
+    (:class:`~pipelines.errors.MissingDataError`'s two parts) for the section to say.
 
     Returns
     -------
@@ -119,8 +125,9 @@ def goodput_projection(
     with_failures = chosen.filter(pl.col("n_failures") > 0)
     left_out = sorted(chosen.filter(pl.col("n_failures") == 0).get_column("component_class"))
     if with_failures.height == 0:
-        notes.add("Goodput: no failures in the fits, so no projection.")
-        return empty
+        # the section says what is missing and what would supply it, in place of a projection
+        lack = no_lives() if fits.height == 0 else no_failures(fit_run_id)
+        return empty | {"scenario": {"missing": lack.missing, "supply": lack.supply}}
     rates = notes.run("Goodput rates", lambda: rates_from_fits(projection_fits(fits)))
     # a projection at given ages (a new system) uses each class's Weibull hazard, not the mean
     rates_at_ages = notes.run(
@@ -376,10 +383,16 @@ def read_fits(
     The newest stored run that matches the lives, else fresh.
 
     Only lifetime runs count: a repair-time run (``relia fit --lives stg_repairs``...) is never
-    read as the fleet's MTBF.
+    read as the fleet's MTBF. No lives give no rows and a note that says what is missing
+    (``source`` ``"none"``).
     """
-    from pipelines.fit import run_ids
+    from pipelines.fit import fit_table, run_ids
 
+    if lives.height == 0:  # fit_results' columns with no row; nothing is fitted
+        lack = no_lives()
+        text = f"Fits: none, {lack.missing}; to fit the fleet, {lack.supply}."
+        empty = query(con, "select * from fit_results where false")
+        return empty, FitInfo("none", None, None, None, None, text)
     counts = (
         lives.group_by("component_class")
         .agg(pl.len().alias("n_units"), pl.col("failed").sum().alias("n_failures"))
@@ -425,8 +438,6 @@ def read_fits(
                 text += f" Newer runs {', '.join(stale)} do not match the current lives."
             return rows, FitInfo("stored", run_id, created_at, start, end, text)
         stale.append(run_id)
-    from pipelines.fit import fit_table
-
     computed = notes.run("Fit", lambda: fit_table(lives))
     text = (
         "Fits: computed for this report from fct_component_lives (no stored fit run matches the "
@@ -440,7 +451,7 @@ def read_fits(
 # --------------------------------------------------------------------------------------------
 # The stages: fit, project, and the projection the report reads
 # --------------------------------------------------------------------------------------------
-def fit_for_report(con: duckdb.DuckDBPyConnection) -> str:
+def fit_for_report(con: duckdb.DuckDBPyConnection) -> str | None:
     """Fit stage: the lifetime fit run matching the current unit lives, stored if there is none.
 
     Parameters
@@ -450,12 +461,15 @@ def fit_for_report(con: duckdb.DuckDBPyConnection) -> str:
 
     Returns
     -------
-    str
-        The run id in ``fit_runs`` the report will read.
+    str or None
+        The run id in ``fit_runs`` the report will read; None when there are no unit lives
+        (nothing is stored).
     """
     from pipelines import fit as fitting
 
     lives = query(con, "select * from fct_component_lives")
+    if lives.height == 0:
+        return None  # nothing to fit: the report's sections say so (no empty run is stored)
     fits, info = read_fits(con, lives, Notes())
     if info.run_id is not None:
         return info.run_id
@@ -492,7 +506,7 @@ def project_for_report(
         return None
     targets = tuple(int(n) for n in target_gpus)
     notes = Notes()
-    goodput = goodput_projection(con, period.params(), fits, targets, notes)
+    goodput = goodput_projection(con, period.params(), fits, targets, notes, fit_run_id=info.run_id)
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
     result = {
         "headline": goodput["headline"],
@@ -538,22 +552,28 @@ def refresh_inputs(
     backtest_min_gpus
         Smallest job (GPUs) the back-test covers (:func:`pipelines.backtest.run_backtest`).
 
+    The three stages write in one transaction: a stage that fails leaves none of the runs
+    behind (no fit run without its projection, nothing half-written).
+
     Returns
     -------
     dict
-        ``fit_run_id``, ``projection_run_id`` and ``backtest_run_id``.
+        ``fit_run_id``, ``projection_run_id`` and ``backtest_run_id``; each None when its stage
+        had nothing to work on (no unit lives; no jobs for the back-test), which the report's
+        sections say.
     """
     from pipelines import warehouse
-    from pipelines.backtest import run_backtest
+    from pipelines.backtest import backtest_unless_missing
 
     warehouse.materialize(con)  # the stages and the report read the same views: compute once
-    fit_run_id = fit_for_report(con)
-    projection = project_for_report(con, week=week, target_gpus=target_gpus)
-    backtest = run_backtest(con, min_gpus=backtest_min_gpus)
+    with warehouse.transaction(con):
+        fit_run_id = fit_for_report(con)
+        projection = project_for_report(con, week=week, target_gpus=target_gpus)
+        backtest = backtest_unless_missing(con, min_gpus=backtest_min_gpus)
     return {
         "fit_run_id": fit_run_id,
         "projection_run_id": projection,
-        "backtest_run_id": backtest.run_id,
+        "backtest_run_id": None if backtest is None else backtest.run_id,
     }
 
 

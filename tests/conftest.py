@@ -5,10 +5,15 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import pytest
 from hypothesis import settings as hypothesis_settings
 
 from pipelines.settings import apply_prefect_defaults
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 _HOME = Path(tempfile.mkdtemp(prefix="relia-prefect-"))
 apply_prefect_defaults(os.environ, home=_HOME, override=True)
@@ -23,3 +28,13 @@ hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default")
 
 REPO = Path(__file__).resolve().parent.parent
 REAL_DATA = REPO.parent / "shared" / "real"
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    """One Prefect test harness (a temporary local API on loopback) for every flow run of the
+    session, whichever folder its test is in."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield

@@ -124,7 +124,7 @@ def fleet_display(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], lis
 
 
 def _backtest_display(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from pipelines.goodput_summary import oe_verdict
+    from pipelines.goodput_summary import nothing_expected, oe_verdict
 
     return [
         {
@@ -138,15 +138,15 @@ def _backtest_display(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "verdict": oe_verdict(r),
             "goodput measured": _pct2(r["goodput_measured"]),
             "predicted": _pct2(r["goodput_predicted"]),
-            "predicted 95 %": _interval(
-                r["goodput_predicted_lo"], r["goodput_predicted_hi"], _pct2
-            ),
+            "predicted 95 %": "nothing expected"
+            if nothing_expected(r)
+            else _interval(r["goodput_predicted_lo"], r["goodput_predicted_hi"], _pct2),
         }
         for r in rows
     ]
 
 
-def print_goodput(db_path: Path, result: dict[str, list[dict[str, Any]]], *, min_gpus: int) -> None:
+def print_goodput(db_path: Path, result: dict[str, Any], *, min_gpus: int) -> None:
     """Print the fleet roll-up and the back-test as tables, and what the job list holds.
 
     Parameters
@@ -154,7 +154,8 @@ def print_goodput(db_path: Path, result: dict[str, list[dict[str, Any]]], *, min
     db_path
         The warehouse the rows were read from.
     result
-        :func:`pipelines.goodput_summary.goodput_summary`'s rows.
+        :func:`pipelines.goodput_summary.goodput_summary`'s rows, and ``backtest_missing``
+        (why the back-test could not run now, or None).
     min_gpus
         The ``--min-gpus`` the job list was filtered with.
     """
@@ -174,6 +175,10 @@ def print_goodput(db_path: Path, result: dict[str, list[dict[str, Any]]], *, min
                 "back-test of the projection (rpt_projection_backtest)",
                 _backtest_display(result["backtest"]),
             )
+        )
+    elif result.get("backtest_missing"):
+        console.print(
+            f"back-test: not run: {result['backtest_missing']}", highlight=False, soft_wrap=True
         )
     else:
         console.print("back-test: not run yet (rpt_projection_backtest has no rows)")
@@ -206,6 +211,7 @@ def _print_ties(logs: list[dict[str, Any]], shown: int = 20) -> None:
     unresolved = [log for log in logs if log["tie"] in ("ambiguous", "none")]
     for log in unresolved[:shown]:
         candidates = ", ".join(log.get("candidates") or []) or "no job on its host then"
+        # one line per log whatever the terminal's width: the path stays whole, to copy or grep
         console.print(
             f"  {log['tie']}: {log['source_file']} ({candidates})",
             highlight=False,
@@ -223,7 +229,7 @@ def _columns(db_path: Path, table: GoodputTable, *, lock_timeout_s: float) -> li
     if table is GoodputTable.fleet:
         return list(summary_mod.FLEET_COLUMNS)
     if table is GoodputTable.backtest:
-        return list(summary_mod.BACKTEST_COLUMNS)
+        return [*summary_mod.BACKTEST_COLUMNS, "verdict"]
     if table is GoodputTable.logs:
         return list(summary_mod.LOG_COLUMNS)
     with warehouse.connect(db_path, read_only=True, lock_timeout_s=lock_timeout_s) as con:
@@ -264,7 +270,9 @@ def goodput(
     """Print measured goodput (fleet roll-up, per job) and the back-test of the projection.
 
     The back-test is run first on the jobs of at least ``--min-gpus`` GPUs (with the fits as of
-    each job's start, stored as a new run in ``backtest_runs``), unless ``--stored``.
+    each job's start, stored as a new run in ``backtest_runs``), unless ``--stored``. A warehouse
+    without unit lives or without such jobs has no back-test: the roll-up is printed and the
+    back-test says what is missing (``backtest_missing`` in the JSON), exit 0.
     """
     from pipelines import goodput_summary as summary_mod
     from pipelines import warehouse
@@ -282,16 +290,26 @@ def goodput(
             f"run `relia ingest LANDING --db {db_path}` to create them"
         )
         raise WarehouseEmptyError(msg)
+    lack: str | None = None
     if not stored:
         from pipelines.backtest import run_backtest
+        from pipelines.errors import MissingDataError
 
         with warehouse.connect(db_path, lock_timeout_s=settings.lock_timeout_s) as con:
             warehouse.apply_schema(con)
             warehouse.materialize(con)
-            run_backtest(con, min_gpus=max(min_gpus, 1))
-    result = summary_mod.goodput_summary(
-        db_path, min_gpus=min_gpus, lock_timeout_s=settings.lock_timeout_s
+            try:
+                run_backtest(con, min_gpus=max(min_gpus, 1))
+            except MissingDataError as error:  # the roll-up is still worth printing
+                lack = str(error)
+    result: dict[str, Any] = dict(
+        summary_mod.goodput_summary(
+            db_path, min_gpus=min_gpus, lock_timeout_s=settings.lock_timeout_s
+        )
     )
+    if lack is not None:  # a stored run of other data must not pass for this one
+        result["backtest"] = []
+    result["backtest_missing"] = lack
     if shown is OutputFormat.json:
         print_json(result)
     elif shown is OutputFormat.csv:

@@ -31,6 +31,15 @@ from pipelines.cli.root import app
 
 __all__ = ["project", "whatif"]
 
+DefaultRatesOption = Annotated[
+    bool,
+    typer.Option(
+        "--default-rates-if-none",
+        help="When the fit run has no failure in any class, project from the default rates "
+        "(Meta RSC-1) with a warning instead of stopping.",
+    ),
+]
+
 _PROJECTION_KEYS = (
     "mtti_h",
     "mtti_h_lo",
@@ -176,6 +185,7 @@ def project(
     from_fits: Annotated[
         str | None, typer.Option(help="Fit run id for the rates, or 'latest'.")
     ] = None,
+    default_rates_if_none: DefaultRatesOption = False,
     drain_recall: Annotated[
         float,
         typer.Option(
@@ -271,7 +281,9 @@ def project(
         seed=seed,
         repair_from_warehouse=repair_from_warehouse,
         repair_from_fits=repair_from_fits,
+        default_rates_if_none=default_rates_if_none,
     )
+    _warn_rates(result)
     if shown is OutputFormat.json:
         print_json(result)
         return
@@ -344,6 +356,12 @@ def project(
         )
 
 
+def _warn_rates(result: dict[str, Any]) -> None:
+    """Say on stderr which rates a projection used when its fit run had no failure."""
+    if result.get("rates_warning"):
+        err.print(error_text("warning", "yellow", result["rates_warning"]))
+
+
 def _share(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
@@ -388,6 +406,7 @@ def whatif(
             "where the analytical error bound exceeds 1 % of goodput).",
         ),
     ] = None,
+    default_rates_if_none: DefaultRatesOption = False,
     db: DbOption = None,
     tracked: TrackedOption = False,
     as_json: JsonOption = False,
@@ -415,6 +434,7 @@ def whatif(
             db_path=settings.db_path,
             drain_model=drain_model,
             simulate=simulate,
+            default_rates_if_none=default_rates_if_none,
         )
     else:
         from pipelines import project as project_mod
@@ -426,7 +446,9 @@ def whatif(
             db_path=settings.db_path,
             drain_model=drain_model,
             simulate=simulate,
+            default_rates_if_none=default_rates_if_none,
         )
+    _warn_rates(result)
     if shown is OutputFormat.json:
         print_json(result)
         return

@@ -44,8 +44,11 @@ def materialize_views(db_path: Path, lock_timeout_s: float) -> dict[str, float]:
 
 
 @task(retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=warehouse_busy)
-def fit_lives(db_path: Path, lock_timeout_s: float) -> str:
-    """Fit stage: the lifetime fit run the report reads (stored when none matches the lives)."""
+def fit_lives(db_path: Path, lock_timeout_s: float) -> str | None:
+    """Fit stage: the lifetime fit run the report reads (stored when none matches the lives).
+
+    None, storing nothing, when the warehouse has no unit lives (the report says so).
+    """
     from pipelines.report_inputs import fit_for_report
 
     with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
@@ -77,10 +80,13 @@ def weekly_report(
     Returns the report's path.
 
     When a failure predictor was trained (``relia predict train``), the fleet is scored first so
-    the report's "GPUs at risk" section is current.
+    the report's "GPUs at risk" section is current. No warehouse file is one line naming what to
+    run first; a file without views gets them; a stage with nothing to work on (no unit lives,
+    no failures, no jobs) stores nothing and its report section says what is missing.
     """
     settings = Settings.from_env(db_path=db_path, reports_dir=reports_dir)
     targets = tuple(target_gpus or DEFAULT_TARGET_GPUS)
+    warehouse.prepare(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
     snapshots = materialize_views(settings.db_path, settings.lock_timeout_s)
     if snapshots:
         get_run_logger().info(
@@ -92,7 +98,7 @@ def weekly_report(
     fit_run_id = fit_lives(settings.db_path, settings.lock_timeout_s)
     projection = project_goodput(settings.db_path, settings.lock_timeout_s, week, targets)
     backtest = backtest_projection(
-        settings.db_path, settings.lock_timeout_s, settings.backtest_min_gpus
+        settings.db_path, settings.lock_timeout_s, settings.backtest_min_gpus, skip_missing=True
     )
     get_run_logger().info(
         "fit run %s, projection %s, back-test %s", fit_run_id, projection, backtest

@@ -53,6 +53,7 @@ def what_if(
     parts: int = 4,
     drain_model: str | None = None,
     simulate: int | None = None,
+    default_rates_if_none: bool = False,
 ) -> dict[str, Any]:
     """Run the sweep in ``sweep_file``; writes the table and plots under ``out_dir``.
 
@@ -62,6 +63,8 @@ def what_if(
     predictor's alarm thresholds are swept too: goodput with proactive drains at each one.
     ``simulate`` (or the file's ``simulate:``) evaluates every point by Monte Carlo with that
     many trials; without it, only points whose analytical error bound exceeds 1 % of goodput.
+    A fit run with no failure in any class stops the sweep with one line, unless
+    ``default_rates_if_none`` (the defaults are used and the run logs a warning naming them).
     """
     settings = Settings.from_env(db_path=db_path, dask_address=dask_address)
     runner = dask_runner.task_runner(settings.dask_address)
@@ -70,10 +73,16 @@ def what_if(
     spec = project.sweep_spec(sweep_file, drain_model=drain_model, simulate=simulate)
     fan_out = functools.partial(grid_flow, parts=parts, simulate=spec.simulate, seed=spec.seed)
     result = project.run_sweep(
-        spec, db_path=settings.db_path, out_dir=out_dir, sweep_fn=fan_out if tracked else None
+        spec,
+        db_path=settings.db_path,
+        out_dir=out_dir,
+        sweep_fn=fan_out if tracked else None,
+        default_rates_if_none=default_rates_if_none,
     )
     project.log_sweep(result, get_run_logger() if tracked else logging.getLogger(__name__))
-    if tracked:  # artifacts belong to a flow run (the CLI also calls this untracked)
+    if tracked:  # artifacts and the run's log belong to a flow run (the CLI also calls this)
+        if result.get("rates_warning"):
+            get_run_logger().warning("%s", result["rates_warning"])
         publish_what_if(result)
     return result
 

@@ -24,7 +24,8 @@ class FitInfo:
     Attributes
     ----------
     source
-        ``"stored"`` (a fit run from ``fit_runs``) or ``"computed"`` (fitted for this report).
+        ``"stored"`` (a fit run from ``fit_runs``), ``"computed"`` (fitted for this report) or
+        ``"none"`` (no unit lives to fit).
     run_id, created_at, window_start, window_end
         The stored run's id, time and data window (``None`` when computed).
     note

@@ -455,7 +455,7 @@ def read_goodput(
     if fit.run_id is not None:
         stored = read_report_projection(con, fit.run_id, period, targets)
     if stored is None:
-        return goodput_projection(con, period.params(), fits, targets, notes)
+        return goodput_projection(con, period.params(), fits, targets, notes, fit_run_id=fit.run_id)
     for text in stored["notes"]:
         notes.add(text)
     return stored

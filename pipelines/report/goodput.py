@@ -102,7 +102,9 @@ def read_realised_goodput(con: duckdb.DuckDBPyConnection, week: str) -> dict[str
         ``assumptions`` (the assumed values of estimated ledgers and how many jobs use each set),
         ``untied`` (training logs not used: ``ambiguous`` and ``none`` counts) and
         ``backtest`` (rows of :func:`pipelines.goodput_summary.backtest_rows`, each with its
-        ``verdict`` from :func:`oe_verdict`). Goodput and shares are fractions.
+        ``verdict`` from :func:`oe_verdict`), and ``backtest_missing`` (``{"missing",
+        "supply"}`` when no back-test is stored because the warehouse lacks unit lives or
+        finished jobs; else None). Goodput and shares are fractions.
     """
     missing = missing_goodput_views(con)
     has_views = not {"fct_job_goodput", "rpt_fleet_goodput"} & set(missing)
@@ -116,8 +118,16 @@ def read_realised_goodput(con: duckdb.DuckDBPyConnection, week: str) -> dict[str
         untied |= {r["tie"]: int(r["n_logs"]) for r in query(con, _UNTIED).to_dicts()}
     backtest = []
     if "rpt_projection_backtest" not in missing:
-        backtest = [row | {"verdict": oe_verdict(row)} for row in backtest_rows(con)]
+        backtest = backtest_rows(con)
+    lack = None
+    if not backtest and not missing:
+        from pipelines.backtest import missing_inputs
+
+        lack = missing_inputs(con)
     return {
+        "backtest_missing": None
+        if lack is None
+        else {"missing": lack.missing, "supply": lack.supply},
         "missing": missing,
         "has_ledger": n_jobs > 0,
         "has_backtest": bool(backtest),

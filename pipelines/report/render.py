@@ -202,6 +202,8 @@ def render_markdown(data: ReportData) -> str:
         ]
         for g in h["goodput"]
     ]
+    if data.scenario.get("missing"):
+        headline_rows.append(["projected goodput", f"none: {data.scenario['missing']}"])
     realised = data.realised
     if realised.get("has_ledger"):
         fleet = realised["all"]
@@ -230,7 +232,9 @@ def render_markdown(data: ReportData) -> str:
         f"{data.period.window_end:%Y-%m-%d}. {data.fit.note}",
         _md_table(["metric", "value"], headline_rows),
         "## Failures by component class",
-        _md_table(["class", "this week", "trailing mean", "MTBF", "95 % CI"], class_rows),
+        _md_table(["class", "this week", "trailing mean", "MTBF", "95 % CI"], class_rows)
+        if class_rows
+        else "No component class has failed in the window to the week end.",
     ]
     return "\n\n".join(parts) + "\n"
 

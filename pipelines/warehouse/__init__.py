@@ -25,6 +25,7 @@ from pipelines.warehouse.connection import (
     connect,
     identifier,
     query,
+    transaction,
 )
 from pipelines.warehouse.load import (
     already_loaded,
@@ -41,6 +42,7 @@ from pipelines.warehouse.materialize import (
     materialized,
     set_param,
 )
+from pipelines.warehouse.ready import prepare
 from pipelines.warehouse.records import FileLoad, LoadCounts, PartWriter, file_sha256, no_lines_key
 from pipelines.warehouse.schema import (
     ADDED_COLUMNS,
@@ -90,9 +92,11 @@ __all__ = [
     "materialize",
     "materialized",
     "no_lines_key",
+    "prepare",
     "query",
     "reporting_waits",
     "set_param",
     "stream_states",
+    "transaction",
     "view_files",
 ]

@@ -3,13 +3,15 @@
 :func:`connect` waits for another process's write lock (DuckDB allows one writer per file) and
 turns DuckDB's lock error into :class:`WarehouseBusyError`; ``on_wait`` lets a caller show the
 wait (see :mod:`pipelines.warehouse.waiting`). :func:`identifier` guards every name put into SQL
-text; :func:`query` is the bound-parameter helper.
+text; :func:`query` is the bound-parameter helper; :func:`transaction` makes a block of writes
+all or nothing, and lets a caller wrap several such blocks in one.
 """
 
 from __future__ import annotations
 
 import re
 import time
+import weakref
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -127,6 +129,34 @@ def connect(
         yield con
     finally:
         con.close()
+
+
+_IN_TRANSACTION: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+"""Connections inside a :func:`transaction` block (DuckDB cannot say so itself: a second
+``begin`` aborts the transaction it meets)."""
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Run the block in one transaction: committed when it ends, rolled back when it raises.
+
+    A block inside another on the same connection joins it (DuckDB has no savepoints): the
+    outermost block commits or rolls back everything, so a caller that stores several runs (the
+    report's fit, projection and back-test) leaves all of them or none.
+    """
+    if con in _IN_TRANSACTION:
+        yield
+        return
+    con.execute("begin transaction")
+    _IN_TRANSACTION.add(con)
+    try:
+        yield
+    except BaseException:
+        _IN_TRANSACTION.discard(con)
+        con.execute("rollback")
+        raise
+    _IN_TRANSACTION.discard(con)
+    con.execute("commit")
 
 
 def query(

@@ -1,4 +1,4 @@
-"""One Prefect test harness (a temporary local API on loopback) for every flow test."""
+"""The small synthetic warehouse the flow tests share (the Prefect harness: tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
-
-
-@pytest.fixture(scope="session")
-def prefect_harness() -> Iterator[None]:
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
 
 
 @pytest.fixture(scope="session")

@@ -325,7 +325,8 @@ def _invoke(*args: str) -> str:
 def test_goodput_json_has_jobs_fleet_backtest(goodput_db: Path) -> None:
     payload = _strict_loads(_invoke("--db", str(goodput_db), "--json"))
     assert payload == _strict_loads(_invoke("--db", str(goodput_db), "--format", "json"))
-    assert set(payload) == {"jobs", "fleet", "backtest", "logs"}
+    assert set(payload) == {"jobs", "fleet", "backtest", "logs", "backtest_missing"}
+    assert payload["backtest_missing"] is None  # --stored: nothing was run, nothing was missing
     jobs = payload["jobs"]
     assert [j["job_id_raw"] for j in jobs] == ["1001", "1002", "1003"]  # by first start
     assert [j["goodput"] for j in jobs] == pytest.approx([0.8, 0.75, 0.5])
@@ -351,9 +352,10 @@ def test_goodput_json_has_jobs_fleet_backtest(goodput_db: Path) -> None:
     assert fleet_all["goodput_jobs"] == pytest.approx(0.683333, abs=1e-6)
     assert fleet_all["gpu_hours"] == pytest.approx(6_070_400 / 3600)
     assert (fleet_all["n_measured"], fleet_all["n_estimated"]) == (2, 1)
-    # backtest: exactly the contract's fields, buckets small to large then all; NaN/inf -> null
+    # backtest: the contract's fields and the verdict, buckets small to large then all;
+    # NaN/inf -> null
     backtest = payload["backtest"]
-    assert all(list(r) == BACKTEST_COLUMNS for r in backtest)
+    assert all(list(r) == [*BACKTEST_COLUMNS, "verdict"] for r in backtest)
     assert [(r["bucket"], r["period"]) for r in backtest] == [
         ("9-64", "all"),
         ("9-64", "second half"),
@@ -364,6 +366,12 @@ def test_goodput_json_has_jobs_fleet_backtest(goodput_db: Path) -> None:
     assert backtest[2]["oe_hi"] is None
     assert backtest[2]["oe_lo"] == 0.0
     assert backtest[0]["oe_hi"] == pytest.approx(11.14)
+    # issue #25: 65-512 expected nothing, so its prediction has no interval (not 50 % to 70 %)
+    assert backtest[2]["verdict"] == "nothing expected"
+    nothing = backtest[2]
+    assert (nothing["goodput_predicted_lo"], nothing["goodput_predicted_hi"]) == (None, None)
+    assert backtest[2]["goodput_predicted"] == pytest.approx(0.6)
+    assert [r["verdict"] for r in backtest if r["bucket"] != "65-512"] == ["as predicted"] * 3
 
 
 def test_goodput_min_gpus_filters_the_job_list(goodput_db: Path) -> None:
@@ -386,7 +394,7 @@ def test_goodput_csv_per_table(goodput_db: Path, table: str) -> None:
         assert rows[0]["n_jobs"] == "3"
         assert float(rows[1]["goodput_gpu_hours"]) == pytest.approx(0.8)  # bucket 1-8: j1
     elif table == "backtest":
-        assert header == BACKTEST_COLUMNS
+        assert header == [*BACKTEST_COLUMNS, "verdict"]
         assert rows[2]["bucket"] == "65-512"
         assert rows[2]["oe_ratio"] == ""  # NaN is an empty field
         assert rows[2]["oe_hi"] == ""
@@ -434,7 +442,10 @@ def test_goodput_table_shows_both_weightings_side_by_side(
     assert row("9-64", "75.0 %", "5.0 %", "10.0 %", "0.0 %")
     # back-test: 9-64 second half, 1 observed, 0.5 expected, O/E 2, 0.0506 to 11.1
     assert row("9-64", "second half", "1", "0.5", "2", "0.0506 to 11.1", "75.00 %", "80.00 %")
-    assert row("65-512", "> 0", "nothing expected", "50.00 %", "60.00 %", "50.00 % to 70.00 %")
+    # nothing expected: the interval column says so instead of 50.00 % to 70.00 % (issue #25)
+    [nothing] = row("65-512", "> 0", "nothing expected", "50.00 %", "60.00 %")
+    assert nothing.count("nothing expected") == 2
+    assert "70.00 %" not in nothing
     assert len(row("0.0506 to 11.1", "as predicted")) == 3
     assert "2 ledger jobs with at least 64 GPUs, 1 estimated" in " ".join(text.split())
 
@@ -450,7 +461,7 @@ def test_goodput_without_backtest_says_it_was_not_run(
     assert result.exit_code == 0, result.output
     assert "back-test: not run yet" in " ".join(result.stdout.split())
     text = _invoke("--db", str(goodput_db), "--format", "csv", "--table", "backtest")
-    assert text == ",".join(BACKTEST_COLUMNS) + "\n"  # the header alone
+    assert text == ",".join([*BACKTEST_COLUMNS, "verdict"]) + "\n"  # the header alone
     assert _strict_loads(_invoke("--db", str(goodput_db), "--json"))["backtest"] == []
 
 
@@ -469,7 +480,13 @@ def test_goodput_with_an_empty_ledger_says_so(goodput_db: Path) -> None:
     assert "back-test: not run yet" in text
     assert "0 ledger jobs, 0 estimated" in text
     payload = _strict_loads(_invoke("--db", str(goodput_db), "--json"))
-    assert payload == {"jobs": [], "fleet": [], "backtest": [], "logs": []}
+    assert payload == {
+        "jobs": [],
+        "fleet": [],
+        "backtest": [],
+        "logs": [],
+        "backtest_missing": None,
+    }
     header = _invoke("--db", str(goodput_db), "--format", "csv", "--table", "jobs")
     assert header == "job_id_raw,n_gpus,first_start_ts,estimated\n"
 
