@@ -36,17 +36,18 @@
 -- Fault logs (dataset set) are merged per data set and unit alone: overlapping or touching
 -- faults are one failure (as in the fault-log lives), ended at the outage's end (end_source
 -- 'fault_log'), open while a fault is; a failure instant has no known end.
-with params as (select * from stg_params),
-
-members as (select * from int_failure_members),
-
-signals as (select * from int_failure_signals),
+with members as (select * from int_failure_members),
 
 classes as (select * from seed_component_class),
 
 fleet_members as (
     select * from members
-    where dataset is null
+    where dataset is null and not is_evidence
+),
+
+evidence as (
+    select * from members
+    where dataset is null and is_evidence
 ),
 
 fleet_events as (
@@ -198,17 +199,11 @@ fleet_units as (
 -- other node events not planned (corrective work, drains): their end tells when the node is back
 evidence_ends as (
     select
-        fleet_units.event_key,
+        evidence.event_key,
         bool_or(evidence.is_open) as is_open,
         max(evidence.end_ts) as end_ts
-    from fleet_units
-    cross join params
-    inner join signals as evidence
-        on fleet_units.host = evidence.host
-        and evidence.ts >= fleet_units.failed_ts - to_seconds(params.failure_merge_s)
-        and evidence.ts <= fleet_units.last_signal_ts + to_seconds(params.failure_merge_s)
-    where evidence.is_evidence
-    group by fleet_units.event_key
+    from evidence
+    group by evidence.event_key
 ),
 
 -- a clean DCGM sample: the first showing a counter reset, or the first of a new GPU in the slot

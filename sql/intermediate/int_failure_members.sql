@@ -2,8 +2,9 @@
 -- to a failure, with the failure it belongs to (event_key, the same in the failure events). Rules
 -- 1 to 3 of the failure events (docs/data_contract.md §5) decide which signals are one failure:
 -- telemetry that names the node merged by time (failure_merge_s), then node-lost attempts
--- (scheduler), then replace tickets (ticket_match_s). Signals under planned work, node events that
--- are only down evidence (is_evidence) and the other nodes of a node-lost attempt are not members.
+-- (scheduler), then replace tickets (ticket_match_s). Node events that are only down evidence
+-- (is_evidence) are members of the failures they may end (rule 5), and only tell their end.
+-- Signals under planned work and the other nodes of a node-lost attempt are not members.
 -- Fault-log signals (dataset set) are members of their data set's outages: overlapping or
 -- touching faults of a unit are one failure.
 with params as (select * from stg_params),
@@ -286,10 +287,45 @@ ticket_members as (
         and ticket_matches.ticket_unit = ticket_matches.first_unit
 ),
 
-fleet_members as (
+signal_members as (
     select * from untick_members
     union all by name
     select * from ticket_members
+),
+
+-- node events that are only down evidence join the failures they may end: those starting from
+-- failure_merge_s before the failure to failure_merge_s after its last signal but a ticket
+signal_spans as (
+    select
+        signal_members.event_key,
+        signal_members.host,
+        min(signal_members.ts) as failed_ts,
+        coalesce(
+            max(coalesce(signal_members.cover_ts, signal_members.ts))
+            filter (where signal_members.source <> 'ticket'),
+            min(signal_members.ts)
+        ) as last_signal_ts
+    from signal_members
+    group by signal_members.event_key, signal_members.host
+),
+
+evidence_members as (
+    select
+        signal_spans.event_key,
+        evidence.*
+    from signal_spans
+    cross join params
+    inner join signals as evidence
+        on signal_spans.host = evidence.host
+        and signal_spans.failed_ts - to_seconds(params.failure_merge_s) <= evidence.ts
+        and signal_spans.last_signal_ts + to_seconds(params.failure_merge_s) >= evidence.ts
+    where evidence.is_evidence and evidence.dataset is null
+),
+
+fleet_members as (
+    select * from signal_members
+    union all by name
+    select * from evidence_members
 ),
 
 -- 4. class and unit --------------------------------------------------------------------------------
