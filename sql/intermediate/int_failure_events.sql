@@ -14,7 +14,8 @@
 --   2. A NODE_FAIL / BOOT_FAIL attempt (scheduler) joins the earliest failure of rule 1 on any of
 --      its nodes whose span, widened by failure_merge_s on both sides, holds the attempt's end.
 --      Otherwise it is a failure of its own on one node: the attempt's only node, or for a
---      multi-node attempt the first of its nodes in sorted order, with unit_inferred; such
+--      multi-node attempt the node where a replace ticket was opened within failure_merge_s of its
+--      end, else the first of its nodes in sorted order, with unit_inferred; such
 --      attempts on one node within failure_merge_s of each other are one failure (rule 1). An
 --      attempt with any node under planned work at its end is no failure.
 --   3. A replace ticket joins the latest failure of its node that began at most failure_merge_s

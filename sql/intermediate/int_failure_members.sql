@@ -77,13 +77,33 @@ scheduler as (
     where dataset is null and source = 'scheduler'
 ),
 
+-- the nodes of a node-lost attempt where a replace ticket was opened within failure_merge_s of
+-- its end: the node it lost, when nothing else names one
+ticketed_nodes as (
+    select
+        scheduler.signal_id,
+        scheduler.job_id_raw,
+        scheduler.attempt,
+        scheduler.host
+    from scheduler
+    cross join params
+    semi join signals as tickets
+        on scheduler.host = tickets.host
+        and tickets.source = 'ticket'
+        and tickets.dataset is null
+        and scheduler.ts - to_seconds(params.failure_merge_s) <= tickets.ts
+        and scheduler.ts + to_seconds(params.failure_merge_s) >= tickets.ts
+),
+
 lost_attempts as (
     select
         scheduler.job_id_raw,
         scheduler.attempt,
         bool_or(scheduler.in_planned_work) as in_planned_work,
-        min(scheduler.host) as first_host
+        coalesce(min(ticketed_nodes.host), min(scheduler.host)) as first_host
     from scheduler
+    left join ticketed_nodes
+        on scheduler.signal_id = ticketed_nodes.signal_id
     group by scheduler.job_id_raw, scheduler.attempt
 ),
 
