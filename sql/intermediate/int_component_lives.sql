@@ -21,11 +21,12 @@
 -- unit is still down from an earlier one ends no life (fct_failure_events.in_lives is false).
 -- Lives are clipped to the observation window [W0, W1): observed_from_ts / observed_to_ts.
 --
--- Age scale: entry_h / exit_h are hours since the life's start (installed_ts: the install, the
--- return from the last renewal, or, with age_known false, the window start: then entry_h = 0).
--- Time before the window counts whole; inside it, downtime of the node's node-level failures
--- (the node is down) is not at risk and does not age the unit: exit_h - entry_h is the life's
--- hours at risk in the window (downtime_h the hours left out). window_entry_h / window_exit_h are
+-- Age scale: entry_h / exit_h are hours since the life's start (the install, the return from the
+-- last renewal, or, with age_known false, the window start: then entry_h = 0). Time before the
+-- window counts whole; inside it, downtime of the node's node-level failures (the node is down)
+-- is not at risk and does not age the unit: exit_h - entry_h is the life's hours at risk in the
+-- window (downtime_h the hours left out). installed_ts is the life's start moved later by that
+-- downtime: the hours from it to observed_to_ts are exit_h (a unit's age at the window end). window_entry_h / window_exit_h are
 -- the same life on the calendar scale (hours since W0), for trend tests. failure_id names the
 -- failure that ended the life (null when censored).
 with observation as (select * from stg_observation_window),
@@ -303,8 +304,11 @@ final as (
         kept.rack,
         kept.cluster,
         kept.batch,
-        -- the instant the life's age counts from (the window start when age_known is false)
-        coalesce(kept.start_ts, kept.observed_from_ts) as installed_ts,
+        -- the instant the life's age counts from on the calendar: its start (the window start
+        -- when age_known is false), later by the downtime that did not age it, so that the hours
+        -- from it to observed_to_ts are exit_h
+        coalesce(kept.start_ts, kept.observed_from_ts)
+        + to_seconds(coalesce(downtime.downtime_s, 0)) as installed_ts,
         kept.observed_from_ts,
         kept.observed_to_ts,
         -- ages in hours since the life's start, counting only hours at risk inside the window
