@@ -31,8 +31,8 @@
 --      node events and Kubernetes NodeNotReady ends, and any other node event not planned that
 --      starts from failure_merge_s before the failure to failure_merge_s after its last signal:
 --      the latest end; 'open' if one is still open); the ticket's close ('open' while open); the
---      earlier of the next clean DCGM sample of its GPU (a counter reset or a new GPU after the
---      failure's last signal) and the next job attempt that started on its node after it. None:
+--      earlier of the next clean DCGM sample of its GPU (a counter reset or a new GPU, from the
+--      failure's last signal on) and the next job attempt that started on its node after it. None:
 --      end_status 'unknown'. repair_h = ended_ts - failed_ts in hours.
 -- Fault logs (dataset set) are merged per data set and unit alone: overlapping or touching
 -- faults are one failure (as in the fault-log lives), ended at the outage's end (end_source
@@ -201,38 +201,21 @@ fleet_units as (
 evidence_ends as (
     select
         evidence.event_key,
-        bool_or(evidence.is_open) as is_open,
-        max(evidence.end_ts) as end_ts
+        bool_or(evidence.is_open) filter (where evidence.source = 'node_event') as is_open,
+        max(evidence.end_ts) filter (where evidence.source = 'node_event') as end_ts
     from evidence
     group by evidence.event_key
 ),
 
--- a clean DCGM sample: the first showing a counter reset, or the first of a new GPU in the slot
-recoveries as (
+-- the first clean DCGM sample of the failure's GPU from its last signal on
+dcgm_ends as (
     select
-        int_gpu_health.host,
-        int_gpu_health.gpu_index,
-        int_gpu_health.reset_first_ts as ts
-    from int_gpu_health
-    where int_gpu_health.reset_first_ts is not null
-    union all
-    select
-        series.host,
-        series.gpu_index,
-        series.first_ts as ts
-    from (
-        select
-            int_gpu_health.host,
-            int_gpu_health.gpu_index,
-            min(int_gpu_health.first_ts) as first_ts,
-            row_number() over (
-                partition by int_gpu_health.host, int_gpu_health.gpu_index
-                order by min(int_gpu_health.first_ts)
-            ) as series_no
-        from int_gpu_health
-        group by int_gpu_health.host, int_gpu_health.gpu_index, int_gpu_health.uuid
-    ) as series
-    where series.series_no > 1
+        evidence.event_key,
+        evidence.slot,
+        min(evidence.ts) as end_ts
+    from evidence
+    where evidence.source = 'dcgm'
+    group by evidence.event_key, evidence.slot
 ),
 
 job_starts as (
@@ -252,16 +235,15 @@ ended as (
         end as gpu_index,
         evidence_ends.is_open as evidence_open,
         evidence_ends.end_ts as evidence_end_ts,
-        recoveries.ts as dcgm_end_ts,
+        dcgm_ends.end_ts as dcgm_end_ts,
         job_starts.ts as job_end_ts
     from fleet_units
     left join evidence_ends
         on fleet_units.event_key = evidence_ends.event_key
-    asof left join recoveries
-        on fleet_units.host = recoveries.host
-        and try_cast(regexp_extract(fleet_units.slot, '^gpu([0-9]+)$', 1) as integer)
-        = recoveries.gpu_index
-        and fleet_units.last_signal_ts < recoveries.ts
+    left join dcgm_ends
+        on fleet_units.event_key = dcgm_ends.event_key
+        and fleet_units.slot = dcgm_ends.slot
+        and fleet_units.is_gpu_class
     asof left join job_starts
         on fleet_units.host = job_starts.host
         and fleet_units.last_signal_ts < job_starts.ts

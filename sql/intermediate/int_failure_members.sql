@@ -2,8 +2,9 @@
 -- to a failure, with the failure it belongs to (event_key, the same in the failure events). Rules
 -- 1 to 3 of the failure events (docs/data_contract.md §5) decide which signals are one failure:
 -- telemetry that names the node merged by time (failure_merge_s), then node-lost attempts
--- (scheduler), then replace tickets (ticket_match_s). Node events that are only down evidence
--- (is_evidence) are members of the failures they may end (rule 5), and only tell their end.
+-- (scheduler), then replace tickets (ticket_match_s). Rows that are only evidence (is_evidence:
+-- node events neither failures nor planned, clean DCGM samples) are members of the failures they
+-- may end (rule 5), and only tell their end.
 -- Signals under planned work and the other nodes of a node-lost attempt are not members.
 -- Fault-log signals (dataset set) are members of their data set's outages: overlapping or
 -- touching faults of a unit are one failure.
@@ -339,13 +340,45 @@ evidence_members as (
         on signal_spans.host = evidence.host
         and signal_spans.failed_ts - to_seconds(params.failure_merge_s) <= evidence.ts
         and signal_spans.last_signal_ts + to_seconds(params.failure_merge_s) >= evidence.ts
-    where evidence.is_evidence and evidence.dataset is null
+    where evidence.is_evidence and evidence.dataset is null and evidence.source = 'node_event'
+),
+
+-- the first clean DCGM sample of each GPU slot a signal of the failure names, from its last
+-- signal on (the end of rule 5, for a failure of that GPU)
+event_slots as (
+    select distinct
+        signal_members.event_key,
+        signal_members.host,
+        signal_members.slot,
+        signal_spans.last_signal_ts
+    from signal_members
+    inner join signal_spans
+        on signal_members.event_key = signal_spans.event_key
+    where signal_members.unit_level = 'gpu' and signal_members.slot like 'gpu%'
+),
+
+clean_samples as (
+    select * from signals
+    where source = 'dcgm' and is_evidence
+),
+
+clean_members as (
+    select
+        event_slots.event_key,
+        clean_samples.*
+    from event_slots
+    asof inner join clean_samples
+        on event_slots.host = clean_samples.host
+        and event_slots.slot = clean_samples.slot
+        and event_slots.last_signal_ts <= clean_samples.ts
 ),
 
 fleet_members as (
     select * from signal_members
     union all by name
     select * from evidence_members
+    union all by name
+    select * from clean_members
 ),
 
 -- 4. class and unit --------------------------------------------------------------------------------

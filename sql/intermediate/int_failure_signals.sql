@@ -9,7 +9,9 @@
 --                    the bus's index in nvidia-smi (else DCGM), else pci<bus>.
 --   'dcgm' (1)       fatal DCGM health of one GPU in one hour (int_gpu_health.fatal_kind: a
 --                    double-bit ECC count rose, or the row-remap failure gauge turned on; class
---                    gpu_memory), from its sample to the GPU's next sample.
+--                    gpu_memory), from its sample to the GPU's next sample (for a GPU's last
+--                    sample, to the node's next sample of any GPU in a later hour; none: to the
+--                    end of the data).
 --   'ticket' (2)     a replace ticket, from opened to closed (open while not closed).
 --   'node_event' (3) a Slurm node event that is a failure (stg_node_events.is_failure: the class
 --                    from the reason vocabulary), from its start to its end (open while none);
@@ -17,6 +19,9 @@
 --                    neither failures nor planned work (corrective work, a "Kill task failed"
 --                    drain) are rows with is_evidence: never a failure by themselves, they can
 --                    only tell when a failure's node came back.
+--   'dcgm' rows with is_evidence: clean DCGM samples of a GPU (the first sample of an hour that
+--                    shows a counter reset, the first sample of a new GPU in the slot): they
+--                    only tell when a failed GPU came back.
 --   'k8s_event' (4)  a Kubernetes Node event NodeNotReady (until the node's next NodeReady, which
 --                    is its end; without one until it was last seen), Rebooted, or a GPU-unhealthy
 --                    event (class from an Xid code in its text, else gpu).
@@ -157,17 +162,38 @@ xid_signals as (
 
 -- fatal DCGM health ----------------------------------------------------------------------------
 
+health as (
+    select
+        int_gpu_health.host,
+        int_gpu_health.gpu_index,
+        int_gpu_health.uuid,
+        int_gpu_health.pci_bus_id,
+        int_gpu_health.first_ts,
+        int_gpu_health.fatal_first_ts,
+        int_gpu_health.fatal_next_ts,
+        int_gpu_health.fatal_kind,
+        int_gpu_health.reset_first_ts
+    from int_gpu_health
+),
+
+dcgm_fatal as (
+    select * from health
+    where fatal_first_ts is not null
+),
+
 dcgm_signals as (
     select
         'dcgm' as source,
         cast(null as varchar) as dataset,
-        int_gpu_health.host,
-        int_gpu_health.gpu_index,
-        'gpu' || int_gpu_health.gpu_index as slot,
-        int_gpu_health.pci_bus_id,
+        dcgm_fatal.host,
+        dcgm_fatal.gpu_index,
+        'gpu' || dcgm_fatal.gpu_index as slot,
+        dcgm_fatal.pci_bus_id,
         'gpu_memory' as component_class,
-        int_gpu_health.fatal_first_ts as ts,
-        coalesce(int_gpu_health.fatal_next_ts, int_gpu_health.fatal_first_ts) as cover_ts,
+        dcgm_fatal.fatal_first_ts as ts,
+        -- seen until the GPU's next sample; the GPU's last sample (replaced, or off the bus):
+        -- until the node's next sample (it is not scraped while down), else to the end of the data
+        coalesce(dcgm_fatal.fatal_next_ts, node_samples.first_ts) as cover_ts,
         cast(null as timestamptz) as end_ts,
         false as is_open,
         cast(null as integer) as xid,
@@ -176,11 +202,70 @@ dcgm_signals as (
         cast(null as integer) as attempt,
         1 as n_nodes,
         false as is_evidence,
-        'DCGM ' || int_gpu_health.fatal_kind as detail,
+        'DCGM ' || dcgm_fatal.fatal_kind as detail,
         cast(null as varchar) as source_file,
         cast(null as integer) as line_no
-    from int_gpu_health
-    where int_gpu_health.fatal_first_ts is not null
+    from dcgm_fatal
+    asof left join health as node_samples
+        on dcgm_fatal.host = node_samples.host
+        and dcgm_fatal.fatal_first_ts < node_samples.first_ts
+),
+
+-- clean DCGM samples: a GPU back after a reset (a counter went down: driver reload, GPU reset,
+-- reboot) or a new GPU in the slot (the first sample of a later UUID)
+dcgm_series as (
+    select
+        health.host,
+        health.gpu_index,
+        min(health.first_ts) as first_ts,
+        row_number() over (
+            partition by health.host, health.gpu_index order by min(health.first_ts)
+        ) as series_no
+    from health
+    group by health.host, health.gpu_index, health.uuid
+),
+
+dcgm_clean as (
+    select
+        health.host,
+        health.gpu_index,
+        health.reset_first_ts as ts,
+        'DCGM counter reset' as detail
+    from health
+    where health.reset_first_ts is not null
+    union all
+    select
+        dcgm_series.host,
+        dcgm_series.gpu_index,
+        dcgm_series.first_ts as ts,
+        'DCGM new GPU' as detail
+    from dcgm_series
+    where dcgm_series.series_no > 1
+),
+
+dcgm_clean_signals as (
+    select
+        'dcgm' as source,
+        cast(null as varchar) as dataset,
+        dcgm_clean.host,
+        dcgm_clean.gpu_index,
+        'gpu' || dcgm_clean.gpu_index as slot,
+        cast(null as varchar) as pci_bus_id,
+        cast(null as varchar) as component_class,
+        dcgm_clean.ts,
+        dcgm_clean.ts as cover_ts,
+        dcgm_clean.ts as end_ts,
+        false as is_open,
+        cast(null as integer) as xid,
+        cast(null as varchar) as ticket_id,
+        cast(null as varchar) as job_id_raw,
+        cast(null as integer) as attempt,
+        1 as n_nodes,
+        true as is_evidence,
+        dcgm_clean.detail,
+        cast(null as varchar) as source_file,
+        cast(null as integer) as line_no
+    from dcgm_clean
 ),
 
 -- replace tickets ------------------------------------------------------------------------------
@@ -408,6 +493,8 @@ all_signals as (
     union all
     select * from dcgm_signals
     union all
+    select * from dcgm_clean_signals
+    union all
     select * from ticket_signals
     union all
     select * from node_event_signals
@@ -457,7 +544,9 @@ final as (
         keyed.source,
         keyed.dataset,
         keyed.host,
-        case when classes.unit_level = 'gpu' then 'gpu' else 'node' end as unit_level,
+        case
+            when classes.unit_level = 'gpu' or keyed.source = 'dcgm' then 'gpu' else 'node'
+        end as unit_level,
         keyed.gpu_index,
         keyed.slot,
         keyed.pci_bus_id,

@@ -26,6 +26,7 @@ T2 = W0 + 2 * DAY  # n2 stops responding
 T7 = W0 + 7 * DAY  # n7's DCGM day
 T9 = W0 + 9 * DAY  # n9's NVLink failure
 T10 = W0 + DAY  # n10's two Xid 79s
+T11 = W0 + 3 * DAY  # n11's DCGM day
 
 
 def _xid(host: str, ts: datetime, bus: str, code: int) -> dict[str, object]:
@@ -87,12 +88,12 @@ def _snapshot(host: str, index: int, bus: str) -> dict[str, object]:
     }
 
 
-def _dcgm(hour: int, dbe: float) -> dict[str, object]:
+def _dcgm(hour: int, dbe: float, *, host: str = "n7", uuid: str = "GPU-n7-0") -> dict[str, object]:
     return {
-        "host": "n7",
-        "ts": T7 + hour * HOUR,
+        "host": host,
+        "ts": (T7 if host == "n7" else T11) + hour * HOUR,
         "gpu_index": 0,
-        "uuid": "GPU-n7-0",
+        "uuid": uuid,
         "pci_bus_id": "0000:18:00",
         "ecc_dbe_volatile": dbe,
         "source_format": "prometheus",
@@ -124,6 +125,7 @@ def con() -> duckdb.DuckDBPyConnection:
             _xid("n9", T9 + 5 * HOUR, "0000:2a:00", 62),
             _xid("n10", T10, "0000:18:00", 79),
             _xid("n10", T10 + 3 * HOUR, "0000:18:00", 79),
+            _xid("n11", T11 + 3.75 * HOUR, "0000:18:00", 48),
         ],
     )
     _insert(
@@ -193,7 +195,15 @@ def con() -> duckdb.DuckDBPyConnection:
     )
     # n7: hourly DCGM samples of its one GPU; the double-bit count rises at 03:00 and drops back at
     # 10:00 (a GPU reset clears the volatile counter)
-    _insert(con, "raw_dcgm_samples", [_dcgm(h, 2.0 if 3 <= h < 10 else 0.0) for h in range(13)])
+    # n11: the 03:00 sample, its GPU's last, shows a DBE; the node is not scraped again until a new
+    # GPU (another UUID) reports at 09:00
+    _insert(
+        con,
+        "raw_dcgm_samples",
+        [_dcgm(h, 2.0 if 3 <= h < 10 else 0.0) for h in range(13)]
+        + [_dcgm(h, 1.0 if h == 3 else 0.0, host="n11", uuid="GPU-A") for h in range(4)]
+        + [_dcgm(h, 0.0, host="n11", uuid="GPU-B") for h in range(9, 12)],
+    )
     warehouse.create_views(con)
     return con
 
@@ -269,6 +279,18 @@ def test_dcgm_double_bit_errors_and_their_xid_are_one_failure_ended_by_a_gpu_res
     ]  # fmt: skip
 
 
+def test_a_gpus_last_dcgm_sample_shows_its_failure_until_the_node_reports_again(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    # the DBE sample at 03:00 is its GPU's last: seen until the node's next sample (09:00), so the
+    # Xid 48 at 03:45 (beyond failure_merge_s of the sample) is the same failure; the new GPU's
+    # first sample is its end
+    assert _events(con, "n11") == [
+        ("gpu_memory", "n11/gpu0", T11 + 3 * HOUR, T11 + 9 * HOUR, "dcgm", "ended",
+         ["dcgm", "xid"], 2, 48, None, False),
+    ]  # fmt: skip
+
+
 def test_kubernetes_node_not_ready_ends_at_node_ready(con: duckdb.DuckDBPyConnection) -> None:
     assert _events(con, "n8") == [
         ("unknown", "n8/unknown", W0 + 8 * DAY, W0 + 8 * DAY + 2 * HOUR, "node_event", "ended",
@@ -303,7 +325,7 @@ def test_repair_hours_come_from_the_ends(con: duckdb.DuckDBPyConnection) -> None
     )
     assert repairs == {
         "n1": 30.0, "n2": 10.0, "n4": 2.0, "n6": 1.0 + 100 / 3600, "n7": 7.0, "n8": 2.0,
-        "n10": 1.0,
+        "n10": 1.0, "n11": 6.0,
     }  # fmt: skip
 
 
@@ -314,11 +336,12 @@ def test_the_fleet_comes_from_telemetry_with_a_gpu_count_per_node(
         "select node, n_gpus, gpu_count_source, in_register, installed_ts from int_fleet_nodes "
         "order by node"
     ).fetchall()
-    # nvidia-smi lists 2 GPUs on n1, n9, n10; DCGM 1 on n7; the others take the fleet's most
-    # common count (2); no node is in a register, so no install time is known
+    # nvidia-smi lists 2 GPUs on n1, n9, n10; DCGM 1 on n7 and n11; the others take the fleet's most
+    # common count (2 on three nodes, 1 on two); no node is in a register: no install time known
     assert nodes == [
         ("n1", 2, "nvidia_smi", False, None),
         ("n10", 2, "nvidia_smi", False, None),
+        ("n11", 1, "dcgm", False, None),
         ("n2", 2, "fleet_nodes", False, None),
         ("n3", 2, "fleet_nodes", False, None),
         ("n4", 2, "fleet_nodes", False, None),
@@ -343,7 +366,7 @@ def test_every_failure_in_the_window_ends_a_life_of_unknown_age(
             "select component_class, count(*) from int_component_lives where failed group by 1"
         ).fetchall()
     )
-    assert failed == {"pcie": 3, "power": 1, "unknown": 3, "gpu_memory": 1, "nvlink": 1}
+    assert failed == {"pcie": 3, "power": 1, "unknown": 3, "gpu_memory": 2, "nvlink": 1}
     assert con.execute(
         "select count(*) filter (where not in_lives) from fct_failure_events"
     ).fetchone() == (0,)
