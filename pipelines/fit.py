@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     import duckdb
 
 FAMILIES = ("exponential", "weibull", "lognormal", "loglogistic")
-LIFETIME_VIEWS = ("fct_component_lives", "int_fault_lives")
+LIFETIME_VIEWS = ("fct_component_lives", "fct_replacement_lives", "int_fault_lives")
 """Views of unit lives: a run on one of them fits lifetimes (MTBF)."""
 REPAIR_VIEWS = ("int_fault_repairs", "int_node_unavailability", "stg_repairs")
 """Views of repairs (read through ``int_repair_lives``): a run on one fits repair times (MTTR)."""

@@ -36,6 +36,9 @@ MATERIALIZED = (
     "int_training_events",
     "int_training_attempts",
     "fct_job_goodput",
+    "int_fleet_nodes",
+    "int_fleet_gpus",
+    "int_failure_events",
     "fct_component_lives",
 )
 """Views snapshotted by :func:`materialize`: those the report, the fit and the back-test read

@@ -24,6 +24,7 @@ SEEDS = {
     "seed_xid": "dim_xid.csv",
     "seed_component_class": "dim_component_class.csv",
     "seed_planned_reason": "dim_planned_reason.csv",
+    "seed_node_reason": "dim_node_reason.csv",
 }
 ADDED_COLUMNS = (
     ("raw_fault_events", "unit_group", "varchar"),

@@ -9,6 +9,13 @@
 --
 -- The Xid field is a gauge holding the last Xid seen: it is reported (xid_last_max,
 -- xid_last_changes) as a feature and never counted as a failure.
+--
+-- Fatal health (failure signals of the failure events): a sample whose double-bit ECC count rose
+-- (the volatile delta, else the aggregate one, > 0) or whose row-remap failure gauge turned on
+-- (> 0 after 0). fatal_first_ts is the hour's first such sample, fatal_next_ts the GPU's next
+-- sample after it (the fault was seen at least until then), fatal_kind 'dbe' or
+-- 'row_remap_failure'. reset_first_ts is the hour's first sample that shows a counter reset (a
+-- driver reload, GPU reset or reboot): evidence the GPU was reset.
 with samples as (select * from stg_dcgm_samples),
 
 lagged as (
@@ -34,7 +41,9 @@ lagged as (
         lag(samples.nvlink_crc_data_errors ignore nulls)
             over gpu_series
             as prev_nvlink_crc_data_errors,
-        lag(samples.pcie_replays ignore nulls) over gpu_series as prev_pcie_replays
+        lag(samples.pcie_replays ignore nulls) over gpu_series as prev_pcie_replays,
+        lag(samples.row_remap_failure ignore nulls) over gpu_series as prev_row_remap_failure,
+        lead(samples.ts) over gpu_series as next_ts
     from samples
     window gpu_series as (
         partition by samples.host, samples.gpu_index, coalesce(samples.uuid, '')
@@ -124,43 +133,61 @@ deltas as (
     from lagged
 ),
 
+flagged as (
+    select
+        deltas.*,
+        case
+            when coalesce(deltas.ecc_dbe_volatile_delta, deltas.ecc_dbe_aggregate_delta) > 0
+                then 'dbe'
+            when deltas.row_remap_failure > 0 and deltas.prev_row_remap_failure = 0
+                then 'row_remap_failure'
+        end as fatal_kind
+    from deltas
+),
+
 final as (
     select
-        deltas.host,
-        deltas.gpu_index,
-        deltas.uuid,
-        date_trunc('hour', deltas.ts at time zone 'UTC') at time zone 'UTC' as hour_ts,
-        any_value(deltas.pci_bus_id) as pci_bus_id,
-        any_value(deltas.model_name) as model_name,
+        flagged.host,
+        flagged.gpu_index,
+        flagged.uuid,
+        date_trunc('hour', flagged.ts at time zone 'UTC') at time zone 'UTC' as hour_ts,
+        any_value(flagged.pci_bus_id) as pci_bus_id,
+        any_value(flagged.model_name) as model_name,
         count(*) as n_samples,
-        min(deltas.ts) as first_ts,
-        max(deltas.ts) as last_ts,
-        max(deltas.gpu_temp_c) as gpu_temp_max_c,
-        avg(deltas.gpu_temp_c) as gpu_temp_mean_c,
-        max(deltas.memory_temp_c) as memory_temp_max_c,
-        avg(deltas.power_w) as power_mean_w,
-        max(deltas.power_w) as power_max_w,
+        min(flagged.ts) as first_ts,
+        max(flagged.ts) as last_ts,
+        max(flagged.gpu_temp_c) as gpu_temp_max_c,
+        avg(flagged.gpu_temp_c) as gpu_temp_mean_c,
+        max(flagged.memory_temp_c) as memory_temp_max_c,
+        avg(flagged.power_w) as power_mean_w,
+        max(flagged.power_w) as power_max_w,
         -- millijoules to kilowatt-hours
-        sum(deltas.energy_mj_delta) / 3.6e9 as energy_kwh,
-        avg(deltas.gpu_util_pct) as gpu_util_mean_pct,
-        sum(deltas.ecc_sbe_volatile_delta) as ecc_sbe_volatile_delta,
-        sum(deltas.ecc_dbe_volatile_delta) as ecc_dbe_volatile_delta,
-        sum(deltas.ecc_sbe_aggregate_delta) as ecc_sbe_aggregate_delta,
-        sum(deltas.ecc_dbe_aggregate_delta) as ecc_dbe_aggregate_delta,
-        sum(deltas.retired_sbe_delta) as retired_sbe_delta,
-        sum(deltas.retired_dbe_delta) as retired_dbe_delta,
-        sum(deltas.remapped_rows_correctable_delta) as remapped_rows_correctable_delta,
-        sum(deltas.remapped_rows_uncorrectable_delta) as remapped_rows_uncorrectable_delta,
-        sum(deltas.nvlink_crc_flit_errors_delta) as nvlink_crc_flit_errors_delta,
-        sum(deltas.nvlink_crc_data_errors_delta) as nvlink_crc_data_errors_delta,
-        sum(deltas.pcie_replays_delta) as pcie_replays_delta,
-        max(deltas.retired_pending) as retired_pending_max,
-        max(deltas.row_remap_failure) as row_remap_failure_max,
-        count_if(deltas.is_reset) as n_counter_resets,
-        max(deltas.xid_last) as xid_last_max,
-        count_if(deltas.xid_changed) as xid_last_changes
-    from deltas
-    group by deltas.host, deltas.gpu_index, deltas.uuid, hour_ts
+        sum(flagged.energy_mj_delta) / 3.6e9 as energy_kwh,
+        avg(flagged.gpu_util_pct) as gpu_util_mean_pct,
+        sum(flagged.ecc_sbe_volatile_delta) as ecc_sbe_volatile_delta,
+        sum(flagged.ecc_dbe_volatile_delta) as ecc_dbe_volatile_delta,
+        sum(flagged.ecc_sbe_aggregate_delta) as ecc_sbe_aggregate_delta,
+        sum(flagged.ecc_dbe_aggregate_delta) as ecc_dbe_aggregate_delta,
+        sum(flagged.retired_sbe_delta) as retired_sbe_delta,
+        sum(flagged.retired_dbe_delta) as retired_dbe_delta,
+        sum(flagged.remapped_rows_correctable_delta) as remapped_rows_correctable_delta,
+        sum(flagged.remapped_rows_uncorrectable_delta) as remapped_rows_uncorrectable_delta,
+        sum(flagged.nvlink_crc_flit_errors_delta) as nvlink_crc_flit_errors_delta,
+        sum(flagged.nvlink_crc_data_errors_delta) as nvlink_crc_data_errors_delta,
+        sum(flagged.pcie_replays_delta) as pcie_replays_delta,
+        max(flagged.retired_pending) as retired_pending_max,
+        max(flagged.row_remap_failure) as row_remap_failure_max,
+        count_if(flagged.is_reset) as n_counter_resets,
+        max(flagged.xid_last) as xid_last_max,
+        count_if(flagged.xid_changed) as xid_last_changes,
+        min(flagged.ts) filter (where flagged.fatal_kind is not null) as fatal_first_ts,
+        arg_min_null(flagged.next_ts, flagged.ts) filter (where flagged.fatal_kind is not null)
+            as fatal_next_ts,
+        arg_min(flagged.fatal_kind, flagged.ts) filter (where flagged.fatal_kind is not null)
+            as fatal_kind,
+        min(flagged.ts) filter (where flagged.is_reset) as reset_first_ts
+    from flagged
+    group by flagged.host, flagged.gpu_index, flagged.uuid, hour_ts
 )
 
 select * from final

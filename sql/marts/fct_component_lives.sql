@@ -1,4 +1,6 @@
--- Unit lives ready for survival fitting (durations in hours on the age scale).
+-- Failure-process lives ready for survival fitting (durations in hours on the age scale): the times
+-- between each unit's job-stopping failures, from telemetry alone (int_component_lives). The
+-- replacement lives cut by repair tickets are fct_replacement_lives.
 with lives as (select * from int_component_lives),
 
 final as (
@@ -15,7 +17,11 @@ final as (
         lives.batch,
         lives.entry_h,
         lives.exit_h,
-        lives.failed
+        lives.failed,
+        lives.failure_id,
+        lives.age_known,
+        lives.window_entry_h,
+        lives.window_exit_h
     from lives
 )
 

@@ -1,54 +1,66 @@
--- Node-level recurrence data for repairable-system analysis: one row per failure of any unit on a
--- node (component_class, time_h since the window start), plus one row with null time_h for each
--- node that never failed. start_h / end_h bound the node's observation (installed, removed).
-with lives as (select * from int_component_lives),
+-- Node-level recurrence data for repairable-system analysis: one row per job-stopping failure of
+-- any unit on a node inside the observation window (int_failure_events of the fleet's own
+-- telemetry; component_class, time_h since the window start), plus one row with null time_h for
+-- each node that never failed. start_h / end_h bound the node's observation (its install, else
+-- the window start; its removal, else the window end). Nodes are the fleet from telemetry
+-- (int_fleet_nodes).
+with failures_all as (
+    select * from int_failure_events
+    where dataset is null
+),
 
-fleet as (select * from stg_fleet),
+nodes as (select * from int_fleet_nodes),
 
 observation as (select * from stg_observation_window),
 
 windows as (
     select
-        fleet.node,
-        fleet.rack,
-        fleet.batch,
-        epoch(greatest(fleet.installed_ts, observation.window_start) - observation.window_start)
-        / 3600.0 as start_h,
-        epoch(
-            least(coalesce(fleet.removed_ts, observation.window_end), observation.window_end)
-            - observation.window_start
-        ) / 3600.0 as end_h
-    from fleet
+        nodes.node,
+        nodes.rack,
+        nodes.batch,
+        greatest(coalesce(nodes.installed_ts, observation.window_start), observation.window_start)
+            as from_ts,
+        least(coalesce(nodes.removed_ts, observation.window_end), observation.window_end)
+            as to_ts
+    from nodes
     cross join observation
-    where
-        coalesce(fleet.removed_ts, observation.window_end) > observation.window_start
-        and fleet.installed_ts < observation.window_end
+),
+
+observed as (
+    select
+        windows.*,
+        epoch(windows.from_ts - observation.window_start) / 3600.0 as start_h,
+        epoch(windows.to_ts - observation.window_start) / 3600.0 as end_h
+    from windows
+    cross join observation
+    where windows.to_ts > windows.from_ts
 ),
 
 failures as (
     select
-        lives.node,
-        lives.component_class,
-        lives.observed_to_ts as failed_ts,
-        epoch(lives.observed_to_ts - observation.window_start) / 3600.0 as time_h
-    from lives
+        failures_all.host as node,
+        failures_all.component_class,
+        failures_all.failed_ts,
+        epoch(failures_all.failed_ts - observation.window_start) / 3600.0 as time_h
+    from failures_all
     cross join observation
-    where lives.failed
 ),
 
 final as (
     select
-        windows.node,
-        windows.rack,
-        windows.batch,
-        windows.start_h,
-        windows.end_h,
+        observed.node,
+        observed.rack,
+        observed.batch,
+        observed.start_h,
+        observed.end_h,
         failures.component_class,
         failures.failed_ts,
         failures.time_h
-    from windows
+    from observed
     left join failures
-        on windows.node = failures.node
+        on observed.node = failures.node
+        and observed.from_ts <= failures.failed_ts
+        and observed.to_ts > failures.failed_ts
 )
 
 select * from final

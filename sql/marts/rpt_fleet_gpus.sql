@@ -1,11 +1,13 @@
--- GPU slots per node from the inventory (one row per node and slot).
-with inventory as (select * from stg_inventory),
+-- GPU slots per node (one row per node and slot): the GPU units at risk of the fleet from
+-- telemetry (int_fleet_gpus: nvidia-smi, else DCGM, else what Xid lines and a known GPU count
+-- show).
+with gpus as (select * from int_fleet_gpus),
 
 final as (
-    select distinct
-        inventory.host as node,
-        inventory.slot
-    from inventory
+    select
+        gpus.node,
+        gpus.slot
+    from gpus
 )
 
 select * from final

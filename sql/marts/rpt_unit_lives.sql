@@ -1,5 +1,6 @@
--- One row per unit life with its calendar span and its class's category; the weekly report
--- counts failures in its week, trailing weeks and to date by filtering on observed_to_ts.
+-- One row per failure-process life (int_component_lives: the times between a unit's job-stopping
+-- failures, from telemetry alone) with its calendar span and its class's category; the weekly
+-- report counts failures in its week, trailing weeks and to date by filtering on observed_to_ts.
 with lives as (select * from int_component_lives),
 
 classes as (select * from seed_component_class),

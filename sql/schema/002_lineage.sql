@@ -42,5 +42,7 @@ create table if not exists cfg_params (
 insert into cfg_params values
     ('incident_gap_s', 600, 'Xid lines on one GPU closer than this belong to one incident'),
     ('attribution_before_s', 600, 'an incident up to this long before a job ended can explain it'),
-    ('attribution_after_s', 300, 'an incident up to this long after a job ended can explain it')
+    ('attribution_after_s', 300, 'an incident up to this long after a job ended can explain it'),
+    ('failure_merge_s', 900, 'failure signals of a node this close to each other are one failure'),
+    ('ticket_match_s', 172800, 'a replace ticket joins a failure that began up to this long before')
 on conflict do nothing;

@@ -1,4 +1,5 @@
--- View parameters as one row (seconds), from cfg_params with the documented defaults.
+-- View parameters as one row (seconds unless named otherwise), from cfg_params with the documented
+-- defaults (docs/data_contract.md §5).
 with params as (select * from cfg_params),
 
 final as (
@@ -9,6 +10,17 @@ final as (
             as attribution_before_s,
         coalesce(max(params.value) filter (where params.name = 'attribution_after_s'), 300)
             as attribution_after_s,
+        -- failure events (int_failure_events): signals of one node whose spans come within
+        -- failure_merge_s of each other are one failure; a replace ticket joins a failure of its
+        -- node (and unit) that began at most ticket_match_s before it was opened
+        coalesce(max(params.value) filter (where params.name = 'failure_merge_s'), 900)
+            as failure_merge_s,
+        coalesce(max(params.value) filter (where params.name = 'ticket_match_s'), 172800)
+            as ticket_match_s,
+        -- GPUs per node where neither nvidia-smi nor DCGM lists a node's GPUs (int_fleet_nodes);
+        -- no default: without it the count comes from the fleet's other nodes or the jobs
+        cast(max(params.value) filter (where params.name = 'gpus_per_node') as integer)
+            as gpus_per_node,
         -- the estimated goodput ledger's assumptions (docs/goodput.md §3)
         coalesce(max(params.value) filter (where params.name = 'assumed_startup_s'), 300)
             as assumed_startup_s,

@@ -39,7 +39,7 @@ def test_failures_and_lives_per_class_match_truth(
     rows = con.execute(
         "select component_class, count(*), count(*) filter (where failed), "
         "sum(epoch(observed_to_ts - observed_from_ts))::bigint "
-        "from int_component_lives group by component_class"
+        "from int_replacement_lives group by component_class"
     ).fetchall()
     observed = {cls: {"n_lives": n, "n_failed": f, "exposure_s": s} for cls, n, f, s in rows}
     assert {cls: observed[cls] for cls in truth} == truth
@@ -50,7 +50,7 @@ def test_failures_and_lives_per_class_match_truth(
 def test_exposure_hours_equal_exit_minus_entry(con: duckdb.DuckDBPyConnection) -> None:
     gap = con.execute(
         "select max(abs((exit_h - entry_h) * 3600 - epoch(observed_to_ts - observed_from_ts))) "
-        "from int_component_lives"
+        "from int_replacement_lives"
     ).fetchone()[0]
     assert gap < 1e-6
 
@@ -58,7 +58,7 @@ def test_exposure_hours_equal_exit_minus_entry(con: duckdb.DuckDBPyConnection) -
 def test_left_truncation_and_censoring_present(con: duckdb.DuckDBPyConnection) -> None:
     n_truncated, n_censored = con.execute(
         "select count(*) filter (where entry_h > 0), count(*) filter (where not failed) "
-        "from int_component_lives"
+        "from int_replacement_lives"
     ).fetchone()
     assert n_truncated > 0
     assert n_censored > 0

@@ -182,37 +182,64 @@ def test_headline_matches_independent_sql(html: str, report: ReportResult, marku
     params = {"ws": period.week_start, "we": period.week_end, "w1": w1}
     with duckdb.connect(str(markup_db), read_only=True) as con:
         con.execute("set TimeZone = 'UTC'")
+        # nodes: the fleet register's in service in the week, and every host another source
+        # names (the markup host only ran a job and logged an Xid): in service all along
         n_nodes = con.execute(
-            "select count(distinct node) from raw_fleet "
-            "where installed_ts < $we and (removed_ts is null or removed_ts > $ws)",
+            """
+            with named as (
+                select host as node from raw_xid_events
+                union select unnest(nodes) from raw_slurm_jobs
+                union select host from raw_inventory
+                union select node from raw_repairs
+            )
+            select count(*) from (
+                select node from raw_fleet
+                where installed_ts < $we and (removed_ts is null or removed_ts > $ws)
+                union
+                select node from named where node not in (select node from raw_fleet)
+            )
+            """,
             {"ws": period.week_start, "we": period.week_end},
         ).fetchall()[0][0]
-        # failures: replace tickets opened in the week (data contract §5)
+        # failures: the failure events that end a unit's life, in the week (data contract §5)
         n_failures = con.execute(
-            "select count(*) from stg_repairs "
-            "where action = 'replace' and opened_ts >= $ws and opened_ts < $we",
+            "select count(*) from fct_failure_events "
+            "where in_lives and failed_ts >= $ws and failed_ts < $we",
             {"ws": period.week_start, "we": period.week_end},
         ).fetchall()[0][0]
         n_trailing = con.execute(
-            "select count(*) from stg_repairs "
-            "where action = 'replace' and opened_ts >= $ts and opened_ts < $ws",
+            "select count(*) from fct_failure_events "
+            "where in_lives and failed_ts >= $ts and failed_ts < $ws",
             {"ts": period.trailing_start, "ws": period.week_start},
         ).fetchall()[0][0]
-        # GPU-hours: every GPU slot's time in service in the week, less its time out for repair
+        # GPU-hours: every GPU unit's time in service in the week, less its time down: from each
+        # of its failures to the failure's end (still open: the window end; end unknown: none)
+        # and over its planned replacements (opened to closed)
         gpu_hours = con.execute(
             """
-            with slots as (select distinct host, slot from stg_inventory),
-            service as (
+            with service as (
                 select sum(greatest(epoch(least(coalesce(fleet.removed_ts, $w1), $we, $w1)
-                                          - greatest(fleet.installed_ts, $ws)), 0)) / 3600 as h
-                from slots inner join stg_fleet as fleet on slots.host = fleet.node
+                                          - greatest(coalesce(fleet.installed_ts, $ws), $ws)),
+                                    0)) / 3600 as h
+                from int_fleet_gpus as gpus
+                inner join int_fleet_nodes as fleet on gpus.node = fleet.node
+            ),
+            down as (
+                select e.host, e.slot, e.failed_ts as from_ts,
+                    case e.end_status when 'open' then $w1 when 'ended' then e.ended_ts
+                        else e.failed_ts end as to_ts
+                from int_failure_events as e
+                where e.dataset is null and e.unit_level = 'gpu'
+                union all
+                select r.node, r.slot, r.opened_ts, coalesce(r.closed_ts, $w1)
+                from stg_repairs as r where r.action = 'planned_replace'
             ),
             repair as (
-                select sum(greatest(epoch(least(coalesce(r.closed_ts, $w1), $we, $w1)
-                                          - greatest(r.opened_ts, $ws)), 0)) / 3600 as h
-                from stg_repairs as r
-                inner join slots on r.node = slots.host and r.slot = slots.slot
-                where r.action in ('replace', 'planned_replace')
+                select sum(greatest(epoch(least(down.to_ts, $we, $w1)
+                                          - greatest(down.from_ts, $ws)), 0)) / 3600 as h
+                from down
+                inner join int_fleet_gpus as gpus
+                    on down.host = gpus.node and down.slot = gpus.slot
             )
             select service.h - coalesce(repair.h, 0) from service, repair
             """,

@@ -430,7 +430,8 @@ def test_scheduled_firmware_update_drain_is_planned_not_an_unknown_failure(
     ) == [
         ("gpu0001", "maintenance", True, "firmware_update"),
         ("gpu0002", "unknown", False, None),
-        ("gpu0003", "unknown", False, None),  # a firmware error is no planned work
+        # a firmware error is no planned work: a GSP fault (sql/seeds/dim_node_reason.csv)
+        ("gpu0003", "gsp", False, None),
         ("gpu0004", "maintenance", False, "reseat"),  # corrective, not planned
     ]
     assert _query(
@@ -439,7 +440,7 @@ def test_scheduled_firmware_update_drain_is_planned_not_an_unknown_failure(
     ) == [
         ("gpu0001", "maintenance", True),
         ("gpu0002", "unknown", False),
-        ("gpu0003", "unknown", False),
+        ("gpu0003", "gsp", False),
         ("gpu0004", "maintenance", False),
     ]
     # the job on gpu0001 lost its node to the firmware update: maintenance, not unknown
@@ -524,7 +525,7 @@ def test_fleet_register_and_dcgm_without_nvidia_smi_give_gpu_lives(tmp_path: Pat
     rows = _query(
         db,
         "select unit_level, slot, count(*), min(entry_h), max(exit_h), bool_or(failed), "
-        "any_value(serial) from int_component_lives group by all order by unit_level, slot",
+        "any_value(serial) from int_replacement_lives group by all order by unit_level, slot",
     )
     gpu_rows = [r for r in rows if r[0] == "gpu"]
     node_rows = [r for r in rows if r[0] == "node"]

@@ -211,11 +211,11 @@ def test_incidents_split_on_the_gap_parameter(con: duckdb.DuckDBPyConnection) ->
     ]
 
 
-def test_lives_are_cut_by_tickets_and_clipped_to_the_window(
+def test_replacement_lives_are_cut_by_tickets_and_clipped_to_the_window(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
     lives = con.execute(
-        "select unit_id, entry_h, exit_h, failed from int_component_lives "
+        "select unit_id, entry_h, exit_h, failed from int_replacement_lives "
         "where component_class = 'nvlink' and node = 'a' order by unit_id"
     ).fetchall()
     assert lives == [
@@ -228,7 +228,7 @@ def test_lives_are_cut_by_tickets_and_clipped_to_the_window(
         ("a/gpu1#1", 0.0, 27 * 24.0 - 2.0, False),  # the reseat ticket ends no life
     ]
     power = con.execute(
-        "select unit_id, entry_h, exit_h, failed from int_component_lives "
+        "select unit_id, entry_h, exit_h, failed from int_replacement_lives "
         "where component_class = 'power' order by unit_id"
     ).fetchall()
     # a's power unit failed on day 20 and is still in repair at W1: no open life after it
@@ -244,7 +244,7 @@ def test_no_life_follows_a_repair_still_open_when_earlier_ones_closed(
     units = [
         row[0]
         for row in con.execute(
-            "select distinct unit_id from int_component_lives where slot = 'gpu0' and node = 'a' "
+            "select distinct unit_id from int_replacement_lives where slot = 'gpu0' and node = 'a' "
             "order by unit_id"
         ).fetchall()
     ]
@@ -254,7 +254,7 @@ def test_no_life_follows_a_repair_still_open_when_earlier_ones_closed(
 def test_competing_risks_fail_only_the_ticket_class(con: duckdb.DuckDBPyConnection) -> None:
     rows = dict(
         con.execute(
-            "select component_class, failed from int_component_lives where unit_id = 'a/gpu0#1'"
+            "select component_class, failed from int_replacement_lives where unit_id = 'a/gpu0#1'"
         ).fetchall()
     )
     assert {"gpu", "gpu_memory", "nvlink", "pcie"} <= rows.keys()
@@ -276,10 +276,103 @@ def test_interruptions_get_the_documented_cause(con: duckdb.DuckDBPyConnection) 
     ]
 
 
+def test_failure_events_merge_xid_runs_scheduler_and_tickets(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """One row per physical failure, read off the fixture by hand (default windows)."""
+    rows = con.execute(
+        "select component_class, unit_id, failed_ts, ended_ts, end_source, end_status, "
+        "sources, n_signals, xid, ticket_id, unit_inferred from int_failure_events "
+        "order by failed_ts"
+    ).fetchall()
+    day = DAY
+    assert rows == [
+        # T1, before the window: a ticket alone is a failure, ended at its close
+        ("gpu_memory", "a/gpu0", W0 - 50 * day, W0 - 49 * day, "ticket", "ended", ["ticket"], 1,
+         None, "T1", False),
+        # two Xid 74 runs 601 s apart (incident_gap_s) within failure_merge_s: one failure; T2,
+        # opened at the first line, joins it and gives its end
+        ("nvlink", "a/gpu0", W0 + 5 * day, W0 + 6 * day, "ticket", "ended", ["ticket", "xid"], 3,
+         74, "T2", False),
+        ("host_memory", "b/host_memory", W0 + 15 * day, W0 + 16 * day, "ticket", "ended",
+         ["ticket"], 1, None, "T5", False),
+        # Xid 79 with no ticket and no node event: back when job 101 started on a (day 19)
+        ("pcie", "a/gpu1", W0 + 15 * day + timedelta(seconds=100), W0 + 19 * day, "next_job",
+         "ended", ["xid"], 1, 79, None, False),
+        # job 101's NODE_FAIL 30 s after T4 opened: one failure, named power by the ticket
+        ("power", "a/power", W0 + 20 * day, None, "ticket", "open", ["scheduler", "ticket"], 2,
+         None, "T4", False),
+        # T7 (a/gpu0) is opened within a day of that failure, but a later ticket for another unit
+        # is a failure of its own
+        ("gpu", "a/gpu0", W0 + 21 * day, None, "ticket", "open", ["ticket"], 1, None, "T7",
+         False),
+        # job 105's NODE_FAIL alone: class unknown on its only node; back when job 106 started
+        ("unknown", "b/unknown", W0 + 22 * day, W0 + 23 * day, "next_job", "ended",
+         ["scheduler"], 1, None, None, False),
+    ]  # fmt: skip
+
+
+def test_failure_lives_renew_at_each_failure_end(con: duckdb.DuckDBPyConnection) -> None:
+    """Lives between failures, left-truncated, censored, node downtime not at risk (by hand)."""
+    lives = con.execute(
+        "select unit_id, entry_h, exit_h, failed, window_entry_h, window_exit_h "
+        "from int_component_lives where component_class = $cls order by unit_id",
+        {"cls": "pcie"},
+    ).fetchall()
+    assert lives == [
+        # a/gpu0: renewed by T1's close 49 days before W0, failed at day 5 (nvlink: censored for
+        # pcie); renewed at T2's close (day 6), failed at day 21 (T7); the node was down from day
+        # 20 (power, open): 24 h not at risk
+        ("a/gpu0#1", 49 * 24.0, 54 * 24.0, False, 0.0, 120.0),
+        ("a/gpu0#2", 0.0, 14 * 24.0, False, 144.0, 504.0),
+        # a/gpu1: installed 100 days before W0, planned replacement at day 3 (2 h), Xid 79 at day
+        # 15 + 100 s, back at day 19, node down from day 20 to the end
+        ("a/gpu1#0", 100 * 24.0, 103 * 24.0, False, 0.0, 72.0),
+        ("a/gpu1#1", 0.0, 12 * 24.0 - 2.0 + 100 / 3600, True, 74.0, 360.0 + 100 / 3600),
+        ("a/gpu1#2", 0.0, 24.0, False, 456.0, 720.0),
+        # b installed at day 10; down on days 15-16 (host_memory) and 22-23 (unknown)
+        ("b/gpu0#0", 0.0, 18 * 24.0, False, 240.0, 720.0),
+        ("b/gpu1#0", 0.0, 18 * 24.0, False, 240.0, 720.0),
+    ]
+    unknown = con.execute(
+        "select unit_id, entry_h, exit_h, failed from int_component_lives "
+        "where component_class = 'unknown' order by unit_id"
+    ).fetchall()
+    # a class of level 'none' that failed is a node-level unit on every node
+    assert unknown == [
+        ("a/unknown#0", 100 * 24.0, 120 * 24.0, False),
+        ("b/unknown#0", 0.0, 11 * 24.0, True),
+        ("b/unknown#1", 0.0, 7 * 24.0, False),
+    ]
+
+
+def test_failure_lives_count_every_failure_event_in_the_window(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    lives = dict(
+        con.execute(
+            "select component_class, count(*) from int_component_lives where failed group by 1"
+        ).fetchall()
+    )
+    events = dict(
+        con.execute(
+            "select component_class, count(*) from fct_failure_events "
+            "where in_window and in_lives group by 1"
+        ).fetchall()
+    )
+    assert lives == events == {
+        "nvlink": 1, "pcie": 1, "power": 1, "host_memory": 1, "gpu": 1, "unknown": 1
+    }  # fmt: skip
+    assert con.execute("select count(*) from fct_failure_events where in_window").fetchone() == (6,)
+
+
 def test_fleet_summary_counts_failures_per_class(con: duckdb.DuckDBPyConnection) -> None:
     summary = dict(
         con.execute(
             "select component_class, n_failures from rpt_fleet_summary where n_failures > 0"
         ).fetchall()
     )
-    assert summary == {"nvlink": 1, "power": 1, "host_memory": 1, "gpu": 1}
+    # the failure process: every failure event in the window, with or without a ticket
+    assert summary == {
+        "nvlink": 1, "pcie": 1, "power": 1, "host_memory": 1, "gpu": 1, "unknown": 1
+    }  # fmt: skip
