@@ -11,20 +11,69 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
 #: GPU-level classes: every GPU slot carries one competing latent lifetime per class.
-GPU_CLASSES: tuple[str, ...] = ("gpu", "gpu_memory", "nvlink", "pcie")
-#: Node-level classes the generator knows how to emit (no Xid; NODE_FAIL in Slurm).
-NODE_CLASSES: tuple[str, ...] = ("nic", "power", "host_memory")
-#: Xid codes a failure of each GPU-level class prints (data contract §4).
+GPU_CLASSES: tuple[str, ...] = ("gpu", "gpu_memory", "nvlink", "pcie", "gpu_sram", "gsp")
+#: Node-level hardware classes the generator knows how to emit (no Xid; NODE_FAIL in Slurm).
+NODE_CLASSES: tuple[str, ...] = ("nic", "power", "host_memory", "storage", "host_cpu", "chassis")
+#: Non-hardware interruptions: per-node Poisson processes (:class:`InterruptionSpec`).
+NON_HARDWARE_CLASSES: tuple[str, ...] = ("software", "driver", "nccl", "network", "maintenance")
+#: Xid codes a failure of each GPU-level class prints (data contract §4). ``gpu_sram`` prints
+#: Xid 95 with an L2-cache (SRAM) unit in its message; the catalog (``sql/seeds/dim_xid.csv``)
+#: files code 95 under ``gpu_memory``, so only the message and the drain reason tell them apart.
 FAILURE_XIDS: dict[str, tuple[int, ...]] = {
     "gpu": (62,),
     "gpu_memory": (48, 95),
     "nvlink": (74,),
     "pcie": (79,),
+    "gpu_sram": (95,),
+    "gsp": (119, 120),
 }
-#: Every Xid code that ends a unit's life, with its class.
-XID_CLASS: dict[int, str] = {code: cls for cls, codes in FAILURE_XIDS.items() for code in codes}
+#: Every Xid code that ends a unit's life, with its class in the catalog (``dim_xid``).
+XID_CLASS: dict[int, str] = {
+    62: "gpu",
+    48: "gpu_memory",
+    95: "gpu_memory",
+    74: "nvlink",
+    79: "pcie",
+    119: "gsp",
+    120: "gsp",
+}
 WARNING_XIDS: tuple[int, ...] = (63, 92)
 APPLICATION_XIDS: tuple[int, ...] = (13, 31, 43)
+#: Driver-class Xid that stops jobs in the catalog (``ROBUST_CHANNEL_SEC2_ERROR``, not a failure
+#: code): printed on half of the ``driver`` interruptions.
+DRIVER_XIDS: tuple[int, ...] = (60,)
+
+#: How a hardware failure is fixed. Only ``replace`` writes a repair ticket and puts a new serial
+#: in; the others return the same unit after the repair time. Every fix renews the unit.
+FIX_KINDS: tuple[str, ...] = ("replace", "reset", "reboot", "reseat")
+#: The fix of every non-hardware interruption: the cause is cleared and the node resumed.
+RECOVER = "recover"
+#: Default shares of the fix kinds per hardware class (replace, reset, reboot, reseat), see
+#: :class:`SynthConfig`.
+DEFAULT_FIXES: dict[str, dict[str, float]] = {
+    "gpu": {"replace": 0.30, "reset": 0.40, "reboot": 0.25, "reseat": 0.05},
+    "gpu_memory": {"replace": 0.25, "reset": 0.60, "reboot": 0.15},
+    "nvlink": {"replace": 0.25, "reset": 0.45, "reboot": 0.15, "reseat": 0.15},
+    "pcie": {"replace": 0.30, "reboot": 0.40, "reseat": 0.30},
+    "gpu_sram": {"replace": 0.20, "reset": 0.60, "reboot": 0.20},
+    "gsp": {"replace": 0.10, "reset": 0.50, "reboot": 0.40},
+    "nic": {"replace": 0.40, "reboot": 0.30, "reseat": 0.30},
+    "power": {"replace": 0.60, "reboot": 0.10, "reseat": 0.30},
+    "host_memory": {"replace": 0.50, "reboot": 0.40, "reseat": 0.10},
+    "storage": {"replace": 0.50, "reboot": 0.40, "reseat": 0.10},
+    "host_cpu": {"replace": 0.30, "reboot": 0.70},
+    "chassis": {"replace": 0.40, "reboot": 0.40, "reseat": 0.20},
+}
+#: Median repair time (hours) of the fixes other than ``replace`` (which takes its class's
+#: ``repair_median_h``), and the shortest repair of each fix (seconds).
+FIX_REPAIR_MEDIAN_H: dict[str, float] = {"reset": 0.25, "reboot": 1.0, "reseat": 4.0}
+MIN_REPAIR_S: dict[str, int] = {
+    "replace": 3_600,
+    "reset": 120,
+    "reboot": 900,
+    "reseat": 3_600,
+    RECOVER: 300,
+}
 
 
 #: Lifetime families a class can be drawn from, with lifelines' parameter names.
@@ -56,12 +105,18 @@ class ClassSpec:
         and ``LogLogisticFitter`` (``alpha_, beta_``); see :meth:`params`. To change a class's
         family at the same mean and median, use :meth:`as_family` or
         :meth:`SynthConfig.with_families`.
+    fixes
+        Shares of the fix kinds of this class's failures (``replace``, ``reset``, ``reboot``,
+        ``reseat``; shares summing to 1; ``reset`` only at GPU level). ``replace`` takes
+        ``repair_median_h``; the others :data:`FIX_REPAIR_MEDIAN_H`. None (default): the
+        class's default shares (:data:`DEFAULT_FIXES`; ``replace`` only for a class without
+        defaults). See :meth:`SynthConfig.fixes_of`.
 
     Raises
     ------
     ValueError
-        An unknown family, an exponential with a shape other than 1, or a log-logistic with
-        ``shape <= 1`` (no finite mean).
+        An unknown family, an exponential with a shape other than 1, a log-logistic with
+        ``shape <= 1`` (no finite mean), or fix shares that are not shares of known fixes.
     """
 
     level: str
@@ -69,9 +124,12 @@ class ClassSpec:
     scale_h: float
     repair_median_h: float
     family: str = "weibull"
+    fixes: Mapping[str, float] | None = None
 
     def __post_init__(self) -> None:
-        """Refuse a family the generator cannot draw, or one without a finite mean."""
+        """Refuse a family the generator cannot draw, one without a finite mean, or bad fixes."""
+        if self.fixes is not None:
+            _check_fixes(self.level, self.fixes)
         if self.family not in FAMILIES:
             msg = f"unknown lifetime family {self.family!r}; use one of {', '.join(FAMILIES)}."
             raise ValueError(msg)
@@ -170,6 +228,20 @@ class ClassSpec:
         return replace(self, shape=k, scale_h=median / math.log(2.0) ** (1.0 / k), family=family)
 
 
+def _check_fixes(level: str, fixes: Mapping[str, float]) -> None:
+    unknown = sorted(set(fixes) - set(FIX_KINDS))
+    if unknown:
+        msg = f"unknown fix {unknown[0]!r}; use shares of {', '.join(FIX_KINDS)}."
+        raise ValueError(msg)
+    shares = list(fixes.values())
+    if not shares or min(shares) < 0 or not math.isclose(sum(shares), 1.0, abs_tol=1e-9):
+        msg = f"fix shares must be non-negative and sum to 1, got {dict(fixes)}."
+        raise ValueError(msg)
+    if level == "node" and fixes.get("reset", 0.0) > 0:
+        msg = "a node-level class has no GPU reset; give its reset share to reboot or reseat."
+        raise ValueError(msg)
+
+
 def _loglogistic_ratio(beta: float) -> float:
     """Mean over median of a log-logistic: ``(pi/beta) / sin(pi/beta)`` (``beta > 1``)."""
     x = math.pi / beta
@@ -205,6 +277,62 @@ def default_classes() -> dict[str, ClassSpec]:
         "nic": ClassSpec("node", 1.0, 25_000.0, 6.0),
         "power": ClassSpec("node", 1.5, 30_000.0, 8.0),
         "host_memory": ClassSpec("node", 1.2, 30_000.0, 12.0),
+    }
+
+
+#: Node-hours of Llama 3's 54-day run on 2,048 nodes x 8 GPUs (Dubey et al. 2024, Table 5).
+LLAMA3_NODE_H = 2_048 * 54 * 24.0
+
+
+@dataclass(frozen=True)
+class InterruptionSpec:
+    """A non-hardware interruption class: a Poisson process per node, and its recovery.
+
+    Parameters
+    ----------
+    rate_per_node_h
+        Interruptions per node-hour while the node is at risk (in service and not recovering
+        from one of this class); 0 switches the class off.
+    recovery_median_h
+        Median of the lognormal time from the interruption to the node's resumption, hours
+        (log-scale standard deviation ``SynthConfig.repair_sigma``; at least 5 minutes).
+    """
+
+    rate_per_node_h: float
+    recovery_median_h: float
+
+    def __post_init__(self) -> None:
+        """Refuse a negative rate or a recovery that is not positive."""
+        if self.rate_per_node_h < 0 or not self.recovery_median_h > 0:
+            msg = (
+                f"an interruption class needs rate_per_node_h >= 0 and recovery_median_h > 0, "
+                f"got {self.rate_per_node_h} and {self.recovery_median_h}."
+            )
+            raise ValueError(msg)
+
+    def as_class(self) -> ClassSpec:
+        """Return the same process as a node-level exponential :class:`ClassSpec` (mean 1/rate)."""
+        return ClassSpec(
+            "node", 1.0, 1.0 / self.rate_per_node_h, self.recovery_median_h, family="exponential"
+        )
+
+
+def default_non_hardware() -> dict[str, InterruptionSpec]:
+    """Return the default non-hardware interruption classes.
+
+    Rates are Llama 3's published per-node rates (54 days on 2,048 nodes, Table 5: software bug
+    and dependency 56, network switch and cable 35, unplanned host maintenance 32, NCCL watchdog
+    7; :data:`LLAMA3_NODE_H` node-hours); ``driver``, which that table does not list apart, gets
+    the NCCL rate. Recoveries: a software fault 30 min, a driver fault 30 min (reload or reset),
+    an NCCL timeout 15 min (health check, resume), a fabric fault 2 h (cable or optic swapped),
+    unplanned maintenance 4 h.
+    """
+    return {
+        "software": InterruptionSpec(56 / LLAMA3_NODE_H, 0.5),
+        "driver": InterruptionSpec(7 / LLAMA3_NODE_H, 0.5),
+        "nccl": InterruptionSpec(7 / LLAMA3_NODE_H, 0.25),
+        "network": InterruptionSpec(35 / LLAMA3_NODE_H, 2.0),
+        "maintenance": InterruptionSpec(32 / LLAMA3_NODE_H, 4.0),
     }
 
 
@@ -260,6 +388,52 @@ class SynthConfig:
 
         The log-normal's ``mu`` and the log-logistic's ``alpha`` are the log of the median and
         the median; the exponential keeps only the mean (its median is ``mean * ln 2``).
+
+        Each failure is fixed by one of ``replace`` (a repair ticket, a new serial in the later
+        nvidia-smi snapshots), ``reset`` (a GPU reset), ``reboot`` (a node reboot) or
+        ``reseat`` (the part re-seated, the node powered off); every fix renews the unit (as
+        good as new), only ``replace`` writes a ticket. Default shares
+        (:data:`DEFAULT_FIXES`; :meth:`with_fixes`, ``relia synth --fixes``):
+
+        ============  =======  =====  ======  ======
+        class         replace  reset  reboot  reseat
+        ============  =======  =====  ======  ======
+        gpu           0.30     0.40   0.25    0.05
+        gpu_memory    0.25     0.60   0.15    0
+        nvlink        0.25     0.45   0.15    0.15
+        pcie          0.30     0      0.40    0.30
+        gpu_sram      0.20     0.60   0.20    0
+        gsp           0.10     0.50   0.40    0
+        nic           0.40     0      0.30    0.30
+        power         0.60     0      0.10    0.30
+        host_memory   0.50     0      0.40    0.10
+        storage       0.50     0      0.40    0.10
+        host_cpu      0.30     0      0.70    0
+        chassis       0.40     0      0.40    0.20
+        ============  =======  =====  ======  ======
+
+        A GPU that stopped (Xid 62, uncorrectable ECC with a row remap pending, NVLink, GSP
+        timeouts) is most often brought back by a reset (NVIDIA's resolution buckets
+        RESET_GPU); one fallen off the bus needs the node rebooted (RESTART_BM) or re-seated;
+        node parts (PSU, DIMM, SSD) are replaced more often. Over the default fleet's mix about
+        30 % of failures replace a part.
+    fix_repair_median_h
+        Median repair time (hours) of ``reset`` (0.25), ``reboot`` (1) and ``reseat`` (4);
+        lognormal with ``repair_sigma``, at least 2 min, 15 min and 1 h.
+    bad_unit_share, bad_unit_factor
+        Each unit installed with the fleet is a bad unit (a repeat offender) with probability
+        ``bad_unit_share`` (default 0.03): every hazard of it is ``bad_unit_factor`` (default
+        10) times its class's, through every reset, reboot or reseat, until a replacement (or a
+        planned one) puts a normal unit in.
+    non_hardware
+        Non-hardware interruptions (:class:`InterruptionSpec` per class ``software``,
+        ``driver``, ``nccl``, ``network``, ``maintenance``): a Poisson process per node that
+        stops the job on the node (sacct ``FAILED``; unplanned maintenance ``NODE_FAIL``),
+        drains it with a reason an operator or a health check writes, and resumes it after the
+        recovery. Defaults: :func:`default_non_hardware` (Llama 3's per-node rates, about 30
+        interruptions in the default fleet). ``{}`` switches them off.
+    installed_in_window_share
+        Share of nodes (the batch ``b3``) installed during the window (default 0.04).
     repair_sigma
         Log-scale standard deviation of repair durations (at least 1 h is enforced).
     planned_replace_per_unit_year
@@ -300,7 +474,9 @@ class SynthConfig:
         (PyTorch elastic): they land as agent logs, one per run and node. Default 0 (none).
     node_events
         Write Slurm node events (``sacctmgr show event --parsable2``): down/drain intervals for
-        every failure, planned replacement, reseat and diagnosis. Default off.
+        every failure and interruption, planned replacement, reseat and diagnosis
+        (:mod:`synth.node_events`). Default on: slurmctld records them by itself on every real
+        Slurm cluster, and they are the telemetry of node-level failures.
     dcgm_interval_s
         Seconds between DCGM scrapes (dcgm-exporter text, one file per node and day); None
         writes none. At 30 s a 256-node, 90-day fleet would write about 80 GB, so keep it coarse
@@ -346,8 +522,9 @@ class SynthConfig:
         cumulative hazard of each latent lifetime). None (default) changes nothing.
 
     With ``k8s_share = elastic_share = 0``, ``node_events`` off, ``dcgm_interval_s`` and
-    ``precursor_share`` None, ``training_logs`` off and ``hazard_change_at_frac`` None the
-    generator writes the same bytes as it did before those sources existed.
+    ``precursor_share`` None, ``training_logs`` off, ``hazard_change_at_frac`` None, every fix
+    ``replace`` (``with_fixes({"all": {"replace": 1.0}})``), ``bad_unit_share = 0`` and
+    ``non_hardware = {}`` the generator writes the same bytes as it did before those existed.
     """
 
     nodes: int = 256
@@ -379,7 +556,7 @@ class SynthConfig:
     max_skew_s: int = 20
     k8s_share: float = 0.0
     elastic_share: float = 0.0
-    node_events: bool = False
+    node_events: bool = True
     dcgm_interval_s: int | None = None
     precursor_share: float | None = None
     precursor_lead_h: tuple[float, float] = (6.0, 20.0)
@@ -394,6 +571,11 @@ class SynthConfig:
     training_warmup_s: tuple[float, float] = (10.0, 120.0)
     hazard_change_at_frac: float | None = None
     hazard_change_factor: float = 1.0
+    fix_repair_median_h: dict[str, float] = field(default_factory=lambda: dict(FIX_REPAIR_MEDIAN_H))
+    bad_unit_share: float = 0.03
+    bad_unit_factor: float = 10.0
+    non_hardware: dict[str, InterruptionSpec] = field(default_factory=default_non_hardware)
+    installed_in_window_share: float = 0.04
 
     def __post_init__(self) -> None:
         """Check the configuration and fail with a hint on what to change."""
@@ -415,6 +597,92 @@ class SynthConfig:
         return bool(
             self.k8s_share or self.elastic_share or self.node_events or self.dcgm_interval_s
         )
+
+    @property
+    def fleet_classes(self) -> dict[str, ClassSpec]:
+        """Every class the fleet simulates: the hardware ones, then the non-hardware ones.
+
+        The hardware ``classes``, then each non-hardware class with a positive rate as a
+        node-level exponential (:meth:`InterruptionSpec.as_class`).
+        """
+        extra = {n: s.as_class() for n, s in self.non_hardware.items() if s.rate_per_node_h > 0}
+        return {**self.classes, **extra}
+
+    def fixes_of(self, name: str) -> dict[str, float]:
+        """Shares of the fix kinds of class ``name`` (``{"recover": 1.0}`` for a non-hardware one).
+
+        The class's own ``fixes``, else :data:`DEFAULT_FIXES`, else ``replace`` only.
+        """
+        if name in self.non_hardware:
+            return {RECOVER: 1.0}
+        spec = self.classes[name]
+        if spec.fixes is not None:
+            return dict(spec.fixes)
+        return dict(DEFAULT_FIXES.get(name, {"replace": 1.0}))
+
+    def with_fixes(self, fixes: Mapping[str, Mapping[str, float]]) -> SynthConfig:
+        """Return this config with other fix shares for the named classes.
+
+        Parameters
+        ----------
+        fixes
+            ``{class: {fix: share}}`` with fixes ``replace``, ``reset``, ``reboot``, ``reseat``
+            (shares summing to 1; no ``reset`` at node level). The key ``"all"`` names every
+            hardware class (a class named beside it wins); a GPU reset given to ``all`` goes to
+            ``reboot`` at node level.
+
+        Raises
+        ------
+        ValueError
+            An unknown class or fix, or shares that do not sum to 1.
+        """
+        chosen: dict[str, Mapping[str, float]] = {}
+        if "all" in fixes:
+            for name, spec in self.classes.items():
+                every = dict(fixes["all"])
+                if spec.level == "node" and every.get("reset"):
+                    every["reboot"] = every.get("reboot", 0.0) + every.pop("reset")
+                chosen[name] = every
+        for name, shares in fixes.items():
+            if name == "all":
+                continue
+            if name not in self.classes:
+                msg = (
+                    f"unknown hardware class {name!r}; use one of {', '.join(self.classes)} "
+                    "or 'all'."
+                )
+                raise ValueError(msg)
+            chosen[name] = dict(shares)
+        classes = {
+            name: replace(spec, fixes=chosen[name]) if name in chosen else spec
+            for name, spec in self.classes.items()
+        }
+        return replace(self, classes=classes)
+
+    def with_non_hardware(self, rates_per_node_h: Mapping[str, float]) -> SynthConfig:
+        """Return this config with other rates (per node-hour) for the named non-hardware classes.
+
+        A class not configured yet takes the default recovery of :func:`default_non_hardware`;
+        a rate of 0 switches a class off.
+
+        Raises
+        ------
+        ValueError
+            An unknown class (the message lists ``software, driver, nccl, network,
+            maintenance``) or a negative rate.
+        """
+        defaults = default_non_hardware()
+        specs = dict(self.non_hardware)
+        for name, rate in rates_per_node_h.items():
+            if name not in NON_HARDWARE_CLASSES:
+                msg = (
+                    f"unknown non-hardware class {name!r}; use one of "
+                    f"{', '.join(NON_HARDWARE_CLASSES)}."
+                )
+                raise ValueError(msg)
+            recovery = specs.get(name, defaults[name]).recovery_median_h
+            specs[name] = InterruptionSpec(float(rate), recovery)
+        return replace(self, non_hardware=specs)
 
     def with_families(self, families: Mapping[str, str]) -> SynthConfig:
         """Return this config with classes drawn from other lifetime families, same mean and median.
@@ -474,14 +742,16 @@ class SynthConfig:
                 params.pop(name)
         params["start"] = self.start.strftime("%Y-%m-%dT%H:%M:%SZ")
         params["job_size_mix"] = list(self.job_size_mix)
-        params["classes"] = {name: _class_params(spec) for name, spec in self.classes.items()}
+        params["classes"] = {
+            name: _class_params(spec, self.fixes_of(name)) for name, spec in self.classes.items()
+        }
         return params
 
 
-def _class_params(spec: ClassSpec) -> dict[str, Any]:
+def _class_params(spec: ClassSpec, fixes: dict[str, float]) -> dict[str, Any]:
     """Return a class's law for ``params``.
 
-    Weibull classes as always; others add family and params.
+    Weibull classes as always; others add family and params; every class its fix shares.
     """
     out: dict[str, Any] = {
         "level": spec.level,
@@ -492,6 +762,7 @@ def _class_params(spec: ClassSpec) -> dict[str, Any]:
     if spec.family != "weibull":
         out |= {"weibull_shape": None, "weibull_scale_h": None}
         out |= {"family": spec.family, "params": spec.params()}
+    out["fixes"] = fixes
     return out
 
 
@@ -532,6 +803,13 @@ def _check_config(config: SynthConfig) -> None:
         raise ValueError(msg)
     if not config.classes:
         msg = "classes is empty; pass at least one ClassSpec or use default_classes()."
+        raise ValueError(msg)
+    clash = sorted(set(config.classes) & set(NON_HARDWARE_CLASSES))
+    if clash:
+        msg = (
+            f"{clash[0]!r} is a non-hardware class: give its rate in non_hardware "
+            "(InterruptionSpec), not in classes."
+        )
         raise ValueError(msg)
     for name, spec in config.classes.items():
         if spec.level == "gpu" and name not in GPU_CLASSES:
@@ -585,6 +863,40 @@ def _check_config(config: SynthConfig) -> None:
             msg = "background_per_gpu_day must not be negative; pass 0 for no background noise."
             raise ValueError(msg)
     _check_training(config)
+    _check_failure_model(config)
+
+
+def _check_failure_model(config: SynthConfig) -> None:
+    """Fix shares of every class, bad units, non-hardware classes and the late batch."""
+    for name, spec in config.classes.items():
+        _check_fixes(spec.level, config.fixes_of(name))
+    unknown = sorted(set(config.fix_repair_median_h) ^ set(FIX_REPAIR_MEDIAN_H))
+    medians = list(config.fix_repair_median_h.values())
+    if unknown or min(medians) <= 0:
+        msg = (
+            f"fix_repair_median_h needs a positive median for each of reset, reboot and reseat "
+            f"(hours), got {config.fix_repair_median_h}."
+        )
+        raise ValueError(msg)
+    if not 0 <= config.bad_unit_share < 1 or not config.bad_unit_factor >= 1:
+        msg = (
+            f"bad_unit_share must be in [0, 1) and bad_unit_factor at least 1, got "
+            f"{config.bad_unit_share} and {config.bad_unit_factor}."
+        )
+        raise ValueError(msg)
+    for name in config.non_hardware:
+        if name not in NON_HARDWARE_CLASSES:
+            msg = (
+                f"unknown non-hardware class {name!r}; use one of "
+                f"{', '.join(NON_HARDWARE_CLASSES)}."
+            )
+            raise ValueError(msg)
+    if not 0 <= config.installed_in_window_share <= 0.5:
+        msg = (
+            f"installed_in_window_share must be in [0, 0.5], got "
+            f"{config.installed_in_window_share}."
+        )
+        raise ValueError(msg)
 
 
 def _check_training(config: SynthConfig) -> None:

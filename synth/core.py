@@ -143,7 +143,7 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
     fleet = fleet_mod.build_fleet(config, streams[0])
     fleet_mod.simulate_lifetimes(config, streams[1], fleet)
     fleet_mod.remove_nodes(config, streams[2], fleet)
-    carriers, _ = fleet_mod.plan_carriers(config, streams[3], fleet)
+    carriers, forced = fleet_mod.plan_carriers(config, streams[3], fleet)
     minor = fleet_mod.minor_tickets(config, streams[4], fleet)
     serials, uuids = fleet_mod.unit_serials(fleet, streams[5])
     jobs = workload.make_jobs(config, streams[6], fleet, carriers)
@@ -165,6 +165,7 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
     tickets, n_tickets = formats.tickets_csv(config, streams[11], fleet, minor, serials)
     snapshots = formats.snapshot_times(config, fleet)
     lives = truth.lives_by_class(config, fleet)
+    process = truth.failure_process(config, fleet, forced, attempts)
     interruptions = truth.interruptions(
         config,
         fleet,
@@ -182,11 +183,17 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         "params": config.to_params(),
         "window_start": truth.iso(config.window_start_s),
         "window_end": truth.iso(config.window_end_s),
-        "classes": {name: truth.class_law(spec) for name, spec in config.classes.items()},
+        "classes": {
+            name: truth.class_law(spec) | {"fixes": config.fixes_of(name)}
+            for name, spec in config.classes.items()
+        },
         "lives_by_class": lives,
         "failures_by_class": {name: v["n_failed"] for name, v in lives.items()},
+        "failure_process": process,
+        "failures_by_fix": truth.fix_counts(config, process),
+        "non_hardware": truth.non_hardware(config, process),
         "failures": truth.failures(
-            config, fleet, None if precursors is None else precursors.lookup()
+            config, fleet, None if precursors is None else precursors.lookup(), forced
         ),
         "interruptions": interruptions,
         "interruptions_by_cause": truth.by_cause(interruptions),

@@ -151,14 +151,34 @@ BEFORE = {
     ),
 }
 OLD_CLASS_KEYS = ("level", "weibull_shape", "weibull_scale_h", "mtbf_h", "repair_median_h")
+# what the failure process (fix kinds, bad units, non-hardware interruptions, node events on by
+# default) added to the ground truth
+NEW_TRUTH_KEYS = ("failure_process", "failures_by_fix", "non_hardware")
+NEW_PARAMS = (
+    "fix_repair_median_h",
+    "bad_unit_share",
+    "bad_unit_factor",
+    "non_hardware",
+    "installed_in_window_share",
+)
+NEW_FAILURE_KEYS = ("fix", "bad_unit", "ticket", "forced")
 
 
 @pytest.mark.parametrize(("nodes", "days", "seed"), list(BEFORE))
 def test_default_config_writes_what_it_wrote_before_families(
     tmp_path: Path, nodes: int, days: int, seed: int
 ) -> None:
+    """With the later features off, the old default fleet's bytes and truth, unchanged.
+
+    Since the failure process (issue 25) the default fleet differs on purpose (fixes other than
+    a replacement, bad units, non-hardware interruptions, node events); switched off, it is
+    byte for byte what the generator wrote before families existed.
+    """
     out = tmp_path / "landing"
-    truth = synthesize(out, SynthConfig(nodes=nodes, days=days, seed=seed))
+    config = SynthConfig(
+        nodes=nodes, days=days, seed=seed, node_events=False, bad_unit_share=0.0, non_hardware={}
+    ).with_fixes({"all": {"replace": 1.0}})
+    truth = synthesize(out, config)
     files = hashlib.sha256()
     for path in sorted(out.rglob("*")):
         if path.is_file() and path.name != "ground_truth.json":
@@ -168,6 +188,19 @@ def test_default_config_writes_what_it_wrote_before_families(
     assert all(v["family"] == "weibull" for v in classes.values())
     assert all(set(v["params"]) == {"lambda_", "rho_"} for v in classes.values())
     truth["classes"] = {k: {f: v[f] for f in OLD_CLASS_KEYS} for k, v in classes.items()}
+    for key in NEW_TRUTH_KEYS:
+        truth.pop(key)
+    for key in NEW_PARAMS:
+        truth["params"].pop(key)
+    for law in truth["params"]["classes"].values():
+        assert law.pop("fixes") == {"replace": 1.0}
+    for row in truth["failures"]:
+        assert row["fix"] == "replace"
+        assert row["ticket"]
+        for key in NEW_FAILURE_KEYS:
+            row.pop(key)
+    for row in truth["interruptions"]:
+        row.pop("true_class")
     old_truth = hashlib.sha256(json.dumps(truth, sort_keys=True).encode()).hexdigest()
     assert (files.hexdigest(), old_truth) == BEFORE[(nodes, days, seed)]
 
