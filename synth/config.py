@@ -434,6 +434,9 @@ class SynthConfig:
         interruptions in the default fleet). ``{}`` switches them off.
     installed_in_window_share
         Share of nodes (the batch ``b3``) installed during the window (default 0.04).
+    preset
+        The preset this config came from (:mod:`synth.presets`, e.g. ``"llama3"``; None for
+        none): the ground truth then adds the preset's published figures.
     repair_sigma
         Log-scale standard deviation of repair durations (at least 1 h is enforced).
     planned_replace_per_unit_year
@@ -576,6 +579,7 @@ class SynthConfig:
     bad_unit_factor: float = 10.0
     non_hardware: dict[str, InterruptionSpec] = field(default_factory=default_non_hardware)
     installed_in_window_share: float = 0.04
+    preset: str | None = None
 
     def __post_init__(self) -> None:
         """Check the configuration and fail with a hint on what to change."""
@@ -740,6 +744,8 @@ class SynthConfig:
         if self.hazard_change_at_frac is None:
             for name in _HAZARD_CHANGE:
                 params.pop(name)
+        if self.preset is None:
+            params.pop("preset")
         params["start"] = self.start.strftime("%Y-%m-%dT%H:%M:%SZ")
         params["job_size_mix"] = list(self.job_size_mix)
         params["classes"] = {
@@ -891,6 +897,9 @@ def _check_failure_model(config: SynthConfig) -> None:
                 f"{', '.join(NON_HARDWARE_CLASSES)}."
             )
             raise ValueError(msg)
+    if config.preset not in (None, "llama3"):
+        msg = f"unknown preset {config.preset!r}; use 'llama3' or None."
+        raise ValueError(msg)
     if not 0 <= config.installed_in_window_share <= 0.5:
         msg = (
             f"installed_in_window_share must be in [0, 0.5], got "

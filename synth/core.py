@@ -12,7 +12,7 @@ import numpy as np
 from synth import dcgm as dcgm_mod
 from synth import elastic as elastic_mod
 from synth import fleet as fleet_mod
-from synth import formats, kernel, schedulers, training, truth, workload
+from synth import formats, kernel, presets, schedulers, training, truth, workload
 from synth import k8s as k8s_mod
 from synth import node_events as node_events_mod
 from synth import precursors as precursors_mod
@@ -62,11 +62,14 @@ def synthesize(out: Path, config: SynthConfig) -> dict[str, Any]:
     Returns
     -------
     dict
-        The ground truth: ``seed``, ``params``, ``window_start``, ``window_end``, ``classes``,
-        ``lives_by_class`` (``n_lives``, ``n_failed``, ``exposure_s``), ``failures``,
+        The ground truth (data contract §6): ``seed``, ``params``, ``window_start``,
+        ``window_end``, ``classes``, ``lives_by_class`` (replacement lives: ``n_lives``,
+        ``n_failed``, ``exposure_s``), ``failure_process`` (per class: failures, exposure,
+        compensator, rate, replacements), ``failures_by_fix``, ``non_hardware``, ``failures``,
         ``interruptions``, ``interruptions_by_cause``, ``expected_quarantine``, ``n_nodes``,
-        ``n_gpus``, ``n_jobs``, ``n_attempts``, plus ``failures_by_class`` (in the window) and
-        ``expected_rows`` (well-formed rows per raw table).
+        ``n_gpus``, ``n_jobs``, ``n_attempts``, plus ``failures_by_class`` (replacements in the
+        window), ``expected_rows`` (well-formed rows per raw table) and, for a preset fleet,
+        ``preset``.
 
     Raises
     ------
@@ -223,6 +226,9 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         "n_jobs": len({a.job for a in attempts}),
         "n_attempts": len(attempts),
     }
+    preset = presets.preset_truth(config)
+    if preset is not None:
+        truth_dict["preset"] = preset
     if more:
         _add_more_truth(truth_dict, more, attempts)
     if precursors is not None:

@@ -162,7 +162,7 @@ def build_fleet(config: SynthConfig, rng: np.random.Generator) -> Fleet:
     w0 = config.window_start_s
     late = config.installed_in_window_share
     n3 = max(1, round(late * n)) if n >= 4 and late > 0 else 0
-    n1 = max(1, round(0.6 * n)) if n >= 2 else n
+    n1 = min(max(1, round(0.6 * n)), n - n3) if n >= 2 else n
     n2 = n - n1 - n3
     sizes = (n1, n2, n3)
     batch_starts = (w0 - 400 * DAY_S, w0 - 120 * DAY_S, w0 + int(0.4 * config.days) * DAY_S)

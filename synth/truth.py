@@ -161,9 +161,11 @@ def failure_process(
     at risk). Per class: the law (``family``, ``params``, ``mean_h``), the bad units (``share``,
     ``factor``), the failures in ``[W0, W1)`` (``n_failures``, ``n_by_fix``, ``n_bad_unit``,
     ``n_forced``: the deliberately ambiguous attempts' forced failures, which no hazard drew),
-    ``n_lives`` and ``exposure_h`` (in-service unit-hours in the window), ``compensator`` (the
+    ``n_lives`` and ``exposure_h`` (in-service unit-hours in the window; of bad units:
+    ``bad_unit_exposure_h``), ``compensator`` (the
     sum over every in-window at-risk interval of every unit of the class's cumulative hazard
-    increment at the unit's true ages, times the bad-unit factor and any hazard change),
+    increment at the unit's true ages, times the bad-unit factor and any hazard change; of bad
+    units: ``bad_unit_compensator``),
     ``expected_failures`` (compensator + forced) and ``rate_per_unit_h`` (expected / exposure:
     the rate over the ages observed), and ``replacement`` (``replace_share``,
     ``n_replacements``, ``expected_replacements``, ``mean_time_between_replacements_h`` =
@@ -201,7 +203,9 @@ def failure_process(
         increment = _hazard_increment(spec, *ages, factor)
         bad_factor = np.where(lives.bad[rows], config.bad_unit_factor, 1.0)
         compensator = float(np.sum(bad_factor * increment))
+        bad_compensator = float(np.sum((bad_factor * increment)[lives.bad[rows]]))
         exposure_h = float(np.sum(x1[rows] - x0[rows]))
+        bad_exposure_h = float(np.sum((x1[rows] - x0[rows])[lives.bad[rows]]))
         mine = in_window & (fleet.ev_class == c)
         n_forced = int(np.sum(mine & is_forced))
         fixes = config.fixes_of(name)
@@ -225,7 +229,9 @@ def failure_process(
             "n_attempts_interrupted": int(interrupted.get(c, 0)),
             "n_lives": int(rows.sum()),
             "exposure_h": exposure_h,
+            "bad_unit_exposure_h": bad_exposure_h,
             "compensator": compensator,
+            "bad_unit_compensator": bad_compensator,
             "expected_failures": expected,
             "rate_per_unit_h": expected / exposure_h if exposure_h > 0 else None,
         }
