@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from synth.config import FIX_KINDS, NON_HARDWARE_CLASSES, RECOVER, XID_CLASS
-from synth.fleet import F_REPLACE, FIXES, HOUR_S, cum_hazard, hazard_change
+from synth.fleet import F_REPLACE, FIXES, HOUR_S
+from synth.lifetimes import cum_hazard, hazard_change
 
 if TYPE_CHECKING:
     from synth.config import ClassSpec, SynthConfig
@@ -181,7 +182,7 @@ def failure_process(
     change_at, factor = hazard_change(config)
     xc = None if change_at is None else (change_at - lives.start) / HOUR_S
     classes = config.fleet_classes
-    in_window = fleet.failed & (fleet.ev_open >= w0) & (fleet.ev_open < w1)
+    in_window = fleet.failed & (fleet.ev_open > w0) & (fleet.ev_open < w1)  # as `failures`
     ev_bad = np.zeros(fleet.ev_unit.size, dtype=bool)
     ended = lives.ended_by >= 0
     ev_bad[lives.ended_by[ended]] = lives.bad[ended]

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from pipelines.cli import app
 from synth import FAMILIES, ClassSpec, SynthConfig, default_classes, synthesize
-from synth.fleet import _lifetimes_h
+from synth.lifetimes import lifetimes_h
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -108,7 +108,7 @@ def test_drawn_lifetimes_match_each_family_mean_and_median(family: str) -> None:
     config = SynthConfig().with_families({"all": family})
     specs = list(config.classes.values())
     assert all(s.family == family for s in specs)
-    draws = _lifetimes_h(
+    draws = lifetimes_h(
         np.random.default_rng(11),
         [s.family for s in specs],
         np.array([s.shape for s in specs]),
@@ -128,7 +128,7 @@ def test_drawn_lifetimes_of_mixed_families_match_per_column() -> None:
         classes["pcie"].as_family("exponential"),
         classes["gpu_memory"].as_family("loglogistic"),  # beta 1.6: median only
     ]
-    draws = _lifetimes_h(
+    draws = lifetimes_h(
         np.random.default_rng(12),
         [s.family for s in specs],
         np.array([s.shape for s in specs]),
