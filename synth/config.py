@@ -1,4 +1,8 @@
-"""Configuration of the synthetic fleet: component classes, fleet shape and workload knobs."""
+"""Configuration of the synthetic fleet: fleet shape, workload knobs and the failure model.
+
+The component classes (laws, fix kinds, non-hardware processes) live in :mod:`synth.classes`
+and are re-exported here.
+"""
 
 from __future__ import annotations
 
@@ -7,205 +11,54 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from synth.classes import (
+    APPLICATION_XIDS,
+    DEFAULT_FIXES,
+    DRIVER_XIDS,
+    FAILURE_XIDS,
+    FAMILIES,
+    FIX_KINDS,
+    FIX_REPAIR_MEDIAN_H,
+    GPU_CLASSES,
+    LLAMA3_NODE_H,
+    MIN_REPAIR_S,
+    NODE_CLASSES,
+    NON_HARDWARE_CLASSES,
+    RECOVER,
+    WARNING_XIDS,
+    XID_CLASS,
+    ClassSpec,
+    InterruptionSpec,
+    check_fixes,
+    default_classes,
+    default_non_hardware,
+)
+
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
 
-#: GPU-level classes: every GPU slot carries one competing latent lifetime per class.
-GPU_CLASSES: tuple[str, ...] = ("gpu", "gpu_memory", "nvlink", "pcie")
-#: Node-level classes the generator knows how to emit (no Xid; NODE_FAIL in Slurm).
-NODE_CLASSES: tuple[str, ...] = ("nic", "power", "host_memory")
-#: Xid codes a failure of each GPU-level class prints (data contract §4).
-FAILURE_XIDS: dict[str, tuple[int, ...]] = {
-    "gpu": (62,),
-    "gpu_memory": (48, 95),
-    "nvlink": (74,),
-    "pcie": (79,),
-}
-#: Every Xid code that ends a unit's life, with its class.
-XID_CLASS: dict[int, str] = {code: cls for cls, codes in FAILURE_XIDS.items() for code in codes}
-WARNING_XIDS: tuple[int, ...] = (63, 92)
-APPLICATION_XIDS: tuple[int, ...] = (13, 31, 43)
-
-
-#: Lifetime families a class can be drawn from, with lifelines' parameter names.
-FAMILIES: tuple[str, ...] = ("weibull", "exponential", "lognormal", "loglogistic")
-
-
-@dataclass(frozen=True)
-class ClassSpec:
-    """Lifetime law and repair time of one component class.
-
-    Parameters
-    ----------
-    level
-        ``"gpu"`` (one unit per GPU slot) or ``"node"`` (one unit per node).
-    shape
-        The family's shape: Weibull ``k`` (below 1: infant mortality; above 1: wear-out),
-        log-normal ``sigma``, log-logistic ``beta`` (above 1, else the mean is infinite); 1 for
-        the exponential, which has none.
-    scale_h
-        The family's scale in hours: Weibull ``lambda``, exponential mean, log-normal median
-        (``mu = ln scale_h``), log-logistic ``alpha`` (also the median).
-    repair_median_h
-        Median of the lognormal time from failure (ticket opened) to the new unit's installation
-        (ticket closed), in hours.
-    family
-        ``"weibull"`` (default), ``"exponential"``, ``"lognormal"`` or ``"loglogistic"``, with
-        the parameters of lifelines' ``WeibullFitter`` (``lambda_, rho_``),
-        ``ExponentialFitter`` (``lambda_`` = the mean), ``LogNormalFitter`` (``mu_, sigma_``)
-        and ``LogLogisticFitter`` (``alpha_, beta_``); see :meth:`params`. To change a class's
-        family at the same mean and median, use :meth:`as_family` or
-        :meth:`SynthConfig.with_families`.
-
-    Raises
-    ------
-    ValueError
-        An unknown family, an exponential with a shape other than 1, or a log-logistic with
-        ``shape <= 1`` (no finite mean).
-    """
-
-    level: str
-    shape: float
-    scale_h: float
-    repair_median_h: float
-    family: str = "weibull"
-
-    def __post_init__(self) -> None:
-        """Refuse a family the generator cannot draw, or one without a finite mean."""
-        if self.family not in FAMILIES:
-            msg = f"unknown lifetime family {self.family!r}; use one of {', '.join(FAMILIES)}."
-            raise ValueError(msg)
-        if self.family == "exponential" and self.shape != 1.0:
-            msg = f"the exponential has no shape; pass shape=1.0, got {self.shape}."
-            raise ValueError(msg)
-        if self.family == "loglogistic" and self.shape <= 1.0:
-            msg = (
-                f"a log-logistic with shape (beta) {self.shape} <= 1 has no finite mean (MTBF); "
-                "pass a shape above 1."
-            )
-            raise ValueError(msg)
-
-    @property
-    def mtbf_h(self) -> float:
-        """Mean of the lifetime, hours.
-
-        Weibull ``scale_h * gamma(1 + 1/shape)``; exponential ``scale_h``; log-normal
-        ``scale_h * exp(shape**2 / 2)``; log-logistic ``scale_h * (pi/shape) / sin(pi/shape)``.
-        """
-        k, scale = self.shape, self.scale_h
-        if self.family == "weibull":
-            return scale * math.gamma(1.0 + 1.0 / k)
-        if self.family == "exponential":
-            return scale
-        if self.family == "lognormal":
-            return scale * math.exp(k * k / 2.0)
-        return scale * _loglogistic_ratio(k)
-
-    @property
-    def median_h(self) -> float:
-        """Median of the lifetime, hours (``scale_h`` for log-normal and log-logistic)."""
-        if self.family == "weibull":
-            return float(self.scale_h * math.log(2.0) ** (1.0 / self.shape))
-        if self.family == "exponential":
-            return self.scale_h * math.log(2.0)
-        return self.scale_h
-
-    def params(self) -> dict[str, float]:
-        """Return the law's parameters under lifelines' names (hours).
-
-        ``weibull``: ``lambda_``, ``rho_``; ``exponential``: ``lambda_`` (the mean);
-        ``lognormal``: ``mu_``, ``sigma_``; ``loglogistic``: ``alpha_``, ``beta_``.
-        """
-        if self.family == "weibull":
-            return {"lambda_": self.scale_h, "rho_": self.shape}
-        if self.family == "exponential":
-            return {"lambda_": self.scale_h}
-        if self.family == "lognormal":
-            return {"mu_": math.log(self.scale_h), "sigma_": self.shape}
-        return {"alpha_": self.scale_h, "beta_": self.shape}
-
-    def as_family(self, family: str) -> ClassSpec:
-        """Return this class drawn from ``family``, with the same mean and (but exponential) median.
-
-        ============  ===========================================================
-        family        parameters from this law's mean ``m`` and median ``q``
-        ============  ===========================================================
-        weibull       ``k`` solves ``gamma(1 + 1/k) / ln(2)**(1/k) = m/q``;
-                      ``lambda = q / ln(2)**(1/k)``
-        exponential   mean ``m`` (its median is ``m ln 2``, not ``q``)
-        lognormal     ``sigma = sqrt(2 ln(m/q))``, ``mu = ln q``
-        loglogistic   ``b > 1`` solves ``(pi/b) / sin(pi/b) = m/q``; ``alpha = q``
-        ============  ===========================================================
-
-        Raises
-        ------
-        ValueError
-            An unknown family, or a target other than the exponential when this law's mean is
-            not above its median (a Weibull with shape above about 3.44): the log-normal and
-            the log-logistic always have ``m > q``.
-        """
-        if family not in FAMILIES:
-            msg = f"unknown lifetime family {family!r}; use one of {', '.join(FAMILIES)}."
-            raise ValueError(msg)
-        if family == self.family:
-            return self
-        mean, median = self.mtbf_h, self.median_h
-        if family == "exponential":
-            return replace(self, shape=1.0, scale_h=mean, family=family)
-        ratio = mean / median
-        if not ratio > 1.0 + 1e-12:
-            msg = (
-                f"a {self.family} law with mean {mean:.6g} h not above its median {median:.6g} h "
-                f"has no {family} of the same mean and median; keep it or use exponential."
-            )
-            raise ValueError(msg)
-        if family == "lognormal":
-            sigma = math.sqrt(2.0 * math.log(ratio))
-            return replace(self, shape=sigma, scale_h=median, family=family)
-        if family == "loglogistic":
-            beta = math.pi / _solve_increasing(lambda x: x / math.sin(x), ratio, 0.0, math.pi)
-            return replace(self, shape=beta, scale_h=median, family=family)
-        # the ratio falls below 1 for 1/k < 0.2 (its minimum is near 0.13), then rises
-        k = 1.0 / _solve_increasing(_weibull_ratio_of_inverse_shape, ratio, 0.2, 50.0)
-        return replace(self, shape=k, scale_h=median / math.log(2.0) ** (1.0 / k), family=family)
-
-
-def _loglogistic_ratio(beta: float) -> float:
-    """Mean over median of a log-logistic: ``(pi/beta) / sin(pi/beta)`` (``beta > 1``)."""
-    x = math.pi / beta
-    return x / math.sin(x)
-
-
-def _weibull_ratio_of_inverse_shape(u: float) -> float:
-    """Mean over median of a Weibull of shape ``1/u``: ``gamma(1 + u) / ln(2)**u``."""
-    return float(math.gamma(1.0 + u) / math.log(2.0) ** u)
-
-
-def _solve_increasing(f: Callable[[float], float], target: float, lo: float, hi: float) -> float:
-    """``x`` in ``(lo, hi)`` with ``f(x) = target`` for ``f`` increasing there (bisection)."""
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if f(mid) < target:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
-
-
-def default_classes() -> dict[str, ClassSpec]:
-    """Return the default per-class lifetime laws.
-
-    See :class:`SynthConfig` for the resulting counts.
-    """
-    return {
-        "gpu": ClassSpec("gpu", 1.2, 75_000.0, 48.0),
-        "gpu_memory": ClassSpec("gpu", 0.7, 140_000.0, 48.0),
-        "nvlink": ClassSpec("gpu", 1.1, 105_000.0, 24.0),
-        "pcie": ClassSpec("gpu", 1.3, 100_000.0, 12.0),
-        "nic": ClassSpec("node", 1.0, 25_000.0, 6.0),
-        "power": ClassSpec("node", 1.5, 30_000.0, 8.0),
-        "host_memory": ClassSpec("node", 1.2, 30_000.0, 12.0),
-    }
+__all__ = [
+    "APPLICATION_XIDS",
+    "DEFAULT_FIXES",
+    "DRIVER_XIDS",
+    "FAILURE_XIDS",
+    "FAMILIES",
+    "FIX_KINDS",
+    "FIX_REPAIR_MEDIAN_H",
+    "GPU_CLASSES",
+    "LLAMA3_NODE_H",
+    "MIN_REPAIR_S",
+    "NODE_CLASSES",
+    "NON_HARDWARE_CLASSES",
+    "RECOVER",
+    "WARNING_XIDS",
+    "XID_CLASS",
+    "ClassSpec",
+    "InterruptionSpec",
+    "SynthConfig",
+    "default_classes",
+    "default_non_hardware",
+]
 
 
 @dataclass(frozen=True)
@@ -238,8 +91,10 @@ class SynthConfig:
         ============  =====  =====  ===========  ============
 
         With the default fleet (256 nodes x 8 GPUs, 90 days, batches installed about 400 and
-        120 days before the window) this gives roughly 200 failures in the window, spread over
-        every class (gpu_memory, with infant mortality, the most).
+        120 days before the window) this gives roughly 250 hardware failures in the window
+        (about 20 of them of bad units), spread over every class (gpu_memory, with infant
+        mortality, the most), about a third of them replacements, and some 25 non-hardware
+        interruptions (seed 0: 252 failures, 83 replacements, 22 interruptions).
 
         Every default law is a Weibull. :meth:`with_families` (``relia synth --family
         CLASS=FAMILY``) draws a class from another family at the same mean (MTBF) and median
@@ -260,6 +115,55 @@ class SynthConfig:
 
         The log-normal's ``mu`` and the log-logistic's ``alpha`` are the log of the median and
         the median; the exponential keeps only the mean (its median is ``mean * ln 2``).
+
+        Each failure is fixed by one of ``replace`` (a repair ticket, a new serial in the later
+        nvidia-smi snapshots), ``reset`` (a GPU reset), ``reboot`` (a node reboot) or
+        ``reseat`` (the part re-seated, the node powered off); every fix renews the unit (as
+        good as new), only ``replace`` writes a ticket. Default shares
+        (:data:`DEFAULT_FIXES`; :meth:`with_fixes`, ``relia synth --fixes``):
+
+        ============  =======  =====  ======  ======
+        class         replace  reset  reboot  reseat
+        ============  =======  =====  ======  ======
+        gpu           0.30     0.40   0.25    0.05
+        gpu_memory    0.25     0.60   0.15    0
+        nvlink        0.25     0.45   0.15    0.15
+        pcie          0.30     0      0.40    0.30
+        gpu_sram      0.20     0.60   0.20    0
+        gsp           0.10     0.50   0.40    0
+        nic           0.40     0      0.30    0.30
+        power         0.60     0      0.10    0.30
+        host_memory   0.50     0      0.40    0.10
+        storage       0.50     0      0.40    0.10
+        host_cpu      0.30     0      0.70    0
+        chassis       0.40     0      0.40    0.20
+        ============  =======  =====  ======  ======
+
+        A GPU that stopped (Xid 62, uncorrectable ECC with a row remap pending, NVLink, GSP
+        timeouts) is most often brought back by a reset (NVIDIA's resolution buckets
+        RESET_GPU); one fallen off the bus needs the node rebooted (RESTART_BM) or re-seated;
+        node parts (PSU, DIMM, SSD) are replaced more often. Over the default fleet's mix about
+        30 % of failures replace a part.
+    fix_repair_median_h
+        Median repair time (hours) of ``reset`` (0.25), ``reboot`` (1) and ``reseat`` (4);
+        lognormal with ``repair_sigma``, at least 2 min, 15 min and 1 h.
+    bad_unit_share, bad_unit_factor
+        Each unit installed with the fleet is a bad unit (a repeat offender) with probability
+        ``bad_unit_share`` (default 0.03): every hazard of it is ``bad_unit_factor`` (default
+        10) times its class's, through every reset, reboot or reseat, until a replacement (or a
+        planned one) puts a normal unit in.
+    non_hardware
+        Non-hardware interruptions (:class:`InterruptionSpec` per class ``software``,
+        ``driver``, ``nccl``, ``network``, ``maintenance``): a Poisson process per node that
+        stops the job on the node (sacct ``FAILED``; unplanned maintenance ``NODE_FAIL``),
+        drains it with a reason an operator or a health check writes, and resumes it after the
+        recovery. Defaults: :func:`default_non_hardware` (Llama 3's per-node rates, about 30
+        interruptions in the default fleet). ``{}`` switches them off.
+    installed_in_window_share
+        Share of nodes (the batch ``b3``) installed during the window (default 0.04).
+    preset
+        The preset this config came from (:mod:`synth.presets`, e.g. ``"llama3"``; None for
+        none): the ground truth then adds the preset's published figures.
     repair_sigma
         Log-scale standard deviation of repair durations (at least 1 h is enforced).
     planned_replace_per_unit_year
@@ -300,7 +204,9 @@ class SynthConfig:
         (PyTorch elastic): they land as agent logs, one per run and node. Default 0 (none).
     node_events
         Write Slurm node events (``sacctmgr show event --parsable2``): down/drain intervals for
-        every failure, planned replacement, reseat and diagnosis. Default off.
+        every failure and interruption, planned replacement, reseat and diagnosis
+        (:mod:`synth.node_events`). Default on: slurmctld records them by itself on every real
+        Slurm cluster, and they are the telemetry of node-level failures.
     dcgm_interval_s
         Seconds between DCGM scrapes (dcgm-exporter text, one file per node and day); None
         writes none. At 30 s a 256-node, 90-day fleet would write about 80 GB, so keep it coarse
@@ -346,8 +252,9 @@ class SynthConfig:
         cumulative hazard of each latent lifetime). None (default) changes nothing.
 
     With ``k8s_share = elastic_share = 0``, ``node_events`` off, ``dcgm_interval_s`` and
-    ``precursor_share`` None, ``training_logs`` off and ``hazard_change_at_frac`` None the
-    generator writes the same bytes as it did before those sources existed.
+    ``precursor_share`` None, ``training_logs`` off, ``hazard_change_at_frac`` None, every fix
+    ``replace`` (``with_fixes({"all": {"replace": 1.0}})``), ``bad_unit_share = 0`` and
+    ``non_hardware = {}`` the generator writes the same bytes as it did before those existed.
     """
 
     nodes: int = 256
@@ -379,7 +286,7 @@ class SynthConfig:
     max_skew_s: int = 20
     k8s_share: float = 0.0
     elastic_share: float = 0.0
-    node_events: bool = False
+    node_events: bool = True
     dcgm_interval_s: int | None = None
     precursor_share: float | None = None
     precursor_lead_h: tuple[float, float] = (6.0, 20.0)
@@ -394,6 +301,12 @@ class SynthConfig:
     training_warmup_s: tuple[float, float] = (10.0, 120.0)
     hazard_change_at_frac: float | None = None
     hazard_change_factor: float = 1.0
+    fix_repair_median_h: dict[str, float] = field(default_factory=lambda: dict(FIX_REPAIR_MEDIAN_H))
+    bad_unit_share: float = 0.03
+    bad_unit_factor: float = 10.0
+    non_hardware: dict[str, InterruptionSpec] = field(default_factory=default_non_hardware)
+    installed_in_window_share: float = 0.04
+    preset: str | None = None
 
     def __post_init__(self) -> None:
         """Check the configuration and fail with a hint on what to change."""
@@ -415,6 +328,92 @@ class SynthConfig:
         return bool(
             self.k8s_share or self.elastic_share or self.node_events or self.dcgm_interval_s
         )
+
+    @property
+    def fleet_classes(self) -> dict[str, ClassSpec]:
+        """Every class the fleet simulates: the hardware ones, then the non-hardware ones.
+
+        The hardware ``classes``, then each non-hardware class with a positive rate as a
+        node-level exponential (:meth:`InterruptionSpec.as_class`).
+        """
+        extra = {n: s.as_class() for n, s in self.non_hardware.items() if s.rate_per_node_h > 0}
+        return {**self.classes, **extra}
+
+    def fixes_of(self, name: str) -> dict[str, float]:
+        """Shares of the fix kinds of class ``name`` (``{"recover": 1.0}`` for a non-hardware one).
+
+        The class's own ``fixes``, else :data:`DEFAULT_FIXES`, else ``replace`` only.
+        """
+        if name in self.non_hardware:
+            return {RECOVER: 1.0}
+        spec = self.classes[name]
+        if spec.fixes is not None:
+            return dict(spec.fixes)
+        return dict(DEFAULT_FIXES.get(name, {"replace": 1.0}))
+
+    def with_fixes(self, fixes: Mapping[str, Mapping[str, float]]) -> SynthConfig:
+        """Return this config with other fix shares for the named classes.
+
+        Parameters
+        ----------
+        fixes
+            ``{class: {fix: share}}`` with fixes ``replace``, ``reset``, ``reboot``, ``reseat``
+            (shares summing to 1; no ``reset`` at node level). The key ``"all"`` names every
+            hardware class (a class named beside it wins); a GPU reset given to ``all`` goes to
+            ``reboot`` at node level.
+
+        Raises
+        ------
+        ValueError
+            An unknown class or fix, or shares that do not sum to 1.
+        """
+        chosen: dict[str, Mapping[str, float]] = {}
+        if "all" in fixes:
+            for name, spec in self.classes.items():
+                every = dict(fixes["all"])
+                if spec.level == "node" and every.get("reset"):
+                    every["reboot"] = every.get("reboot", 0.0) + every.pop("reset")
+                chosen[name] = every
+        for name, shares in fixes.items():
+            if name == "all":
+                continue
+            if name not in self.classes:
+                msg = (
+                    f"unknown hardware class {name!r}; use one of {', '.join(self.classes)} "
+                    "or 'all'."
+                )
+                raise ValueError(msg)
+            chosen[name] = dict(shares)
+        classes = {
+            name: replace(spec, fixes=chosen[name]) if name in chosen else spec
+            for name, spec in self.classes.items()
+        }
+        return replace(self, classes=classes)
+
+    def with_non_hardware(self, rates_per_node_h: Mapping[str, float]) -> SynthConfig:
+        """Return this config with other rates (per node-hour) for the named non-hardware classes.
+
+        A class not configured yet takes the default recovery of :func:`default_non_hardware`;
+        a rate of 0 switches a class off.
+
+        Raises
+        ------
+        ValueError
+            An unknown class (the message lists ``software, driver, nccl, network,
+            maintenance``) or a negative rate.
+        """
+        defaults = default_non_hardware()
+        specs = dict(self.non_hardware)
+        for name, rate in rates_per_node_h.items():
+            if name not in NON_HARDWARE_CLASSES:
+                msg = (
+                    f"unknown non-hardware class {name!r}; use one of "
+                    f"{', '.join(NON_HARDWARE_CLASSES)}."
+                )
+                raise ValueError(msg)
+            recovery = specs.get(name, defaults[name]).recovery_median_h
+            specs[name] = InterruptionSpec(float(rate), recovery)
+        return replace(self, non_hardware=specs)
 
     def with_families(self, families: Mapping[str, str]) -> SynthConfig:
         """Return this config with classes drawn from other lifetime families, same mean and median.
@@ -472,16 +471,20 @@ class SynthConfig:
         if self.hazard_change_at_frac is None:
             for name in _HAZARD_CHANGE:
                 params.pop(name)
+        if self.preset is None:
+            params.pop("preset")
         params["start"] = self.start.strftime("%Y-%m-%dT%H:%M:%SZ")
         params["job_size_mix"] = list(self.job_size_mix)
-        params["classes"] = {name: _class_params(spec) for name, spec in self.classes.items()}
+        params["classes"] = {
+            name: _class_params(spec, self.fixes_of(name)) for name, spec in self.classes.items()
+        }
         return params
 
 
-def _class_params(spec: ClassSpec) -> dict[str, Any]:
+def _class_params(spec: ClassSpec, fixes: dict[str, float]) -> dict[str, Any]:
     """Return a class's law for ``params``.
 
-    Weibull classes as always; others add family and params.
+    Weibull classes as always; others add family and params; every class its fix shares.
     """
     out: dict[str, Any] = {
         "level": spec.level,
@@ -492,6 +495,7 @@ def _class_params(spec: ClassSpec) -> dict[str, Any]:
     if spec.family != "weibull":
         out |= {"weibull_shape": None, "weibull_scale_h": None}
         out |= {"family": spec.family, "params": spec.params()}
+    out["fixes"] = fixes
     return out
 
 
@@ -532,6 +536,13 @@ def _check_config(config: SynthConfig) -> None:
         raise ValueError(msg)
     if not config.classes:
         msg = "classes is empty; pass at least one ClassSpec or use default_classes()."
+        raise ValueError(msg)
+    clash = sorted(set(config.classes) & set(NON_HARDWARE_CLASSES))
+    if clash:
+        msg = (
+            f"{clash[0]!r} is a non-hardware class: give its rate in non_hardware "
+            "(InterruptionSpec), not in classes."
+        )
         raise ValueError(msg)
     for name, spec in config.classes.items():
         if spec.level == "gpu" and name not in GPU_CLASSES:
@@ -585,6 +596,43 @@ def _check_config(config: SynthConfig) -> None:
             msg = "background_per_gpu_day must not be negative; pass 0 for no background noise."
             raise ValueError(msg)
     _check_training(config)
+    _check_failure_model(config)
+
+
+def _check_failure_model(config: SynthConfig) -> None:
+    """Fix shares of every class, bad units, non-hardware classes and the late batch."""
+    for name, spec in config.classes.items():
+        check_fixes(spec.level, config.fixes_of(name))
+    unknown = sorted(set(config.fix_repair_median_h) ^ set(FIX_REPAIR_MEDIAN_H))
+    medians = list(config.fix_repair_median_h.values())
+    if unknown or min(medians) <= 0:
+        msg = (
+            f"fix_repair_median_h needs a positive median for each of reset, reboot and reseat "
+            f"(hours), got {config.fix_repair_median_h}."
+        )
+        raise ValueError(msg)
+    if not 0 <= config.bad_unit_share < 1 or not config.bad_unit_factor >= 1:
+        msg = (
+            f"bad_unit_share must be in [0, 1) and bad_unit_factor at least 1, got "
+            f"{config.bad_unit_share} and {config.bad_unit_factor}."
+        )
+        raise ValueError(msg)
+    for name in config.non_hardware:
+        if name not in NON_HARDWARE_CLASSES:
+            msg = (
+                f"unknown non-hardware class {name!r}; use one of "
+                f"{', '.join(NON_HARDWARE_CLASSES)}."
+            )
+            raise ValueError(msg)
+    if config.preset not in (None, "llama3"):
+        msg = f"unknown preset {config.preset!r}; use 'llama3' or None."
+        raise ValueError(msg)
+    if not 0 <= config.installed_in_window_share <= 0.5:
+        msg = (
+            f"installed_in_window_share must be in [0, 0.5], got "
+            f"{config.installed_in_window_share}."
+        )
+        raise ValueError(msg)
 
 
 def _check_training(config: SynthConfig) -> None:

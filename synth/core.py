@@ -12,7 +12,7 @@ import numpy as np
 from synth import dcgm as dcgm_mod
 from synth import elastic as elastic_mod
 from synth import fleet as fleet_mod
-from synth import formats, kernel, schedulers, training, truth, workload
+from synth import formats, kernel, presets, schedulers, training, truth, workload
 from synth import k8s as k8s_mod
 from synth import node_events as node_events_mod
 from synth import precursors as precursors_mod
@@ -62,11 +62,14 @@ def synthesize(out: Path, config: SynthConfig) -> dict[str, Any]:
     Returns
     -------
     dict
-        The ground truth: ``seed``, ``params``, ``window_start``, ``window_end``, ``classes``,
-        ``lives_by_class`` (``n_lives``, ``n_failed``, ``exposure_s``), ``failures``,
+        The ground truth (data contract §6): ``seed``, ``params``, ``window_start``,
+        ``window_end``, ``classes``, ``lives_by_class`` (replacement lives: ``n_lives``,
+        ``n_failed``, ``exposure_s``), ``failure_process`` (per class: failures, exposure,
+        compensator, rate, replacements), ``failures_by_fix``, ``non_hardware``, ``failures``,
         ``interruptions``, ``interruptions_by_cause``, ``expected_quarantine``, ``n_nodes``,
-        ``n_gpus``, ``n_jobs``, ``n_attempts``, plus ``failures_by_class`` (in the window) and
-        ``expected_rows`` (well-formed rows per raw table).
+        ``n_gpus``, ``n_jobs``, ``n_attempts``, plus ``failures_by_class`` (replacements in the
+        window), ``expected_rows`` (well-formed rows per raw table) and, for a preset fleet,
+        ``preset``.
 
     Raises
     ------
@@ -143,7 +146,7 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
     fleet = fleet_mod.build_fleet(config, streams[0])
     fleet_mod.simulate_lifetimes(config, streams[1], fleet)
     fleet_mod.remove_nodes(config, streams[2], fleet)
-    carriers, _ = fleet_mod.plan_carriers(config, streams[3], fleet)
+    carriers, forced = fleet_mod.plan_carriers(config, streams[3], fleet)
     minor = fleet_mod.minor_tickets(config, streams[4], fleet)
     serials, uuids = fleet_mod.unit_serials(fleet, streams[5])
     jobs = workload.make_jobs(config, streams[6], fleet, carriers)
@@ -165,6 +168,7 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
     tickets, n_tickets = formats.tickets_csv(config, streams[11], fleet, minor, serials)
     snapshots = formats.snapshot_times(config, fleet)
     lives = truth.lives_by_class(config, fleet)
+    process = truth.failure_process(config, fleet, forced, attempts)
     interruptions = truth.interruptions(
         config,
         fleet,
@@ -182,11 +186,17 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         "params": config.to_params(),
         "window_start": truth.iso(config.window_start_s),
         "window_end": truth.iso(config.window_end_s),
-        "classes": {name: truth.class_law(spec) for name, spec in config.classes.items()},
+        "classes": {
+            name: truth.class_law(spec) | {"fixes": config.fixes_of(name)}
+            for name, spec in config.classes.items()
+        },
         "lives_by_class": lives,
         "failures_by_class": {name: v["n_failed"] for name, v in lives.items()},
+        "failure_process": process,
+        "failures_by_fix": truth.fix_counts(config, process),
+        "non_hardware": truth.non_hardware(config, process),
         "failures": truth.failures(
-            config, fleet, None if precursors is None else precursors.lookup()
+            config, fleet, None if precursors is None else precursors.lookup(), forced
         ),
         "interruptions": interruptions,
         "interruptions_by_cause": truth.by_cause(interruptions),
@@ -216,6 +226,9 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         "n_jobs": len({a.job for a in attempts}),
         "n_attempts": len(attempts),
     }
+    preset = presets.preset_truth(config)
+    if preset is not None:
+        truth_dict["preset"] = preset
     if more:
         _add_more_truth(truth_dict, more, attempts)
     if precursors is not None:

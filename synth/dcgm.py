@@ -234,7 +234,8 @@ def _node_values(
         a, b = np.searchsorted(fleet.ev_unit, [u, u + 1])
         closes, opens = fleet.ev_close[a:b], fleet.ev_open[a:b]
         classes = [fleet.class_names[c] for c in fleet.ev_class[a:b]]
-        life_of[:, s] = np.searchsorted(np.sort(closes), times, side="right")
+        swaps = np.sort(closes[fleet.replacing[a:b]])  # a new GPU (UUID) after a replacement
+        life_of[:, s] = np.searchsorted(swaps, times, side="right")
         sbe_rate = np.full(m, 0.02)
         flit_rate = np.full(m, 0.01)
         dbe = np.zeros(m, dtype=np.int64)

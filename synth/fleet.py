@@ -3,8 +3,12 @@
 Every unit (a GPU slot or a node-level component) is simulated in calendar time from its node's
 installation: competing latent lifetimes (one per GPU-level class for a GPU slot; Weibull unless
 the class names another family) and an exponential planned replacement race; the first to fire
-ends the life, a ticket is opened at that instant and closed after a lognormal repair, and a fresh
-unit starts its life at the close.
+ends the life. A failure is fixed by a replacement, a GPU reset, a node reboot or a reseat (drawn
+from its class's fix shares); the repair is lognormal, and the unit starts a new life at its end
+(as good as new, whatever the fix; only a replacement or a planned one puts a new serial in).
+A bad unit (a repeat offender, drawn at installation) has every hazard multiplied by
+``bad_unit_factor`` until it is replaced. Non-hardware interruption classes are node-level units
+too, with exponential lifetimes (a Poisson process while at risk), no planned race and no bad units.
 All times are whole epoch seconds (``int64``).
 """
 
@@ -14,9 +18,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import special
 
-from synth.config import GPU_CLASSES, NODE_CLASSES
+from synth.config import FIX_KINDS, GPU_CLASSES, MIN_REPAIR_S, NODE_CLASSES, RECOVER
+from synth.lifetimes import (
+    aux_rng,
+    bad_lifetimes,
+    hazard_change,
+    hazard_changed,
+    lifetimes_h,
+)
 
 if TYPE_CHECKING:
     from synth.config import SynthConfig
@@ -27,9 +37,14 @@ HOUR_S = 3_600
 MAX_LIMIT_S = 96 * HOUR_S
 DRAIN_LEAD_S = MAX_LIMIT_S + 900
 PLANNED_REPAIR_MEDIAN_H = 4.0
-MIN_REPAIR_S = HOUR_S
-REPLACE, PLANNED, RESEAT, NO_FAULT = 0, 1, 2, 3
+#: Event actions: a failure (its fix in ``ev_fix``), a planned replacement; and the minor tickets'
+#: actions. ``ACTIONS`` are the ticket actions (a failure's ticket, when replaced: ``replace``).
+FAIL, PLANNED, RESEAT, NO_FAULT = 0, 1, 2, 3
 ACTIONS = ("replace", "planned_replace", "reseat", "no_fault_found")
+#: Fix of a failure (``ev_fix``); planned replacements have ``NO_FIX``.
+FIXES = (*FIX_KINDS, RECOVER)
+F_REPLACE, F_RESET, F_REBOOT, F_RESEAT, F_RECOVER = range(5)
+NO_FIX = -1
 STYLES = ("dmesg_t", "journal_iso", "syslog", "rfc3339", "dmesg_iso", "journal_json")
 #: PCI bus of each GPU slot: DGX H100 layout first, then more buses for larger nodes.
 PCI_BUSES = (
@@ -54,12 +69,15 @@ PCI_BUSES = (
 
 @dataclass
 class Fleet:
-    """Nodes, units and the replace / planned-replace events of every unit.
+    """Nodes, units and the failure / planned-replacement events of every unit.
 
     ``removed`` is ``-1`` for nodes in service at the window end. Units ``0 .. n_gpu_units - 1``
     are GPU slots (``node * gpus_per_node + slot``); the rest are node-level units
-    (``n_gpu_units + node * n_node_classes + k``). Event arrays are sorted by unit, then time;
-    ``ev_class`` indexes ``class_names``; ``ev_close >= W1`` means still open at the window end.
+    (``n_gpu_units + node * n_node_classes + k``; the hardware classes first, then the
+    non-hardware ones). Event arrays are sorted by unit, then time; ``ev_class`` indexes
+    ``class_names``; ``ev_action`` is ``FAIL`` or ``PLANNED``; ``ev_fix`` indexes ``FIXES``
+    (``NO_FIX`` for planned work); ``ev_close >= W1`` means still open at the window end.
+    ``unit_bad0`` marks the units installed bad (a replacement brings a normal one).
     """
 
     names: list[str]
@@ -81,6 +99,9 @@ class Fleet:
     ev_action: np.ndarray
     ev_open: np.ndarray
     ev_close: np.ndarray
+    class_hardware: np.ndarray
+    unit_bad0: np.ndarray
+    ev_fix: np.ndarray
 
     @property
     def n_nodes(self) -> int:
@@ -95,6 +116,34 @@ class Fleet:
     def node_end(self, w1: int) -> np.ndarray:
         """End of each node's service: its removal, else ``w1``."""
         return np.where(self.removed >= 0, self.removed, w1)
+
+    @property
+    def n_hw_node_classes(self) -> int:
+        """Number of node-level hardware classes (they come first in ``node_class_idx``)."""
+        return int(self.class_hardware[self.node_class_idx].sum())
+
+    @property
+    def failed(self) -> np.ndarray:
+        """Mask of the events that are failures (any fix)."""
+        mask: np.ndarray = self.ev_action == FAIL
+        return mask
+
+    @property
+    def replacing(self) -> np.ndarray:
+        """Mask of the events that put a new unit in: replace-fixed failures and planned work."""
+        mask: np.ndarray = (self.ev_action == PLANNED) | (
+            (self.ev_action == FAIL) & (self.ev_fix == F_REPLACE)
+        )
+        return mask
+
+    def keep_events(self, keep: np.ndarray) -> None:
+        """Keep only the events under the mask ``keep`` (order unchanged)."""
+        self.ev_unit = self.ev_unit[keep]
+        self.ev_class = self.ev_class[keep]
+        self.ev_action = self.ev_action[keep]
+        self.ev_open = self.ev_open[keep]
+        self.ev_close = self.ev_close[keep]
+        self.ev_fix = self.ev_fix[keep]
 
 
 @dataclass(frozen=True)
@@ -114,8 +163,9 @@ def build_fleet(config: SynthConfig, rng: np.random.Generator) -> Fleet:
     """
     n = config.nodes
     w0 = config.window_start_s
-    n3 = max(1, round(0.04 * n)) if n >= 4 else 0
-    n1 = max(1, round(0.6 * n)) if n >= 2 else n
+    late = config.installed_in_window_share
+    n3 = max(1, round(late * n)) if n >= 4 and late > 0 else 0
+    n1 = min(max(1, round(0.6 * n)), n - n3) if n >= 2 else n
     n2 = n - n1 - n3
     sizes = (n1, n2, n3)
     batch_starts = (w0 - 400 * DAY_S, w0 - 120 * DAY_S, w0 + int(0.4 * config.days) * DAY_S)
@@ -137,9 +187,13 @@ def build_fleet(config: SynthConfig, rng: np.random.Generator) -> Fleet:
         style[0] = "dmesg_iso"
     skewed = rng.random(n) < config.skewed_host_fraction
     skew = np.where(skewed, rng.integers(-config.max_skew_s, config.max_skew_s + 1, size=n), 0)
-    class_names = list(config.classes)
+    classes = config.fleet_classes
+    class_names = list(classes)
     gpu_idx = np.array([i for i, c in enumerate(class_names) if c in GPU_CLASSES], dtype=np.int64)
-    node_idx = np.array([i for i, c in enumerate(class_names) if c in NODE_CLASSES], dtype=np.int64)
+    node_idx = np.array(
+        [i for i, c in enumerate(class_names) if classes[c].level == "node"], dtype=np.int64
+    )
+    hardware = np.array([c in GPU_CLASSES or c in NODE_CLASSES for c in class_names], dtype=bool)
     g = config.gpus_per_node
     unit_node = np.concatenate(
         [np.repeat(np.arange(n), g), np.repeat(np.arange(n), node_idx.size)]
@@ -166,6 +220,9 @@ def build_fleet(config: SynthConfig, rng: np.random.Generator) -> Fleet:
         ev_action=empty,
         ev_open=empty,
         ev_close=empty,
+        class_hardware=hardware,
+        unit_bad0=np.zeros(unit_node.size, dtype=bool),
+        ev_fix=empty,
     )
 
 
@@ -178,101 +235,41 @@ def _planned_class(fleet: Fleet, unit: np.ndarray) -> np.ndarray:
     return np.where(unit < fleet.n_gpu_units, gpu_cls, node_cls)
 
 
-def _lifetimes_h(
-    rng: np.random.Generator,
-    families: list[str],
-    shapes: np.ndarray,
-    scales: np.ndarray,
-    m: int,
-) -> np.ndarray:
-    """``m`` rows of latent lifetimes (hours), one column per competing class.
+@dataclass(frozen=True)
+class _Risks:
+    """The competing classes of a set of units: laws, fix shares, repair medians and minima."""
 
-    All-Weibull columns draw with ``rng.weibull`` as the generator always has (same seed, same
-    bytes). Any other family switches every column to the inverse CDF of one uniform ``u``:
-    Weibull ``scale * (-ln(1-u))**(1/shape)``, exponential ``-scale * ln(1-u)``, log-normal
-    ``scale * exp(shape * Phi^-1(u))``, log-logistic ``scale * (u / (1-u))**(1/shape)``.
-    """
-    if all(f == "weibull" for f in families):
-        weibull: np.ndarray = rng.weibull(shapes, size=(m, shapes.size)) * scales
-        return weibull
-    u = rng.random((m, shapes.size))
-    draws = np.empty_like(u)
-    for j, family in enumerate(families):
-        col = u[:, j]
-        if family == "weibull":
-            draws[:, j] = (-np.log1p(-col)) ** (1.0 / shapes[j])
-        elif family == "exponential":
-            draws[:, j] = -np.log1p(-col)
-        elif family == "lognormal":
-            draws[:, j] = np.exp(shapes[j] * special.ndtri(col))
-        else:
-            draws[:, j] = (col / (1.0 - col)) ** (1.0 / shapes[j])
-    scaled: np.ndarray = draws * scales
-    return scaled
+    families: list[str]
+    shapes: np.ndarray
+    scales: np.ndarray
+    fix_cum: np.ndarray  # (classes, fixes) cumulative shares
+    medians: np.ndarray  # (classes, fixes) median repair, hours
+    min_s: np.ndarray  # (fixes,) shortest repair, seconds
 
 
-def _hazard_change(config: SynthConfig) -> tuple[int | None, float]:
-    """Return the time the hazards change (None: never) and their factor."""
-    frac, factor = config.hazard_change_at_frac, config.hazard_change_factor
-    if frac is None or factor == 1.0:
-        return None, 1.0
-    return config.window_start_s + round(frac * config.days * DAY_S), factor
-
-
-def _cum_hazard(family: str, x: np.ndarray, shape: float, scale: float) -> np.ndarray:
-    """Cumulative hazard ``H(x) = -ln S(x)`` of a family at ages ``x`` (hours)."""
-    z = np.maximum(x, 0.0) / scale
-    if family == "weibull":
-        out: np.ndarray = z**shape
-    elif family == "exponential":
-        out = z
-    elif family == "lognormal":
-        with np.errstate(divide="ignore"):
-            out = -special.log_ndtr(-np.log(z) / shape)
-    else:
-        out = np.log1p(z**shape)
-    return out
-
-
-def _inv_cum_hazard(family: str, h: np.ndarray, shape: float, scale: float) -> np.ndarray:
-    """Age (hours) at which a family's cumulative hazard reaches ``h``."""
-    if family == "weibull":
-        out: np.ndarray = scale * h ** (1.0 / shape)
-    elif family == "exponential":
-        out = scale * h
-    elif family == "lognormal":
-        out = scale * np.exp(-shape * special.ndtri(np.exp(-h)))
-    else:
-        out = scale * np.expm1(h) ** (1.0 / shape)
-    return out
-
-
-def hazard_changed(
-    draws: np.ndarray,
-    families: list[str],
-    shapes: np.ndarray,
-    scales: np.ndarray,
-    since_h: np.ndarray,
-    factor: float,
-) -> np.ndarray:
-    """Latent lifetimes under hazards multiplied by ``factor`` from age ``since_h`` on.
-
-    A draw ``x`` of the unchanged law has cumulative hazard ``E = H(x)`` (a unit exponential);
-    under the changed law the life ends where ``H(a) + factor * (H(x') - H(a)) = E``, with ``a``
-    the age at the change (0 when the life starts after it), so draws before ``a`` are kept and
-    later ones solve ``x' = H^-1(H(a) + (E - H(a)) / factor)``: exact for every family.
-    """
-    out = draws.copy()
-    a = np.maximum(since_h, 0.0)
-    for j, family in enumerate(families):
-        x = draws[:, j]
-        late = x > a
-        if not late.any():
-            continue
-        h_a = _cum_hazard(family, a[late], shapes[j], scales[j])
-        h_x = _cum_hazard(family, x[late], shapes[j], scales[j])
-        out[late, j] = _inv_cum_hazard(family, h_a + (h_x - h_a) / factor, shapes[j], scales[j])
-    return out
+def _risks(config: SynthConfig, fleet: Fleet, risks: np.ndarray) -> _Risks:
+    classes = config.fleet_classes
+    names = [fleet.class_names[int(c)] for c in risks]
+    specs = [classes[name] for name in names]
+    fix_share = np.zeros((len(names), len(FIXES)))
+    medians = np.zeros((len(names), len(FIXES)))
+    for i, (name, spec) in enumerate(zip(names, specs, strict=True)):
+        for fix, share in config.fixes_of(name).items():
+            fix_share[i, FIXES.index(fix)] = share
+        medians[i] = [
+            config.fix_repair_median_h.get(fix, spec.repair_median_h)
+            if fix not in ("replace", RECOVER)
+            else spec.repair_median_h
+            for fix in FIXES
+        ]
+    return _Risks(
+        families=[s.family for s in specs],
+        shapes=np.array([s.shape for s in specs]),
+        scales=np.array([s.scale_h for s in specs]),
+        fix_cum=np.cumsum(fix_share, axis=1) / fix_share.sum(axis=1, keepdims=True),
+        medians=medians,
+        min_s=np.array([MIN_REPAIR_S[fix] for fix in FIXES], dtype=np.int64),
+    )
 
 
 def _renewals(
@@ -283,71 +280,119 @@ def _renewals(
     starts: np.ndarray,
     ends: np.ndarray,
     risks: np.ndarray,
+    *,
+    fix_rng: np.random.Generator,
+    bad: np.ndarray | None = None,
+    planned: bool = True,
 ) -> tuple[np.ndarray, ...]:
     """Simulate renewal chains of ``units`` (all with the same competing ``risks``).
 
-    Returns ``(unit, class, action, open, close)`` arrays of the events before each unit's end.
+    ``bad`` marks the units whose current life is a bad unit's (until replaced); ``planned``
+    switches the planned replacement race on (hardware units). Lifetimes, the planned race and
+    the repair's normal draw come from ``rng`` in the order they always did; the fix kinds from
+    ``fix_rng``.
+
+    Returns ``(unit, class, action, open, close, fix)`` arrays of the events before each unit's
+    end.
     """
-    specs = [config.classes[fleet.class_names[int(c)]] for c in risks]
-    shapes = np.array([s.shape for s in specs])
-    scales = np.array([s.scale_h for s in specs])
-    families = [s.family for s in specs]
-    medians = np.array([s.repair_median_h for s in specs])
-    rate_h = config.planned_replace_per_unit_year / (365.0 * 24.0)
+    law = _risks(config, fleet, risks)
+    rate_h = config.planned_replace_per_unit_year / (365.0 * 24.0) if planned else 0.0
     planned_cls = _planned_class(fleet, units)
-    change_at, factor = _hazard_change(config)
+    change_at, factor = hazard_change(config)
+    bad_now = np.zeros(units.size, dtype=bool) if bad is None else bad.copy()
     t = starts.astype(np.int64).copy()
     active = np.flatnonzero(t < ends)
     out: list[tuple[np.ndarray, ...]] = []
     while active.size:
         m = active.size
-        draws = _lifetimes_h(rng, families, shapes, scales, m)
+        draws = lifetimes_h(rng, law.families, law.shapes, law.scales, m)
+        is_bad = bad_now[active]
+        if is_bad.any():
+            draws[is_bad] = bad_lifetimes(
+                draws[is_bad], law.families, law.shapes, law.scales, config.bad_unit_factor
+            )
         if change_at is not None:
             since_h = (change_at - t[active]) / HOUR_S
-            draws = hazard_changed(draws, families, shapes, scales, since_h, factor)
+            draws = hazard_changed(draws, law.families, law.shapes, law.scales, since_h, factor)
         first = np.argmin(draws, axis=1)
         life_h = draws[np.arange(m), first]
         planned_h = rng.exponential(1.0 / rate_h, size=m) if rate_h > 0 else np.full(m, np.inf)
         is_planned = planned_h < life_h
         life_h = np.minimum(np.where(is_planned, planned_h, life_h), 1e9)
         life_s = np.maximum(1, np.floor(life_h * HOUR_S)).astype(np.int64)
-        median_h = np.where(is_planned, PLANNED_REPAIR_MEDIAN_H, medians[first])
+        cum = law.fix_cum[first]
+        fix = (cum <= fix_rng.random(m)[:, None]).sum(axis=1)
+        fix = np.where(is_planned, NO_FIX, fix)
+        median_h = np.where(is_planned, PLANNED_REPAIR_MEDIAN_H, law.medians[first, fix])
         repair_h = median_h * np.exp(config.repair_sigma * rng.standard_normal(m))
-        repair_s = np.maximum(MIN_REPAIR_S, np.floor(repair_h * HOUR_S)).astype(np.int64)
+        min_s = np.where(is_planned, MIN_REPAIR_S["replace"], law.min_s[fix])
+        repair_s = np.maximum(min_s, np.floor(repair_h * HOUR_S)).astype(np.int64)
         opened = t[active] + life_s
         hit = opened < ends[active]
         idx = active[hit]
         closed = opened[hit] + repair_s[hit]
         cls = np.where(is_planned, planned_cls[active], risks[first])[hit]
-        action = np.where(is_planned[hit], PLANNED, REPLACE)
-        out.append((units[idx], cls, action, opened[hit], closed))
+        action = np.where(is_planned[hit], PLANNED, FAIL)
+        out.append((units[idx], cls, action, opened[hit], closed, fix[hit]))
+        # a replacement (or planned one) brings a normal unit; other fixes keep the bad one
+        bad_now[idx] = is_bad[hit] & (fix[hit] != F_REPLACE) & (fix[hit] != NO_FIX)
         t[idx] = closed
         active = idx[closed < ends[idx]]
     if not out:
         empty = np.empty(0, dtype=np.int64)
-        return empty, empty, empty, empty, empty
-    return tuple(np.concatenate([o[i] for o in out]).astype(np.int64) for i in range(5))
+        return empty, empty, empty, empty, empty, empty
+    return tuple(np.concatenate([o[i] for o in out]).astype(np.int64) for i in range(6))
 
 
 def simulate_lifetimes(config: SynthConfig, rng: np.random.Generator, fleet: Fleet) -> None:
-    """Fill the fleet's event arrays: every unit from installation to the window end."""
+    """Fill the fleet's event arrays: every unit from installation to the window end.
+
+    Also draws which hardware units are installed bad (``fleet.unit_bad0``).
+    """
     w1 = config.window_end_s
     n_units = fleet.unit_node.size
     units = np.arange(n_units, dtype=np.int64)
+    hardware_unit = units < fleet.n_gpu_units
+    k = fleet.node_class_idx.size
+    for j, cls in enumerate(fleet.node_class_idx):
+        if fleet.class_hardware[cls]:
+            hardware_unit[fleet.n_gpu_units + j :: k] = True
+    fleet.unit_bad0 = (aux_rng(config, 1).random(n_units) < config.bad_unit_share) & hardware_unit
+    fix_rng = aux_rng(config, 0)
     starts = fleet.installed[fleet.unit_node]
     ends = np.full(n_units, w1, dtype=np.int64)
     parts = []
     gpu_units = units[: fleet.n_gpu_units]
     parts.append(
         _renewals(
-            config, rng, fleet, gpu_units, starts[gpu_units], ends[gpu_units], fleet.gpu_class_idx
+            config,
+            rng,
+            fleet,
+            gpu_units,
+            starts[gpu_units],
+            ends[gpu_units],
+            fleet.gpu_class_idx,
+            fix_rng=fix_rng,
+            bad=fleet.unit_bad0[gpu_units],
         )
     )
-    k = fleet.node_class_idx.size
     for j, cls in enumerate(fleet.node_class_idx):
         sel = units[fleet.n_gpu_units + j :: k] if k else units[:0]
-        parts.append(_renewals(config, rng, fleet, sel, starts[sel], ends[sel], np.array([cls])))
-    _set_events(fleet, *(np.concatenate([p[i] for p in parts]) for i in range(5)))
+        parts.append(
+            _renewals(
+                config,
+                rng,
+                fleet,
+                sel,
+                starts[sel],
+                ends[sel],
+                np.array([cls]),
+                fix_rng=fix_rng,
+                bad=fleet.unit_bad0[sel],
+                planned=bool(fleet.class_hardware[cls]),
+            )
+        )
+    _set_events(fleet, *(np.concatenate([p[i] for p in parts]) for i in range(6)))
 
 
 def _set_events(
@@ -357,6 +402,7 @@ def _set_events(
     action: np.ndarray,
     opened: np.ndarray,
     closed: np.ndarray,
+    fix: np.ndarray,
 ) -> None:
     order = np.lexsort((opened, unit))
     fleet.ev_unit = unit[order]
@@ -364,6 +410,7 @@ def _set_events(
     fleet.ev_action = action[order]
     fleet.ev_open = opened[order]
     fleet.ev_close = closed[order]
+    fleet.ev_fix = fix[order]
 
 
 def remove_nodes(config: SynthConfig, rng: np.random.Generator, fleet: Fleet) -> None:
@@ -397,14 +444,7 @@ def remove_nodes(config: SynthConfig, rng: np.random.Generator, fleet: Fleet) ->
             continue
         keep[mine[fleet.ev_open[mine] >= r]] = False
         fleet.removed[node] = r
-    _set_events(
-        fleet,
-        fleet.ev_unit[keep],
-        fleet.ev_class[keep],
-        fleet.ev_action[keep],
-        fleet.ev_open[keep],
-        fleet.ev_close[keep],
-    )
+    fleet.keep_events(keep)
 
 
 def plan_carriers(
@@ -412,16 +452,19 @@ def plan_carriers(
 ) -> tuple[list[Carrier], list[tuple[int, int, int]]]:
     """Choose the deliberately ambiguous attempts and force their two failures.
 
-    Each carrier is 2-8 nodes free of any ticket from the drain before its start until half an
-    hour after the hit; at ``hit_s`` one unit of class A fails on one node and, 0-240 s later,
-    a unit of another class B on another node. Forced units restart their renewal chain.
+    Each carrier is 2-8 nodes free of any event from the drain before its start until half an
+    hour after the hit; at ``hit_s`` one unit of hardware class A fails on one node and,
+    0-240 s later, a unit of another hardware class B on another node. Forced failures are
+    replaced (their class is on a ticket, where a fleet has tickets) and their units restart
+    their renewal chain as normal units.
 
     Returns the carriers and the forced failures ``(unit, class, time)``.
     """
     w0, w1 = config.window_start_s, config.window_end_s
-    n_classes = len(fleet.class_names)
-    if config.n_ambiguous == 0 or fleet.n_nodes < 2 or n_classes < 2:
+    hardware = np.flatnonzero(fleet.class_hardware)
+    if config.n_ambiguous == 0 or fleet.n_nodes < 2 or hardware.size < 2:
         return [], []
+    fix_rng = aux_rng(config, 2)
     span = (w1 - 3 * HOUR_S) - (w0 + 3 * HOUR_S)
     reserved: list[tuple[int, int, int]] = []  # node, from, to
     carriers: list[Carrier] = []
@@ -448,12 +491,12 @@ def plan_carriers(
             continue
         nodes = np.sort(rng.choice(free, size=min(want, free.size), replace=False))
         pair = rng.choice(nodes, size=2, replace=False)
-        cls_a, cls_b = rng.choice(n_classes, size=2, replace=False)
+        cls_a, cls_b = hardware[rng.choice(hardware.size, size=2, replace=False)]
         delta = int(rng.integers(0, 241))
         for node, cls, when in ((pair[0], cls_a, hit), (pair[1], cls_b, hit + delta)):
             unit = _unit_of(fleet, int(node), int(cls), rng)
             forced.append((unit, int(cls), int(when)))
-            _force_failure(config, rng, fleet, unit, int(cls), int(when))
+            _force_failure(config, rng, fleet, unit, int(cls), int(when), fix_rng=fix_rng)
         reserved += [(int(node), guard_from, guard_to) for node in nodes]
         carriers.append(Carrier(start_s=start, hit_s=hit, nodes=tuple(int(x) for x in nodes)))
     return carriers, forced
@@ -468,24 +511,39 @@ def _unit_of(fleet: Fleet, node: int, cls: int, rng: np.random.Generator) -> int
 
 
 def _force_failure(
-    config: SynthConfig, rng: np.random.Generator, fleet: Fleet, unit: int, cls: int, when: int
+    config: SynthConfig,
+    rng: np.random.Generator,
+    fleet: Fleet,
+    unit: int,
+    cls: int,
+    when: int,
+    *,
+    fix_rng: np.random.Generator,
 ) -> None:
-    """Fail ``unit`` with class ``cls`` at ``when`` and simulate its new chain from the repair."""
+    """Fail ``unit`` with class ``cls`` at ``when`` (replaced) and simulate its new chain."""
     keep = ~((fleet.ev_unit == unit) & (fleet.ev_open >= when))
-    spec = config.classes[fleet.class_names[cls]]
+    spec = config.fleet_classes[fleet.class_names[cls]]
     repair_h = spec.repair_median_h * np.exp(config.repair_sigma * rng.standard_normal())
-    close = when + max(MIN_REPAIR_S, int(repair_h * HOUR_S))
+    close = when + max(MIN_REPAIR_S["replace"], int(repair_h * HOUR_S))
     risks = fleet.gpu_class_idx if unit < fleet.n_gpu_units else np.array([cls])
     u = np.array([unit], dtype=np.int64)
     new = _renewals(
-        config, rng, fleet, u, np.array([close]), np.array([config.window_end_s]), risks
+        config,
+        rng,
+        fleet,
+        u,
+        np.array([close]),
+        np.array([config.window_end_s]),
+        risks,
+        fix_rng=fix_rng,
     )
     parts = [
         (fleet.ev_unit[keep], u, new[0]),
         (fleet.ev_class[keep], np.array([cls]), new[1]),
-        (fleet.ev_action[keep], np.array([REPLACE]), new[2]),
+        (fleet.ev_action[keep], np.array([FAIL]), new[2]),
         (fleet.ev_open[keep], np.array([when]), new[3]),
         (fleet.ev_close[keep], np.array([close]), new[4]),
+        (fleet.ev_fix[keep], np.array([F_REPLACE]), new[5]),
     ]
     _set_events(fleet, *(np.concatenate(p).astype(np.int64) for p in parts))
 
@@ -502,7 +560,7 @@ class MinorTickets:
 
 
 def minor_tickets(config: SynthConfig, rng: np.random.Generator, fleet: Fleet) -> MinorTickets:
-    """Place reseat and no-fault-found tickets on random units while their node is in service."""
+    """Place reseat and no-fault-found tickets on random hardware units of nodes in service."""
     w1 = config.window_end_s
     ends = fleet.node_end(w1)
     years = (ends - fleet.installed) / (365.0 * DAY_S)
@@ -511,7 +569,7 @@ def minor_tickets(config: SynthConfig, rng: np.random.Generator, fleet: Fleet) -
     opened = fleet.installed[node] + (
         rng.random(node.size) * (ends[node] - fleet.installed[node])
     ).astype(np.int64)
-    per_node = fleet.gpus_per_node + fleet.node_class_idx.size
+    per_node = fleet.gpus_per_node + fleet.n_hw_node_classes
     pick = rng.integers(0, per_node, size=node.size)
     is_gpu = pick < fleet.gpus_per_node
     unit = np.where(
@@ -520,10 +578,10 @@ def minor_tickets(config: SynthConfig, rng: np.random.Generator, fleet: Fleet) -
         fleet.n_gpu_units + node * fleet.node_class_idx.size + (pick - fleet.gpus_per_node),
     )
     gpu_cls = fleet.gpu_class_idx[rng.integers(0, fleet.gpu_class_idx.size, size=node.size)]
-    k = max(fleet.node_class_idx.size, 1)
+    k = max(fleet.n_hw_node_classes, 1)
     node_cls = (
         fleet.node_class_idx[np.clip(pick - fleet.gpus_per_node, 0, k - 1)]
-        if fleet.node_class_idx.size
+        if fleet.n_hw_node_classes
         else gpu_cls
     )
     cls = np.where(is_gpu, gpu_cls, node_cls)
@@ -539,13 +597,15 @@ def minor_tickets(config: SynthConfig, rng: np.random.Generator, fleet: Fleet) -
 
 
 def unit_serials(fleet: Fleet, rng: np.random.Generator) -> tuple[list[list[str]], list[list[str]]]:
-    """Return the serial (and GPU UUID) of every life of every unit.
+    """Return the serial (and GPU UUID) of every part that served in every unit.
 
-    Returns, per unit, the serials of its successive lives and their UUIDs (empty strings for
-    node-level units). Serials are distinct across the fleet.
+    Returns, per unit, the serials of its successive parts (a new one after each replacement or
+    planned replacement: :meth:`Fleet.replacing`; :func:`part_index` finds the one in place at a
+    time) and their UUIDs (empty strings for node-level units). Serials are distinct across the
+    fleet.
     """
     n_units = fleet.unit_node.size
-    n_lives = 1 + np.bincount(fleet.ev_unit, minlength=n_units)
+    n_lives = 1 + np.bincount(fleet.ev_unit[fleet.replacing], minlength=n_units)
     total = int(n_lives.sum())
     first = np.concatenate([[0], np.cumsum(n_lives)[:-1]])
     scrambled = _unique_draws(rng, total, 10**9)
@@ -563,6 +623,19 @@ def unit_serials(fleet: Fleet, rng: np.random.Generator) -> tuple[list[list[str]
             serials.append([f"{prefix}{int(scrambled[i]):010d}" for i in lives])
             uuids.append([""] * len(lives))
     return serials, uuids
+
+
+def part_index(fleet: Fleet, unit: int, ts: int, *, closed: bool = True) -> int:
+    """Index (into :func:`unit_serials`' lists) of the part in ``unit`` at ``ts``.
+
+    The number of the unit's replacements closed by ``ts`` (``closed``), or opened before it.
+    """
+    a, b = np.searchsorted(fleet.ev_unit, [unit, unit + 1])
+    action, fix = fleet.ev_action[a:b], fleet.ev_fix[a:b]
+    mine = (action == PLANNED) | ((action == FAIL) & (fix == F_REPLACE))
+    if closed:
+        return int(np.sum(fleet.ev_close[a:b][mine] <= ts))
+    return int(np.sum(fleet.ev_open[a:b][mine] < ts))
 
 
 def _unique_draws(rng: np.random.Generator, n: int, high: int) -> np.ndarray:

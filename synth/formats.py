@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import hostlist
 import numpy as np
 
-from synth.fleet import ACTIONS, DAY_S, PCI_BUSES, PLANNED, REPLACE, RESEAT
+from synth.fleet import ACTIONS, DAY_S, FAIL, PCI_BUSES, RESEAT, part_index
 from synth.truth import iso
 from synth.workload import ACCOUNTS, USERS
 
@@ -66,6 +66,11 @@ _DESCRIPTIONS = {
     "nic": "HCA link down; NIC replaced",
     "power": "PSU failure, node lost power; PSU replaced",
     "host_memory": "DIMM uncorrectable error (EDAC UE); DIMM replaced",
+    "gpu_sram": "uncorrectable SRAM ECC error (Xid 95); GPU replaced",
+    "gsp": "GSP RPC timeouts (Xid 119) after every reset; GPU replaced",
+    "storage": "NVMe I/O errors; SSD replaced",
+    "host_cpu": "CPU machine check exceptions (MCE); CPU replaced",
+    "chassis": "baseboard fault, BMC unresponsive; board replaced",
 }
 _MINOR = {
     "planned_replace": "proactive replacement during maintenance window",
@@ -288,19 +293,26 @@ def tickets_csv(
     minor: MinorTickets,
     serials: list[list[str]],
 ) -> tuple[str, int]:
-    """``tickets.csv`` text (full history, sorted by opening) and its count of valid rows."""
+    """``tickets.csv`` text (full history, sorted by opening) and its count of valid rows.
+
+    A ticket for every replacement (a failure fixed by ``replace``) and planned replacement; a
+    failure fixed otherwise writes none.
+    """
     w1 = config.window_end_s
     rows: list[tuple[int, str, str, list[str]]] = []
     unit = fleet.ev_unit
+    replacing = fleet.replacing
+    # the part each replacement takes out: the unit's replacements before it
+    seen = np.cumsum(replacing) - replacing
     first_of_unit = np.searchsorted(unit, unit, side="left")
-    for i in range(unit.size):
+    for i in np.flatnonzero(replacing).tolist():
         u = int(unit[i])
-        k = i - int(first_of_unit[i])
+        k = int(seen[i] - seen[first_of_unit[i]])
         action = int(fleet.ev_action[i])
         cls = fleet.class_names[int(fleet.ev_class[i])]
         closed = int(fleet.ev_close[i])
         done = closed < w1
-        text = _DESCRIPTIONS[cls] if action == REPLACE else _MINOR[ACTIONS[action]]
+        text = _DESCRIPTIONS[cls] if action == FAIL else _MINOR[ACTIONS[action]]
         rows.append(
             _ticket(
                 fleet,
@@ -315,7 +327,6 @@ def tickets_csv(
             )
         )
     # reseat / no fault found: the serial in place stays
-    closes_of = {u: fleet.ev_close[unit == u] for u in np.unique(minor.unit).tolist()}
     for u, c, action, opened, closed in zip(
         minor.unit.tolist(),
         minor.cls.tolist(),
@@ -324,8 +335,7 @@ def tickets_csv(
         minor.closed.tolist(),
         strict=True,
     ):
-        life = int(np.sum(closes_of[u] <= opened))
-        serial = serials[u][life]
+        serial = serials[u][part_index(fleet, u, opened)]
         rows.append(
             _ticket(
                 fleet,
@@ -413,13 +423,13 @@ def fleet_csv(fleet: Fleet) -> str:
 def snapshot_times(config: SynthConfig, fleet: Fleet) -> list[list[int]]:
     """Return the inventory snapshot times per node.
 
-    Per node: at ``W0`` (or install), at every GPU swap closed in the window, at ``W1`` or
-    the removal.
+    Per node: at ``W0`` (or install), at every GPU swap (a replacement or planned one) closed
+    in the window, at ``W1`` or the removal.
     """
     w0, w1 = config.window_start_s, config.window_end_s
     end = fleet.node_end(w1)
     swap = (
-        np.isin(fleet.ev_action, (REPLACE, PLANNED))
+        fleet.replacing
         & (fleet.ev_unit < fleet.n_gpu_units)
         & (fleet.ev_close >= w0)
         & (fleet.ev_close < w1)
@@ -443,9 +453,7 @@ def smi_snapshot(
     lines = [SMI_HEADER]
     for slot in range(g):
         u = node * g + slot
-        a, b = np.searchsorted(fleet.ev_unit, [u, u + 1])
-        closes = fleet.ev_close[a:b]
-        life = int(np.sum(closes <= ts))
+        life = part_index(fleet, u, ts)
         bus = f"00000000:{PCI_BUSES[slot].upper()}:00.0"
         lines.append(f"{stamp}, {slot}, {bus}, {serials[u][life]}, {uuids[u][life]}, {GPU_NAME}")
     return "\n".join(lines) + "\n"

@@ -23,7 +23,7 @@ node failure   the pod on the lost node: ``ContainerStatusUnknown`` (137), a ``D
 dump from its start until a day after it ended (finished pods are kept that long), so every
 container run is seen at least once in its final state. ``kubectl get events -A -o json`` dumps,
 one per day, hold the pods' ``Scheduled`` and ``Started`` events and the node controller's
-``NodeNotReady`` / ``NodeReady`` for every node-level failure.
+``NodeNotReady`` / ``NodeReady`` for every failure that takes its node down (:func:`_node_down`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from synth.fleet import DAY_S, REPLACE
+from synth.fleet import DAY_S, F_REBOOT, F_RESEAT
 from synth.schedulers import KUBERNETES, k8s_names
 from synth.truth import iso
 
@@ -118,11 +118,11 @@ def k8s_files(
                 events.append((pod.finish, _eviction_event(rng, pod)))
             if pod.reason == "OOMKilled" and pod.finish is not None:
                 events.append((pod.finish, _oom_event(rng, pod)))
-    node_level = (fleet.ev_action == REPLACE) & (fleet.ev_unit >= fleet.n_gpu_units)
+    node_down = _node_down(fleet)
     for unit, opened, closed in zip(
-        fleet.ev_unit[node_level].tolist(),
-        fleet.ev_open[node_level].tolist(),
-        fleet.ev_close[node_level].tolist(),
+        fleet.ev_unit[node_down].tolist(),
+        fleet.ev_open[node_down].tolist(),
+        fleet.ev_close[node_down].tolist(),
         strict=True,
     ):
         node = int(fleet.unit_node[unit])
@@ -136,6 +136,21 @@ def k8s_files(
     _write_pod_dumps(config, pods, out)
     _write_event_dumps(config, rng, events, out)
     return out
+
+
+def _node_down(fleet: Fleet) -> np.ndarray:
+    """Mask of the failures that take their node down (``NodeNotReady``).
+
+    Every node-level hardware failure, unplanned maintenance, and any failure fixed by a node
+    reboot or a reseat (the node is powered off); not a GPU reset, nor a software, driver,
+    NCCL or fabric fault (the node stays up, drained).
+    """
+    names = np.array(fleet.class_names, dtype=object)
+    node_level_hw = (fleet.ev_unit >= fleet.n_gpu_units) & fleet.class_hardware[fleet.ev_class]
+    maintenance = names[fleet.ev_class] == "maintenance"
+    rebooted = np.isin(fleet.ev_fix, (F_REBOOT, F_RESEAT))
+    mask: np.ndarray = fleet.failed & (node_level_hw | maintenance | rebooted)
+    return mask
 
 
 def _attempt_pods(

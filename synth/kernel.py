@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from synth.config import APPLICATION_XIDS, FAILURE_XIDS, WARNING_XIDS
-from synth.fleet import DAY_S, PCI_BUSES, PLANNED, REPLACE
+from synth.config import APPLICATION_XIDS, DRIVER_XIDS, FAILURE_XIDS, WARNING_XIDS
+from synth.fleet import DAY_S, F_REBOOT, F_REPLACE, F_RESEAT, PCI_BUSES, PLANNED
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -65,8 +65,8 @@ def plan_xids(
     w0, w1 = config.window_start_s, config.window_end_s
     g = fleet.gpus_per_node
     parts: list[tuple[np.ndarray, ...]] = []
-    # failure bursts
-    gpu_fail = (fleet.ev_action == REPLACE) & (fleet.ev_unit < fleet.n_gpu_units)
+    # failure bursts: every GPU-level failure, whatever fixed it
+    gpu_fail = fleet.failed & (fleet.ev_unit < fleet.n_gpu_units)
     f_unit = fleet.ev_unit[gpu_fail]
     f_t = fleet.ev_open[gpu_fail]
     f_cls = fleet.ev_class[gpu_fail]
@@ -84,6 +84,8 @@ def plan_xids(
     offsets = rng.integers(0, BURST_SPAN_S + 1, size=rep.size)
     offsets[np.cumsum(n_lines) - n_lines] = 0  # a burst starts at the failure
     parts.append((f_unit[rep] // g, f_unit[rep] % g, f_t[rep] + offsets, codes[rep]))
+    # an SRAM failure's Xid 95 names an L2-cache (SRAM) unit in its message
+    sram = np.array([fleet.class_names[c] == "gpu_sram" for c in f_cls], dtype=bool)[rep]
     # warnings and application noise at random times on random GPUs
     service_from = np.maximum(fleet.installed, w0)
     service_to = np.minimum(fleet.node_end(w1), w1)
@@ -113,7 +115,17 @@ def plan_xids(
         t0 = np.array([a.end_s for a in app], dtype=np.int64) - rng.integers(5, 61, size=node.size)
         code = np.array(APPLICATION_XIDS)[rng.integers(0, 3, size=node.size)]
         parts.append(bursts(rng, node, rng.integers(0, g, size=node.size), t0, code, 6))
+    # a driver-class Xid (stops the job, no failure code) on half of the driver faults
+    driver = fleet.failed & (fleet.ev_class == _class_index(fleet, "driver"))
+    d_t = fleet.ev_open[driver]
+    if d_t.size:
+        d_node = fleet.unit_node[fleet.ev_unit[driver]]
+        half = rng.random(d_t.size) < 0.5
+        node, t0 = d_node[half], d_t[half] + rng.integers(0, 31, size=int(half.sum()))
+        code = np.array(DRIVER_XIDS)[rng.integers(0, len(DRIVER_XIDS), size=node.size)]
+        parts.append(bursts(rng, node, rng.integers(0, g, size=node.size), t0, code, 3))
     node, slot, true_ts, code = (np.concatenate([p[i] for p in parts]) for i in range(4))
+    sram = np.concatenate([sram, np.zeros(node.size - sram.size, dtype=bool)])
     # keep non-failure lines away from failure bursts on the same GPU
     is_failure = np.isin(code, list(FAILURE_XIDS_ALL))
     gpu_key = (node * g + slot) * (1 << 40)
@@ -125,14 +137,21 @@ def plan_xids(
     keep &= (ts >= w0) & (ts < w1)
     order = np.lexsort((ts[keep], slot[keep], node[keep]))
     sel = np.flatnonzero(keep)[order]
+    r = rng.integers(0, 2**31, size=sel.size)
+    r[sram[sel]] -= r[sram[sel]] % 3  # the LTC (L2 cache) units of _xid_message(95, r)
     return XidLines(
         node=node[sel],
         slot=slot[sel],
         ts=ts[sel],
         true_ts=true_ts[sel],
         code=code[sel],
-        r=rng.integers(0, 2**31, size=sel.size),
+        r=r,
     )
+
+
+def _class_index(fleet: Fleet, name: str) -> int:
+    """Index of class ``name`` in ``fleet.class_names``, or -1 when the fleet has none."""
+    return fleet.class_names.index(name) if name in fleet.class_names else -1
 
 
 def _failure_code(cls: str, u: float) -> int:
@@ -209,6 +228,19 @@ def _xid_message(code: int, r: int) -> str:
         )
     if code == 92:
         return "High single-bit ECC error rate detected"
+    if code == 119:
+        return (
+            f"Timeout after 6s of waiting for RPC response from GPU{r % 8} GSP! Expected function "
+            f"{(76, 103, 10)[r % 3]} ({('GSP_RM_CONTROL', 'GSP_RM_ALLOC', 'FREE')[r % 3]}) "
+            f"(0x{0x2080 + r % 64:x} 0x{r % 16:x})."
+        )
+    if code == 120:
+        return (
+            f"GSP Error: Task {r % 4} raised error code 0x{r % 256:x} for reason 0x0 at "
+            f"0x{(r * 2654435761) & 0xFFFFFF:x} (0 more errors skipped)"
+        )
+    if code == 60:
+        return f"Ch 0000{r % 64:04x}, engine SEC2: exception, intr 0x{(r >> 8) & 0xFFFF:08x}"
     if code == 13:
         return (
             f"Graphics SM Warp Exception on (GPC {r % 12}, TPC {r // 12 % 9}, SM {r // 108 % 2}): "
@@ -473,10 +505,13 @@ def _fill(template: str, r: list[int], g: int) -> str:
 
 
 def _hint_events(fleet: Fleet, w0: int, w1: int) -> dict[int, list[tuple[int, str]]]:
-    """Non-Xid kernel lines at node-level failures (nic, host_memory); power leaves none."""
+    """Non-Xid kernel lines at node-level failures (nic, host_memory, storage, host_cpu).
+
+    Power and chassis failures, and the non-hardware interruptions, leave none.
+    """
     out: dict[int, list[tuple[int, str]]] = {}
     sel = (
-        (fleet.ev_action == REPLACE)
+        fleet.failed
         & (fleet.ev_unit >= fleet.n_gpu_units)
         & (fleet.ev_open >= w0)
         & (fleet.ev_open < w1)
@@ -496,6 +531,13 @@ def _hint_events(fleet: Fleet, w0: int, w1: int) -> dict[int, list[tuple[int, st
                 "EDAC MC1: 1 UE memory read error on CPU_SrcID#1_MC#0_Chan#2_DIMM#0 (channel:2 "
                 f"slot:0 page:0x{t % 0xFFFFF:x} offset:0x0 grain:32 - err_code:0x0000:0x0090)"
             )
+        elif name == "storage":
+            text = f"nvme nvme1: I/O {t % 1024} QID {t % 64 + 1} timeout, aborting"
+        elif name == "host_cpu":
+            text = (
+                f"mce: [Hardware Error]: CPU {t % 64}: Machine Check Exception: 5 Bank 6: "
+                "fe00000000800400"
+            )
         else:
             continue
         out.setdefault(node, []).append((t, text))
@@ -503,14 +545,24 @@ def _hint_events(fleet: Fleet, w0: int, w1: int) -> dict[int, list[tuple[int, st
 
 
 def _boot_times(rng: np.random.Generator, fleet: Fleet, w0: int) -> list[np.ndarray]:
-    """Boot instants per host: one before the window (or the install), and every repair close."""
+    """Boot instants per host: one before the window (or the install), and every repair close.
+
+    Repairs that boot the node: replacements (planned or not), reboots, reseats (the node is
+    powered off), and every node-level hardware failure; a GPU reset and the non-hardware
+    recoveries do not.
+    """
     first = np.where(
         fleet.installed >= w0 - 30 * DAY_S,
         fleet.installed,
         w0 - rng.integers(DAY_S, 30 * DAY_S, size=fleet.n_nodes),
     )
     node_of_ev = fleet.unit_node[fleet.ev_unit]
-    repaired = np.isin(fleet.ev_action, (REPLACE, PLANNED))
+    node_level_hw = (fleet.ev_unit >= fleet.n_gpu_units) & fleet.class_hardware[fleet.ev_class]
+    repaired = (
+        (fleet.ev_action == PLANNED)
+        | np.isin(fleet.ev_fix, (F_REPLACE, F_REBOOT, F_RESEAT))
+        | (fleet.failed & node_level_hw)
+    )
     boots = []
     for n in range(fleet.n_nodes):
         closes = fleet.ev_close[repaired & (node_of_ev == n)]

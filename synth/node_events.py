@@ -1,11 +1,20 @@
 """Slurm node events of the synthetic fleet (``sacctmgr show event --parsable2``).
 
-Every time a node leaves service the controller or an administrator records an event:
+Every time a node leaves service the controller, a health check or an administrator records an
+event (times relative to the failure instant ``t``, the first Xid line's true time for a GPU
+failure; ``back`` = the repair's end plus 1-10 minutes, when the node is resumed):
 
-- a GPU failure: a health check drains the node (``NHC: Xid 79 ...``) from the failure until
-  the repaired node is resumed;
-- a node-level failure: slurmctld marks it ``DOWN*`` (``Not responding``); 10-30 minutes later
-  an administrator drains it with the diagnosis (``PSU failure...``) until it is repaired;
+- a GPU failure: a health check drains the node (``NHC: Xid 79: GPU gpu3 has fallen off the
+  bus ...``, the fix at the end of the reason) from ``t`` + 0-40 s until ``back``; a node
+  reboot adds ``DOWN*`` ``Not responding`` for 3-10 minutes before the repair's end, a reseat
+  ``DOWN*`` from 5-30 minutes after the drain until the repair's end (the node is off);
+- a node-level hardware failure: slurmctld marks it ``DOWN*`` (``Not responding``) from ``t`` +
+  0-40 s; 10-30 minutes later (at most half-way to ``back``) an administrator drains it with
+  the diagnosis (``PSU failure...``, the fix at the end) until ``back``;
+- a non-hardware interruption: a drain from ``t`` + 0-40 s until ``back`` with the reason a
+  health check or an operator writes (``NCCL watchdog timeout``, ``software fault: ...``,
+  ``NVIDIA driver hang ...``, ``fabric cable fault ...``); unplanned maintenance is a ``DOWN``
+  set by an administrator (``unplanned maintenance: ...``);
 - a planned replacement: drained from the drain lead time before the work until it is done;
 - a reseat or a diagnosis without fault found: drained while the ticket is open;
 - an application failure or out-of-memory kill whose processes would not die (a share
@@ -17,12 +26,14 @@ The export is taken at the window end: events still open then have no ``TimeEnd`
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from synth.fleet import ACTIONS, DRAIN_LEAD_S, PLANNED, REPLACE
+from synth.config import XID_CLASS
+from synth.fleet import ACTIONS, DRAIN_LEAD_S, FAIL, FIXES, PLANNED
 from synth.formats import slurm_time
 
 if TYPE_CHECKING:
@@ -36,25 +47,122 @@ _GPU_REASONS = {
     "gpu_memory": (48, "GPU {slot} uncorrectable ECC error"),
     "nvlink": (74, "GPU {slot} NVLink fatal error"),
     "pcie": (79, "GPU {slot} has fallen off the bus"),
+    "gpu_sram": (95, "GPU {slot} uncorrectable SRAM ECC error (L2 cache)"),
+    "gsp": (119, "GPU {slot} GSP RPC timeout"),
+}
+#: How a GPU failure's drain reason ends, per fix (a replacement names its ticket).
+_GPU_FIX_SUFFIX = {
+    "replace": " ({ticket})",
+    "reset": ", GPU reset",
+    "reboot": ", rebooting node",
+    "reseat": ", GPU re-seat",
 }
 KILL_TASK_FAILED_SHARE = 0.2
-_NODE_REASONS = {
-    "nic": "HCA mlx5_0 link down, NIC to be replaced",
-    "power": "PSU failure, node lost power",
-    "host_memory": "DIMM uncorrectable error (EDAC UE), DIMM to be replaced",
+#: The diagnosis of a node-level hardware failure, per fix (a replacement adds its ticket).
+NODE_REASONS: dict[str, dict[str, str]] = {
+    "nic": {
+        "replace": "HCA mlx5_0 link down, NIC to be replaced",
+        "reboot": "HCA mlx5_0 link down, cleared by a reboot",
+        "reseat": "HCA mlx5_0 link down, NIC re-seated",
+    },
+    "power": {
+        "replace": "PSU failure, node lost power",
+        "reboot": "PSU fault, node lost power, back after a reboot",
+        "reseat": "PSU failure, node lost power, PSU re-seated",
+    },
+    "host_memory": {
+        "replace": "DIMM uncorrectable error (EDAC UE), DIMM to be replaced",
+        "reboot": "DIMM uncorrectable error (EDAC UE), node rebooted",
+        "reseat": "DIMM uncorrectable error (EDAC UE), DIMM re-seated",
+    },
+    "storage": {
+        "replace": "NVMe nvme1n1 I/O errors, SSD to be replaced",
+        "reboot": "NVMe nvme1n1 I/O errors, node rebooted",
+        "reseat": "NVMe nvme1n1 I/O errors, SSD re-seated",
+    },
+    "host_cpu": {
+        "replace": "CPU machine check exceptions (MCE), CPU to be replaced",
+        "reboot": "CPU machine check exception (MCE), node rebooted",
+        "reseat": "CPU machine check exception (MCE), CPU re-seated",
+    },
+    "chassis": {
+        "replace": "baseboard fault, BMC unresponsive, board to be replaced",
+        "reboot": "baseboard fault, BMC unresponsive, node cold-booted",
+        "reseat": "IO expansion board fault, board re-seated",
+    },
+}
+#: Reasons of the non-hardware interruptions (one drawn per event; ``{port}``, ``{switch}``
+#: filled in).
+NON_HARDWARE_REASONS: dict[str, tuple[str, ...]] = {
+    "software": (
+        "software fault: segfault in dataloader",
+        "software fault: kernel soft lockup",
+        "software fault: Lustre client hung, mounts stale",
+    ),
+    "driver": (
+        "NVIDIA driver hang, nvidia-smi unresponsive",
+        "NVIDIA driver fault, kernel module reloaded",
+    ),
+    "nccl": (
+        "NCCL watchdog timeout",
+        "NCCL watchdog timeout: collective operation timed out",
+    ),
+    "network": (
+        "fabric cable fault on leaf switch port {port}",
+        "optic failure on leaf switch port {port}, transceiver swapped",
+        "spine switch {switch} unreachable, fabric degraded",
+    ),
+    "maintenance": (
+        "unplanned maintenance: BMC hang, cold reset",
+        "unplanned maintenance: coolant leak check",
+        "unplanned maintenance: rack PDU swap",
+    ),
 }
 
 
 PLANNED_REASON = "planned maintenance"
 """How the reason of a planned drain starts (planned work in sql/seeds/dim_planned_reason.csv)."""
 
+# the keyword rule of data contract §7.3 (stg_node_events.unavailability_class), in order
+_XID = re.compile(r"(?i)xid[ :=#]*([0-9]+)")
+_CORRECTIVE = re.compile(r"(?i)unplanned|unscheduled|emergency|reseat|diagnos|field ?diag|no fault")
+_KEYWORDS = (
+    (re.compile(r"(?i)nvlink"), "nvlink"),
+    (re.compile(r"(?i)ecc|dbe|row.?remap|retired.?page|hbm"), "gpu_memory"),
+    (re.compile(r"(?i)fallen off|fell off|pcie|pci-e"), "pcie"),
+    (_CORRECTIVE, "maintenance"),
+    (re.compile(r"(?i)\bpsu\b|power"), "power"),
+    (re.compile(r"(?i)\bhca\b|\bnic\b|infiniband|\bib\b|mlx|link down"), "nic"),
+    (re.compile(r"(?i)dimm|edac|memory"), "host_memory"),
+    (re.compile(r"(?i)gpu"), "gpu"),
+)
+
+
+def view_class(reason: str) -> str:
+    """Class data contract §7.3 gives a node event's reason (``unavailability_class``).
+
+    An ``Xid <n>`` of a failure code takes the catalog's class; planned work (the reasons this
+    module writes for it start with :data:`PLANNED_REASON`) is ``maintenance``; then the
+    keywords, in the contract's order; else ``unknown``.
+    """
+    found = _XID.search(reason)
+    if found and int(found.group(1)) in XID_CLASS:
+        return XID_CLASS[int(found.group(1))]
+    if reason.startswith(PLANNED_REASON):
+        return "maintenance"
+    for pattern, cls in _KEYWORDS:
+        if pattern.search(reason):
+            return cls
+    return "unknown"
+
 
 @dataclass(frozen=True)
 class NodeEvent:
     """One node event.
 
-    One node event: ``end`` is the true end (printed only when before the window end);
-    ``cls`` is the class its reason maps to (``stg_node_events.unavailability_class``).
+    ``end`` is the true end (printed only when before the window end); ``cls`` is the class
+    its reason maps to under data contract §7.3 (:func:`view_class`); ``cause`` the class of
+    the failure or work that made it (``unknown`` for a ``Kill task failed`` drain).
     """
 
     node: int
@@ -64,6 +172,12 @@ class NodeEvent:
     reason: str
     user: str
     cls: str
+    cause: str = "unknown"
+
+
+def _event(node: int, start: int, end: int, state: str, reason: str, cause: str) -> NodeEvent:
+    user = "slurm(64030)" if reason == "Not responding" else "root(0)"
+    return NodeEvent(node, start, end, state, reason, user, view_class(reason), cause)
 
 
 def plan_node_events(
@@ -81,21 +195,13 @@ def plan_node_events(
         if rng.random() < KILL_TASK_FAILED_SHARE:
             node = a.nodes[int(rng.integers(0, len(a.nodes)))]
             start = a.end_s + int(rng.integers(5, 61))
-            events.append(
-                NodeEvent(
-                    node,
-                    start,
-                    start + int(rng.integers(600, 3601)),
-                    "DRAIN",
-                    "Kill task failed",
-                    "root(0)",
-                    "unknown",
-                )
-            )
-    for unit, cls_idx, action, opened, closed in zip(
+            end = start + int(rng.integers(600, 3601))
+            events.append(_event(node, start, end, "DRAIN", "Kill task failed", "unknown"))
+    for unit, cls_idx, action, fix, opened, closed in zip(
         fleet.ev_unit.tolist(),
         fleet.ev_class.tolist(),
         fleet.ev_action.tolist(),
+        fleet.ev_fix.tolist(),
         fleet.ev_open.tolist(),
         fleet.ev_close.tolist(),
         strict=True,
@@ -103,40 +209,20 @@ def plan_node_events(
         node = int(fleet.unit_node[unit])
         cls = fleet.class_names[cls_idx]
         back = closed + int(rng.integers(60, 601))
-        ticket = f"RT{int(rng.integers(100_000, 999_999))}"
         if action == PLANNED:
-            events.append(
-                NodeEvent(
-                    node,
-                    opened - DRAIN_LEAD_S,
-                    back,
-                    "DRAIN",
-                    f"{PLANNED_REASON}: replace {cls} ({ticket})",
-                    "root(0)",
-                    "maintenance",
-                )
-            )
+            ticket = f"RT{int(rng.integers(100_000, 999_999))}"
+            reason = f"{PLANNED_REASON}: replace {cls} ({ticket})"
+            events.append(_event(node, opened - DRAIN_LEAD_S, back, "DRAIN", reason, "maintenance"))
             continue
-        if action != REPLACE:
+        if action != FAIL:
             continue
         start = opened + int(rng.integers(0, 41))
         if cls in _GPU_REASONS:
-            code, text = _GPU_REASONS[cls]
-            slot = fleet.unit_slot[unit]
-            reason = f"NHC: Xid {code}: {text.format(slot=slot)} ({ticket})"
-            events.append(NodeEvent(node, start, back, "DRAIN", reason, "root(0)", cls))
+            events += _gpu_failure(rng, fleet, unit, cls, FIXES[fix], start, closed, back)
+        elif fleet.class_hardware[cls_idx]:
+            events += _node_failure(rng, node, cls, FIXES[fix], start, back)
         else:
-            drained = start + int(rng.integers(600, 1801))
-            events.append(
-                NodeEvent(
-                    node, start, drained, "DOWN*", "Not responding", "slurm(64030)", "unknown"
-                )
-            )
-            events.append(
-                NodeEvent(
-                    node, drained, back, "DRAIN", f"{_NODE_REASONS[cls]} ({ticket})", "root(0)", cls
-                )
-            )
+            events.append(_interruption(rng, node, cls, start, back))
     for unit, action, opened, closed in zip(
         minor.unit.tolist(),
         minor.action.tolist(),
@@ -151,10 +237,67 @@ def plan_node_events(
             if ACTIONS[action] == "reseat"
             else f"diagnostics: no fault found ({ticket})"
         )
-        events.append(NodeEvent(node, opened, closed, "DRAIN", text, "root(0)", "maintenance"))
+        events.append(_event(node, opened, closed, "DRAIN", text, "maintenance"))
     w0, w1 = config.window_start_s, config.window_end_s
     kept = [e for e in events if e.start < w1 and e.end > w0]
     return sorted(kept, key=lambda e: (e.start, e.node, e.state, e.reason))
+
+
+def _gpu_failure(
+    rng: np.random.Generator,
+    fleet: Fleet,
+    unit: int,
+    cls: str,
+    fix: str,
+    start: int,
+    closed: int,
+    back: int,
+) -> list[NodeEvent]:
+    """Return the NHC drain of a GPU failure, and the node down while a reboot or reseat."""
+    node = int(fleet.unit_node[unit])
+    code, text = _GPU_REASONS[cls]
+    suffix = _GPU_FIX_SUFFIX[fix]
+    if fix == "replace":
+        suffix = suffix.format(ticket=f"RT{int(rng.integers(100_000, 999_999))}")
+    reason = f"NHC: Xid {code}: {text.format(slot=fleet.unit_slot[unit])}{suffix}"
+    out = [_event(node, start, back, "DRAIN", reason, cls)]
+    if fix == "reboot":
+        down = max(start + 60, closed - int(rng.integers(300, 901)))
+        up = min(down + int(rng.integers(180, 601)), closed)
+    elif fix == "reseat":
+        down = start + int(rng.integers(300, 1801))
+        up = closed
+    else:
+        return out
+    if down < up:
+        out.append(_event(node, down, up, "DOWN*", "Not responding", cls))
+    return out
+
+
+def _node_failure(
+    rng: np.random.Generator, node: int, cls: str, fix: str, start: int, back: int
+) -> list[NodeEvent]:
+    """``DOWN*`` from the failure, then the administrator's drain with the diagnosis."""
+    drained = start + min(int(rng.integers(600, 1801)), (back - start) // 2)
+    reason = NODE_REASONS[cls][fix]
+    if fix == "replace":
+        reason += f" (RT{int(rng.integers(100_000, 999_999))})"
+    return [
+        _event(node, start, drained, "DOWN*", "Not responding", cls),
+        _event(node, drained, back, "DRAIN", reason, cls),
+    ]
+
+
+def _interruption(
+    rng: np.random.Generator, node: int, cls: str, start: int, back: int
+) -> NodeEvent:
+    """Return the drain (unplanned maintenance: an administrator's down) of an interruption."""
+    choices = NON_HARDWARE_REASONS[cls]
+    reason = choices[int(rng.integers(0, len(choices)))].format(
+        port=int(rng.integers(1, 65)), switch=f"sw-spine-{int(rng.integers(1, 9)):02d}"
+    )
+    state = "DOWN" if cls == "maintenance" else "DRAIN"
+    return _event(node, start, back, state, reason, cls)
 
 
 def sacctmgr_text(

@@ -38,7 +38,7 @@ import numpy as np
 
 from synth import kernel
 from synth.config import WARNING_XIDS
-from synth.fleet import DAY_S, HOUR_S, REPLACE
+from synth.fleet import DAY_S, HOUR_S
 
 if TYPE_CHECKING:
     from synth.config import SynthConfig
@@ -52,6 +52,8 @@ SIGNALS: dict[str, tuple[str, ...]] = {
     "nvlink": ("crc",),
     "pcie": ("pcie",),
     "gpu": ("temp", "power"),
+    "gpu_sram": ("sbe",),
+    "gsp": ("temp",),
 }
 #: Peak of a precursor per kind: events per hour (temperature in degrees C, power in W).
 PEAK: dict[str, tuple[float, float]] = {
@@ -110,7 +112,7 @@ def plan_precursors(config: SynthConfig, rng: np.random.Generator, fleet: Fleet)
     share = config.precursor_share or 0.0
     lo, hi = config.precursor_lead_h
     w0, w1 = config.window_start_s, config.window_end_s
-    event = np.flatnonzero((fleet.ev_action == REPLACE) & (fleet.ev_unit < fleet.n_gpu_units))
+    event = np.flatnonzero(fleet.failed & (fleet.ev_unit < fleet.n_gpu_units))
     drawn = rng.random(event.size) < share
     lead_h = rng.uniform(lo, hi, event.size)
     level = rng.random(event.size)
@@ -182,7 +184,7 @@ def with_warning_xids(
     t0 = np.concatenate([t0, plan.bg_start[is_xid]])
     code = np.array(WARNING_XIDS)[rng.integers(0, len(WARNING_XIDS), unit.size)]
     node, slot, true_ts, code = kernel.bursts(rng, unit // g, unit % g, t0, code, 3)
-    gpu_fail = (fleet.ev_action == REPLACE) & (fleet.ev_unit < fleet.n_gpu_units)
+    gpu_fail = fleet.failed & (fleet.ev_unit < fleet.n_gpu_units)
     fail_keys = np.sort(fleet.ev_unit[gpu_fail] * (1 << 40) + fleet.ev_open[gpu_fail])
     key = (node * g + slot) * (1 << 40)
     lo = np.searchsorted(fail_keys, key + true_ts - kernel.QUIET_S, side="left")

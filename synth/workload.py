@@ -22,7 +22,6 @@ from synth.fleet import (
     HOUR_S,
     MAX_LIMIT_S,
     PLANNED,
-    REPLACE,
 )
 
 if TYPE_CHECKING:
@@ -30,6 +29,9 @@ if TYPE_CHECKING:
     from synth.fleet import Carrier, Fleet
 
 SMALL_LIMIT_S = 48 * HOUR_S
+#: Non-hardware interruptions that take the node away (sacct ``NODE_FAIL``); the others stop the
+#: job's processes (``FAILED``): a software fault, a driver hang, an NCCL watchdog, a fabric fault.
+NODE_FAIL_CLASSES = frozenset({"maintenance"})
 #: Attribution interval of the contract (§5) with a margin for clock skew: an application
 #: failure is never placed with a unit failure on its nodes this close.
 APP_CLEAR_BEFORE_S = 600 + 40
@@ -114,6 +116,7 @@ class Attempt:
     reason: str
     carrier: bool = False
     fail_node: int = -1  # the node whose unit failure ended the attempt (reason "hw")
+    fail_class: int = -1  # the class of that failure (index into ``Fleet.class_names``)
 
 
 def make_jobs(
@@ -280,7 +283,7 @@ class _Scheduler:
         self.resubmit: dict[int, int] = {}
         self.heap: list[tuple[int, int, int, int]] = []
         self.seq = 0
-        fail = fleet.ev_action == REPLACE
+        fail = fleet.failed
         node = fleet.unit_node[fleet.ev_unit[fail]]
         keys = node * _KEY + fleet.ev_open[fail]
         order = np.argsort(keys, kind="stable")
@@ -467,8 +470,11 @@ class _Scheduler:
         t_fail, cls, fail_node = self.first_failure(nodes, t)
         requeue = False
         if t_fail < end:
-            gpu_level = cls in self.fleet.gpu_class_idx
-            if gpu_level:
+            fleet = self.fleet
+            stops_processes = cls in fleet.gpu_class_idx or (
+                not fleet.class_hardware[cls] and fleet.class_names[cls] not in NODE_FAIL_CLASSES
+            )
+            if stops_processes:
                 end = t_fail + int(rng.integers(5, 121))
                 state, exit_code = "FAILED", "1:0"
             else:
@@ -478,7 +484,7 @@ class _Scheduler:
             requeue = True
             self.remaining[j] = rem - (t_fail - t)
         else:
-            fail_node = -1
+            fail_node = cls = -1
             self.remaining[j] = rem - run
         self.n_attempts[j] += 1
         submit = jobs.submit[j] if self.n_attempts[j] == 1 else self.resubmit[j]
@@ -496,6 +502,7 @@ class _Scheduler:
                 reason=reason,
                 carrier=carrier,
                 fail_node=fail_node,
+                fail_class=cls,
             )
         )
         for n in nodes.tolist():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -26,9 +26,24 @@ from pipelines.cli.root import app
 @app.command()
 def synth(
     out: Annotated[Path, typer.Option(help="Landing folder to write.")] = Path("landing"),
-    nodes: Annotated[int, typer.Option(min=1, help="Nodes in the fleet.")] = 256,
-    gpus_per_node: Annotated[int, typer.Option(min=1, max=16, help="GPUs per node.")] = 8,
-    days: Annotated[int, typer.Option(min=1, help="Length of the observation window.")] = 90,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="Start from a preset fleet: llama3 (2,048 nodes x 8 GPUs, 54 days, Llama 3's "
+            "published interruption rate per class); the other options override it.",
+        ),
+    ] = None,
+    nodes: Annotated[
+        int | None, typer.Option(min=1, help="Nodes in the fleet (default 256, or the preset's).")
+    ] = None,
+    gpus_per_node: Annotated[
+        int | None, typer.Option(min=1, max=16, help="GPUs per node (default 8, or the preset's).")
+    ] = None,
+    days: Annotated[
+        int | None,
+        typer.Option(min=1, help="Length of the observation window (default 90, or the preset's)."),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     start: Annotated[str, typer.Option(help="Window start, ISO date (UTC).")] = "2026-06-01",
     k8s_share: Annotated[
@@ -38,8 +53,12 @@ def synth(
         float, typer.Option(min=0.0, max=1.0, help="Share of jobs run under torchrun (elastic).")
     ] = 0.0,
     node_events: Annotated[
-        bool, typer.Option("--node-events", help="Write sacctmgr node down/drain events.")
-    ] = False,
+        bool,
+        typer.Option(
+            "--node-events/--no-node-events",
+            help="Write sacctmgr node down/drain events (what slurmctld records by itself).",
+        ),
+    ] = True,
     dcgm_interval_s: Annotated[
         int | None,
         typer.Option(help="Write DCGM samples every this many seconds (off by default)."),
@@ -71,34 +90,76 @@ def synth(
             "repeatable, all=FAMILY for every class.",
         ),
     ] = None,
+    fixes: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="CLASS=FIX:SHARE,...",
+            help="Shares of the fixes of a hardware class's failures, e.g. "
+            "gpu=replace:0.3,reset:0.5,reboot:0.2 (replace, reset, reboot, reseat; only "
+            "replace writes a ticket and a new serial); repeatable, all= for every class.",
+        ),
+    ] = None,
+    bad_unit_share: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            max=0.99,
+            help="Share of units installed bad (repeat offenders until replaced; default 0.03, "
+            "the llama3 preset 0).",
+        ),
+    ] = None,
+    bad_unit_factor: Annotated[
+        float | None,
+        typer.Option(min=1.0, help="Hazard multiple of a bad unit (default 10)."),
+    ] = None,
+    rate: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="CLASS=PER_1000_NODE_DAYS",
+            help="Rate of a non-hardware interruption class (software, driver, nccl, network, "
+            "maintenance) per 1000 node-days; 0 switches it off; repeatable.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Simulate a fleet with known lifetimes and write real-format telemetry plus ground truth."""
     shown = output_format(fmt, as_json)
     from synth import SynthConfig, synthesize
+    from synth.presets import preset as preset_config
 
     started = time.perf_counter()
-    config = SynthConfig(
-        nodes=nodes,
-        gpus_per_node=gpus_per_node,
-        days=days,
-        seed=seed,
-        start=datetime.fromisoformat(start).replace(tzinfo=UTC),
-        k8s_share=k8s_share,
-        elastic_share=elastic_share,
-        node_events=node_events,
-        dcgm_interval_s=dcgm_interval_s,
-        precursor_share=precursor_share,
-        training_logs=training_logs,
-    )
-    if family:
-        try:
+    given = {
+        "nodes": nodes,
+        "gpus_per_node": gpus_per_node,
+        "days": days,
+        "bad_unit_share": bad_unit_share,
+        "bad_unit_factor": bad_unit_factor,
+    }
+    options: dict[str, Any] = {
+        "seed": seed,
+        "start": datetime.fromisoformat(start).replace(tzinfo=UTC),
+        "k8s_share": k8s_share,
+        "elastic_share": elastic_share,
+        "node_events": node_events,
+        "dcgm_interval_s": dcgm_interval_s,
+        "precursor_share": precursor_share,
+        "training_logs": training_logs,
+        **{name: value for name, value in given.items() if value is not None},
+    }
+    try:
+        config = SynthConfig(**options) if preset is None else preset_config(preset, **options)
+        if family:
             config = config.with_families(_class_families(family))
-        except ValueError as error:
-            err.print(error_text("error", "red", error))
-            raise typer.Exit(2) from error
+        if fixes:
+            config = config.with_fixes(_class_fixes(fixes))
+        if rate:
+            config = config.with_non_hardware(_class_rates(rate))
+    except ValueError as error:
+        err.print(error_text("error", "red", error))
+        raise typer.Exit(2) from error
     truth = synthesize(out, config)
+    process = truth["failure_process"]
     summary = {
         "out": str(out),
         "seconds": round(time.perf_counter() - started, 2),
@@ -106,7 +167,11 @@ def synth(
         "gpus": truth["n_gpus"],
         "window_start": truth["window_start"],
         "window_end": truth["window_end"],
-        "failures_in_window": sum(v["n_failed"] for v in truth["lives_by_class"].values()),
+        "failures_in_window": sum(v["n_failures"] for v in process.values() if v["hardware"]),
+        "replacements_in_window": sum(v["n_failed"] for v in truth["lives_by_class"].values()),
+        "non_hardware_in_window": sum(
+            v["n_failures"] for v in process.values() if not v["hardware"]
+        ),
         "interruptions": len(truth["interruptions"]),
     }
     if training_logs:
@@ -119,13 +184,54 @@ def synth(
         console.print(rows_table("synthetic fleet", [summary]))
 
 
-def _class_families(pairs: list[str]) -> dict[str, str]:
-    """``--family CLASS=FAMILY`` options as ``{class: family}``; a pair without ``=`` is refused."""
-    families: dict[str, str] = {}
+def _pairs(option: str, pairs: list[str], example: str) -> dict[str, str]:
+    """Read ``CLASS=VALUE`` options as ``{class: value}``; a pair without ``=`` is refused."""
+    out: dict[str, str] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name.strip() or not value.strip():
-            msg = f"--family takes CLASS=FAMILY (gpu=lognormal, all=exponential), got {pair!r}"
+            msg = f"{option} takes {example}, got {pair!r}"
             raise ValueError(msg)
-        families[name.strip()] = value.strip()
-    return families
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _class_families(pairs: list[str]) -> dict[str, str]:
+    """Read ``--family CLASS=FAMILY`` options as ``{class: family}``."""
+    return _pairs("--family", pairs, "CLASS=FAMILY (gpu=lognormal, all=exponential)")
+
+
+def _class_fixes(pairs: list[str]) -> dict[str, dict[str, float]]:
+    """Read ``--fixes CLASS=FIX:SHARE,...`` options as ``{class: {fix: share}}``."""
+    example = "CLASS=FIX:SHARE,... (gpu=replace:0.3,reset:0.7)"
+    out: dict[str, dict[str, float]] = {}
+    for name, value in _pairs("--fixes", pairs, example).items():
+        shares: dict[str, float] = {}
+        for item in value.split(","):
+            fix, sep, share = item.partition(":")
+            try:
+                shares[fix.strip()] = float(share)
+            except ValueError:
+                sep = ""
+            if not sep:
+                msg = f"--fixes takes {example}, got {name}={value!r}"
+                raise ValueError(msg) from None
+        out[name] = shares
+    return out
+
+
+def _class_rates(pairs: list[str]) -> dict[str, float]:
+    """Read ``--rate CLASS=PER_1000_NODE_DAYS`` options as ``{class: rate per node-hour}``."""
+    example = "CLASS=PER_1000_NODE_DAYS (software=0.5, nccl=0)"
+    out: dict[str, float] = {}
+    for name, value in _pairs("--rate", pairs, example).items():
+        try:
+            per_1000_days = float(value)
+        except ValueError:
+            msg = f"--rate takes {example}, got {name}={value!r}"
+            raise ValueError(msg) from None
+        if per_1000_days < 0:
+            msg = f"--rate {name}={value}: a rate cannot be negative; pass 0 to switch it off."
+            raise ValueError(msg)
+        out[name] = per_1000_days / 1000.0 / 24.0
+    return out

@@ -179,6 +179,8 @@ def in_scope(source: str, data: bytes) -> int:
     if not non_blank:
         return 0
     header = non_blank[0]
+    if source == "slurm" and "|" not in header and ";" in header:
+        separator = ";"  # a site's own `sacct --parsable --delimiter=';'` dump (contract §1)
     names = [n.strip() if strip else n for n in header.split(separator)]
     # the documented contract: a header naming the required columns (sacct since #12: any --format
     # holding JobID, State, Start, End and NodeList), else every line is a reject

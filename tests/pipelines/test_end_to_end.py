@@ -16,7 +16,14 @@ if TYPE_CHECKING:
 
     import duckdb
 
-RAW_TABLES = ["raw_slurm_jobs", "raw_xid_events", "raw_inventory", "raw_fleet", "raw_repairs"]
+RAW_TABLES = [
+    "raw_slurm_jobs",
+    "raw_xid_events",
+    "raw_inventory",
+    "raw_fleet",
+    "raw_repairs",
+    "raw_node_events",  # written by default since node events are what every Slurm cluster keeps
+]
 
 
 @pytest.fixture

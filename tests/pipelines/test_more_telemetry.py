@@ -30,7 +30,9 @@ NEW_TABLES = [
 CONFIG = SynthConfig(
     nodes=16,
     days=21,
-    seed=1,
+    # a seed whose three weeks hold every kind of job, cause and outage the tests below need
+    # (seed 1 did before the failure process changed the draws; 6 and 20 of 1-24 do now)
+    seed=6,
     start=datetime(2026, 3, 2, tzinfo=UTC),
     # failures 25 times as frequent as the default fleet's, to see every kind in three weeks
     classes={k: replace(v, scale_h=v.scale_h / 25) for k, v in default_classes().items()},

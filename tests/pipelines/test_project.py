@@ -27,11 +27,16 @@ def fit_run(fleet: tuple[Path, Path, dict]) -> str:
 
 
 def _true_interruptions(truth: dict, *, n_gpus: int, gpus_per_node: int, days: float) -> float:
-    """Failures a job on ``n_gpus`` sees in ``days`` under the generator's true MTBFs."""
+    """Failures a job on ``n_gpus`` sees in ``days`` at the generator's true rates.
+
+    The failure process's rate per unit-hour over the ages observed (``failure_process``: every
+    failure whatever fixed it, bad units, non-hardware interruptions), not the classes' nominal
+    laws, which bad units and the non-hardware classes leave short.
+    """
     per_h = 0.0
-    for spec in truth["classes"].values():
-        units = n_gpus if spec["level"] == "gpu" else n_gpus / gpus_per_node
-        per_h += units / spec["mtbf_h"]
+    for row in truth["failure_process"].values():
+        units = n_gpus if row["level"] == "gpu" else n_gpus / gpus_per_node
+        per_h += units * row["rate_per_unit_h"]
     return per_h * days * HOURS_PER_DAY
 
 

@@ -3,10 +3,11 @@
 Over synthetic fleets (seeds 1..N, the ``relia synth`` default fleet: 256 nodes x 8 GPUs x 90
 days) the CLI runs synth -> ingest -> fit -> ``project --from-fits latest --gpus G`` (in-process,
 through Typer's runner: the same commands, options and code paths as a shell). Beside it the test
-projects the same scenario from the generator's true per-class laws (``ground_truth.json``
-``classes``: level, true mean ``mtbf_h``, Weibull shape), with the scenario the CLI built (the
-measured restart gap included) and only the rates swapped. It counts how often the CLI's 95 %
-interval holds the truth's goodput and MTTI, and on which side the misses fall.
+projects the same scenario from the generator's true per-class rates (``ground_truth.json``
+``failure_process``: level, the rate per unit-hour over the ages observed), with the scenario
+the CLI built (the measured restart gap included) and only the rates swapped. It counts how
+often the CLI's 95 % interval holds the truth's goodput and MTTI, and on which side the misses
+fall.
 
 Acceptance: at both scales, coverage of goodput and of MTTI >= 90 % over >= 10 fleets, and the
 point errors (projected - true) take both signs across the fleets (misses not all one way).
@@ -68,10 +69,13 @@ def _cli_knobs(n_gpus: int) -> dict[str, Any]:
 
 
 def _true_rates(truth: dict[str, Any]) -> tuple[ClassRate, ...]:
-    # a class drawn from another family has no Weibull shape; the steady state needs its mean only
+    # the failure process's rate over the ages observed (every failure whatever fixed it, bad
+    # units, non-hardware interruptions; ``failure_process``): the nominal laws leave those out.
+    # The steady state needs a mean only.
     return tuple(
-        ClassRate(name, law["level"], law["mtbf_h"], weibull_shape=law["weibull_shape"] or 1.0)
-        for name, law in truth["classes"].items()
+        ClassRate(name, row["level"], 1.0 / row["rate_per_unit_h"], weibull_shape=1.0)
+        for name, row in truth["failure_process"].items()
+        if row["rate_per_unit_h"]
     )
 
 
@@ -111,7 +115,7 @@ def _fleet_rows(root: Path, seed: int) -> list[dict[str, Any]]:
                 "fit_mtbf_h": r.mtbf_h,
                 "fit_lo_h": r.mtbf_lo_h,
                 "fit_hi_h": r.mtbf_hi_h,
-                "true_mtbf_h": truth["classes"][r.component_class]["mtbf_h"],
+                "true_mtbf_h": 1.0 / truth["failure_process"][r.component_class]["rate_per_unit_h"],
             }
             for r in fitted
         }

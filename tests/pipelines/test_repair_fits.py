@@ -29,9 +29,9 @@ runner = CliRunner()
 # Short lives and long history: every unit renews a few times between its install (about 120 and
 # 400 days before the window) and the window end, so the tickets hold hundreds of repairs.
 REPAIR_SIGMA = 0.6
-CLASSES = {
-    "gpu": ClassSpec("gpu", 1.0, 2_000.0, 10.0),
-    "nic": ClassSpec("node", 1.0, 2_000.0, 6.0),
+CLASSES = {  # every failure replaced: each repair is on a ticket
+    "gpu": ClassSpec("gpu", 1.0, 2_000.0, 10.0, fixes={"replace": 1.0}),
+    "nic": ClassSpec("node", 1.0, 2_000.0, 6.0, fixes={"replace": 1.0}),
 }
 CONFIG = SynthConfig(
     nodes=24,

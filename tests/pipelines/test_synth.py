@@ -119,6 +119,7 @@ def test_synthesize_writes_the_contract_layout(landing: tuple[Path, dict[str, An
         "fleet",
         "ground_truth.json",
         "kernel",
+        "node_events",  # on by default: every Slurm cluster records them
         "nvidia_smi",
         "repairs",
         "slurm",
@@ -268,12 +269,19 @@ def test_nvidia_smi_snapshots(landing: tuple[Path, dict[str, Any]]) -> None:
 
 
 def test_failures_agree_with_lives(landing: tuple[Path, dict[str, Any]]) -> None:
+    """Replaced failures are the ticket lives' failures; all of them, the failure process's."""
     _, truth = landing
-    in_window = Counter(f["component_class"] for f in truth["failures"] if f["in_window"])
+    failures = [f for f in truth["failures"] if f["in_window"]]
+    replaced = Counter(f["component_class"] for f in failures if f["ticket"])
     for cls, lives in truth["lives_by_class"].items():
-        assert lives["n_failed"] == in_window[cls] == truth["failures_by_class"][cls]
-    assert sum(in_window.values()) > 0
-    assert set(in_window) <= set(CONFIG.classes)
+        assert lives["n_failed"] == replaced[cls] == truth["failures_by_class"][cls]
+    assert sum(replaced.values()) > 0
+    assert set(replaced) <= set(CONFIG.classes)
+    every = Counter(f["component_class"] for f in failures)
+    for cls, process in truth["failure_process"].items():
+        assert process["n_failures"] == every[cls]
+        assert sum(process["n_by_fix"].values()) == every[cls]
+    assert len(failures) > sum(replaced.values()), "most failures replace nothing"
 
 
 def test_lives_recomputed_from_files(
@@ -407,7 +415,7 @@ def test_rerun_replaces_own_output_but_refuses_foreign_files(tmp_path: Path) -> 
         ({"start": datetime(2026, 6, 1)}, "timezone-aware"),
         ({"nodes": 0}, "nodes must be at least 1"),
         ({"gpus_per_node": 17}, "between 1 and 16"),
-        ({"classes": {"gsp": ClassSpec("gpu", 1.0, 1e5, 24.0)}}, "no Xid code"),
+        ({"classes": {"nvswitch": ClassSpec("gpu", 1.0, 1e5, 24.0)}}, "no Xid code"),
         ({"job_size_mix": (0.5, 0.5, 0.5)}, "summing to 1"),
     ],
 )
@@ -419,7 +427,15 @@ def test_config_rejects_bad_values(changes: dict[str, Any], hint: str) -> None:
 @pytest.mark.slow
 def test_default_fleet_failure_counts() -> None:
     truth = simulate(SynthConfig())["truth"]
-    per_class = truth["failures_by_class"]
-    assert 150 <= sum(per_class.values()) <= 300
+    process = truth["failure_process"]
+    per_class = {c: v["n_failures"] for c, v in process.items() if v["hardware"]}
+    assert 150 <= sum(per_class.values()) <= 350
     assert all(n > 0 for n in per_class.values())
     assert max(per_class, key=per_class.get) == "gpu_memory"
+    # every class is also replaced (tickets), about a third of the failures overall
+    replaced = truth["failures_by_class"]
+    assert all(n > 0 for n in replaced.values())
+    assert 0.2 <= sum(replaced.values()) / sum(per_class.values()) <= 0.45
+    # the non-hardware interruptions are a small share
+    others = sum(v["n_failures"] for v in process.values() if not v["hardware"])
+    assert 0 < others < 0.25 * sum(per_class.values())

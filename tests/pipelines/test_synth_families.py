@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from pipelines.cli import app
 from synth import FAMILIES, ClassSpec, SynthConfig, default_classes, synthesize
-from synth.fleet import _lifetimes_h
+from synth.lifetimes import lifetimes_h
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -108,7 +108,7 @@ def test_drawn_lifetimes_match_each_family_mean_and_median(family: str) -> None:
     config = SynthConfig().with_families({"all": family})
     specs = list(config.classes.values())
     assert all(s.family == family for s in specs)
-    draws = _lifetimes_h(
+    draws = lifetimes_h(
         np.random.default_rng(11),
         [s.family for s in specs],
         np.array([s.shape for s in specs]),
@@ -128,7 +128,7 @@ def test_drawn_lifetimes_of_mixed_families_match_per_column() -> None:
         classes["pcie"].as_family("exponential"),
         classes["gpu_memory"].as_family("loglogistic"),  # beta 1.6: median only
     ]
-    draws = _lifetimes_h(
+    draws = lifetimes_h(
         np.random.default_rng(12),
         [s.family for s in specs],
         np.array([s.shape for s in specs]),
@@ -151,14 +151,34 @@ BEFORE = {
     ),
 }
 OLD_CLASS_KEYS = ("level", "weibull_shape", "weibull_scale_h", "mtbf_h", "repair_median_h")
+# what the failure process (fix kinds, bad units, non-hardware interruptions, node events on by
+# default) added to the ground truth
+NEW_TRUTH_KEYS = ("failure_process", "failures_by_fix", "non_hardware")
+NEW_PARAMS = (
+    "fix_repair_median_h",
+    "bad_unit_share",
+    "bad_unit_factor",
+    "non_hardware",
+    "installed_in_window_share",
+)
+NEW_FAILURE_KEYS = ("fix", "bad_unit", "ticket", "forced")
 
 
 @pytest.mark.parametrize(("nodes", "days", "seed"), list(BEFORE))
 def test_default_config_writes_what_it_wrote_before_families(
     tmp_path: Path, nodes: int, days: int, seed: int
 ) -> None:
+    """With the later features off, the old default fleet's bytes and truth, unchanged.
+
+    Since the failure process (issue 25) the default fleet differs on purpose (fixes other than
+    a replacement, bad units, non-hardware interruptions, node events); switched off, it is
+    byte for byte what the generator wrote before families existed.
+    """
     out = tmp_path / "landing"
-    truth = synthesize(out, SynthConfig(nodes=nodes, days=days, seed=seed))
+    config = SynthConfig(
+        nodes=nodes, days=days, seed=seed, node_events=False, bad_unit_share=0.0, non_hardware={}
+    ).with_fixes({"all": {"replace": 1.0}})
+    truth = synthesize(out, config)
     files = hashlib.sha256()
     for path in sorted(out.rglob("*")):
         if path.is_file() and path.name != "ground_truth.json":
@@ -168,6 +188,19 @@ def test_default_config_writes_what_it_wrote_before_families(
     assert all(v["family"] == "weibull" for v in classes.values())
     assert all(set(v["params"]) == {"lambda_", "rho_"} for v in classes.values())
     truth["classes"] = {k: {f: v[f] for f in OLD_CLASS_KEYS} for k, v in classes.items()}
+    for key in NEW_TRUTH_KEYS:
+        truth.pop(key)
+    for key in NEW_PARAMS:
+        truth["params"].pop(key)
+    for law in truth["params"]["classes"].values():
+        assert law.pop("fixes") == {"replace": 1.0}
+    for row in truth["failures"]:
+        assert row["fix"] == "replace"
+        assert row["ticket"]
+        for key in NEW_FAILURE_KEYS:
+            row.pop(key)
+    for row in truth["interruptions"]:
+        row.pop("true_class")
     old_truth = hashlib.sha256(json.dumps(truth, sort_keys=True).encode()).hexdigest()
     assert (files.hexdigest(), old_truth) == BEFORE[(nodes, days, seed)]
 

@@ -343,9 +343,11 @@ def _exposure_h(fleet: fleet_mod.Fleet, t0: int, t1: int, w1: int) -> np.ndarray
 @pytest.mark.slow
 def test_hazard_change_multiplies_the_failure_rate() -> None:
     """Exponential classes, hazard x2 from mid-window: failures after vs before follow exposure."""
-    base = SynthConfig(nodes=64, days=60, seed=11, n_ambiguous=0).with_families(
-        {"all": "exponential"}
-    )
+    # each unit's hazard is the sum of its hardware classes' rates: no bad units, no
+    # non-hardware classes (test_failure_process checks the hazard change with both)
+    base = SynthConfig(
+        nodes=64, days=60, seed=11, n_ambiguous=0, bad_unit_share=0.0, non_hardware={}
+    ).with_families({"all": "exponential"})
     classes = {k: replace(v, scale_h=v.scale_h / 40) for k, v in base.classes.items()}
     factor = 2.0
     config = replace(base, classes=classes, hazard_change_at_frac=0.5, hazard_change_factor=factor)
@@ -354,7 +356,7 @@ def test_hazard_change_multiplies_the_failure_rate() -> None:
     fleet_mod.simulate_lifetimes(config, rng, fleet)
     w0, w1 = config.window_start_s, config.window_end_s
     mid = w0 + 30 * 86_400
-    fail = (fleet.ev_action == fleet_mod.REPLACE) & (fleet.ev_open >= w0) & (fleet.ev_open < w1)
+    fail = (fleet.ev_action == fleet_mod.FAIL) & (fleet.ev_open >= w0) & (fleet.ev_open < w1)
     n_before = int(np.sum(fail & (fleet.ev_open < mid)))
     n_after = int(np.sum(fail & (fleet.ev_open >= mid)))
     # hazard of each unit: the sum of its competing classes' rates (1 / mean)
