@@ -57,8 +57,8 @@ class MissingDataError(WarehouseEmptyError):
 
 
 SUPPLY_LIVES = (
-    "ingest the fleet's inventory (a fleet/ register with nvidia_smi/ snapshots or dcgm/ "
-    "samples) with `relia ingest LANDING`"
+    "ingest telemetry that names the fleet's nodes (slurm/ jobs, kernel/ logs, node_events/, "
+    "nvidia_smi/ or dcgm/ samples, a fleet/ register) with `relia ingest LANDING`"
 )
 """What supplies unit lives (``fct_component_lives``)."""
 SUPPLY_FAULT_LIVES = (

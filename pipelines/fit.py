@@ -50,7 +50,11 @@ LIFETIME_VIEWS = ("fct_component_lives", "fct_replacement_lives", "int_fault_liv
 REPAIR_VIEWS = ("int_fault_repairs", "int_node_unavailability", "stg_repairs")
 """Views of repairs (read through ``int_repair_lives``): a run on one fits repair times (MTTR)."""
 LIVES_VIEWS = LIFETIME_VIEWS + REPAIR_VIEWS
-QUANTITIES = ("lifetime", "repair_time")
+QUANTITIES = ("lifetime", "replacement", "repair_time")
+"""What a run fitted: ``lifetime`` the failure process (every job-stopping failure: times between
+failures, :data:`LIFETIME_VIEWS` but ``fct_replacement_lives``), ``replacement`` the lives cut by
+replace tickets (``fct_replacement_lives``: replacement AFR, spares), ``repair_time`` repairs."""
+REPLACEMENT_VIEWS = ("fct_replacement_lives",)
 POOLED_CLASS = "all"
 """The component class of a repair run's pooled group: every repair but planned work."""
 UNPOOLED_CLASSES = ("planned",)
@@ -76,8 +80,13 @@ def check_lives(view: str) -> str:
 
 
 def quantity_of(lives: str | None) -> str:
-    """``"repair_time"`` for a repair view, else ``"lifetime"`` (runs stored before ``lives``)."""
-    return "repair_time" if lives in REPAIR_VIEWS else "lifetime"
+    """Return what a run on ``lives`` fits: ``repair_time``, ``replacement`` or ``lifetime``.
+
+    ``lifetime`` is the failure process; runs stored before ``lives`` was recorded are too.
+    """
+    if lives in REPAIR_VIEWS:
+        return "repair_time"
+    return "replacement" if lives in REPLACEMENT_VIEWS else "lifetime"
 
 
 def read_lives(
@@ -236,8 +245,12 @@ def store_fit(
     by: list[str],
     window: tuple[datetime | None, datetime | None],
     lives: str = "fct_component_lives",
+    rates: pl.DataFrame | None = None,
 ) -> str:
     """Write a fit run (``lives``: the view it fitted) and its rows in one transaction; its id.
+
+    ``rates``: the run's interruption rates (:func:`rate_table`), stored in ``fit_rates`` in the
+    same transaction; the one place every reader takes a class's headline from.
 
     Raises
     ------
@@ -246,7 +259,7 @@ def store_fit(
         the latest run would find nothing to read).
     """
     if results.height == 0:
-        raise no_lives(lives) if quantity_of(lives) == "lifetime" else _no_repairs(lives)
+        raise _no_repairs(lives) if quantity_of(lives) == "repair_time" else no_lives(lives)
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
     versions = {pkg: version(pkg) for pkg in ("relia", "lifelines", "numpy", "scipy")}
     rows = results.with_columns(run_id=pl.lit(run_id))
@@ -267,7 +280,60 @@ def store_fit(
         con.register("incoming_fits", rows.to_arrow())
         con.execute("insert into fit_results by name select * from incoming_fits")
         con.unregister("incoming_fits")
+        if rates is not None and rates.height:
+            con.register("incoming_rates", rates.with_columns(run_id=pl.lit(run_id)).to_arrow())
+            con.execute("insert into fit_rates by name select * from incoming_rates")
+            con.unregister("incoming_rates")
     return run_id
+
+
+def rate_lives(lives: pl.DataFrame) -> pl.DataFrame:
+    """Lives in the shape :func:`models.failure_rates` reads.
+
+    ``fct_component_lives`` and ``fct_replacement_lives`` have it. A fault log's
+    ``int_fault_lives`` names its units by ``unit_id`` (a node of the trace) with no level: each
+    unit is a node-level unit (``node`` = ``unit_id``, one slot per class), and its calendar
+    columns are the hours of ``observed_from_ts`` / ``observed_to_ts`` since the data set's first
+    observation.
+    """
+    if {"unit_level", "node", "slot"} <= set(lives.columns):
+        return lives
+    out = lives.with_columns(
+        unit_level=pl.lit("node"),
+        node=pl.col("unit_id").cast(pl.String),
+        slot=pl.col("component_class"),
+    )
+    if {"observed_from_ts", "observed_to_ts"} <= set(out.columns) and out.height:
+        start = out["observed_from_ts"].min()
+        out = out.with_columns(
+            window_entry_h=(pl.col("observed_from_ts") - pl.lit(start)).dt.total_seconds() / 3600.0,
+            window_exit_h=(pl.col("observed_to_ts") - pl.lit(start)).dt.total_seconds() / 3600.0,
+        )
+    return out
+
+
+def rate_table(
+    lives: pl.DataFrame, *, by: list[str] | None = None, alpha: float = 0.05
+) -> pl.DataFrame:
+    """Interruption rates per class (x cohort) as ``fit_rates`` stores them (no ``run_id``).
+
+    :func:`models.failure_rates` on the lives (:func:`rate_lives`), its cohort columns folded
+    into the ``cohort`` label (:func:`cohort_labels`).
+    """
+    from models import failure_rates
+
+    cohorts = list(by or [])
+    rates = failure_rates(rate_lives(lives), by=("component_class", *cohorts), alpha=alpha)
+    return rates.with_columns(cohort=cohort_labels(rates, cohorts)).drop(cohorts)
+
+
+def read_rates(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
+    """Read the ``fit_rates`` rows of a run (none for a repair run or one stored before rates)."""
+    return query(
+        con,
+        "select * from rpt_class_rates where run_id = $id order by component_class, cohort",
+        {"id": run_id},
+    )
 
 
 def _no_repairs(view: str) -> MissingDataError:
@@ -424,7 +490,8 @@ class FitOutcome(TypedDict):
     run_id: str
     results: pl.DataFrame  # the fit_results rows of the run, one per class x cohort x family
     lives: str  # the view the lives came from
-    quantity: str  # "lifetime" or "repair_time"
+    quantity: str  # "lifetime", "replacement" or "repair_time"
+    rates: NotRequired[pl.DataFrame]  # lifetime and replacement runs: the fit_rates rows
     repairs: NotRequired[dict[str, int]]  # repair runs: repairs by status (see repair_lives)
 
 
@@ -467,9 +534,15 @@ def run_fit(
             results = results.with_columns(
                 afr_pct=pl.lit(None, pl.Float64), fit_per_1e9h=pl.lit(None, pl.Float64)
             )
-        windowed = ("fct_component_lives", "stg_repairs", "int_node_unavailability")
+        rates = None if quantity == "repair_time" else rate_table(frame, by=by, alpha=alpha)
+        windowed = (
+            "fct_component_lives",
+            "fct_replacement_lives",
+            "stg_repairs",
+            "int_node_unavailability",
+        )
         window = read_window(con) if lives in windowed else (None, None)
-        run_id = store_fit(con, results, by=list(by or []), window=window, lives=lives)
+        run_id = store_fit(con, results, by=list(by or []), window=window, lives=lives, rates=rates)
     outcome: FitOutcome = {
         "run_id": run_id,
         "results": results.with_columns(run_id=pl.lit(run_id)),
@@ -478,6 +551,8 @@ def run_fit(
     }
     if counts is not None:
         outcome["repairs"] = counts
+    if rates is not None:
+        outcome["rates"] = rates.with_columns(run_id=pl.lit(run_id))
     return outcome
 
 

@@ -473,7 +473,9 @@ def fit_for_report(con: duckdb.DuckDBPyConnection) -> str | None:
     fits, info = read_fits(con, lives, Notes())
     if info.run_id is not None:
         return info.run_id
-    return fitting.store_fit(con, fits, by=[], window=fitting.read_window(con))
+    return fitting.store_fit(
+        con, fits, by=[], window=fitting.read_window(con), rates=fitting.rate_table(lives)
+    )
 
 
 def project_for_report(

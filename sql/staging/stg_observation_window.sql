@@ -2,8 +2,8 @@
 -- window_end_epoch_s; `relia fit|summary --window-start/--window-end`), or else the span of the
 -- nvidia-smi snapshots, or else the span of every timestamp any other source holds (Slurm jobs,
 -- kernel-log Xid lines, Kubernetes events and pods, torchrun agent lines, DCGM scrapes, Slurm
--- node events, repair tickets), widened to whole UTC days. So a warehouse with only Kubernetes,
--- only torchrun or only DCGM data still has a window.
+-- node events, repair tickets, training-log lines), widened to whole UTC days. So a warehouse
+-- with only Kubernetes, only torchrun, only DCGM data or only training logs still has a window.
 with params as (select * from stg_params),
 
 inventory_span as (
@@ -32,6 +32,8 @@ telemetry_times as (
     select finished_ts as ts from raw_k8s_pods
     union all
     select ts from raw_elastic_events
+    union all
+    select ts from raw_training_events
     union all
     select ts from raw_dcgm_samples
     union all

@@ -4,8 +4,9 @@
 - ``schema``: a DuckDB file with the schema applied and nothing else (no views, no rows).
 - ``ticketless``: a small generated fleet (8 nodes x 8 GPUs, 14 days) ingested without its
   ``repairs/`` folder.
-- ``lifeless``: Slurm jobs only (a hand-written ``sacct`` dump: no inventory, no failure), so no
-  unit lives.
+- ``lifeless``: a training log only (the Megatron-LM log of ``data_samples/training``): telemetry
+  that names no host, so no unit at risk and no unit lives (any source that names hosts, even
+  Slurm jobs alone, gives the fleet units since issue #25: ``int_fleet_nodes``).
 - ``failureless``: a fleet register, nvidia-smi snapshots (the same serials at both ends) and
   the same jobs: units at risk, jobs, and no failure at all.
 - ``jobless``: the same register and snapshots without the jobs: units at risk, no job.
@@ -21,13 +22,10 @@ from __future__ import annotations
 import shutil
 import textwrap
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from pipelines import ingest, warehouse
 from synth import SynthConfig, synthesize
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 KINDS = ("missing", "schema", "ticketless", "lifeless", "failureless", "jobless")
 """Every warehouse, in the order the matrix lists them."""
@@ -65,6 +63,7 @@ FLEET = textwrap.dedent(
     """
 )
 GPUS_PER_NODE = 8
+TRAINING_LOG = Path(__file__).resolve().parents[2] / "data_samples" / "training" / "slurm-4242.out"
 
 
 def nvidia_smi(node: int, stamp: str) -> str:
@@ -106,6 +105,11 @@ def build(kind: str, root: Path) -> Path:
             ),
         )
         shutil.rmtree(landing / "repairs")
+        _ingest(db, landing)
+        return db
+    if kind == "lifeless":
+        (landing / "training").mkdir(parents=True)
+        shutil.copy(TRAINING_LOG, landing / "training")
         _ingest(db, landing)
         return db
     if kind != "jobless":

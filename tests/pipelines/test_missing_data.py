@@ -2,9 +2,9 @@
 
 Six warehouses, built once through the real ingest path (``missing_data_warehouses.py``):
 ``missing`` (no file yet), ``schema`` (the schema and nothing else), ``ticketless`` (a generated
-8-node fleet ingested without its ``repairs/``), ``lifeless`` (Slurm jobs only: no unit lives),
-``failureless`` (a fleet register, nvidia-smi snapshots and jobs: units at risk, no failure) and
-``jobless`` (the register and snapshots alone: no job).
+8-node fleet ingested without its ``repairs/``), ``lifeless`` (a training log only: no host
+named, so no unit lives), ``failureless`` (a fleet register, nvidia-smi snapshots and jobs:
+units at risk, no failure) and ``jobless`` (the register and snapshots alone: no job).
 Each cell runs one command or flow on a fresh copy of one warehouse and states what must happen:
 the command does its job (exit 0) and says in its output or report section what is missing, or
 it stops with one line naming what is missing and what would supply it (exit 1), leaving no run
@@ -71,7 +71,8 @@ def warehouses(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         built = {kind: build(kind, root) for kind in KINDS}
     with duckdb.connect(str(built["lifeless"]), read_only=True) as con:
         assert con.execute("select count(*) from fct_component_lives").fetchone() == (0,)
-        assert con.execute("select count(*) from fct_job_goodput").fetchone() == (5,)
+        assert con.execute("select count(*) from int_fleet_nodes").fetchone() == (0,)
+        assert con.execute("select count(*) from raw_training_events").fetchone()[0] > 0  # type: ignore[index]
     with duckdb.connect(str(built["failureless"]), read_only=True) as con:
         # 2 nodes: 16 GPU slots x 4 GPU-level classes + 2 nodes x 11 node-level classes, no
         # failure (the same serials at both snapshots, no job in a hardware-like state)
@@ -145,8 +146,8 @@ CLI_CELLS: dict[tuple[str, str], Expect] = {
     ("goodput", "ticketless"): Expect(0, ("realised goodput",)),
     ("report", "ticketless"): Expect(0, ("report:",), html=("Goodput projection",)),
     ("whatif", "ticketless"): Expect(0, ("scenarios; table",)),
-    # jobs but no unit lives: no fit, no projection from fits; goodput and the report do their
-    # job and say what is missing in the back-test and the report's sections
+    # no unit lives (telemetry that names no host): no fit, no projection from fits; goodput and
+    # the report do their job and say what is missing in the back-test and the report's sections
     ("fit", "lifeless"): Expect(1, NO_LIVES),
     ("project", "lifeless"): Expect(1, NO_FIT_NO_LIVES),
     ("goodput", "lifeless"): Expect(

@@ -35,6 +35,8 @@ CASES = [
     ("Prolog error", "DRAIN", "software", True, False),
     ("IB cable fault port 1", "DRAIN", "network", True, False),
     ("optic degraded on leaf switch", "DRAIN", "network", True, False),
+    # a reason that names the fabric says more than "unreachable" does: the fabric's class wins
+    ("spine switch sw-spine-04 unreachable, fabric degraded", "DRAIN", "network", True, False),
     ("unplanned maintenance: coolant leak", "DRAIN", "maintenance", True, False),
     ("GPU driver hang", "DRAIN", "driver", True, False),
     ("GSP firmware error", "DRAIN", "gsp", True, False),
