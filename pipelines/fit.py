@@ -517,6 +517,8 @@ def run_fit(
     counts = None
     with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
         warehouse.apply_schema(con)
+        # a warehouse ingested by an older relia lacks the newer views (rpt_class_rates, ...)
+        warehouse.create_views(con, only_if_changed=True)
         frame = read_lives(con, view=lives, dataset=dataset)
         if quantity == "repair_time":
             frame, counts = repair_lives(frame)
