@@ -18,10 +18,12 @@ import math
 from typing import Any
 
 __all__ = [
+    "NO_TICKETS",
     "PROCESS_WORDS",
     "hours_text",
     "is_number",
     "process_words",
+    "replacement_afr",
     "replacement_names",
     "sig_text",
     "span_text",
@@ -43,6 +45,45 @@ PROCESS_WORDS: dict[str, dict[str, str]] = {
     },
 }
 """Nouns of each process (``rpt_class_rates.process``) for titles and sentences."""
+
+
+NO_TICKETS = (
+    "the warehouse has no repair tickets",
+    "ingest a repair-ticket CSV (repairs/: node, component class, serial out and in, opened, "
+    "closed, action) with `relia ingest LANDING` to count replacements; failures need none",
+)
+"""What is missing without tickets, and what would supply it (replacements only)."""
+
+
+def replacement_afr(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return ``rpt_replacements_by_class`` rows with the replacement AFR; none without tickets.
+
+    Each row keeps ``component_class``, ``unit_level``, ``n_units``, ``n_replacements`` and
+    ``unit_years`` and gains the replacement AFR (% per unit-year) ``replacement_afr_pct`` with
+    its exact Poisson bounds ``replacement_afr_lo_pct`` / ``replacement_afr_hi_pct``
+    (:func:`models.observed_rates`). An empty list when the warehouse holds no repair ticket
+    (``n_repair_tickets`` 0): a count of 0 there says nothing about replacements.
+    """
+    from models import observed_rates
+
+    if not rows or not rows[0]["n_repair_tickets"]:
+        return []
+    out = []
+    for row in rows:
+        afr = observed_rates(int(row["n_replacements"]), float(row["exposure_h"]))
+        out.append(
+            {
+                "component_class": row["component_class"],
+                "unit_level": row["unit_level"],
+                "n_units": row["n_units"],
+                "n_replacements": row["n_replacements"],
+                "unit_years": row["unit_years"],
+                "replacement_afr_pct": afr["afr_observed_pct"],
+                "replacement_afr_lo_pct": afr["afr_observed_lo_pct"],
+                "replacement_afr_hi_pct": afr["afr_observed_hi_pct"],
+            }
+        )
+    return out
 
 
 def process_words(process: str | None) -> dict[str, str]:

@@ -378,9 +378,12 @@ def _knob_ranking(
 def read_fits(
     con: duckdb.DuckDBPyConnection, lives: pl.DataFrame, notes: Notes
 ) -> tuple[pl.DataFrame, FitInfo]:
-    """Return the chosen per-class fit rows.
+    """Return the chosen per-class fit rows and which run they are, with its rates.
 
-    The newest stored run that matches the lives, else fresh.
+    The newest stored run that matches the lives, else fresh. The run's interruption rates and
+    headline come with it as :attr:`FitInfo.rates`: its ``rpt_class_rates`` rows; a matching
+    run stored without rates (by an older relia) gets them computed from the same lives, and
+    the note says so (never silently missing).
 
     Only lifetime runs count: a repair-time run (``relia fit --lives stg_repairs``...) is never
     read as the fleet's MTBF. No lives give no rows and a note that says what is missing
@@ -436,7 +439,14 @@ def read_fits(
             )
             if stale:
                 text += f" Newer runs {', '.join(stale)} do not match the current lives."
-            return rows, FitInfo("stored", run_id, created_at, start, end, text)
+            rates = stored_rates(con, run_id)
+            if rates is None or rates.height == 0:
+                rates = report_rates(lives, notes)
+                text += (
+                    f" Run {run_id} stored no interruption rates (an older relia stored it): "
+                    "the rates are computed for this report from the same unit lives."
+                )
+            return rows, FitInfo("stored", run_id, created_at, start, end, text, rates)
         stale.append(run_id)
     computed = notes.run("Fit", lambda: fit_table(lives))
     text = (
@@ -445,7 +455,31 @@ def read_fits(
         + (f"; runs {', '.join(stale)} were fitted on other data" if stale else "")
         + "); run `relia fit` to store one."
     )
-    return computed, FitInfo("computed", None, None, None, None, text)
+    rates = report_rates(lives, notes)
+    return computed, FitInfo("computed", None, None, None, None, text, rates)
+
+
+def stored_rates(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame | None:
+    """Return a stored run's rates (cohort ``all``) from ``rpt_class_rates``.
+
+    None when the warehouse has no such view (written by a relia that stored no rates); an
+    empty frame when the run stored none.
+    """
+    from pipelines.fit import read_rates
+
+    exists = query(
+        con, "select count(*) as n from duckdb_views() where view_name = 'rpt_class_rates'"
+    ).item()
+    if not exists:
+        return None
+    return read_rates(con, run_id).filter(pl.col("cohort") == "all")
+
+
+def report_rates(lives: pl.DataFrame, notes: Notes) -> pl.DataFrame:
+    """Return the interruption rates of the lives, as a fit run stores them (no run id)."""
+    from pipelines.fit import rate_table
+
+    return notes.run("Rates", lambda: rate_table(lives))
 
 
 # --------------------------------------------------------------------------------------------
@@ -473,9 +507,8 @@ def fit_for_report(con: duckdb.DuckDBPyConnection) -> str | None:
     fits, info = read_fits(con, lives, Notes())
     if info.run_id is not None:
         return info.run_id
-    return fitting.store_fit(
-        con, fits, by=[], window=fitting.read_window(con), rates=fitting.rate_table(lives)
-    )
+    # the rates the report computed are the ones stored: computed once
+    return fitting.store_fit(con, fits, by=[], window=fitting.read_window(con), rates=info.rates)
 
 
 def project_for_report(

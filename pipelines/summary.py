@@ -108,28 +108,22 @@ def replacement_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     list of dict
         Per class: component_class, n_replacements, unit_years (one decimal) and the
         replacement AFR (% per unit-year) ``replacement_afr_pct`` with the exact Poisson
-        bounds ``replacement_afr_lo_pct`` / ``replacement_afr_hi_pct``
-        (:func:`models.observed_rates`); an empty list when the warehouse holds no repair
-        ticket (a count of 0 there says nothing about replacements).
+        bounds ``replacement_afr_lo_pct`` / ``replacement_afr_hi_pct`` (three decimals;
+        :func:`pipelines.headline.replacement_afr`); an empty list when the warehouse holds
+        no repair ticket.
     """
-    from models import observed_rates
+    from pipelines.headline import replacement_afr
 
-    if not rows or not rows[0]["n_repair_tickets"]:
-        return []
-    out = []
-    for row in rows:
-        afr = observed_rates(int(row["n_replacements"]), float(row["exposure_h"]))
-        out.append(
-            {
-                "component_class": row["component_class"],
-                "n_replacements": row["n_replacements"],
-                "unit_years": round(row["unit_years"], 1),
-                "replacement_afr_pct": round(afr["afr_observed_pct"], 3),
-                "replacement_afr_lo_pct": round(afr["afr_observed_lo_pct"], 3),
-                "replacement_afr_hi_pct": round(afr["afr_observed_hi_pct"], 3),
-            }
-        )
-    return out
+    afr = ("replacement_afr_pct", "replacement_afr_lo_pct", "replacement_afr_hi_pct")
+    return [
+        {
+            "component_class": r["component_class"],
+            "n_replacements": r["n_replacements"],
+            "unit_years": round(r["unit_years"], 1),
+        }
+        | {name: round(r[name], 3) for name in afr}
+        for r in replacement_afr(rows)
+    ]
 
 
 def outcomes_by_source(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -68,11 +68,9 @@ def print_summary(db_path: Path, summary: dict[str, list[dict[str, Any]]]) -> No
     """
     for name, title in _TITLES.items():
         if name is SummaryTable.replacements_by_class and not summary[name.value]:
-            console.print(
-                "replacements: the warehouse has no repair tickets (ingest a repairs/ ticket "
-                "CSV to count replacements); the failures above need none",
-                highlight=False,
-            )
+            from pipelines.headline import NO_TICKETS
+
+            console.print(f"replacements: {NO_TICKETS[0]}; {NO_TICKETS[1]}", highlight=False)
             continue
         rows = summary[name.value]
         if name is SummaryTable.replacements_by_class:
