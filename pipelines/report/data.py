@@ -374,8 +374,12 @@ def _class_table(
         """,
         params,
     )
-    if rates is None or rates.height == 0:
-        return pl.DataFrame()
+    if rates is None or rates.height == 0:  # no lives: the table's columns with no row
+        from models.failure_rates import FAILURE_RATE_COLUMNS
+
+        rates = pl.DataFrame(
+            schema={"component_class": pl.String, "cohort": pl.String} | FAILURE_RATE_COLUMNS
+        )
     base = rates.filter(pl.col("cohort") == "all") if "cohort" in rates.columns else rates
     base = base.select(_RATE_COLUMNS)
     chosen = chosen_fits(fits)

@@ -241,7 +241,6 @@ def render_markdown(data: ReportData) -> str:
             str(r["trend_verdict"] or "–"),
         ]
         for r in _rows(data.classes)
-        if r["failures_fit"] or r["failures_to_date"] or r["failures_week"]
     ]
     parts = [
         f"# Weekly reliability report {data.period.week}",
@@ -250,24 +249,51 @@ def render_markdown(data: ReportData) -> str:
         f"{data.period.window_end:%Y-%m-%d}. {data.fit.note}",
         _md_table(["metric", "value"], headline_rows),
         "## Failures by component class",
-        _md_table(
-            [
-                "class",
-                "this week",
-                "trailing mean",
-                "failures in fit",
-                "per 1000 node-days (95 %)",
-                "MTBF per unit",
-                "95 % CI",
-                "method",
-                "trend",
-            ],
-            class_rows,
-        )
-        if class_rows
-        else _no_failure_line(data),
     ]
+    if class_rows:
+        parts.append(
+            _md_table(
+                [
+                    "class",
+                    "this week",
+                    "trailing mean",
+                    "failures in fit",
+                    "per 1000 node-days (95 %)",
+                    "MTBF per unit",
+                    "95 % CI",
+                    "method",
+                    "trend",
+                ],
+                class_rows,
+            )
+        )
+    if not any(r["failures_fit"] for r in _rows(data.classes)):
+        parts.append(_no_failure_line(data))
+    parts += ["## Replacements (repair tickets)", _replacement_markdown(data.replacements)]
     return "\n\n".join(parts) + "\n"
+
+
+def _replacement_markdown(replacements: dict[str, Any]) -> str:
+    """Return the replacements per class as markdown, or the line saying there are none."""
+    rows = replacements.get("rows") or []
+    if not rows:
+        missing = replacements.get("missing", "no replacement counts")
+        return f"No replacement counts: {missing}; {replacements.get('supply', '')}".strip()
+    return _md_table(
+        ["class", "replacements", "unit-years", "replacement AFR", "95 % CI"],
+        [
+            [
+                str(r["component_class"]),
+                str(r["n_replacements"]),
+                fmt_num(r["unit_years"], 1),
+                fmt_pct_points(r["replacement_afr_pct"], 2),
+                fmt_interval(
+                    r["replacement_afr_lo_pct"], r["replacement_afr_hi_pct"], "pct_points"
+                ),
+            ]
+            for r in rows
+        ],
+    )
 
 
 def _rate_cell(row: dict[str, Any], scale: str) -> str:
@@ -277,16 +303,19 @@ def _rate_cell(row: dict[str, Any], scale: str) -> str:
 
 
 def _no_failure_line(data: ReportData) -> str:
-    """Return the line that stands for the class table when no class has a failure."""
+    """Return the line said when no class of the fit has a failure (or there is no fit)."""
+    if data.classes.height == 0:
+        return f"No class table: {data.fit.note}"
     events = data.headline.get("failure_events_to_date", 0)
     if events:
         return (
-            f"{events} failure event(s) in the window to the week end, none on a unit the fit "
-            "follows (no unit lives for their class or unit)."
+            f"No failure in the fit, but {events} failure event(s) in the window to the week "
+            "end, on no unit the fit follows; each MTBF is its one-sided 95 % lower bound (≥)."
         )
-    if data.classes.height == 0:
-        return f"No class table: {data.fit.note}"
-    return "No component class has failed in the window to the week end."
+    return (
+        "No component class has failed in the fit window: each MTBF is its one-sided 95 % "
+        "lower bound (≥), the answer with no failure."
+    )
 
 
 # --------------------------------------------------------------------------------------------
