@@ -377,9 +377,11 @@ def _class_table(
     if rates is None or rates.height == 0:  # no lives: the table's columns with no row
         from models.failure_rates import FAILURE_RATE_COLUMNS
 
-        rates = pl.DataFrame(
-            schema={"component_class": pl.String, "cohort": pl.String} | FAILURE_RATE_COLUMNS
-        )
+        keys: dict[str, pl.DataType | type[pl.DataType]] = {
+            "component_class": pl.String,
+            "cohort": pl.String,
+        }
+        rates = pl.DataFrame(schema=keys | FAILURE_RATE_COLUMNS)
     base = rates.filter(pl.col("cohort") == "all") if "cohort" in rates.columns else rates
     base = base.select(_RATE_COLUMNS)
     chosen = chosen_fits(fits)

@@ -299,9 +299,7 @@ def test_class_table_shows_rates_headline_mtbf_and_the_lifetime_mean(
             "return Array.from(document.querySelectorAll('#class-table th'))"
             ".map(h => h.textContent.trim())"
         )
-        replacements = driver.script(
-            "return document.querySelector('#replacement-table') !== null"
-        )
+        replacements = driver.script("return document.querySelector('#replacement-table') !== null")
         errors = [e for e in driver.browser_log() if e.get("level") in ("SEVERE", "ERROR")]
     assert errors == []
     assert {
