@@ -377,6 +377,22 @@ def read_rates(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
     )
 
 
+def stored_rates(
+    con: duckdb.DuckDBPyConnection, run_id: str, *, cohort: str = "all"
+) -> pl.DataFrame | None:
+    """Return a stored run's rates of one ``cohort`` (:func:`read_rates`).
+
+    None when the warehouse has no ``rpt_class_rates`` view (written by a relia that stored no
+    rates, opened read-only); an empty frame when the run stored none.
+    """
+    found = con.execute(
+        "select count(*) from duckdb_views() where view_name = 'rpt_class_rates'"
+    ).fetchone()
+    if not found or not found[0]:
+        return None
+    return read_rates(con, run_id).filter(pl.col("cohort") == cohort)
+
+
 def _no_repairs(view: str) -> MissingDataError:
     return MissingDataError(
         f"no repairs with a duration in {view}",

@@ -378,18 +378,14 @@ def _knob_ranking(
 def read_fits(
     con: duckdb.DuckDBPyConnection, lives: pl.DataFrame, notes: Notes
 ) -> tuple[pl.DataFrame, FitInfo]:
-    """Return the chosen per-class fit rows and which run they are, with its rates.
+    """Return the chosen per-class fit rows of the newest stored run matching the lives, else fresh.
 
-    The newest stored run that matches the lives, else fresh. The run's interruption rates and
-    headline come with it as :attr:`FitInfo.rates`: its ``rpt_class_rates`` rows; a matching
-    run stored without rates (by an older relia) gets them computed from the same lives, and
-    the note says so (never silently missing).
-
-    Only lifetime runs count: a repair-time run (``relia fit --lives stg_repairs``...) is never
-    read as the fleet's MTBF. No lives give no rows and a note that says what is missing
-    (``source`` ``"none"``).
+    The run's rates and headline come as :attr:`FitInfo.rates` (its ``rpt_class_rates`` rows);
+    a matching run stored without rates (an older relia) gets them computed from the same lives,
+    and the note says so. Only lifetime runs count (a repair-time run is never the fleet's
+    MTBF). No lives give no rows and a note that says what is missing (``source`` ``"none"``).
     """
-    from pipelines.fit import fit_table, run_ids
+    from pipelines.fit import fit_table, rate_table, run_ids, stored_rates
 
     if lives.height == 0:  # fit_results' columns with no row; nothing is fitted
         lack = no_lives()
@@ -441,7 +437,7 @@ def read_fits(
                 text += f" Newer runs {', '.join(stale)} do not match the current lives."
             rates = stored_rates(con, run_id)
             if rates is None or rates.height == 0:
-                rates = report_rates(lives, notes)
+                rates = notes.run("Rates", lambda: rate_table(lives))
                 text += (
                     f" Run {run_id} stored no interruption rates (an older relia stored it): "
                     "the rates are computed for this report from the same unit lives."
@@ -455,31 +451,8 @@ def read_fits(
         + (f"; runs {', '.join(stale)} were fitted on other data" if stale else "")
         + "); run `relia fit` to store one."
     )
-    rates = report_rates(lives, notes)
+    rates = notes.run("Rates", lambda: rate_table(lives))
     return computed, FitInfo("computed", None, None, None, None, text, rates)
-
-
-def stored_rates(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame | None:
-    """Return a stored run's rates (cohort ``all``) from ``rpt_class_rates``.
-
-    None when the warehouse has no such view (written by a relia that stored no rates); an
-    empty frame when the run stored none.
-    """
-    from pipelines.fit import read_rates
-
-    exists = query(
-        con, "select count(*) as n from duckdb_views() where view_name = 'rpt_class_rates'"
-    ).item()
-    if not exists:
-        return None
-    return read_rates(con, run_id).filter(pl.col("cohort") == "all")
-
-
-def report_rates(lives: pl.DataFrame, notes: Notes) -> pl.DataFrame:
-    """Return the interruption rates of the lives, as a fit run stores them (no run id)."""
-    from pipelines.fit import rate_table
-
-    return notes.run("Rates", lambda: rate_table(lives))
 
 
 # --------------------------------------------------------------------------------------------

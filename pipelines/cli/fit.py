@@ -339,7 +339,7 @@ def fit(
         ),
     ] = None,
 ) -> None:
-    """Fit each component class (and cohort): interruption rates first, then lifetimes; store it.
+    """Fit each class (and cohort): interruption rates first, then lifetimes; store the run.
 
     The rates (per 1000 node-days and per million GPU-hours, exact intervals; the headline MTBF
     per unit; the trend) are stored in fit_rates and read by every consumer; the lifetime fits
@@ -428,7 +428,9 @@ def fit(
             raise typer.Exit(2)
         rows = _repair_rows(results.to_dicts()) if all_families else _repair_table_rows(results)
     elif all_families:
-        rows = results.to_dicts()
+        from pipelines.headline import replacement_names
+
+        rows = [replacement_names(r) if replacement else r for r in results.to_dicts()]
     else:
         rows = fit_rows(results, replacement=replacement)
     json_rows = (results if all_families else results.filter(results["chosen"])).to_dicts()
