@@ -55,6 +55,17 @@ QUANTITIES = ("lifetime", "replacement", "repair_time")
 failures, :data:`LIFETIME_VIEWS` but ``fct_replacement_lives``), ``replacement`` the lives cut by
 replace tickets (``fct_replacement_lives``: replacement AFR, spares), ``repair_time`` repairs."""
 REPLACEMENT_VIEWS = ("fct_replacement_lives",)
+PROCESSES = {
+    "lifetime": "failure process: every job-stopping failure",
+    "replacement": "replacement lifetimes: replace tickets",
+    "repair_time": "repair times: from a unit going down to its return",
+}
+"""What a run of each quantity counts, in the words ``relia fit --json`` gives as ``process``."""
+OPEN_END = (
+    "an open bound is null (JSON null, SQL NULL, an empty CSV field; '≥ x' in text): with no "
+    "failure the headline is the one-sided lower bound (headline_method chi_square_bound)"
+)
+"""How every output writes a missing point or an open interval end of a headline or rate."""
 POOLED_CLASS = "all"
 """The component class of a repair run's pooled group: every repair but planned work."""
 UNPOOLED_CLASSES = ("planned",)
@@ -69,6 +80,34 @@ class FitRun:
     window_start: datetime | None
     window_end: datetime | None
     results: pl.DataFrame
+
+
+def open_as_null(frame: pl.DataFrame, columns: list[str] | None = None) -> pl.DataFrame:
+    """``frame`` with NaN and infinite values of ``columns`` (default: every float) made null.
+
+    The one representation of a missing point or an open interval end (:data:`OPEN_END`) in
+    the tables a run stores and every reader of them: a class with no failure has no MTBF point
+    and no upper bound, and its ``headline_method`` says why.
+    """
+    floats = [
+        name
+        for name, dtype in frame.schema.items()
+        if dtype.is_float() and (columns is None or name in columns)
+    ]
+    return frame.with_columns(
+        pl.when(pl.col(name).is_finite()).then(pl.col(name)).alias(name) for name in floats
+    )
+
+
+HEADLINE_FLOATS = (
+    "mtbf_observed_h",
+    "mtbf_observed_lo_h",
+    "mtbf_observed_hi_h",
+    "headline_mtbf_h",
+    "headline_mtbf_lo_h",
+    "headline_mtbf_hi_h",
+)
+"""The headline's columns in ``fit_results`` (the same numbers as ``fit_rates``')."""
 
 
 def check_lives(view: str) -> str:
@@ -208,6 +247,7 @@ def fit_table(
     fitted = fitted.with_columns(
         ad_statistic=ad_statistics(lives, fitted, by=["component_class", *cohorts])
     )
+    fitted = open_as_null(fitted, list(HEADLINE_FLOATS))
     return (
         fitted.with_columns(cohort=cohort_labels(fitted, cohorts))
         .drop(cohorts)
@@ -318,13 +358,14 @@ def rate_table(
     """Interruption rates per class (x cohort) as ``fit_rates`` stores them (no ``run_id``).
 
     :func:`models.failure_rates` on the lives (:func:`rate_lives`), its cohort columns folded
-    into the ``cohort`` label (:func:`cohort_labels`).
+    into the ``cohort`` label (:func:`cohort_labels`); a missing point or open bound (the MTBF
+    of a class with no failure) is null (:func:`open_as_null`).
     """
     from models import failure_rates
 
     cohorts = list(by or [])
     rates = failure_rates(rate_lives(lives), by=("component_class", *cohorts), alpha=alpha)
-    return rates.with_columns(cohort=cohort_labels(rates, cohorts)).drop(cohorts)
+    return open_as_null(rates.with_columns(cohort=cohort_labels(rates, cohorts)).drop(cohorts))
 
 
 def read_rates(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
@@ -334,6 +375,22 @@ def read_rates(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
         "select * from rpt_class_rates where run_id = $id order by component_class, cohort",
         {"id": run_id},
     )
+
+
+def stored_rates(
+    con: duckdb.DuckDBPyConnection, run_id: str, *, cohort: str = "all"
+) -> pl.DataFrame | None:
+    """Return a stored run's rates of one ``cohort`` (:func:`read_rates`).
+
+    None when the warehouse has no ``rpt_class_rates`` view (written by a relia that stored no
+    rates, opened read-only); an empty frame when the run stored none.
+    """
+    found = con.execute(
+        "select count(*) from duckdb_views() where view_name = 'rpt_class_rates'"
+    ).fetchone()
+    if not found or not found[0]:
+        return None
+    return read_rates(con, run_id).filter(pl.col("cohort") == cohort)
 
 
 def _no_repairs(view: str) -> MissingDataError:
@@ -491,7 +548,7 @@ class FitOutcome(TypedDict):
     results: pl.DataFrame  # the fit_results rows of the run, one per class x cohort x family
     lives: str  # the view the lives came from
     quantity: str  # "lifetime", "replacement" or "repair_time"
-    rates: NotRequired[pl.DataFrame]  # lifetime and replacement runs: the fit_rates rows
+    rates: NotRequired[pl.DataFrame]  # lifetime and replacement runs: rpt_class_rates' rows
     repairs: NotRequired[dict[str, int]]  # repair runs: repairs by status (see repair_lives)
 
 
@@ -509,8 +566,10 @@ def run_fit(
 
     Returns a :class:`FitOutcome`: ``{run_id, results, lives, quantity}``; a repair run
     (``lives`` in :data:`REPAIR_VIEWS`) also has ``repairs``, the counts of
-    :func:`repair_lives`. In a repair run's rows ``mtbf_h`` is the MTTR and ``afr_pct`` /
-    ``fit_per_1e9h`` are null (no failure rate).
+    :func:`repair_lives`; a lifetime or replacement run ``rates``, its interruption (or
+    replacement) rates as stored, read back through ``rpt_class_rates`` (:func:`read_rates`).
+    In a repair run's rows ``mtbf_h`` is the MTTR and ``afr_pct`` / ``fit_per_1e9h`` are null
+    (no failure rate).
     """
     check_lives(lives)
     quantity = quantity_of(lives)
@@ -545,6 +604,8 @@ def run_fit(
         )
         window = read_window(con) if lives in windowed else (None, None)
         run_id = store_fit(con, results, by=list(by or []), window=window, lives=lives, rates=rates)
+        if rates is not None:  # as every reader sees them: the stored rows, through the view
+            rates = read_rates(con, run_id)
     outcome: FitOutcome = {
         "run_id": run_id,
         "results": results.with_columns(run_id=pl.lit(run_id)),
@@ -554,7 +615,7 @@ def run_fit(
     if counts is not None:
         outcome["repairs"] = counts
     if rates is not None:
-        outcome["rates"] = rates.with_columns(run_id=pl.lit(run_id))
+        outcome["rates"] = rates
     return outcome
 
 

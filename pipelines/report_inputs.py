@@ -378,15 +378,14 @@ def _knob_ranking(
 def read_fits(
     con: duckdb.DuckDBPyConnection, lives: pl.DataFrame, notes: Notes
 ) -> tuple[pl.DataFrame, FitInfo]:
-    """Return the chosen per-class fit rows.
+    """Return the chosen per-class fit rows of the newest stored run matching the lives, else fresh.
 
-    The newest stored run that matches the lives, else fresh.
-
-    Only lifetime runs count: a repair-time run (``relia fit --lives stg_repairs``...) is never
-    read as the fleet's MTBF. No lives give no rows and a note that says what is missing
-    (``source`` ``"none"``).
+    The run's rates and headline come as :attr:`FitInfo.rates` (its ``rpt_class_rates`` rows);
+    a matching run stored without rates (an older relia) gets them computed from the same lives,
+    and the note says so. Only lifetime runs count (a repair-time run is never the fleet's
+    MTBF). No lives give no rows and a note that says what is missing (``source`` ``"none"``).
     """
-    from pipelines.fit import fit_table, run_ids
+    from pipelines.fit import fit_table, rate_table, run_ids, stored_rates
 
     if lives.height == 0:  # fit_results' columns with no row; nothing is fitted
         lack = no_lives()
@@ -436,7 +435,14 @@ def read_fits(
             )
             if stale:
                 text += f" Newer runs {', '.join(stale)} do not match the current lives."
-            return rows, FitInfo("stored", run_id, created_at, start, end, text)
+            rates = stored_rates(con, run_id)
+            if rates is None or rates.height == 0:
+                rates = notes.run("Rates", lambda: rate_table(lives))
+                text += (
+                    f" Run {run_id} stored no interruption rates (an older relia stored it): "
+                    "the rates are computed for this report from the same unit lives."
+                )
+            return rows, FitInfo("stored", run_id, created_at, start, end, text, rates)
         stale.append(run_id)
     computed = notes.run("Fit", lambda: fit_table(lives))
     text = (
@@ -445,7 +451,8 @@ def read_fits(
         + (f"; runs {', '.join(stale)} were fitted on other data" if stale else "")
         + "); run `relia fit` to store one."
     )
-    return computed, FitInfo("computed", None, None, None, None, text)
+    rates = notes.run("Rates", lambda: rate_table(lives))
+    return computed, FitInfo("computed", None, None, None, None, text, rates)
 
 
 # --------------------------------------------------------------------------------------------
@@ -473,9 +480,8 @@ def fit_for_report(con: duckdb.DuckDBPyConnection) -> str | None:
     fits, info = read_fits(con, lives, Notes())
     if info.run_id is not None:
         return info.run_id
-    return fitting.store_fit(
-        con, fits, by=[], window=fitting.read_window(con), rates=fitting.rate_table(lives)
-    )
+    # the rates the report computed are the ones stored: computed once
+    return fitting.store_fit(con, fits, by=[], window=fitting.read_window(con), rates=info.rates)
 
 
 def project_for_report(

@@ -1,7 +1,9 @@
 """The fleet summary behind ``relia summary`` and ``relia demo``: rows read from the marts.
 
-:func:`fleet_summary` reads ``rpt_fleet_summary``, ``rpt_interruptions_by_cause`` and
-``rpt_ingest_quality`` (never the raw lineage tables: the view is the one home of that SQL);
+:func:`fleet_summary` reads ``rpt_fleet_summary`` (failures: every job-stopping failure, from
+the failure events), ``rpt_replacements_by_class`` (replacements from repair tickets, apart),
+``rpt_interruptions_by_cause`` and ``rpt_ingest_quality`` (never the raw lineage tables: the
+view is the one home of that SQL);
 :func:`outcomes_by_source` sums ``relia ingest``'s per-file rows per source and outcome.
 """
 
@@ -14,11 +16,16 @@ from pipelines.settings import DEFAULT_READ_LOCK_TIMEOUT_S
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["fleet_summary", "outcomes_by_source"]
+__all__ = ["fleet_summary", "outcomes_by_source", "replacement_rows"]
 
 _FLEET = (
-    "select component_class, units_at_risk, n_failures, round(exposure_h, 1) as exposure_h, "
-    "round(naive_mtbf_h, 0) as naive_mtbf_h, n_interruptions from rpt_fleet_summary"
+    "select component_class, units_at_risk, n_failures, n_failure_events, "
+    "round(exposure_h, 1) as exposure_h, round(naive_mtbf_h, 0) as naive_mtbf_h, "
+    "n_interruptions from rpt_fleet_summary"
+)
+_REPLACEMENTS = (
+    "select component_class, unit_level, n_units, n_replacements, exposure_h, unit_years, "
+    "n_repair_tickets from rpt_replacements_by_class"
 )
 _CAUSES = (
     "select cause_class, attribution, n_interruptions, "
@@ -58,8 +65,14 @@ def fleet_summary(
     Returns
     -------
     dict
-        ``failures_by_class`` (component_class, units_at_risk, n_failures, exposure_h,
-        naive_mtbf_h, n_interruptions), ``interruptions_by_cause`` (cause_class, attribution,
+        ``failures_by_class`` (component_class, units_at_risk, n_failures: failed lives of the
+        failure process, every job-stopping failure whatever fixed it; n_failure_events: the
+        failure events in the window, also those on units with no lives; exposure_h,
+        naive_mtbf_h, n_interruptions), ``replacements_by_class`` (component_class,
+        n_replacements from replace tickets, unit_years, and the replacement AFR in % per
+        unit-year with its exact Poisson bounds ``replacement_afr_pct``,
+        ``replacement_afr_lo_pct``, ``replacement_afr_hi_pct``; empty when the warehouse has
+        no repair ticket), ``interruptions_by_cause`` (cause_class, attribution,
         n_interruptions, gpu_hours_interrupted, median_restart_overhead_s), ``quarantine``
         (target_table, stage, reason, n_rows; most rows first) and ``files`` (source, n_files,
         n_read, n_loaded, n_quarantined; by source).
@@ -68,15 +81,49 @@ def fleet_summary(
 
     with warehouse.connect(db_path, read_only=True, lock_timeout_s=lock_timeout_s) as con:
         fleet = warehouse.query(con, _FLEET)
+        replacements = warehouse.query(con, _REPLACEMENTS)
         causes = warehouse.query(con, _CAUSES)
         quarantine = warehouse.query(con, _QUARANTINE)
         files = warehouse.query(con, _FILES)
     return {
         "failures_by_class": fleet.to_dicts(),
+        "replacements_by_class": replacement_rows(replacements.to_dicts()),
         "interruptions_by_cause": causes.to_dicts(),
         "quarantine": quarantine.to_dicts(),
         "files": files.to_dicts(),
     }
+
+
+def replacement_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return replacements per class with the replacement AFR; none without repair tickets.
+
+    Parameters
+    ----------
+    rows
+        ``rpt_replacements_by_class`` rows (component_class, n_replacements, exposure_h,
+        unit_years, n_repair_tickets, ...).
+
+    Returns
+    -------
+    list of dict
+        Per class: component_class, n_replacements, unit_years (one decimal) and the
+        replacement AFR (% per unit-year) ``replacement_afr_pct`` with the exact Poisson
+        bounds ``replacement_afr_lo_pct`` / ``replacement_afr_hi_pct`` (three decimals;
+        :func:`pipelines.headline.replacement_afr`); an empty list when the warehouse holds
+        no repair ticket.
+    """
+    from pipelines.headline import replacement_afr
+
+    afr = ("replacement_afr_pct", "replacement_afr_lo_pct", "replacement_afr_hi_pct")
+    return [
+        {
+            "component_class": r["component_class"],
+            "n_replacements": r["n_replacements"],
+            "unit_years": round(r["unit_years"], 1),
+        }
+        | {name: round(r[name], 3) for name in afr}
+        for r in replacement_afr(rows)
+    ]
 
 
 def outcomes_by_source(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

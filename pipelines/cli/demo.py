@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from pipelines.cli.fit import fit_rows
+from pipelines.cli.fit import fit_rows, rate_rows
 from pipelines.cli.options import DbOption, JsonOption, load_settings, prefect_defaults
 from pipelines.cli.render import console, print_json, rows_table
 from pipelines.cli.root import app
@@ -88,7 +88,13 @@ def demo(
         )
         return
     print_summary(settings.db_path, result)
-    console.print(rows_table("MTBF by component class (AIC choice)", fit_rows(fitted["results"])))
+    console.print(
+        rows_table(
+            "interruption rates by component class (exact 95 %), headline MTBF per unit (h)",
+            rate_rows(fitted["rates"]),
+        )
+    )
+    console.print(rows_table("lifetimes (AIC choice; a model)", fit_rows(fitted["results"])))
     console.print(f"weekly report: [bold]{report_result.path.resolve()}[/bold]", soft_wrap=True)
     console.print(
         "timings: " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()), highlight=False

@@ -1,7 +1,8 @@
-"""``relia fit`` and ``relia trend``: lifetime (or repair-time) fits per class, fleet trend."""
+"""``relia fit`` (interruption rates, then lifetime or repair-time fits) and ``relia trend``."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,7 +33,7 @@ from pipelines.cli.render import (
 )
 from pipelines.cli.root import app
 
-__all__ = ["fit", "fit_rows", "trend"]
+__all__ = ["FitTable", "fit", "fit_rows", "rate_rows", "trend"]
 
 _REPAIR_NAMES = {
     "n_units": "n_repairs",
@@ -67,17 +68,19 @@ def _repair_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _span(value: Any, lo: Any, hi: Any, digits: int) -> str:
-    """``value (lo-hi)`` for a table cell; ``-`` for a missing number, ``inf`` for an open bound."""
+    """``value (lo-hi)`` for a table cell to ``digits`` decimals; open ends as ``≥ lo``."""
+    from pipelines.headline import span_text
 
-    def one(x: Any) -> str:
-        if x is None or x != x:
-            return "-"
-        return "inf" if x == float("inf") else f"{x:,.{digits}f}"
-
-    return f"{one(value)} ({one(lo)}-{one(hi)})"
+    return span_text(value, lo, hi, fmt=lambda x: f"{x:,.{digits}f}")
 
 
-_HOW = {"model_average": "avg", "weibayes_lr": "weibayes", "chi_square": "chi2"}
+_HOW = {
+    "model_average": "avg",
+    "weibayes_lr": "weibayes",
+    "chi_square": "chi2",
+    "observed_rate": "observed",
+    "chi_square_bound": "chi2 bound",
+}
 
 
 def _repair_table_rows(results: Any) -> list[dict[str, Any]]:
@@ -104,15 +107,83 @@ def _repair_table_rows(results: Any) -> list[dict[str, Any]]:
     ]
 
 
-def fit_rows(results: Any) -> list[dict[str, Any]]:
-    """One row per class and cohort: observed rates, the headline MTBF, the chosen family.
+def _split(frame: Any) -> bool:
+    """Whether a run's rows are split by cohort (a ``cohort`` column then shows)."""
+    return bool(frame.height) and (
+        frame["cohort"].n_unique() > 1 or frame["cohort"].first() != "all"
+    )
 
-    ``afr_obs_pct`` is failures per 100 unit-years observed (exact Poisson bounds); ``mtbf_h``
-    and its bounds are the headline (``method``: a model average over the families, Weibayes
-    for 1 to 5 failures, the chi-square bound for none); ``extrap`` says most of that mean lies
-    beyond the oldest age observed, ``rmst_h`` is the mean restricted to that age; ``family``,
-    ``shape`` and ``afr_model_pct`` (8,766 h / the family's mean) are the AIC choice's, a model
-    quantity.
+
+def rate_rows(rates: Any) -> list[dict[str, Any]]:
+    """One table row per class and cohort of a run's rates (``rpt_class_rates`` rows).
+
+    Most events first. A failure-process run shows ``failures``, the exposure in node-days and
+    GPU-hours, the rate per 1000 node-days and per million GPU-hours with their exact Poisson
+    intervals, the headline MTBF per unit (hours; ``≥ x``: no failure, the one-sided bound)
+    and the trend (verdict, Crow-AMSAA beta interval). A replacement run shows
+    ``replacements``, unit-years, replacements per 1000 node-days, the replacement AFR (% per
+    unit-year) and the mean time between replacements (``mtbr_h``).
+    """
+    from pipelines.headline import hours_text, span_text, trend_text
+
+    if rates.height == 0:
+        return []
+    replacement = rates["process"].first() == "replacement" if "process" in rates.columns else False
+    split = _split(rates)
+    ordered = rates.sort("n_failures", "component_class", descending=[True, False])
+    rows = []
+    for r in ordered.iter_rows(named=True):
+        row: dict[str, Any] = {"class": r["component_class"]}
+        row |= {"cohort": r["cohort"]} if split else {}
+        row["level"] = r["unit_level"]
+        per_node_days = span_text(
+            r["rate_per_1000_node_days"],
+            r["rate_lo_per_1000_node_days"],
+            r["rate_hi_per_1000_node_days"],
+        )
+        mean = span_text(
+            r["headline_mtbf_h"], r["headline_mtbf_lo_h"], r["headline_mtbf_hi_h"], fmt=hours_text
+        )
+        if replacement:
+            afr = [None if x is None else x * 876_600.0 for x in _rate_h(r)]
+            row |= {
+                "replacements": r["n_failures"],
+                "unit_years": round(r["exposure_h"] / 8766.0, 1),
+                "replacements_per_1000_node_days": per_node_days,
+                "replacement_afr_pct": span_text(*afr),
+                "mtbr_h": mean,
+            }
+        else:
+            row |= {
+                "failures": r["n_failures"],
+                "node_days": round(r["node_days"]) if r["node_days"] is not None else None,
+                "gpu_hours": round(r["gpu_hours"]) if r["gpu_hours"] is not None else None,
+                "per_1000_node_days": per_node_days,
+                "per_1e6_gpu_h": span_text(
+                    r["rate_per_1e6_gpu_h"],
+                    r["rate_lo_per_1e6_gpu_h"],
+                    r["rate_hi_per_1e6_gpu_h"],
+                ),
+                "mtbf_h": mean,
+            }
+        row["trend"] = trend_text(r)
+        rows.append(row)
+    return rows
+
+
+def _rate_h(row: dict[str, Any]) -> tuple[Any, Any, Any]:
+    return row["rate_per_h"], row["rate_lo_per_h"], row["rate_hi_per_h"]
+
+
+def fit_rows(results: Any, *, replacement: bool = False) -> list[dict[str, Any]]:
+    """One row per class and cohort: the lifetime fit of the AIC-chosen family.
+
+    Lifetimes, second to the rates (:func:`rate_rows`) and named as such: ``family`` and
+    ``shape`` of the AIC choice, ``lifetime_mean_h`` the model-averaged mean life with its
+    interval (``how``: a model average over the families, Weibayes for 1 to 5 failures, the
+    chi-square bound for none), ``extrap`` when most of that mean lies beyond the oldest age
+    observed, ``rmst_h`` the mean restricted to that age. For a replacement run the mean is
+    the mean life between replacements (``mean_life_h``).
     """
     import polars as pl
 
@@ -120,29 +191,94 @@ def fit_rows(results: Any) -> list[dict[str, Any]]:
     chosen = results.filter(pl.col("chosen")).sort(
         "n_failures", "component_class", descending=[True, False]
     )
-    split = chosen["cohort"].n_unique() > 1 or chosen["cohort"].first() != "all"
+    split = _split(chosen)
     for r in chosen.iter_rows(named=True):
         row = {"class": r["component_class"]} | ({"cohort": r["cohort"]} if split else {})
+        rmst = r["lifetime_rmst_h"]
         row |= {
-            "fail": r["n_failures"],
-            "unit_yr": round(r["unit_years"], 1),
-            "afr_obs_pct": _span(
-                r["afr_observed_pct"], r["afr_observed_lo_pct"], r["afr_observed_hi_pct"], 1
-            ),
-            "mtbf_h": _span(
-                r["headline_mtbf_h"], r["headline_mtbf_lo_h"], r["headline_mtbf_hi_h"], 0
-            ),
-            "how": _HOW.get(r["headline_method"], r["headline_method"]),
-            "extrap": "yes" if r["headline_extrapolated"] else "",
-            "rmst_h": round(r["headline_rmst_h"])
-            if r["headline_rmst_h"] == r["headline_rmst_h"]
-            else None,
             "family": r["family"],
             "shape": round(r["shape"], 2),
-            "afr_model_pct": round(r["afr_pct"], 1) if r["afr_pct"] == r["afr_pct"] else None,
+            ("mean_life_h" if replacement else "lifetime_mean_h"): _span(
+                r["lifetime_mtbf_h"], r["lifetime_mtbf_lo_h"], r["lifetime_mtbf_hi_h"], 0
+            ),
+            "how": _HOW.get(r["lifetime_method"], r["lifetime_method"]),
+            "extrap": "yes" if r["lifetime_extrapolated"] else "",
+            "rmst_h": round(rmst) if rmst is not None and rmst == rmst else None,
         }
         rows.append(row)
     return rows
+
+
+RATE_CSV_COLUMNS = (
+    "component_class",
+    "cohort",
+    "unit_level",
+    "n_units",
+    "n_failures",
+    "exposure_h",
+    "node_days",
+    "gpu_hours",
+    "rate_per_1000_node_days",
+    "rate_lo_per_1000_node_days",
+    "rate_hi_per_1000_node_days",
+    "rate_per_1e6_gpu_h",
+    "rate_lo_per_1e6_gpu_h",
+    "rate_hi_per_1e6_gpu_h",
+    "headline_method",
+    "headline_mtbf_h",
+    "headline_mtbf_lo_h",
+    "headline_mtbf_hi_h",
+    "trend_verdict",
+    "crow_amsaa_beta",
+    "crow_amsaa_beta_lo",
+    "crow_amsaa_beta_hi",
+)
+"""Columns of ``relia fit --format csv`` (``--table rates``): the rates rows, numbers only."""
+
+FIT_CSV_COLUMNS = (
+    "component_class",
+    "cohort",
+    "unit_level",
+    "family",
+    "n_units",
+    "n_failures",
+    "shape",
+    "aic",
+    "chosen",
+    "lifetime_method",
+    "lifetime_mtbf_h",
+    "lifetime_mtbf_lo_h",
+    "lifetime_mtbf_hi_h",
+    "lifetime_extrapolated",
+    "lifetime_rmst_h",
+    "b10_h",
+)
+"""Columns of ``relia fit --format csv --table fits``: the lifetime fits, numbers only."""
+
+
+def _csv_rows(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> list[dict[str, Any]]:
+    return [{c: r.get(c) for c in columns if c in r} for r in rows]
+
+
+def _replacement_afr(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rates rows of a replacement run with the replacement AFR (% per unit-year) added."""
+    out = []
+    for r in rows:
+        afr = {
+            f"afr_observed{part}_pct": None
+            if r[f"rate{part}_per_h"] is None
+            else r[f"rate{part}_per_h"] * 876_600.0
+            for part in ("", "_lo", "_hi")
+        }
+        out.append(r | afr)
+    return out
+
+
+class FitTable(StrEnum):
+    """The table ``relia fit --format csv`` writes."""
+
+    rates = "rates"
+    fits = "fits"
 
 
 @app.command()
@@ -157,9 +293,11 @@ def fit(
     lives: Annotated[
         str,
         typer.Option(
-            help="Lives view: fct_component_lives or int_fault_lives (lifetimes, MTBF), or a "
-            "repair view: stg_repairs (replacement tickets), int_fault_repairs or "
-            "int_node_unavailability (repair times, MTTR, with a pooled class 'all').",
+            help="Lives view: fct_component_lives (the failure process: every job-stopping "
+            "failure) or int_fault_lives (a fault log's), fct_replacement_lives (replacement "
+            "lifetimes from replace tickets), or a repair view: stg_repairs (ticket repair "
+            "times), int_fault_repairs or int_node_unavailability (repair times, MTTR, with a "
+            "pooled class 'all').",
         ),
     ] = "fct_component_lives",
     dataset: Annotated[
@@ -192,11 +330,23 @@ def fit(
     window_start: WindowStartOption = None,
     window_end: WindowEndOption = None,
     fmt: FormatOption = OutputFormat.table,
+    table: Annotated[
+        FitTable | None,
+        typer.Option(
+            "--table",
+            help="The table --format csv writes: rates (the interruption rates and headline, "
+            "the default) or fits (the lifetime fits).",
+        ),
+    ] = None,
 ) -> None:
-    """Fit MTBF per component class (and cohort), store it in fit_results, print the AIC choice.
+    """Fit each class (and cohort): interruption rates first, then lifetimes; store the run.
 
-    With a repair view as --lives the same families are fitted to repair durations (open repairs
-    right-censored) and the mean is the MTTR.
+    The rates (per 1000 node-days and per million GPU-hours, exact intervals; the headline MTBF
+    per unit; the trend) are stored in fit_rates and read by every consumer; the lifetime fits
+    of four families (the AIC choice is printed) in fit_results. --lives fct_replacement_lives
+    counts replacements (replace tickets), never failures. With a repair view as --lives the
+    same families are fitted to repair durations (open repairs right-censored) and the mean is
+    the MTTR.
     """
     import warnings
 
@@ -261,28 +411,50 @@ def fit(
             written = write_fit_plots(
                 settings.db_path, results, plots, lives=lives, dataset=dataset, alpha=alpha
             )
-    notes = sorted({str(w.message) for w in caught})
     quantity = quantity_of(lives)
+    notes = sorted({_counted(str(w.message), quantity) for w in caught})
     repairs = outcome.get("repairs")
-    if all_families:
-        rows = results.to_dicts()
-    elif quantity == "repair_time":
-        rows = _repair_table_rows(results)
+    rates = outcome.get("rates")
+    replacement = quantity == "replacement"
+    if quantity == "repair_time":
+        if table is FitTable.rates:
+            err.print(
+                error_text(
+                    "error",
+                    "red",
+                    "a repair-time run has no rates; use --table fits (or leave --table out)",
+                )
+            )
+            raise typer.Exit(2)
+        rows = _repair_rows(results.to_dicts()) if all_families else _repair_table_rows(results)
+    elif all_families:
+        from pipelines.headline import replacement_names
+
+        rows = [replacement_names(r) if replacement else r for r in results.to_dicts()]
     else:
-        rows = fit_rows(results)
+        rows = fit_rows(results, replacement=replacement)
     json_rows = (results if all_families else results.filter(results["chosen"])).to_dicts()
+    rate_dicts = rates.to_dicts() if rates is not None else []
+    if replacement:
+        rate_dicts = _replacement_afr(rate_dicts)
     if quantity == "repair_time":
         json_rows = _repair_rows(json_rows)
-        rows = _repair_rows(rows) if all_families else rows
     if shown is OutputFormat.json:
+        from pipelines.fit import OPEN_END, PROCESSES
+        from pipelines.headline import replacement_names
+
+        rename = replacement_names if replacement else dict
         print_json(
             {
                 "run_id": run_id,
                 "lives": lives,
                 "quantity": quantity,
-                "mean": "MTTR" if quantity == "repair_time" else "MTBF",
+                "process": PROCESSES[quantity],
+                "mean": {"repair_time": "MTTR", "replacement": "MTBR"}.get(quantity, "MTBF"),
+                "open_bounds": OPEN_END,
                 **({"repairs": repairs} if repairs is not None else {}),
-                "fits": json_rows,
+                **({"rates": [rename(r) for r in rate_dicts]} if rates is not None else {}),
+                "fits": [rename(r) for r in json_rows],
                 "cox": cox_table.to_dicts() if cox_table is not None else None,
                 "plots": [str(p) for p in written] if written is not None else None,
                 "notes": notes,
@@ -290,17 +462,43 @@ def fit(
         )
         return
     if shown is OutputFormat.csv:
-        print_csv(rows)
+        from pipelines.headline import replacement_names
+
+        if quantity == "repair_time":
+            print_csv(rows)
+            return
+        if table is FitTable.fits:
+            chosen = json_rows if not all_families else results.to_dicts()
+            picked = _csv_rows(chosen, FIT_CSV_COLUMNS)
+        else:
+            columns = RATE_CSV_COLUMNS + (
+                ("afr_observed_pct", "afr_observed_lo_pct", "afr_observed_hi_pct")
+                if replacement
+                else ()
+            )
+            picked = _csv_rows(rate_dicts, columns)
+        print_csv([replacement_names(r) for r in picked] if replacement else picked)
         return
     if quantity == "repair_time":
         title = f"fit run {run_id}: repair times from {lives} (headline MTTR in hours)"
-    elif all_families:
-        title = f"fit run {run_id} (every family)"
+        console.print(rows_table(title, rows))
     else:
-        title = f"fit run {run_id}: observed AFR, headline MTBF (hours), AIC-chosen family"
-    console.print(rows_table(title, rows))
+        _print_rates(run_id, lives, rates, replacement=replacement)
+        if all_families:
+            title = f"lifetime fits of run {run_id}, every family"
+        elif replacement:
+            title = (
+                "replacement lifetimes (times between replacements per unit; AIC-chosen family; "
+                "a model, not the headline)"
+            )
+        else:
+            title = (
+                "lifetimes (times between failures per unit; AIC-chosen family; a model, not "
+                "the headline)"
+            )
+        console.print(rows_table(title, rows))
     extrapolated = sorted(
-        {r["component_class"] for r in results.to_dicts() if r.get("headline_extrapolated")}
+        {r["component_class"] for r in results.to_dicts() if r.get("lifetime_extrapolated")}
     )
     if extrapolated and quantity != "repair_time":
         err.print(
@@ -334,6 +532,38 @@ def fit(
         )
     for note in notes:
         err.print(error_text("note", "yellow", note))
+
+
+def _counted(text: str, quantity: str) -> str:
+    """Return a model's note in the run's words: a replacement run counts replacements."""
+    if quantity != "replacement":
+        return text
+    return text.replace("failures", "replacements").replace("failure", "replacement")
+
+
+def _print_rates(run_id: str, lives: str, rates: Any, *, replacement: bool) -> None:
+    """Print a run's rates table, then one line when no class has any failure (replacement)."""
+    from pipelines.headline import process_words
+
+    words = process_words("replacement" if replacement else "failure")
+    if replacement:
+        title = (
+            f"fit run {run_id}: replacement rates ({lives}: replace tickets only), "
+            "exact 95 % intervals; mean time between replacements per unit in hours"
+        )
+    else:
+        title = (
+            f"fit run {run_id}: interruption rates ({lives}: every job-stopping failure), "
+            "exact 95 % intervals; headline MTBF per unit in hours"
+        )
+    console.print(rows_table(title, rate_rows(rates) if rates is not None else []))
+    if rates is not None and rates.height and int(rates["n_failures"].sum()) == 0:
+        console.print(
+            f"no {words['event']} in any class in the window: each {words['mean']} is the "
+            "one-sided 95 % lower bound (≥ x), each rate's upper bound the one-sided upper bound",
+            highlight=False,
+            markup=False,
+        )
 
 
 @app.command()

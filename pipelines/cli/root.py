@@ -46,7 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "fit": (
         "fit",
-        "Fit MTBF per component class (and cohort), store it in fit_results, print the AIC choice.",
+        "Fit each class (and cohort): interruption rates first, then lifetimes; store the run.",
     ),
     "trend": (
         "fit",

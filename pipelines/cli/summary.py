@@ -1,4 +1,4 @@
-"""``relia summary``: the fleet summary (failures, interruptions, files, quarantine) as tables."""
+"""``relia summary``: the fleet summary (failures, replacements, interruptions, files) as tables."""
 
 from __future__ import annotations
 
@@ -37,13 +37,19 @@ class SummaryTable(StrEnum):
     """The tables of the fleet summary, in the order they print (keys of its JSON)."""
 
     failures_by_class = "failures_by_class"
+    replacements_by_class = "replacements_by_class"
     interruptions_by_cause = "interruptions_by_cause"
     files = "files"
     quarantine = "quarantine"
 
 
 _TITLES = {
-    SummaryTable.failures_by_class: "units and failures by component class",
+    SummaryTable.failures_by_class: (
+        "job-stopping failures by component class (every failure, whatever fixed it)"
+    ),
+    SummaryTable.replacements_by_class: (
+        "replacements by component class (replace tickets; replacement AFR %, exact 95 %)"
+    ),
     SummaryTable.interruptions_by_cause: "job interruptions by cause",
     SummaryTable.files: "files ingested",
     SummaryTable.quarantine: "quarantined rows",
@@ -61,10 +67,27 @@ def print_summary(db_path: Path, summary: dict[str, list[dict[str, Any]]]) -> No
         :func:`pipelines.summary.fleet_summary`'s rows, one list per table.
     """
     for name, title in _TITLES.items():
-        console.print(rows_table(title, summary[name.value]))
+        if name is SummaryTable.replacements_by_class and not summary[name.value]:
+            from pipelines.headline import NO_TICKETS
+
+            console.print(f"replacements: {NO_TICKETS[0]}; {NO_TICKETS[1]}", highlight=False)
+            continue
+        rows = summary[name.value]
+        if name is SummaryTable.replacements_by_class:
+            rows = [_replacement_cells(r) for r in rows]
+        console.print(rows_table(title, rows))
     console.print(
         f"warehouse: [bold]{db_path.resolve()}[/bold] (try: duckdb {db_path})", soft_wrap=True
     )
+
+
+def _replacement_cells(row: dict[str, Any]) -> dict[str, Any]:
+    """Return a replacements row for the table: the AFR and its bounds in one cell."""
+    from pipelines.headline import span_text
+
+    afr = ("replacement_afr_pct", "replacement_afr_lo_pct", "replacement_afr_hi_pct")
+    cells = {k: v for k, v in row.items() if k not in afr}
+    return cells | {"replacement_afr_pct": span_text(*(row[k] for k in afr))}
 
 
 @app.command()

@@ -33,6 +33,7 @@ KEYS = {
     "ingest_files_counts": "ingest-files-counts",
     "ingest_files_quarantine": "ingest-files-quarantine",
     "fit_mtbf": "fit-mtbf",
+    "fit_replacement": "fit-replacement",
     "fit_mttr": "fit-mttr",
     "whatif_ranking": "whatif-ranking",
     "whatif_table": "whatif-table",
@@ -135,51 +136,71 @@ def publish_ingest(
 
 # --- fit ------------------------------------------------------------------------------------
 
-_FIT_COLUMNS = {
-    "lifetime": (
-        ("component_class", "component_class"),
-        ("cohort", "cohort"),
-        ("n_units", "n_units"),
-        ("n_failures", "n_failures"),
-        ("unit_years", "unit_years"),
-        ("afr_observed_pct", "afr_observed_pct"),
-        ("afr_observed_lo_pct", "afr_observed_lo_pct"),
-        ("afr_observed_hi_pct", "afr_observed_hi_pct"),
-        ("mtbf_h", "headline_mtbf_h"),
-        ("mtbf_lo_h", "headline_mtbf_lo_h"),
-        ("mtbf_hi_h", "headline_mtbf_hi_h"),
-        ("method", "headline_method"),
-        ("extrapolated", "headline_extrapolated"),
-        ("rmst_h", "headline_rmst_h"),
-        ("family", "family"),
-        ("shape", "shape"),
-    ),
-    "repair_time": (
-        ("component_class", "component_class"),
-        ("cohort", "cohort"),
-        ("n_repairs", "n_units"),
-        ("n_repaired", "n_failures"),
-        ("repair_h", "exposure_h"),
-        ("mttr_h", "headline_mtbf_h"),
-        ("mttr_lo_h", "headline_mtbf_lo_h"),
-        ("mttr_hi_h", "headline_mtbf_hi_h"),
-        ("method", "headline_method"),
-        ("extrapolated", "headline_extrapolated"),
-        ("family", "family"),
-        ("shape", "shape"),
-    ),
-}
-"""Artifact column and ``fit_results`` column, for a lifetime (MTBF) and a repair (MTTR) run."""
+_RATE_COLUMNS = (
+    ("component_class", "component_class"),
+    ("cohort", "cohort"),
+    ("unit_level", "unit_level"),
+    ("n_units", "n_units"),
+    ("n_failures", "n_failures"),
+    ("exposure_h", "exposure_h"),
+    ("node_days", "node_days"),
+    ("gpu_hours", "gpu_hours"),
+    ("rate_per_1000_node_days", "rate_per_1000_node_days"),
+    ("rate_lo_per_1000_node_days", "rate_lo_per_1000_node_days"),
+    ("rate_hi_per_1000_node_days", "rate_hi_per_1000_node_days"),
+    ("rate_per_1e6_gpu_h", "rate_per_1e6_gpu_h"),
+    ("rate_lo_per_1e6_gpu_h", "rate_lo_per_1e6_gpu_h"),
+    ("rate_hi_per_1e6_gpu_h", "rate_hi_per_1e6_gpu_h"),
+    ("mtbf_h", "headline_mtbf_h"),
+    ("mtbf_lo_h", "headline_mtbf_lo_h"),
+    ("mtbf_hi_h", "headline_mtbf_hi_h"),
+    ("method", "headline_method"),
+    ("trend", "trend_verdict"),
+    ("beta", "crow_amsaa_beta"),
+    ("beta_lo", "crow_amsaa_beta_lo"),
+    ("beta_hi", "crow_amsaa_beta_hi"),
+)
+"""Artifact column and ``rpt_class_rates`` column of a lifetime or replacement run's rates."""
+
+_LIFETIME_COLUMNS = (
+    ("family", "family"),
+    ("shape", "shape"),
+    ("lifetime_mtbf_h", "lifetime_mtbf_h"),
+    ("lifetime_mtbf_lo_h", "lifetime_mtbf_lo_h"),
+    ("lifetime_mtbf_hi_h", "lifetime_mtbf_hi_h"),
+    ("lifetime_method", "lifetime_method"),
+    ("lifetime_extrapolated", "lifetime_extrapolated"),
+)
+"""The chosen lifetime fit beside the rates (``fit_results``): a model, not the headline."""
+
+_REPAIR_COLUMNS = (
+    ("component_class", "component_class"),
+    ("cohort", "cohort"),
+    ("n_repairs", "n_units"),
+    ("n_repaired", "n_failures"),
+    ("repair_h", "exposure_h"),
+    ("mttr_h", "headline_mtbf_h"),
+    ("mttr_lo_h", "headline_mtbf_lo_h"),
+    ("mttr_hi_h", "headline_mtbf_hi_h"),
+    ("method", "headline_method"),
+    ("extrapolated", "headline_extrapolated"),
+    ("family", "family"),
+    ("shape", "shape"),
+)
+"""Artifact column and ``fit_results`` column of a repair (MTTR) run."""
+
+HOURS_PER_YEAR = 8766.0
 
 
-def fit_rows(results: pl.DataFrame, quantity: str = "lifetime") -> list[dict[str, Any]]:
-    """Return one row per class x cohort of a fit run (its chosen family's row).
+def fit_rows(results: pl.DataFrame, quantity: str = "repair_time") -> list[dict[str, Any]]:
+    """Return one row per class x cohort of a repair run (its chosen family's row).
 
-    Each row has failures, unit-years, observed AFR and bounds, the headline MTBF, its bounds,
-    method and extrapolated flag, the chosen family; for a repair run repairs, closed repairs and
-    the headline MTTR instead. ``None`` stands for a missing number or an unbounded interval end.
+    Repairs, closed repairs, the headline MTTR, its bounds, method, the chosen family.
+    ``None`` stands for a missing number or an unbounded interval end. Lifetime and
+    replacement runs publish their rates (:func:`rate_rows`).
     """
-    columns = [(name, col) for name, col in _FIT_COLUMNS[quantity] if col in results.columns]
+    del quantity  # only repair runs publish their fit rows
+    columns = [(name, col) for name, col in _REPAIR_COLUMNS if col in results.columns]
     chosen = results.filter(pl.col("chosen")).sort(
         "n_failures", "component_class", "cohort", descending=[True, False, False]
     )
@@ -187,21 +208,74 @@ def fit_rows(results: pl.DataFrame, quantity: str = "lifetime") -> list[dict[str
     return json_safe(frame.to_dicts())  # type: ignore[no-any-return]
 
 
+def rate_rows(
+    rates: pl.DataFrame, results: pl.DataFrame | None = None, quantity: str = "lifetime"
+) -> list[dict[str, Any]]:
+    """Return one row per class x cohort of a run's rates, as ``rpt_class_rates`` stores them.
+
+    The failures (a replacement run: ``n_replacements``), the exposure, the rates per 1000
+    node-days and per million GPU-hours with their exact bounds, ``unit_years`` and the
+    observed AFR (``afr_observed_pct``, % per unit-year, with its bounds), the headline MTBF
+    (``mtbf_h``, bounds, ``method``) and the trend (verdict, Crow-AMSAA beta and bounds); then,
+    from ``results`` (the run's ``fit_results``), the chosen lifetime fit as such
+    (``family``, ``shape``, ``lifetime_*``). Most failures first. ``None`` stands for a missing
+    number or an open interval end (with no failure the MTBF has only its lower bound;
+    ``method`` ``chi_square_bound`` says so). A replacement run's names say replacements
+    (:func:`pipelines.headline.replacement_names`).
+    """
+    from pipelines.headline import replacement_names
+
+    frame = rates.sort(
+        "n_failures", "component_class", "cohort", descending=[True, False, False]
+    ).select(
+        *[pl.col(col).alias(name) for name, col in _RATE_COLUMNS],
+        (pl.col("exposure_h") / HOURS_PER_YEAR).alias("unit_years"),
+        *[
+            (pl.col(f"rate{part}_per_h") * HOURS_PER_YEAR * 100.0).alias(f"afr_observed{part}_pct")
+            for part in ("", "_lo", "_hi")
+        ],
+    )
+    if results is not None and results.height:
+        present = [(name, col) for name, col in _LIFETIME_COLUMNS if col in results.columns]
+        lifetime = results.filter(pl.col("chosen")).select(
+            "component_class", "cohort", *[pl.col(col).alias(name) for name, col in present]
+        )
+        frame = frame.join(lifetime, on=["component_class", "cohort"], how="left")
+    rows: list[dict[str, Any]] = json_safe(frame.to_dicts())
+    return [replacement_names(r) for r in rows] if quantity == "replacement" else rows
+
+
 def fit_key(quantity: str) -> str:
-    """``fit-mtbf`` for a lifetime run, ``fit-mttr`` for a repair run."""
-    return KEYS["fit_mttr"] if quantity == "repair_time" else KEYS["fit_mtbf"]
+    """``fit-mtbf`` (lifetime), ``fit-replacement`` (replacement) or ``fit-mttr`` (repair)."""
+    if quantity == "repair_time":
+        return KEYS["fit_mttr"]
+    return KEYS["fit_replacement"] if quantity == "replacement" else KEYS["fit_mtbf"]
 
 
 def publish_fit(outcome: Mapping[str, Any], by: list[str] | None = None) -> None:
-    """Publish the fit run's table, one row per class x cohort."""
-    what = "MTTR" if outcome["quantity"] == "repair_time" else "MTBF"
-    create_table_artifact(
-        key=fit_key(outcome["quantity"]),
-        table=fit_rows(outcome["results"], outcome["quantity"]),
-        description=f"{what} per class, fit run {outcome['run_id']} on {outcome['lives']}"
-        + (f" by {', '.join(by)}" if by else "")
-        + " (hours; null: missing or unbounded).",
-    )
+    """Publish the fit run's table, one row per class x cohort.
+
+    A lifetime or replacement run publishes its rates (:func:`rate_rows`: the
+    ``rpt_class_rates`` rows the CLI and the report read), a repair run its MTTR fits.
+    """
+    quantity = outcome["quantity"]
+    split = f" by {', '.join(by)}" if by else ""
+    where = f"fit run {outcome['run_id']} on {outcome['lives']}{split}"
+    if quantity == "repair_time":
+        table = fit_rows(outcome["results"], quantity)
+        description = f"MTTR per class, {where} (hours; null: missing or unbounded)."
+    else:
+        table = rate_rows(outcome["rates"], outcome["results"], quantity)
+        what = (
+            "Replacements per class (replace tickets; replacement AFR, MTBR)"
+            if quantity == "replacement"
+            else "Interruption rates and headline MTBF per class (every job-stopping failure)"
+        )
+        description = (
+            f"{what}, {where}: exact 95 % intervals; hours; null: missing, or an open end "
+            "(no failure: the MTBF's one-sided lower bound alone)."
+        )
+    create_table_artifact(key=fit_key(quantity), table=table, description=description)
 
 
 # --- back-test ------------------------------------------------------------------------------

@@ -30,6 +30,11 @@ class FitInfo:
         The stored run's id, time and data window (``None`` when computed).
     note
         One sentence saying where the fits come from, for the report's assumptions.
+    rates
+        The run's interruption rates and headline per class (cohort ``all``): its
+        ``rpt_class_rates`` rows (:func:`pipelines.fit.read_rates`), or, for fits computed for
+        the report or a stored run that stored no rates (an older relia), the same rows
+        computed from the lives (:func:`pipelines.fit.rate_table`); None with no lives.
     """
 
     source: str
@@ -38,6 +43,7 @@ class FitInfo:
     window_start: datetime | None
     window_end: datetime | None
     note: str
+    rates: pl.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,10 @@ class ReportData:
     realised
         Measured goodput and the back-test (issue #16), as
         :func:`pipelines.report.goodput.read_realised_goodput` returns them.
+    replacements
+        Replacements from repair tickets, apart from the failures: ``rows`` (per class
+        ``component_class``, ``n_replacements``, ``unit_years``, ``replacement_afr_pct`` with
+        its exact bounds), or ``missing`` and ``supply`` when the warehouse has no tickets.
     """
 
     period: ReportPeriod
@@ -162,6 +172,7 @@ class ReportData:
     prediction: dict[str, Any] = field(default_factory=dict)
     probability: list[ClassProbabilityPlots] = field(default_factory=list)
     realised: dict[str, Any] = field(default_factory=dict)
+    replacements: dict[str, Any] = field(default_factory=dict)
 
 
 SECTIONS: tuple[tuple[str, str], ...] = (

@@ -8,7 +8,12 @@ lemon detection) and returns plain polars frames and dicts in a :class:`ReportDa
 when no stored fit run matches the current unit lives, the fits are computed for the report
 from ``fct_component_lives`` and the report says so.
 
-A *failure* is the end of a unit's life by a ``replace`` repair ticket (data contract §5).
+A *failure* is a job-stopping failure of a unit, whatever fixed it (a reset, a reboot, a reseat
+or a replacement): a failure event of the fleet's telemetry that ends a life in
+``fct_component_lives``. Replacements (repair tickets) are counted apart
+(``rpt_replacements_by_class``). The class table reads the fit run's rates and headline from
+``rpt_class_rates`` (:attr:`~pipelines.report.containers.FitInfo.rates`), the same rows the CLI
+and the artifacts read.
 """
 
 from __future__ import annotations
@@ -73,7 +78,9 @@ def read_report_data(
     ReportData
         Frames and dicts; ``headline`` holds ``week``, ``n_nodes``, ``n_gpus``,
         ``gpu_hours_week``, ``gpu_hours_to_date``, ``failures_week``, ``failures_trailing_mean``,
-        ``interruptions_week``, ``interruptions_trailing_mean``, ``fleet_mtbf_h`` (hours between
+        ``interruptions_week``, ``interruptions_trailing_mean``, ``failure_events_to_date``
+        (every failure event from the window start to the week end, also those on units with no
+        lives), ``fleet_mtbf_h`` (hours between
         failures anywhere in the fleet, window start to week end) with ``fleet_mtbf_lo_h`` /
         ``fleet_mtbf_hi_h``, ``node_mtbf_h``, ``failures_to_date`` and ``goodput`` (one dict per
         target scale).
@@ -93,7 +100,7 @@ def read_report_data(
 
     fits, fit = read_fits(con, lives, notes)
     fleet = _fleet_numbers(con, params)
-    classes = _class_table(con, params, fits, period)
+    classes = _class_table(con, params, fits, fit.rates, period)
     weekly = _weekly_failures(con, params, period)
     interruptions_counts = query(
         con,
@@ -130,6 +137,7 @@ def read_report_data(
             int(interruptions_counts["n_week"]), int(interruptions_counts["n_trailing"]), trailing
         ),
         "failures_to_date": n_to_date,
+        "failure_events_to_date": fleet["failure_events_to_date"],
         "fleet_mtbf_h": mtbf,
         "fleet_mtbf_lo_h": mtbf_lo,
         "fleet_mtbf_hi_h": mtbf_hi,
@@ -182,6 +190,7 @@ def read_report_data(
         prediction=prediction,
         probability=probability,
         realised=read_realised_goodput(con, period.week),
+        replacements=read_replacements(con),
     )
 
 
@@ -249,6 +258,12 @@ def _fleet_numbers(con: duckdb.DuckDBPyConnection, params: dict[str, object]) ->
                 count(*) filter (where observed_to_ts < $asof) as n_to_date
             from rpt_unit_lives
             where failed
+        ),
+
+        events as (
+            select coalesce(sum(n_failures), 0) as n_to_date
+            from rpt_weekly_failures
+            where week_start < $asof
         )
 
         select
@@ -259,8 +274,9 @@ def _fleet_numbers(con: duckdb.DuckDBPyConnection, params: dict[str, object]) ->
             node_hours.to_date_h as node_hours_to_date,
             failures.n_week,
             failures.n_trailing,
-            failures.n_to_date
-        from gpus, gpu_hours, node_hours, failures
+            failures.n_to_date,
+            events.n_to_date as n_events_to_date
+        from gpus, gpu_hours, node_hours, failures, events
         """,
         params,
     ).row(0, named=True)
@@ -273,35 +289,72 @@ def _fleet_numbers(con: duckdb.DuckDBPyConnection, params: dict[str, object]) ->
         "failures_week": int(row["n_week"]),
         "failures_trailing": int(row["n_trailing"]),
         "failures_to_date": int(row["n_to_date"]),
+        "failure_events_to_date": int(row["n_events_to_date"]),
     }
 
 
-_HEADLINE_COLUMNS = (
-    "unit_years",
-    "afr_observed_pct",
-    "afr_observed_lo_pct",
-    "afr_observed_hi_pct",
+_RATE_COLUMNS = (
+    "component_class",
+    "unit_level",
+    "n_units",
+    "n_failures",
+    "exposure_h",
+    "node_days",
+    "gpu_hours",
+    "rate_per_h",
+    "rate_lo_per_h",
+    "rate_hi_per_h",
+    "rate_per_1000_node_days",
+    "rate_lo_per_1000_node_days",
+    "rate_hi_per_1000_node_days",
+    "rate_per_1e6_gpu_h",
+    "rate_lo_per_1e6_gpu_h",
+    "rate_hi_per_1e6_gpu_h",
     "headline_method",
     "headline_mtbf_h",
     "headline_mtbf_lo_h",
     "headline_mtbf_hi_h",
-    "headline_rmst_h",
-    "headline_extrapolated",
-    "lifetime_mtbf_h",
-    "lifetime_rmst_h",
-    "lifetime_extrapolated",
-    "max_age_h",
+    "trend_verdict",
+    "crow_amsaa_beta",
+    "crow_amsaa_beta_lo",
+    "crow_amsaa_beta_hi",
+    "laplace_p",
 )
-"""Columns of a fit run that carries observed rates and headlines (null for an older run)."""
+"""The run's rates the class table shows (``rpt_class_rates``)."""
+
+_LIFETIME_COLUMNS = {
+    "family": pl.String,
+    "shape": pl.Float64,
+    "afr_pct": pl.Float64,
+    "lifetime_method": pl.String,
+    "lifetime_mtbf_h": pl.Float64,
+    "lifetime_mtbf_lo_h": pl.Float64,
+    "lifetime_mtbf_hi_h": pl.Float64,
+    "lifetime_rmst_h": pl.Float64,
+    "lifetime_extrapolated": pl.Boolean,
+    "max_age_h": pl.Float64,
+}
+"""The lifetime fit shown beside the rates (null in a run stored before they existed)."""
+
+HOURS_PER_YEAR = 8766.0
 
 
 def _class_table(
     con: duckdb.DuckDBPyConnection,
     params: dict[str, object],
     fits: pl.DataFrame,
+    rates: pl.DataFrame | None,
     period: ReportPeriod,
 ) -> pl.DataFrame:
-    """Per class: failures this week, trailing mean, to date, and the chosen fit's figures."""
+    """Per class: the fit run's rates and headline, its failures by week, the lifetime fit.
+
+    One row per class of the run's rates (``rates``: :attr:`FitInfo.rates`): the columns of
+    :data:`_RATE_COLUMNS` as the run stored them, ``failures_fit`` (its failures),
+    ``afr_observed_pct`` with ``_lo_`` / ``_hi_`` (the rate per unit-year, % = rate per hour x
+    876,600, exact bounds), the failures of the week, the trailing mean and to date
+    (``rpt_unit_lives``), and beside them the AIC-chosen lifetime fit (:data:`_LIFETIME_COLUMNS`,
+    ``lifetime_*``: a model, never the headline). Most failures first.
+    """
     counts = query(
         con,
         """
@@ -321,49 +374,66 @@ def _class_table(
         """,
         params,
     )
-    trailing = period.n_trailing_weeks
-    chosen = (
-        chosen_fits(fits)
-        .select(
-            "component_class",
-            "unit_level",
-            "family",
-            "n_units",
-            pl.col("n_failures").alias("failures_fit"),
-            "exposure_h",
-            "shape",
-            "mtbf_h",
-            "mtbf_lo_h",
-            "mtbf_hi_h",
-            "afr_pct",
-            *[c for c in _HEADLINE_COLUMNS if c in fits.columns],
-        )
-        .with_columns(
-            pl.lit(None, pl.Float64).alias(c) for c in _HEADLINE_COLUMNS if c not in fits.columns
-        )
+    if rates is None or rates.height == 0:  # no lives: the table's columns with no row
+        from models.failure_rates import FAILURE_RATE_COLUMNS
+
+        keys: dict[str, pl.DataType | type[pl.DataType]] = {
+            "component_class": pl.String,
+            "cohort": pl.String,
+        }
+        rates = pl.DataFrame(schema=keys | FAILURE_RATE_COLUMNS)
+    base = rates.filter(pl.col("cohort") == "all") if "cohort" in rates.columns else rates
+    base = base.select(_RATE_COLUMNS)
+    chosen = chosen_fits(fits)
+    lifetime = chosen.select(
+        "component_class",
+        *[
+            pl.col(c).cast(t) if c in chosen.columns else pl.lit(None, t).alias(c)
+            for c, t in _LIFETIME_COLUMNS.items()
+        ],
     )
-    hours_per_year = 8766.0
+    trailing = period.n_trailing_weeks
+    per_year = HOURS_PER_YEAR * 100.0  # rate per unit-hour -> % per unit-year
     return (
-        chosen.join(counts, on="component_class", how="left")
+        base.join(lifetime, on="component_class", how="left")
+        .join(counts, on="component_class", how="left")
         .with_columns(
+            pl.col("n_failures").alias("failures_fit"),
             pl.col("failures_week", "failures_trailing", "failures_to_date").fill_null(0),
             (
                 pl.col("failures_trailing").fill_null(0) / trailing
                 if trailing
                 else pl.lit(None, pl.Float64)
             ).alias("failures_trailing_mean"),
-            # AFR bounds from the MTBF bounds (AFR = hours per year / MTBF); none for an open bound
-            pl.when(pl.col("mtbf_hi_h").is_finite())
-            .then(hours_per_year / pl.col("mtbf_hi_h") * 100)
-            .alias("afr_lo_pct"),
-            pl.when(pl.col("mtbf_lo_h").is_finite() & (pl.col("mtbf_lo_h") > 0))
-            .then(hours_per_year / pl.col("mtbf_lo_h") * 100)
-            .alias("afr_hi_pct"),
+            (pl.col("rate_per_h") * per_year).alias("afr_observed_pct"),
+            (pl.col("rate_lo_per_h") * per_year).alias("afr_observed_lo_pct"),
+            (pl.col("rate_hi_per_h") * per_year).alias("afr_observed_hi_pct"),
         )
-        .sort(
-            ["failures_fit", "failures_to_date", "component_class"], descending=[True, True, False]
-        )
+        .sort(["n_failures", "failures_to_date", "component_class"], descending=[True, True, False])
     )
+
+
+def read_replacements(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """Return the replacements per class from repair tickets, or what is missing without any.
+
+    Reads ``rpt_replacements_by_class`` (replacement lives of ``fct_replacement_lives``): per
+    class ``component_class``, ``unit_level``, ``n_replacements``, ``unit_years`` and the
+    replacement AFR (% per unit-year) ``replacement_afr_pct`` with its exact Poisson bounds
+    ``replacement_afr_lo_pct`` / ``replacement_afr_hi_pct`` (:func:`models.observed_rates`).
+
+    Returns
+    -------
+    dict
+        ``rows`` (a list of dicts, most replacements first), and ``missing`` / ``supply``
+        (:data:`pipelines.headline.NO_TICKETS`) when the warehouse holds no repair ticket.
+    """
+    from pipelines.headline import NO_TICKETS, replacement_afr
+
+    rows = query(con, "select * from rpt_replacements_by_class").to_dicts()
+    out = replacement_afr(rows)
+    if not out:
+        return {"rows": [], "missing": NO_TICKETS[0], "supply": NO_TICKETS[1]}
+    return {"rows": out, "n_repair_tickets": int(rows[0]["n_repair_tickets"])}
 
 
 def _weekly_failures(

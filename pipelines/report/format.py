@@ -78,6 +78,17 @@ def fmt_interval(lo: Any, hi: Any, kind: str = "hours") -> str:
     return f"{fmt(lo)} – {fmt(hi)}"
 
 
+def fmt_headline(point: Any, lo: Any) -> str:
+    """Return a headline MTBF: ``80,729 h``; ``≥ 16,858 h`` with no point (no failure).
+
+    With no failure the headline has no point and no upper bound (null in the data): its answer
+    is the one-sided lower bound ``lo``, written ``≥ lo`` (:data:`pipelines.fit.OPEN_END`).
+    """
+    if is_missing(point):
+        return "–" if is_missing(lo) else f"≥ {fmt_hours(lo)}"
+    return fmt_hours(point)
+
+
 def fmt_time(value: datetime | None, pattern: str = "%Y-%m-%d %H:%M") -> str:
     """Return a UTC timestamp as text."""
     return "–" if value is None else value.strftime(pattern)

@@ -23,6 +23,7 @@ from pipelines.report.containers import SECTIONS
 from pipelines.report.data import read_report_data
 from pipelines.report.figures import probability_figure_key, report_figures
 from pipelines.report.format import (
+    fmt_headline,
     fmt_hours,
     fmt_interval,
     fmt_minutes,
@@ -43,6 +44,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TEMPLATE = "report.html.j2"
+METHOD_WORDS = {
+    "observed_rate": "observed rate",
+    "chi_square_bound": "one-sided bound",
+    "model_average": "model average",
+    "weibayes_lr": "Weibayes",
+    "chi_square": "chi-square",
+}
+"""How the report names a headline's or a lifetime mean's method."""
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
 
@@ -103,6 +112,7 @@ def _environment() -> jinja2.Environment:
         pct=fmt_pct,
         pct_points=fmt_pct_points,
         hours=fmt_hours,
+        headline=fmt_headline,
         interval=fmt_interval,
         time=fmt_time,
         minutes=fmt_minutes,
@@ -155,6 +165,8 @@ def render_html(data: ReportData, figures: dict[str, str]) -> str:
         samples=_rows(data.quarantine_samples),
         checks=_rows(data.checks),
         failing_checks=[c for c in _rows(data.checks) if c["n_failed"]],
+        replacements=data.replacements,
+        methods=METHOD_WORDS,
     )
 
 
@@ -219,11 +231,16 @@ def render_markdown(data: ReportData) -> str:
             str(r["component_class"]),
             str(r["failures_week"]),
             fmt_num(r["failures_trailing_mean"], 1),
-            fmt_hours(r["mtbf_h"]),
-            fmt_interval(r["mtbf_lo_h"], r["mtbf_hi_h"]),
+            str(r["failures_fit"]),
+            _rate_cell(r, "per_1000_node_days"),
+            fmt_headline(r["headline_mtbf_h"], r["headline_mtbf_lo_h"]),
+            fmt_interval(r["headline_mtbf_lo_h"], r["headline_mtbf_hi_h"])
+            if r["n_failures"]
+            else "one-sided",
+            METHOD_WORDS.get(str(r["headline_method"]), str(r["headline_method"])),
+            str(r["trend_verdict"] or "–"),
         ]
         for r in _rows(data.classes)
-        if r["failures_to_date"] or r["failures_week"]
     ]
     parts = [
         f"# Weekly reliability report {data.period.week}",
@@ -232,11 +249,73 @@ def render_markdown(data: ReportData) -> str:
         f"{data.period.window_end:%Y-%m-%d}. {data.fit.note}",
         _md_table(["metric", "value"], headline_rows),
         "## Failures by component class",
-        _md_table(["class", "this week", "trailing mean", "MTBF", "95 % CI"], class_rows)
-        if class_rows
-        else "No component class has failed in the window to the week end.",
     ]
+    if class_rows:
+        parts.append(
+            _md_table(
+                [
+                    "class",
+                    "this week",
+                    "trailing mean",
+                    "failures in fit",
+                    "per 1000 node-days (95 %)",
+                    "MTBF per unit",
+                    "95 % CI",
+                    "method",
+                    "trend",
+                ],
+                class_rows,
+            )
+        )
+    if not any(r["failures_fit"] for r in _rows(data.classes)):
+        parts.append(_no_failure_line(data))
+    parts += ["## Replacements (repair tickets)", _replacement_markdown(data.replacements)]
     return "\n\n".join(parts) + "\n"
+
+
+def _replacement_markdown(replacements: dict[str, Any]) -> str:
+    """Return the replacements per class as markdown, or the line saying there are none."""
+    rows = replacements.get("rows") or []
+    if not rows:
+        missing = replacements.get("missing", "no replacement counts")
+        return f"No replacement counts: {missing}; {replacements.get('supply', '')}".strip()
+    return _md_table(
+        ["class", "replacements", "unit-years", "replacement AFR", "95 % CI"],
+        [
+            [
+                str(r["component_class"]),
+                str(r["n_replacements"]),
+                fmt_num(r["unit_years"], 1),
+                fmt_pct_points(r["replacement_afr_pct"], 2),
+                fmt_interval(
+                    r["replacement_afr_lo_pct"], r["replacement_afr_hi_pct"], "pct_points"
+                ),
+            ]
+            for r in rows
+        ],
+    )
+
+
+def _rate_cell(row: dict[str, Any], scale: str) -> str:
+    """``2.85 (1.05 – 6.21)``: a rate of ``row`` on ``scale`` with its exact 95 % bounds."""
+    lo, hi = row[f"rate_lo_{scale}"], row[f"rate_hi_{scale}"]
+    return f"{fmt_sig(row[f'rate_{scale}'])} ({fmt_interval(lo, hi, 'sig')})"
+
+
+def _no_failure_line(data: ReportData) -> str:
+    """Return the line said when no class of the fit has a failure (or there is no fit)."""
+    if data.classes.height == 0:
+        return f"No class table: {data.fit.note}"
+    events = data.headline.get("failure_events_to_date", 0)
+    if events:
+        return (
+            f"No failure in the fit, but {events} failure event(s) in the window to the week "
+            "end, on no unit the fit follows; each MTBF is its one-sided 95 % lower bound (≥)."
+        )
+    return (
+        "No component class has failed in the fit window: each MTBF is its one-sided 95 % "
+        "lower bound (≥), the answer with no failure."
+    )
 
 
 # --------------------------------------------------------------------------------------------

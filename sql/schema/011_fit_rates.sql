@@ -30,7 +30,7 @@ create table if not exists fit_rates (
     headline_method varchar,                  -- observed_rate, or chi_square_bound with no failure
     headline_mtbf_h double,                   -- the class's headline MTBF per unit and bounds, hours
     headline_mtbf_lo_h double,
-    headline_mtbf_hi_h double,                -- inf with no failure (one-sided bound)
+    headline_mtbf_hi_h double,                -- null with no failure (one-sided bound; no point)
     headline_extrapolated boolean,            -- false: the rate rests on the ages observed
     laplace_u double,                         -- recurrence view on the calendar (null: no trend test)
     laplace_p double,

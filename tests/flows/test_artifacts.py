@@ -157,32 +157,71 @@ def test_fit_flow_publishes_one_row_per_class_of_its_run(
     outcome, artifacts = _run(fit_reliability, db_path=small_warehouse)
     assert set(artifacts) == {KEYS["fit_mtbf"]}
     rows = _table(artifacts[KEYS["fit_mtbf"]])
+    # the rows of rpt_class_rates, the one home of the run's headline
     with warehouse.connect(small_warehouse, read_only=True) as con:
         stored = con.execute(
-            "select component_class, n_failures, family, headline_method from fit_results "
-            "where run_id = $id and chosen",
+            "select component_class, n_failures, headline_method, headline_mtbf_h, "
+            "headline_mtbf_lo_h, headline_mtbf_hi_h, rate_per_1000_node_days "
+            "from rpt_class_rates where run_id = $id",
             {"id": outcome["run_id"]},
         ).fetchall()
+        families = dict(
+            con.execute(
+                "select component_class, family from fit_results where run_id = $id and chosen",
+                {"id": outcome["run_id"]},
+            ).fetchall()
+        )
     assert len(rows) == len(stored) == outcome["results"]["component_class"].n_unique()
     assert sorted(
-        (r["component_class"], r["n_failures"], r["family"], r["method"]) for r in rows
+        (
+            r["component_class"],
+            r["n_failures"],
+            r["method"],
+            r["mtbf_h"],
+            r["mtbf_lo_h"],
+            r["mtbf_hi_h"],
+            r["rate_per_1000_node_days"],
+        )
+        for r in rows
     ) == sorted(stored)
+    assert {r["component_class"]: r["family"] for r in rows} == families
     for r in rows:
         assert {
             "unit_years",
             "afr_observed_pct",
             "afr_observed_lo_pct",
             "afr_observed_hi_pct",
-            "mtbf_h",
-            "mtbf_lo_h",
-            "mtbf_hi_h",
-            "extrapolated",
+            "rate_per_1e6_gpu_h",
+            "trend",
+            "lifetime_mtbf_h",
+            "lifetime_extrapolated",
         } <= set(r)
-        if r["n_failures"]:  # no failure: only a lower bound (chi-square), the rest null
-            assert r["mtbf_lo_h"] <= r["mtbf_h"]
-        else:
+        if r["n_failures"]:
+            assert r["mtbf_lo_h"] <= r["mtbf_h"] <= r["mtbf_hi_h"]
+        else:  # no failure: only a lower bound (chi-square), the rest null, as stored
+            assert r["method"] == "chi_square_bound"
             assert r["mtbf_lo_h"] > 0
+            assert r["mtbf_h"] is None
             assert r["mtbf_hi_h"] is None
+
+
+@pytest.mark.prefect
+@pytest.mark.slow
+def test_fit_flow_on_replacement_lives_publishes_replacements(
+    prefect_harness: None, small_warehouse: Path
+) -> None:
+    from pipelines.flows.fit_reliability import fit_reliability
+
+    outcome, artifacts = _run(
+        fit_reliability, db_path=small_warehouse, lives="fct_replacement_lives"
+    )
+    assert set(artifacts) == {KEYS["fit_replacement"]}
+    rows = _table(artifacts[KEYS["fit_replacement"]])
+    assert len(rows) == outcome["rates"].height
+    assert sum(r["n_replacements"] for r in rows) == outcome["rates"]["n_failures"].sum()
+    for r in rows:
+        assert not [k for k in r if "failure" in k or "mtbf" in k], r
+        assert {"mtbr_h", "replacement_afr_observed_pct"} <= set(r)
 
 
 @pytest.mark.prefect

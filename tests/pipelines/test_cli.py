@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines.cli import app
+from pipelines.cli.fit import FIT_CSV_COLUMNS, RATE_CSV_COLUMNS
 
 runner = CliRunner()
 
@@ -32,13 +33,31 @@ def test_help_does_not_import_heavy_libraries() -> None:
         assert command in result.output
 
 
+def _failure_truth(truth: dict) -> dict[str, int]:
+    """In-window failures per class of the failure process, every fix kind (data contract §6)."""
+    return {cls: row["n_failures"] for cls, row in truth["failure_process"].items()}
+
+
 def test_summary_json_matches_truth(fleet: tuple[Path, Path, dict]) -> None:
     db, _, truth = fleet
     result = runner.invoke(app, ["summary", "--db", str(db), "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
-    failures = {r["component_class"]: r["n_failures"] for r in summary["failures_by_class"]}
-    assert {cls: failures[cls] for cls in truth["failures_by_class"]} == truth["failures_by_class"]
+    # failures: every job-stopping failure in the window, whatever fixed it (not the tickets)
+    failures = {r["component_class"]: r for r in summary["failures_by_class"]}
+    expected = _failure_truth(truth)
+    assert sum(expected.values()) > sum(truth["failures_by_class"].values())  # most replace none
+    for cls, n in expected.items():
+        row = failures.get(cls, {"n_failures": 0, "n_failure_events": 0})
+        assert (cls, row["n_failures"], row["n_failure_events"]) == (cls, n, n)
+    # replacements: the replace tickets, apart, with the replacement AFR's exact interval
+    replacements = {r["component_class"]: r for r in summary["replacements_by_class"]}
+    assert {cls: replacements[cls]["n_replacements"] for cls in truth["failures_by_class"]} == (
+        truth["failures_by_class"]
+    )
+    for row in replacements.values():
+        assert row["replacement_afr_lo_pct"] <= row["replacement_afr_pct"]
+        assert row["replacement_afr_pct"] <= row["replacement_afr_hi_pct"]
     causes = {
         (r["cause_class"], r["attribution"]): r["n_interruptions"]
         for r in summary["interruptions_by_cause"]
@@ -64,39 +83,110 @@ def test_ingest_of_a_missing_path_exits_with_a_message(tmp_path: Path) -> None:
 
 
 def test_fit_and_trend_json(fleet: tuple) -> None:
-    db = fleet[0]
+    db, _, truth = fleet
     result = runner.invoke(app, ["fit", "--db", str(db), "--json"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert payload["run_id"]
-    assert {r["component_class"] for r in payload["fits"]} >= set(fleet[2]["failures_by_class"])
+    assert payload["process"] == "failure process: every job-stopping failure"
+    failed = {cls for cls, n in _failure_truth(truth).items() if n}
+    assert {r["component_class"] for r in payload["fits"]} >= failed
+    assert {r["component_class"] for r in payload["rates"]} >= failed
     result = runner.invoke(app, ["trend", "--db", str(db), "--json"])
     assert result.exit_code == 0, result.output
     trend = json.loads(result.stdout)
-    assert trend["n_failures"] == sum(fleet[2]["failures_by_class"].values())
+    # the trend pools every job-stopping failure of every node (fct_node_recurrence)
+    assert trend["n_failures"] == sum(_failure_truth(truth).values())
     assert trend["crow_amsaa"]["verdict"] in {"improving", "stable", "degrading"}
 
 
 def test_fit_reports_observed_rates_and_the_headline(fleet: tuple) -> None:
+    from scipy import stats
+
     db, _, truth = fleet
     result = runner.invoke(app, ["fit", "--db", str(db), "--json"])
     assert result.exit_code == 0, result.output
-    fits = {r["component_class"]: r for r in json.loads(result.stdout)["fits"]}
-    for name, n in truth["failures_by_class"].items():
-        row = fits[name]
-        assert row["n_failures"] == n
+    payload = json.loads(result.stdout)
+    fits = {r["component_class"]: r for r in payload["fits"]}
+    rates = {r["component_class"]: r for r in payload["rates"]}
+    assert set(rates) == set(fits)
+    for name, n in _failure_truth(truth).items():
+        if name not in fits:  # a class with no failure event and no unit of its own
+            assert n == 0, name
+            continue
+        row, rate = fits[name], rates[name]
+        assert row["n_failures"] == rate["n_failures"] == n
         assert row["afr_observed_pct"] == 100 * n / (row["exposure_h"] / 8766)
-        # the headline is the observed rate; the lifetime mean is shown beside it
+        # the headline is the observed rate, computed once: the fits carry the rates' numbers
+        assert row["headline_method"] == rate["headline_method"]
         assert row["headline_method"] == ("chi_square_bound" if n == 0 else "observed_rate")
+        for column in ("headline_mtbf_h", "headline_mtbf_lo_h", "headline_mtbf_hi_h"):
+            assert row[column] == rate[column], (name, column)
+        exposure = rate["exposure_h"]
         if n:
-            assert row["headline_mtbf_h"] == row["mtbf_observed_h"] == row["exposure_h"] / n
+            assert rate["headline_mtbf_h"] == pytest.approx(exposure / n, rel=1e-12)
+            # the exact chi-square interval, both ends finite
+            lo = 2 * exposure / stats.chi2.ppf(0.975, 2 * n + 2)
+            hi = 2 * exposure / stats.chi2.ppf(0.025, 2 * n)
+            assert (rate["headline_mtbf_lo_h"], rate["headline_mtbf_hi_h"]) == pytest.approx(
+                (lo, hi), rel=1e-9
+            )
+        else:  # one representation of an open end: null, the method says why
+            assert rate["headline_mtbf_h"] is None
+            assert rate["headline_mtbf_hi_h"] is None
+            assert rate["headline_mtbf_lo_h"] == pytest.approx(
+                2 * exposure / stats.chi2.ppf(0.95, 2), rel=1e-9
+            )
+        # rates per 1000 node-days: the same failures over the node-days, exact Poisson bounds
+        assert rate["rate_per_1000_node_days"] == pytest.approx(
+            1000 * n / rate["node_days"], rel=1e-12
+        )
+        assert rate["rate_hi_per_1000_node_days"] == pytest.approx(
+            1000 * stats.chi2.ppf(0.975 if n else 0.95, 2 * n + 2) / 2 / rate["node_days"],
+            rel=1e-9,
+        )
         assert row["lifetime_method"] == (
             "chi_square" if n == 0 else "weibayes_lr" if n <= 5 else "model_average"
         )
         assert row["method"] in {"chi_square", "mle_delta", "weibayes_lr"}
     table = runner.invoke(app, ["fit", "--db", str(db)])
     assert table.exit_code == 0, table.output
-    assert "observed AFR, headline MTBF" in table.stdout
+    text = " ".join(table.stdout.split())
+    # rates first, lifetimes second and named as such
+    assert text.index("interruption rates") < text.index("lifetimes (times between failures")
+    assert "≥ " in text  # the classes with no failure: their one-sided bound
+    assert "inf" not in text.split()
+
+
+def test_fit_on_replacement_lives_counts_replacements(fleet: tuple) -> None:
+    db, _, truth = fleet
+    args = ["fit", "--db", str(db), "--lives", "fct_replacement_lives"]
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["process"] == "replacement lifetimes: replace tickets"
+    assert payload["mean"] == "MTBR"
+    rates = {r["component_class"]: r for r in payload["rates"]}
+    assert {c: rates[c]["n_replacements"] for c in truth["failures_by_class"]} == (
+        truth["failures_by_class"]
+    )
+    for rows in (payload["rates"], payload["fits"]):
+        for row in rows:
+            assert not [k for k in row if "failure" in k or "mtbf" in k], row
+    for row in payload["rates"]:
+        # the replacement AFR: replacements per 100 unit-years, as the rate per unit-hour says
+        assert row["replacement_afr_observed_pct"] == pytest.approx(
+            row["replacement_rate_per_h"] * 876_600, rel=1e-12
+        )
+    assert all("failure" not in note for note in payload["notes"])
+    table = runner.invoke(app, args)
+    assert table.exit_code == 0, table.output
+    assert "replacement" in table.stdout
+    assert "failure" not in table.stdout
+    header, rows = _csv_rows(_invoke(*args, "--format", "csv"))
+    assert "n_replacements" in header
+    assert "replacement_afr_observed_pct" in header
+    assert not [h for h in header if "failure" in h or "mtbf" in h]
 
 
 # --------------------------------------------------------------------------- what-if knobs (#13)
@@ -224,7 +314,8 @@ def test_bad_knob_values_are_one_line_errors(flags: list[str], message: str) -> 
 
 def test_fit_takes_a_known_weibayes_shape(fleet: tuple) -> None:
     db, _, truth = fleet
-    few = sorted(c for c, n in truth["failures_by_class"].items() if 1 <= n <= 5)
+    # Weibayes takes classes with 1 to 5 failures of the failure process (every fix kind)
+    few = sorted(c for c, n in _failure_truth(truth).items() if 1 <= n <= 5)
     assert few  # the small fleet has classes with 1 to 5 failures
     result = runner.invoke(app, ["fit", "--db", str(db), "--json", "--weibayes-shape", "1.7"])
     assert result.exit_code == 0, result.output
@@ -341,7 +432,8 @@ def test_json_and_format_csv_together_are_a_usage_error(fleet: tuple) -> None:
 
 
 @pytest.mark.parametrize(
-    "table", ["failures_by_class", "interruptions_by_cause", "files", "quarantine"]
+    "table",
+    ["failures_by_class", "replacements_by_class", "interruptions_by_cause", "files", "quarantine"],
 )
 def test_summary_format_csv_and_json(fleet: tuple, table: str) -> None:
     db = str(fleet[0])
@@ -353,6 +445,7 @@ def test_summary_format_csv_and_json(fleet: tuple, table: str) -> None:
             "component_class",
             "units_at_risk",
             "n_failures",
+            "n_failure_events",
             "exposure_h",
             "naive_mtbf_h",
             "n_interruptions",
@@ -366,6 +459,14 @@ def test_summary_format_csv_and_json(fleet: tuple, table: str) -> None:
         ],
         "files": ["source", "n_files", "n_read", "n_loaded", "n_quarantined"],
         "quarantine": ["target_table", "stage", "reason", "n_rows"],
+        "replacements_by_class": [
+            "component_class",
+            "n_replacements",
+            "unit_years",
+            "replacement_afr_pct",
+            "replacement_afr_lo_pct",
+            "replacement_afr_hi_pct",
+        ],
     }[table]
     assert len(rows) == len(payload[table])
     if rows:
@@ -420,21 +521,20 @@ def test_fit_and_trend_format_csv_and_json(fleet: tuple) -> None:
     db = str(fleet[0])
     payload = _strict_loads(_invoke("fit", "--db", db, "--format", "json"))
     header, rows = _csv_rows(_invoke("fit", "--db", db, "--format", "csv"))
-    assert header == [
-        "class",
-        "fail",
-        "unit_yr",
-        "afr_obs_pct",
-        "mtbf_h",
-        "how",
-        "extrap",
-        "rmst_h",
-        "family",
-        "shape",
-        "afr_model_pct",
-    ]
+    assert header == list(RATE_CSV_COLUMNS)  # the rates, by default
+    assert len(rows) == len(payload["rates"])
+    assert {r["component_class"] for r in rows} == {r["component_class"] for r in payload["rates"]}
+    # an open end is an empty field, as it is null in the JSON
+    for row, rate in zip(
+        sorted(rows, key=lambda r: r["component_class"]),
+        sorted(payload["rates"], key=lambda r: r["component_class"]),
+        strict=True,
+    ):
+        assert (row["headline_mtbf_hi_h"] == "") == (rate["headline_mtbf_hi_h"] is None)
+    header, rows = _csv_rows(_invoke("fit", "--db", db, "--format", "csv", "--table", "fits"))
+    assert header == list(FIT_CSV_COLUMNS)
     assert len(rows) == len(payload["fits"])
-    assert {r["class"] for r in rows} == {r["component_class"] for r in payload["fits"]}
+    assert {r["component_class"] for r in rows} == {r["component_class"] for r in payload["fits"]}
     trend = _strict_loads(_invoke("trend", "--db", db, "--format", "json"))
     header, rows = _csv_rows(_invoke("trend", "--db", db, "--format", "csv"))
     assert header == [

@@ -66,10 +66,27 @@ def test_exponential_rows_are_the_closed_form(run: dict, fleet: tuple) -> None:
 
 
 def test_failure_counts_match_truth(run: dict, fleet: tuple) -> None:
-    truth = fleet[2]["failures_by_class"]
+    # the failure process: every in-window failure, whatever fixed it (data contract §6)
+    truth = {c: row["n_failures"] for c, row in fleet[2]["failure_process"].items()}
     exp = run["results"].filter(pl.col("family") == "exponential")
     counts = dict(zip(exp["component_class"], exp["n_failures"], strict=True))
+    assert {cls: counts.get(cls, 0) for cls in truth} == truth
+    rates = dict(zip(run["rates"]["component_class"], run["rates"]["n_failures"], strict=True))
+    assert rates == counts
+
+
+def test_replacement_counts_match_the_ticket_truth(fleet: tuple) -> None:
+    # replacement lives are cut by replace tickets only: the truth's ticket-based counts
+    truth = fleet[2]["failures_by_class"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FewFailuresWarning)
+        outcome = fit.run_fit(fleet[0], lives="fct_replacement_lives")
+    assert outcome["quantity"] == "replacement"
+    rates = outcome["rates"]
+    assert set(rates["process"]) == {"replacement"}
+    counts = dict(zip(rates["component_class"], rates["n_failures"], strict=True))
     assert {cls: counts[cls] for cls in truth} == truth
+    assert sum(counts.values()) == sum(truth.values())
 
 
 def test_cohort_split_labels_each_fit(fleet: tuple) -> None:
@@ -85,7 +102,9 @@ def test_fleet_trend_counts_every_node_failure(fleet: tuple) -> None:
     with warehouse.connect(fleet[0], read_only=True) as con:
         recurrence = fit.read_node_recurrence(con)
     trend = fit.fleet_trend(recurrence)
-    assert trend.n_failures == sum(fleet[2]["failures_by_class"].values())
+    # every job-stopping failure of the window, of every class (not only replacements)
+    process = fleet[2]["failure_process"]
+    assert trend.n_failures == sum(row["n_failures"] for row in process.values())
     assert trend.n_nodes == fleet[2]["n_nodes"]
     assert trend.crow_amsaa.verdict in {"improving", "stable", "degrading"}
     assert trend.lemons.height == trend.n_nodes

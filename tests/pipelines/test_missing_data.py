@@ -144,7 +144,11 @@ CLI_CELLS: dict[tuple[str, str], Expect] = {
     ("fit", "ticketless"): Expect(0, ("fit run",)),
     ("project", "ticketless"): Expect(0, ("fit_run_id:",)),
     ("goodput", "ticketless"): Expect(0, ("realised goodput",)),
-    ("report", "ticketless"): Expect(0, ("report:",), html=("Goodput projection",)),
+    ("report", "ticketless"): Expect(
+        0,
+        ("report:",),
+        html=("Goodput projection", "No replacement counts: the warehouse has no repair tickets"),
+    ),
     ("whatif", "ticketless"): Expect(0, ("scenarios; table",)),
     # no unit lives (telemetry that names no host): no fit, no projection from fits; goodput and
     # the report do their job and say what is missing in the back-test and the report's sections
@@ -165,7 +169,7 @@ CLI_CELLS: dict[tuple[str, str], Expect] = {
     ("whatif", "lifeless"): Expect(1, NO_FIT_NO_LIVES),
     # units at risk and jobs, no failure: the fit works (bounds only); a projection from it stops
     # (no rate to project from) unless defaults are asked for; the back-test expects nothing
-    ("fit", "failureless"): Expect(0, ("fit run",)),
+    ("fit", "failureless"): Expect(0, ("fit run", "no failure in any class in the window")),
     ("project", "failureless"): Expect(1, NO_FAILURES),
     ("goodput", "failureless"): Expect(0, ("nothing expected",)),
     ("report", "failureless"): Expect(

@@ -318,6 +318,67 @@ def test_report_reads_the_projection_the_project_stage_stored(
     assert stored.notes == computed.notes
 
 
+def test_report_reads_rates_a_run_stored_without_them(markup_db: Path, tmp_path: Path) -> None:
+    """A matching run stored by an older relia (no fit_rates rows) gets its rates computed."""
+    from models.exceptions import FewFailuresWarning
+    from pipelines import warehouse
+    from pipelines.fit import read_rates, run_fit
+    from pipelines.report import read_report_data
+
+    db = tmp_path / "older.duckdb"
+    shutil.copy(markup_db, db)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FewFailuresWarning)
+        run_id = run_fit(db)["run_id"]
+    with warehouse.connect(db) as con:
+        stored = read_rates(con, run_id)
+        con.execute("delete from fit_rates where run_id = $id", {"id": run_id})
+    with warnings.catch_warnings(), warehouse.connect(db, read_only=True) as con:
+        warnings.simplefilter("ignore")
+        data = read_report_data(con, target_gpus=(1024,))
+    assert data.fit.run_id == run_id
+    assert f"Run {run_id} stored no interruption rates" in data.fit.note
+    shown = {r["component_class"]: r for r in data.classes.to_dicts()}
+    assert set(shown) == set(stored["component_class"])
+    for row in stored.iter_rows(named=True):
+        got = shown[row["component_class"]]
+        assert got["n_failures"] == row["n_failures"]
+        assert got["headline_method"] == row["headline_method"]
+        for column in ("headline_mtbf_h", "headline_mtbf_lo_h", "headline_mtbf_hi_h"):
+            if row[column] is None:  # an open end: null, computed or stored
+                assert got[column] is None, column
+            else:
+                assert got[column] == pytest.approx(row[column], rel=1e-12), column
+
+
+@pytest.mark.slow
+def test_report_on_a_ticketless_fleet_counts_failures_not_tickets(tmp_path: Path) -> None:
+    """The issue's ticket-less fleet: failures from telemetry; replacements said to be absent."""
+    from tests.pipelines.missing_data_warehouses import build
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        db = build("ticketless", tmp_path)
+        result = build_report(db, week=None, reports_dir=tmp_path / "reports")
+    page = " ".join(result.path.read_text(encoding="utf-8").split())
+    with duckdb.connect(str(db), read_only=True) as con:
+        [(n_events,)] = con.execute(
+            "select count(*) from fct_failure_events e, stg_observation_window w "
+            "where e.dataset is null and e.failed_ts >= w.window_start and e.failed_ts < $asof",
+            {
+                "asof": min(
+                    report_period(*_window(db), result.headline["week"]).as_of, _window(db)[1]
+                )
+            },
+        ).fetchall()
+    assert n_events > 0
+    assert result.headline["failure_events_to_date"] == n_events
+    assert "No unit has failed" not in page
+    assert "No replacement counts: the warehouse has no repair tickets" in page
+    assert "## Replacements (repair tickets)" in result.markdown
+    assert "the warehouse has no repair tickets" in result.markdown
+
+
 def test_report_for_an_earlier_week(markup_db: Path, report: ReportResult, tmp_path: Path) -> None:
     earlier = week_monday(report.headline["week"]) - timedelta(days=14)
     week = f"{earlier.isocalendar().year}-W{earlier.isocalendar().week:02d}"

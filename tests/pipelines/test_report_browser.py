@@ -273,7 +273,7 @@ def test_probability_plots_show_and_load(
 
 
 @pytest.mark.slow
-def test_class_table_shows_observed_afr_headline_mtbf_and_extrapolation(
+def test_class_table_shows_rates_headline_mtbf_and_the_lifetime_mean(
     report: ReportResult, fleet: tuple[Path, Path, dict], tmp_path: Path
 ) -> None:
     import duckdb
@@ -299,22 +299,35 @@ def test_class_table_shows_observed_afr_headline_mtbf_and_extrapolation(
             "return Array.from(document.querySelectorAll('#class-table th'))"
             ".map(h => h.textContent.trim())"
         )
+        replacements = driver.script("return document.querySelector('#replacement-table') !== null")
         errors = [e for e in driver.browser_log() if e.get("level") in ("SEVERE", "ERROR")]
     assert errors == []
-    assert {"AFR observed", "MTBF (observed rate)", "Mean from data?", "Model AFR"} <= set(heads)
+    assert {
+        "Per 1000 node-days",
+        "Per million GPU-hours",
+        "AFR observed",
+        "MTBF per unit (headline)",
+        "Trend",
+        "Lifetime mean (model)",
+    } <= set(heads)
+    assert replacements  # the shared fleet has repair tickets: replacements shown apart
     assert all(afr for _, afr, _, _ in rows)
     assert {r[0] for r in rows} == set(expected)
-    for name, afr, mtbf, extrapolation in rows:
+    for name, afr, mtbf, lifetime in rows:
         n, observed = expected[name]
         assert afr == f"{observed:.2f} %", name
-        # the headline is the observed rate; the lifetime mean is the next column
-        method = "chi-square bound" if n == 0 else "observed rate"
-        assert f"({method})" in " ".join(mtbf.split()), (name, mtbf)
-        if n > 5:
-            assert extrapolation.startswith(("extrapolated", "yes")), (name, extrapolation)
+        # the headline is the observed rate; with no failure its one-sided bound, '≥ x'
+        shown = " ".join(mtbf.split())
+        if n == 0:
+            assert shown.startswith("≥ "), (name, shown)
+            assert "(one-sided bound)" in shown, (name, shown)
+        else:
+            assert "(observed rate)" in shown, (name, shown)
+        # the lifetime mean is beside it, as a model
+        assert "mean" in lifetime, (name, lifetime)
     # the default fleet is young against its classes' mean lives: most lifetime means are
     # extrapolated
-    assert sum(r[3].startswith("extrapolated") for r in rows) >= 3
+    assert sum("extrapolated" in r[3] for r in rows) >= 3
     assert "Turek" in note
     assert "model quantity" in note
 
