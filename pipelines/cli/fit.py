@@ -576,13 +576,17 @@ def trend(
     as_json: JsonOption = False,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
-    """Repairable-system view: Crow-AMSAA and Laplace verdicts for the fleet, lemon nodes.
+    """Repairable-system view: Crow-AMSAA and Laplace verdicts, lemon nodes, repeat offenders.
 
-    ``--format csv`` writes the table of nodes (the most improbable failure counts first).
+    Repeat offenders are units (GPU slots, nodes) of the failure process that fail more often
+    than their level's fleet rate explains (``rpt_unit_failures``; Bonferroni at
+    ``--lemon-alpha``), with how soon each failed again after a repair. ``--format csv`` writes
+    the table of nodes (the most improbable failure counts first).
     """
     from dataclasses import asdict
 
     from pipelines import fit as fit_mod
+    from pipelines import offenders as offenders_mod
     from pipelines import warehouse
 
     shown = output_format(fmt, as_json)
@@ -596,7 +600,11 @@ def trend(
         result = fit_mod.fleet_trend(
             fit_mod.read_node_recurrence(con), alpha=alpha, lemon_alpha=lemon_alpha
         )
+        units = offenders_mod.repeat_offenders(
+            offenders_mod.read_unit_failures(con), alpha=lemon_alpha
+        )
     lemons = result.lemons.sort("p_value").head(10).to_dicts()
+    suspects = units.filter(units["n_failures"] >= 2).head(10).to_dicts()
     payload = {
         "n_nodes": result.n_nodes,
         "n_failures": result.n_failures,
@@ -604,6 +612,8 @@ def trend(
         "laplace": asdict(result.laplace) if result.laplace else None,
         "lemon_nodes": [r for r in lemons if r["lemon"]],
         "most_suspect_nodes": lemons,
+        "repeat_offenders": [r for r in units.to_dicts() if r["repeat_offender"]],
+        "units_failing_again": suspects,
     }
     if shown is OutputFormat.json:
         print_json(payload)
@@ -632,3 +642,26 @@ def trend(
     console.print(rows_table("nodes with the most improbable failure counts", nodes))
     if lemons:
         console.print(lemons[0]["rule"], highlight=False)
+    if suspects:
+        console.print(
+            rows_table(
+                "units that failed more than once (repeat offender: Bonferroni p < "
+                f"{lemon_alpha:g} against the level's fleet rate)",
+                [
+                    {
+                        "unit": r["unit"],
+                        "level": r["unit_level"],
+                        "failures": r["n_failures"],
+                        "expected": r["expected"],
+                        "p_adjusted": r["p_adjusted"],
+                        "repeat_offender": "yes" if r["repeat_offender"] else "",
+                        "again_within_7d": r["n_repeat_7d"],
+                        "min_back_to_fail_h": r["min_back_to_fail_h"],
+                        "classes": ",".join(r["classes"] or []),
+                    }
+                    for r in suspects
+                ],
+            )
+        )
+    else:
+        console.print("no unit failed more than once in the window", highlight=False)

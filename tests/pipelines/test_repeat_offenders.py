@@ -34,7 +34,9 @@ def _unit(failure: dict[str, str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def fleets(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[pl.DataFrame, dict[str, Any]]]:
+def fleets(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> list[tuple[pl.DataFrame, dict[str, Any], Path]]:
     out = []
     for seed in SEEDS:
         root: Path = tmp_path_factory.mktemp(f"offenders{seed}")
@@ -48,18 +50,20 @@ def fleets(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[pl.DataFrame,
         db = root / "relia.duckdb"
         ingest.ingest(db, ingest.discover([root / "landing"]))
         with warehouse.connect(db, read_only=True) as con:
-            out.append((read_unit_failures(con), truth))
+            out.append((read_unit_failures(con), truth, db))
     return out
 
 
 @pytest.mark.slow
-def test_flagged_units_are_the_bad_units(fleets: list[tuple[pl.DataFrame, dict[str, Any]]]) -> None:
+def test_flagged_units_are_the_bad_units(
+    fleets: list[tuple[pl.DataFrame, dict[str, Any], Path]],
+) -> None:
     """Every flagged unit is a bad unit of the truth, and most bad units that failed often are
     flagged. With Bonferroni at 1 % per level and fleet, the chance of any false flag over the
     2 levels x 2 fleets is at most 4 %; a bad unit with 4 or more failures in the window has a
     Poisson tail far below the Bonferroni threshold (fleet rate x 1,440 h is about 0.1)."""
     flagged, true_flags, frequent_bad, found = 0, 0, 0, 0
-    for units, truth in fleets:
+    for units, truth, _ in fleets:
         offenders = repeat_offenders(units, alpha=0.01)
         bad = Counter(_unit(f) for f in truth["failures"] if f["bad_unit"] and f["in_window"])
         named = set(offenders.filter(pl.col("repeat_offender"))["unit"].to_list())
@@ -75,12 +79,36 @@ def test_flagged_units_are_the_bad_units(fleets: list[tuple[pl.DataFrame, dict[s
 
 @pytest.mark.slow
 def test_unit_counts_add_up_to_the_failures_in_lives(
-    fleets: list[tuple[pl.DataFrame, dict[str, Any]]],
+    fleets: list[tuple[pl.DataFrame, dict[str, Any], Path]],
 ) -> None:
     """Per unit the failures of the truth in the window match relia's count for every unit the
     truth lists (a unit's failures are seen whatever fixed them)."""
-    for units, truth in fleets:
+    for units, truth, _ in fleets:
         expected = Counter(_unit(f) for f in truth["failures"] if f["in_window"])
         seen = dict(zip(units["unit"], units["n_failures"], strict=True))
         missed = {u: (n, seen.get(u, 0)) for u, n in expected.items() if seen.get(u, 0) < n}
         assert sum(n - s for n, s in missed.values()) <= 0.05 * sum(expected.values()), missed
+
+
+@pytest.mark.slow
+def test_relia_trend_names_the_repeat_offenders(
+    fleets: list[tuple[pl.DataFrame, dict[str, Any], Path]],
+) -> None:
+    """``relia trend --json`` lists the units the test flags, and every unit that failed twice."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    units, _, db = fleets[0]
+    result = CliRunner().invoke(app, ["trend", "--json", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    expected = repeat_offenders(units, alpha=0.01)
+    assert [r["unit"] for r in payload["repeat_offenders"]] == expected.filter(
+        pl.col("repeat_offender")
+    )["unit"].to_list()
+    again = units.filter(pl.col("n_failures") >= 2)
+    assert {r["unit"] for r in payload["units_failing_again"]} <= set(again["unit"])
+    assert len(payload["units_failing_again"]) == min(10, again.height)
