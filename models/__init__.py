@@ -69,6 +69,7 @@ if TYPE_CHECKING:
         probability_plot,
     )
     from models.goodput import (
+        expected_by_class,
         project,
     )
     from models.lifetimes import (
@@ -233,7 +234,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "paper_transform",
         "probability_plot",
     ),
-    "goodput": ("project",),
+    "goodput": (
+        "expected_by_class",
+        "project",
+    ),
     "lifetimes": (
         "Lifetimes",
         "check_lifetimes",
@@ -449,6 +453,7 @@ __all__ = [
     "drain_sweep",
     "ettr_meta",
     "evaluate",
+    "expected_by_class",
     "expected_variance",
     "exponential_mtbf",
     "exposure_clock",
