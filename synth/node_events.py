@@ -173,11 +173,25 @@ class NodeEvent:
     user: str
     cls: str
     cause: str = "unknown"
+    failure_class: str | None = None
+    """For an event of a failure (hardware, whatever its fix, or non-hardware): the class the
+    failure's telemetry names, as the failure events read it (a GPU failure's Xid code's class
+    in the catalog, so ``gpu_sram`` reads as ``gpu_memory``); None for any other event."""
 
 
-def _event(node: int, start: int, end: int, state: str, reason: str, cause: str) -> NodeEvent:
+def _event(
+    node: int,
+    start: int,
+    end: int,
+    state: str,
+    reason: str,
+    cause: str,
+    failure_class: str | None = None,
+) -> NodeEvent:
     user = "slurm(64030)" if reason == "Not responding" else "root(0)"
-    return NodeEvent(node, start, end, state, reason, user, view_class(reason), cause)
+    return NodeEvent(
+        node, start, end, state, reason, user, view_class(reason), cause, failure_class
+    )
 
 
 def plan_node_events(
@@ -260,7 +274,8 @@ def _gpu_failure(
     if fix == "replace":
         suffix = suffix.format(ticket=f"RT{int(rng.integers(100_000, 999_999))}")
     reason = f"NHC: Xid {code}: {text.format(slot=fleet.unit_slot[unit])}{suffix}"
-    out = [_event(node, start, back, "DRAIN", reason, cls)]
+    seen = XID_CLASS[code]
+    out = [_event(node, start, back, "DRAIN", reason, cls, seen)]
     if fix == "reboot":
         down = max(start + 60, closed - int(rng.integers(300, 901)))
         up = min(down + int(rng.integers(180, 601)), closed)
@@ -270,7 +285,7 @@ def _gpu_failure(
     else:
         return out
     if down < up:
-        out.append(_event(node, down, up, "DOWN*", "Not responding", cls))
+        out.append(_event(node, down, up, "DOWN*", "Not responding", cls, seen))
     return out
 
 
@@ -283,8 +298,8 @@ def _node_failure(
     if fix == "replace":
         reason += f" (RT{int(rng.integers(100_000, 999_999))})"
     return [
-        _event(node, start, drained, "DOWN*", "Not responding", cls),
-        _event(node, drained, back, "DRAIN", reason, cls),
+        _event(node, start, drained, "DOWN*", "Not responding", cls, cls),
+        _event(node, drained, back, "DRAIN", reason, cls, cls),
     ]
 
 
@@ -297,7 +312,7 @@ def _interruption(
         port=int(rng.integers(1, 65)), switch=f"sw-spine-{int(rng.integers(1, 9)):02d}"
     )
     state = "DOWN" if cls == "maintenance" else "DRAIN"
-    return _event(node, start, back, state, reason, cls)
+    return _event(node, start, back, state, reason, cls, cls)
 
 
 def sacctmgr_text(
