@@ -32,7 +32,9 @@ if TYPE_CHECKING:
         weighted_poisson_interval,
     )
     from models.backtest_buckets import (
+        CLASS_SUMMARY_COLUMNS,
         SUMMARY_COLUMNS,
+        backtest_class_summary,
         backtest_summary,
         expected_variance,
         oe_interval_with_fit,
@@ -202,7 +204,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "weighted_poisson_interval",
     ),
     "backtest_buckets": (
+        "CLASS_SUMMARY_COLUMNS",
         "SUMMARY_COLUMNS",
+        "backtest_class_summary",
         "backtest_summary",
         "expected_variance",
         "oe_interval_with_fit",
@@ -393,6 +397,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "BACKTEST_PERIODS",
+    "CLASS_SUMMARY_COLUMNS",
     "DEFAULT_RESTART_S",
     "EXTRAPOLATED_SHARE",
     "EXTRA_FEATURES",
@@ -440,6 +445,7 @@ __all__ = [
     "asof_rates",
     "assert_same_features",
     "auto_sweep",
+    "backtest_class_summary",
     "backtest_jobs",
     "backtest_summary",
     "check_leakage",
