@@ -161,8 +161,10 @@ class NodeEvent:
     """One node event.
 
     ``end`` is the true end (printed only when before the window end); ``cls`` is the class
-    its reason maps to under data contract §7.3 (:func:`view_class`); ``cause`` the class of
-    the failure or work that made it (``unknown`` for a ``Kill task failed`` drain).
+    a keyword reading of its reason gives (:func:`view_class`; the warehouse reads reasons
+    through its editable vocabulary instead, so the truth never uses it); ``cause`` the class
+    of the failure or work that made it (``unknown`` for a ``Kill task failed`` drain): the
+    truth's class of the outage (:func:`unavailability_truth`).
     """
 
     node: int
@@ -342,11 +344,14 @@ def sacctmgr_text(
 
 
 def unavailability_truth(config: SynthConfig, events: list[NodeEvent]) -> dict[str, Any]:
-    """Outages per class as ``int_node_unavailability`` merges them (source ``slurm``).
+    """Outages per true class, merged as ``int_node_unavailability`` merges them (source ``slurm``).
 
-    A node's events that overlap or touch form one outage; it takes the class of its first
-    event with a known class. Returns, per class, the outages, the closed ones and the sum of
-    their repair times in seconds.
+    A node's events that overlap or touch form one outage; its class is the true class of the
+    failure or work that made it: the ``cause`` of its first event that has one (a failure's
+    class, whatever its reason says; ``maintenance`` for planned replacements, reseats and
+    diagnoses; a ``Kill task failed`` drain has none: ``unknown``). The warehouse must read the
+    same class from the reasons. Returns, per class, the outages, the closed ones and the sum
+    of their repair times in seconds.
     """
     w1 = config.window_end_s
     by_node: dict[int, list[NodeEvent]] = {}
@@ -366,7 +371,7 @@ def unavailability_truth(config: SynthConfig, events: list[NodeEvent]) -> dict[s
                 outages[-1].append(e)
                 reach = max(reach, end)
         for outage in outages:
-            cls = next((e.cls for e in outage if e.cls != "unknown"), "unknown")
+            cls = next((e.cause for e in outage if e.cause != "unknown"), "unknown")
             row = out.setdefault(cls, {"n_outages": 0, "n_closed": 0, "repair_s": 0})
             row["n_outages"] += 1
             if all(e.end < w1 for e in outage):
