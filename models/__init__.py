@@ -32,7 +32,9 @@ if TYPE_CHECKING:
         weighted_poisson_interval,
     )
     from models.backtest_buckets import (
+        CLASS_SUMMARY_COLUMNS,
         SUMMARY_COLUMNS,
+        backtest_class_summary,
         backtest_summary,
         expected_variance,
         oe_interval_with_fit,
@@ -69,6 +71,7 @@ if TYPE_CHECKING:
         probability_plot,
     )
     from models.goodput import (
+        expected_by_class,
         project,
     )
     from models.lifetimes import (
@@ -201,7 +204,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "weighted_poisson_interval",
     ),
     "backtest_buckets": (
+        "CLASS_SUMMARY_COLUMNS",
         "SUMMARY_COLUMNS",
+        "backtest_class_summary",
         "backtest_summary",
         "expected_variance",
         "oe_interval_with_fit",
@@ -233,7 +238,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "paper_transform",
         "probability_plot",
     ),
-    "goodput": ("project",),
+    "goodput": (
+        "expected_by_class",
+        "project",
+    ),
     "lifetimes": (
         "Lifetimes",
         "check_lifetimes",
@@ -389,6 +397,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "BACKTEST_PERIODS",
+    "CLASS_SUMMARY_COLUMNS",
     "DEFAULT_RESTART_S",
     "EXTRAPOLATED_SHARE",
     "EXTRA_FEATURES",
@@ -436,6 +445,7 @@ __all__ = [
     "asof_rates",
     "assert_same_features",
     "auto_sweep",
+    "backtest_class_summary",
     "backtest_jobs",
     "backtest_summary",
     "check_leakage",
@@ -449,6 +459,7 @@ __all__ = [
     "drain_sweep",
     "ettr_meta",
     "evaluate",
+    "expected_by_class",
     "expected_variance",
     "exponential_mtbf",
     "exposure_clock",

@@ -38,14 +38,27 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from models.backtest import BACKTEST_PERIODS, GPU_BUCKETS, asof_rates, poisson_ratio_interval
+from models.backtest import (
+    BACKTEST_PERIODS,
+    GPU_BUCKETS,
+    AsofRates,
+    asof_rates,
+    poisson_ratio_interval,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["SUMMARY_COLUMNS", "backtest_summary", "expected_variance", "oe_interval_with_fit"]
+__all__ = [
+    "CLASS_SUMMARY_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "backtest_class_summary",
+    "backtest_summary",
+    "expected_variance",
+    "oe_interval_with_fit",
+]
 
 SUMMARY_COLUMNS = (
     *("bucket", "period", "n_jobs", "n_estimated", "gpu_hours", "interruptions_observed"),
@@ -54,6 +67,12 @@ SUMMARY_COLUMNS = (
     *("goodput_measured", "goodput_predicted", "goodput_predicted_lo", "goodput_predicted_hi"),
 )
 """Columns of :func:`backtest_summary`, in order."""
+CLASS_SUMMARY_COLUMNS = (
+    *("component_class", "unit_level", "bucket", "n_jobs", "interruptions_observed"),
+    *("interruptions_expected", "interruptions_expected_sd", "oe_ratio", "oe_lo", "oe_hi"),
+    *("oe_fit_lo", "oe_fit_hi"),
+)
+"""Columns of :func:`backtest_class_summary`, in order."""
 _SECONDS_PER_HOUR = 3600.0
 
 
@@ -137,6 +156,14 @@ def _fit_weights(
     rows: pl.DataFrame, lives: pl.DataFrame
 ) -> tuple[NDArray[np.float64], list[NDArray[np.float64]]]:
     """Each job's unit-hours over the as-of exposure per class, and each class's failure times."""
+    weights, times, _ = _class_weights(rows, lives)
+    return weights, times
+
+
+def _class_weights(
+    rows: pl.DataFrame, lives: pl.DataFrame
+) -> tuple[NDArray[np.float64], list[NDArray[np.float64]], AsofRates]:
+    """:func:`_fit_weights` and the as-of rates (columns: classes in sorted order)."""
     levels = (
         lives.group_by("component_class").agg(pl.col("unit_level").first()).sort("component_class")
     )
@@ -166,7 +193,7 @@ def _fit_weights(
         failed.filter(pl.col("_c") == c)["exit_s"].cast(pl.Float64).to_numpy()
         for c in range(len(classes))
     ]
-    return np.where(np.isfinite(weights), weights, 0.0), times
+    return np.where(np.isfinite(weights), weights, 0.0), times, rates
 
 
 def backtest_summary(
@@ -279,5 +306,105 @@ def backtest_summary(
             .cast(pl.Int64),
         )
         .select(SUMMARY_COLUMNS)
+        .with_columns(pl.col(pl.Float64).fill_nan(None))
+    )
+
+
+def backtest_class_summary(
+    job_rows: pl.DataFrame,
+    lives: pl.DataFrame,
+    observed: pl.DataFrame,
+    *,
+    alpha: float = 0.05,
+) -> pl.DataFrame:
+    r"""Observed against expected interruptions per component class and GPU-size bucket.
+
+    The class dimension of :func:`backtest_summary` over the whole window: for class :math:`c`
+    and a group of jobs, :math:`E_c = \sum_j U_{jc} F_c(t_j) / E_c(t_j)` (the as-of fit of
+    :func:`models.backtest_jobs`, each job's unit-hours of that class times the class's rate as
+    of its first start), :math:`O_c` the job's interruptions attributed to :math:`c`; the
+    expected counts of all classes add up to the bucket's ``interruptions_expected``, and the
+    observed ones to its ``interruptions_observed`` when ``observed`` counts the same
+    interruptions.
+
+    Parameters
+    ----------
+    job_rows
+        What :func:`models.backtest_jobs` returns; jobs without history are left out.
+    lives
+        The lives the rates were fitted on (as for :func:`models.backtest_jobs`).
+    observed
+        ``job_id_raw``, ``component_class``, ``n``: each job's interruptions of a class (classes
+        not among the lives' are ignored).
+    alpha
+        ``1 - alpha`` coverage of the O/E intervals.
+
+    Returns
+    -------
+    polars.DataFrame
+        :data:`CLASS_SUMMARY_COLUMNS`, one row per class of the lives (sorted) and bucket
+        (:data:`models.GPU_BUCKETS` with jobs, then ``all``): ``n_jobs``, the interruptions
+        observed and expected with the expected count's sd from the as-of fits' failures,
+        ``oe_ratio`` with Garwood's ``oe_lo`` / ``oe_hi`` (E as known; NaN where nothing was
+        expected) and ``oe_fit_lo`` / ``oe_fit_hi`` (with the fits' error).
+    """
+    rows = job_rows.filter(pl.col("has_history"))
+    schema: dict[str, pl.DataType] = {c: pl.Float64() for c in CLASS_SUMMARY_COLUMNS}
+    schema.update(
+        component_class=pl.String(),
+        unit_level=pl.String(),
+        bucket=pl.String(),
+        n_jobs=pl.Int64(),
+        interruptions_observed=pl.Int64(),
+    )
+    if rows.height == 0 or lives.height == 0:
+        return pl.DataFrame(schema=schema)
+    weights, times, rates = _class_weights(rows, lives)
+    levels = (
+        lives.group_by("component_class").agg(pl.col("unit_level").first()).sort("component_class")
+    )
+    classes = levels["component_class"].to_list()
+    expected = weights * rates.failures  # (jobs, classes): w_jc F_c(t_j)
+    index = {job: i for i, job in enumerate(rows["job_id_raw"].to_list())}
+    counts = np.zeros((rows.height, len(classes)))
+    column = {c: i for i, c in enumerate(classes)}
+    for job, cls, n in observed.select("job_id_raw", "component_class", "n").iter_rows():
+        if job in index and cls in column:
+            counts[index[job], column[cls]] += float(n)
+    start = rows["first_start_s"].cast(pl.Float64).to_numpy()
+    bucket = rows["bucket"].to_numpy()
+    out: list[dict[str, object]] = []
+    for c, (name, level) in enumerate(levels.iter_rows()):
+        for b in (*GPU_BUCKETS, "all"):
+            mask = np.ones(rows.height, dtype=bool) if b == "all" else bucket == b
+            if not mask.any():
+                continue
+            _, variance = expected_variance(start[mask], weights[mask, c : c + 1], [times[c]])
+            out.append(
+                {
+                    "component_class": name,
+                    "unit_level": level,
+                    "bucket": b,
+                    "n_jobs": int(mask.sum()),
+                    "interruptions_observed": round(float(counts[mask, c].sum())),
+                    "interruptions_expected": float(expected[mask, c].sum()),
+                    "interruptions_expected_sd": float(np.sqrt(variance)),
+                }
+            )
+    frame = pl.DataFrame(out, schema=schema, orient="row")
+    o = frame["interruptions_observed"].to_numpy().astype(float)
+    e = frame["interruptions_expected"].to_numpy()
+    ratio, lo, hi = poisson_ratio_interval(o, e, alpha=alpha)
+    sd = frame["interruptions_expected_sd"].to_numpy()
+    fit_lo, fit_hi = oe_interval_with_fit(o, e, sd**2, alpha=alpha)
+    return (
+        frame.with_columns(
+            pl.Series("oe_ratio", ratio),
+            pl.Series("oe_lo", lo),
+            pl.Series("oe_hi", hi),
+            pl.Series("oe_fit_lo", fit_lo),
+            pl.Series("oe_fit_hi", fit_hi),
+        )
+        .select(CLASS_SUMMARY_COLUMNS)
         .with_columns(pl.col(pl.Float64).fill_nan(None))
     )

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
 # ``Scenario`` is imported above and stays importable from here (tests/models/eventsim.py).
-__all__ = ["project"]
+__all__ = ["expected_by_class", "project"]
 
 _EXACT_SHARE = 0.01  # an analytical goodput is exact when its error bound is within 1 % of it
 _MIN_REPAIR_SIGMA = 0.02  # below: fixed repairs (within 1e-4 goodput; the quadrature's error)
@@ -506,6 +506,7 @@ def project(
                 else "the projection uses the Weibull fit's hazard at the given ages"
             )
         )
+    out["expected_interruptions_by_class"] = expected_by_class(scenario)
     out["uncertainty"] = "none requested"
     out["ettr_note"] = _ettr_note(out)
     if math.isnan(out["ettr"]):
@@ -538,6 +539,91 @@ def project(
             + "; 2.5/97.5 % quantiles"
         )
     return cast("Projection", out)
+
+
+def expected_by_class(scenario: Scenario) -> dict[str, dict[str, Any]]:
+    r"""Return the interruptions the job expects from each class, with the class's bounds.
+
+    A class of level ``gpu`` strikes each of the GPUs the job holds (whole failure domains), a
+    node-level one each of its nodes; over the job's ``job_days`` each unit position expects
+    :math:`H/\mathrm{MTBF}` failures in steady state or at shape 1, else the (delayed) renewal
+    function at the fleet's ages (:func:`~models.renewal.expected_failures_at`), summed over the
+    node groups with their multipliers: the same counts :func:`project` adds into
+    ``expected_interruptions``, which is their sum plus the job-level interruptions
+    (``job_interruptions_per_h`` x hours, under ``job_level`` when there are any).
+
+    The bounds are the same count at the class's MTBF bounds (the expected count falls as the
+    MTBF grows): for a rate with its exact Poisson interval, units x hours x the rate's bounds.
+    They are each class's own 95 % interval; the total's interval (``expected_interruptions_lo``
+    / ``_hi``) samples every class at once and is narrower than the sum of these.
+
+    Parameters
+    ----------
+    scenario
+        The job and fleet.
+
+    Returns
+    -------
+    dict
+        Class -> ``level``, ``units`` (GPUs or nodes of the job at risk of it), ``mtbf_h``,
+        ``mtbf_lo_h``, ``mtbf_hi_h``, ``weibull_shape``, ``expected``, ``expected_lo``,
+        ``expected_hi`` (None without both MTBF bounds), in the order of the scenario's rates.
+    """
+    n_domains = math.ceil(scenario.n_gpus / scenario.failure_domain_gpus)
+    gpus_held = n_domains * scenario.failure_domain_gpus
+    nodes_held = math.ceil(gpus_held / scenario.gpus_per_node)
+    horizon_h = scenario.job_days * 24.0
+    edges = np.asarray([0, RENEWAL_GRID])
+
+    def count(mtbf_h: float, shape: float, units: float) -> float:
+        return float(
+            sum(
+                units
+                * share
+                * expected_failures_at(
+                    np.asarray(mtbf_h / multiplier),
+                    shape,
+                    np.asarray(horizon_h),
+                    scenario.fleet_age,
+                    edges,
+                )[..., -1]
+                for share, multiplier in scenario.unit_groups()
+            )
+        )
+
+    out: dict[str, dict[str, Any]] = {}
+    for r in scenario.class_rates():
+        units = gpus_held if r.level == "gpu" else nodes_held
+        lo_h, hi_h = r.mtbf_lo_h, r.mtbf_hi_h
+        out[r.component_class] = {
+            "level": r.level,
+            "units": units,
+            "mtbf_h": r.mtbf_h,
+            "mtbf_lo_h": r.mtbf_lo_h,
+            "mtbf_hi_h": r.mtbf_hi_h,
+            "weibull_shape": r.weibull_shape,
+            "expected": count(r.mtbf_h, r.weibull_shape, units),
+            "expected_lo": None
+            if lo_h is None or hi_h is None
+            else count(hi_h, r.weibull_shape, units),
+            "expected_hi": None
+            if lo_h is None or hi_h is None
+            else count(lo_h, r.weibull_shape, units),
+        }
+    if scenario.job_interruptions_per_h > 0:
+        job_level = scenario.job_interruptions_per_h * horizon_h
+        out["job_level"] = {
+            "level": "job",
+            "units": 1,
+            "mtbf_h": 1.0 / scenario.job_interruptions_per_h,
+            "mtbf_lo_h": None,
+            "mtbf_hi_h": None,
+            "weibull_shape": 1.0,
+            "expected": job_level,
+            "expected_lo": None,
+            "expected_hi": None,
+        }
+    return out
 
 
 def _ettr_note(out: Mapping[str, Any]) -> str:

@@ -507,7 +507,9 @@ class Projection(TypedDict):
     ``useful_gpu_h``, ``lost_gpu_h_checkpoint``, ``lost_gpu_h_rework``, ``lost_gpu_h_restart``,
     ``lost_gpu_h_spares_wait``, ``lost_gpu_h_drain``, ``lost_gpu_h_total``, ``energy_lost_mwh``,
     ``goodput_error_bound`` (absolute), ``analytical_exact``, ``method``, ``ettr_note``,
-    ``strategy``, ``rate_source``, ``fleet_age_assumption``, ``extrapolated_classes``,
+    ``strategy``, ``rate_source``, ``expected_interruptions_by_class`` (class -> expected
+    interruptions over the job with the class's own bounds, :func:`models.expected_by_class`),
+    ``fleet_age_assumption``, ``extrapolated_classes``,
     ``extrapolation_note`` (only when some class is extrapolated), ``uncertainty``; with
     sampling also ``*_lo`` / ``*_hi`` for ``mtti_h``, ``ettr``, ``goodput`` and
     ``expected_interruptions``. Being a ``TypedDict``, it is indexed like any dict.
@@ -540,6 +542,7 @@ class Projection(TypedDict):
     ettr_note: str
     strategy: str
     rate_source: str
+    expected_interruptions_by_class: dict[str, dict[str, Any]]
     fleet_age_assumption: str
     extrapolated_classes: list[str]
     extrapolation_note: NotRequired[str]

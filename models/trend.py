@@ -273,7 +273,8 @@ def crow_amsaa_fleet(
             msg = "The Crow-AMSAA likelihood has no maximum for shape in [0.001, 1000]."
             raise ValueError(msg) from exc
     total, _ = exposure(beta)
-    lam = n / total / scale**beta
+    # in logs: a steep shape (one failure near the end) overflows scale ** beta
+    log_lam = math.log(n / total) - beta * math.log(scale)
     if equal_windows:
         lo = beta * float(stats.chi2.ppf(alpha / 2.0, 2 * n)) / (2 * n)
         hi = beta * float(stats.chi2.ppf(1.0 - alpha / 2.0, 2 * n)) / (2 * n)
@@ -301,8 +302,8 @@ def crow_amsaa_fleet(
         beta_lo=lo,
         beta_hi=hi,
         beta_unbiased=beta * (n - 1) / n,
-        lambda_=lam,
-        mtbf_instantaneous_h=1.0 / (lam * beta * t_end ** (beta - 1.0)),
+        lambda_=math.exp(log_lam),
+        mtbf_instantaneous_h=math.exp(-(log_lam + math.log(beta) + (beta - 1.0) * math.log(t_end))),
         n_events=n,
         total_time_h=float(np.sum(ev.end_h - ev.start_h)),
         alpha=alpha,

@@ -6,15 +6,23 @@ time (``int_component_lives``: ``observed_from_ts`` / ``observed_to_ts``) and th
 window (``stg_observation_window``); :func:`models.backtest_jobs` projects every job as of its
 first start and :func:`models.backtest_summary` sums per bucket and period; the run is stored
 under a fresh run id in ``backtest_runs``, ``backtest_jobs`` and ``backtest_buckets``
-(sql/schema/010_backtest.sql), and ``rpt_projection_backtest`` shows the latest run.
+(sql/schema/010_backtest.sql) and ``backtest_classes`` (sql/schema/012_backtest_classes.sql);
+``rpt_projection_backtest`` and ``rpt_projection_backtest_classes`` show the latest run.
 
 Decisions where the contract is silent (the prediction is made from each job's own figures):
 
 - **Observed** interruptions are those whose ``cause_class`` is one of the fitted classes (the
-  classes of ``int_component_lives``); ``ambiguous`` and ``unknown`` ones are counted apart
-  (``interruptions_unattributed``), the rest (application, maintenance, software...) as
-  ``interruptions_other``. Both of those enter the goodput prediction as a job-level rate (per
-  job-hour, pooled over the jobs ended before the job's start), never the O/E.
+  classes of ``int_component_lives``: every class of the failure process that failed, hardware
+  or not, such as software, network or unplanned maintenance); ``ambiguous`` and ``unknown``
+  ones are counted apart (``interruptions_unattributed``), the rest (application, planned
+  maintenance with no failure of its class...) as ``interruptions_other``. Both of those enter
+  the goodput prediction as a job-level rate (per job-hour, pooled over the jobs ended before
+  the job's start), never the O/E. The failure process's class ``unknown`` (a node lost with no
+  other signal) is left out of the fitted classes: an interruption of cause ``unknown`` cannot be
+  told apart from one with no evidence at all, so it is neither observed nor expected.
+- **Per class** (``backtest_classes``, :func:`models.backtest_class_summary`): the same observed
+  and expected counts split by component class, per GPU bucket and ``all``, over the whole
+  window; each class's expected counts add up to the bucket's.
 - **Run time** of an attempt is clipped to the window's end (interruptions after it are not
   observed); units are the attempt's GPUs for GPU-level classes, its nodes for node-level ones.
 - **Checkpoint interval and save** per job: a ``checkpoint_interval_s`` column of the ledger
@@ -43,6 +51,7 @@ Decisions where the contract is silent (the prediction is made from each job's o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import uuid
@@ -54,7 +63,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from models.backtest import backtest_jobs
-from models.backtest_buckets import backtest_summary
+from models.backtest_buckets import backtest_class_summary, backtest_summary
 from pipelines import warehouse
 from pipelines.errors import MissingDataError, no_jobs, no_lives
 from pipelines.warehouse import query
@@ -114,6 +123,7 @@ select
     epoch(observed_to_ts) as exit_s,
     failed
 from int_component_lives
+where component_class <> 'unknown'
 """
 _COLUMNS_SQL = """
 select column_name
@@ -139,6 +149,7 @@ insert into backtest_runs (
 """
 _INSERT_JOBS_SQL = "insert into backtest_jobs by name select * from incoming_backtest_jobs"
 _INSERT_BUCKETS_SQL = "insert into backtest_buckets by name select * from incoming_backtest_buckets"
+_INSERT_CLASSES_SQL = "insert into backtest_classes by name select * from incoming_backtest_classes"
 _JOB_TABLE_COLUMNS = (
     *("run_id", "job_id_raw", "n_gpus", "bucket", "period", "first_start_ts", "last_end_ts"),
     *("estimated", "has_history", "wall_s", "productive_s", "overhead_s", "restart_s"),
@@ -164,11 +175,15 @@ class BacktestRun:
         The per-job rows as stored.
     buckets
         The per (bucket, period) rows as stored.
+    classes
+        The per (component class, bucket) rows as stored, over the whole window.
     """
 
     run_id: str
     jobs: pl.DataFrame
     buckets: pl.DataFrame
+    classes: pl.DataFrame = dataclasses.field(default_factory=pl.DataFrame)
+    """The per (class, bucket) rows as stored (``backtest_classes``)."""
 
 
 def _columns(con: duckdb.DuckDBPyConnection, name: str) -> set[str]:
@@ -187,29 +202,38 @@ def _save_counts(
     return None, "assumed"
 
 
-def _interruption_counts(
-    con: duckdb.DuckDBPyConnection, ledger: pl.DataFrame, classes: list[str]
-) -> pl.DataFrame:
-    """Return per job the interruptions observed, unattributed and other (by cause class).
+def _cause_counts(con: duckdb.DuckDBPyConnection, ledger: pl.DataFrame) -> pl.DataFrame:
+    """Return each job's interruptions per cause class (``job_id_raw``, ``cause_class``, ``n``).
 
     From the ledger's ``interruption_causes`` when it has them (the same int_job_interruptions
     rows, already read), else from ``int_job_interruptions``.
     """
     if "interruption_causes" in ledger.columns:
-        counts = (
+        return (
             ledger.select("job_id_raw", pl.col("interruption_causes").alias("cause_class"))
             .explode("cause_class")
             .filter(pl.col("cause_class").is_not_null())
             .group_by("job_id_raw", "cause_class")
             .agg(pl.len().cast(pl.Int64).alias("n"))
         )
-    else:
-        counts = query(con, _INTERRUPTIONS_SQL)
+    return query(con, _INTERRUPTIONS_SQL)
+
+
+def _interruption_counts(
+    con: duckdb.DuckDBPyConnection, ledger: pl.DataFrame, classes: list[str]
+) -> pl.DataFrame:
+    """Return per job the interruptions observed, unattributed and other (by cause class).
+
+    From the ledger's ``interruption_causes`` when it has them (the same int_job_interruptions
+    rows, already read), else from ``int_job_interruptions``. ``ambiguous`` and ``unknown``
+    causes are unattributed whatever the fitted classes.
+    """
+    counts = _cause_counts(con, ledger)
     kind = (
-        pl.when(pl.col("cause_class").is_in(classes))
-        .then(pl.lit("interruptions_observed"))
-        .when(pl.col("cause_class").is_in(UNATTRIBUTED_CAUSES) | pl.col("cause_class").is_null())
+        pl.when(pl.col("cause_class").is_in(UNATTRIBUTED_CAUSES) | pl.col("cause_class").is_null())
         .then(pl.lit("interruptions_unattributed"))
+        .when(pl.col("cause_class").is_in(classes))
+        .then(pl.lit("interruptions_observed"))
         .otherwise(pl.lit("interruptions_other"))
     )
     wide = (
@@ -374,6 +398,12 @@ def run_backtest(
     buckets = backtest_summary(
         rows, lives, window_start_s=window["start_s"], window_end_s=window["end_s"], alpha=alpha
     ).with_columns(pl.lit(run_id).alias("run_id"))
+    by_class = backtest_class_summary(
+        rows,
+        lives,
+        _cause_counts(con, ledger).rename({"cause_class": "component_class"}),
+        alpha=alpha,
+    ).with_columns(pl.lit(run_id).alias("run_id"))
     rows = rows.select(_JOB_TABLE_COLUMNS)
     versions = {pkg: version(pkg) for pkg in ("relia", "numpy", "scipy", "polars")}
     with warehouse.transaction(con):
@@ -399,8 +429,15 @@ def run_backtest(
         con.register("incoming_backtest_buckets", buckets.to_arrow())
         con.execute(_INSERT_BUCKETS_SQL)
         con.unregister("incoming_backtest_buckets")
+        if by_class.height:
+            con.register("incoming_backtest_classes", by_class.to_arrow())
+            con.execute(_INSERT_CLASSES_SQL)
+            con.unregister("incoming_backtest_classes")
     return BacktestRun(
-        run_id=run_id, jobs=rows, buckets=buckets.select("run_id", *buckets.columns[:-1])
+        run_id=run_id,
+        jobs=rows,
+        buckets=buckets.select("run_id", *buckets.columns[:-1]),
+        classes=by_class.select("run_id", *by_class.columns[:-1]),
     )
 
 

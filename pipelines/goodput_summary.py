@@ -2,7 +2,8 @@
 
 Reads only the three marts of issue #16 (docs/goodput.md): ``fct_job_goodput`` (one ledger row
 per job, §3), ``rpt_fleet_goodput`` (the roll-up by ``dimension`` and ``value``, §4) and
-``rpt_projection_backtest`` (the latest back-test run per ``bucket`` and ``period``, §5). The
+``rpt_projection_backtest`` (the latest back-test run per ``bucket`` and ``period``, §5), and
+``rpt_projection_backtest_classes`` (the same run per component class and ``bucket``). The
 views are the one home of the arithmetic; this module selects, orders and labels.
 
 Decisions where the contract is silent:
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     import duckdb
 
 __all__ = [
+    "BACKTEST_CLASS_COLUMNS",
     "BACKTEST_COLUMNS",
     "DIMENSIONS",
     "FLEET_COLUMNS",
@@ -40,6 +42,7 @@ __all__ = [
     "LOG_COLUMNS",
     "PERIODS",
     "TIES",
+    "backtest_class_rows",
     "backtest_rows",
     "fleet_rows",
     "goodput_summary",
@@ -92,6 +95,19 @@ BACKTEST_COLUMNS = (
 )
 """Columns of a ``backtest`` row (issue #16 §5, docs/goodput.md §5); :func:`backtest_rows` adds
 ``verdict`` after them."""
+BACKTEST_CLASS_COLUMNS = (
+    "component_class",
+    "unit_level",
+    "bucket",
+    "n_jobs",
+    "interruptions_observed",
+    "interruptions_expected",
+    "oe_ratio",
+    "oe_lo",
+    "oe_hi",
+)
+"""Columns of a ``backtest_classes`` row (``rpt_projection_backtest_classes``);
+:func:`backtest_class_rows` adds ``verdict`` after them."""
 
 _PRESENT = (
     "select table_name from information_schema.tables "
@@ -107,6 +123,9 @@ _FLEET = (
     + " from rpt_fleet_goodput"
 )
 _BACKTEST = "select " + ", ".join(BACKTEST_COLUMNS) + " from rpt_projection_backtest"
+_BACKTEST_CLASSES = (
+    "select " + ", ".join(BACKTEST_CLASS_COLUMNS) + " from rpt_projection_backtest_classes"
+)
 LOG_COLUMNS = (
     "source_file",
     "tie",
@@ -237,6 +256,30 @@ def backtest_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (_rank(r["bucket"], buckets), _rank(r["period"], PERIODS)))
 
 
+def backtest_class_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Return the latest back-test per component class and bucket, with each row's ``verdict``.
+
+    Classes in alphabetical order, buckets small to large then ``all``; a row that expected no
+    interruption says ``nothing expected`` (:func:`oe_verdict`). Empty for a warehouse without
+    ``rpt_projection_backtest_classes`` (views made before the back-test had classes) or a run
+    stored before it did.
+    """
+    from pipelines import warehouse
+
+    present = warehouse.query(
+        con,
+        "select count(*) as n from information_schema.tables where table_schema = "
+        "current_schema() and table_name = 'rpt_projection_backtest_classes'",
+    ).item()
+    if not present:
+        return []
+    rows = _plain(warehouse.query(con, _BACKTEST_CLASSES).to_dicts())
+    for row in rows:
+        row["verdict"] = oe_verdict(row)
+    buckets = (*GPU_BUCKETS, "all")
+    return sorted(rows, key=lambda r: (str(r["component_class"]), _rank(r["bucket"], buckets)))
+
+
 def log_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Return one row per training log with its tie: ambiguous and untied logs first.
 
@@ -257,7 +300,7 @@ def log_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 def goodput_summary(
     db_path: Path, *, min_gpus: int = 0, lock_timeout_s: float = DEFAULT_READ_LOCK_TIMEOUT_S
 ) -> dict[str, list[dict[str, Any]]]:
-    """Return ``relia goodput``'s result: ``jobs``, ``fleet`` and ``backtest`` rows.
+    """Return ``relia goodput``'s result: ``jobs``, ``fleet``, ``backtest`` and more rows.
 
     Parameters
     ----------
@@ -273,8 +316,8 @@ def goodput_summary(
     -------
     dict
         ``jobs`` (:func:`job_rows`), ``fleet`` (:func:`fleet_rows`), ``backtest``
-        (:func:`backtest_rows`) and ``logs`` (:func:`log_rows`: every training log and how it
-        was tied to its job).
+        (:func:`backtest_rows`), ``backtest_classes`` (:func:`backtest_class_rows`) and ``logs``
+        (:func:`log_rows`: every training log and how it was tied to its job).
     """
     from pipelines import warehouse
 
@@ -283,5 +326,6 @@ def goodput_summary(
             "jobs": job_rows(con, min_gpus=min_gpus),
             "fleet": fleet_rows(con),
             "backtest": backtest_rows(con),
+            "backtest_classes": backtest_class_rows(con),
             "logs": log_rows(con),
         }

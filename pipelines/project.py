@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines.errors import WarehouseMissingError
 from pipelines.project_inputs import (
+    RATE_PROCESSES,
+    FittedRates,
     fit_rates,
     fitted_repair,
     inventory_ages,
@@ -87,8 +89,17 @@ def run_projection(
     repair_from_warehouse: bool = False,
     repair_from_fits: str | None = None,
     default_rates_if_none: bool = False,
+    rate_process: str | None = None,
 ) -> dict[str, Any]:
     """Project one scenario; with ``fit_run`` the rates come from that fit (``latest`` works).
+
+    ``latest`` is the newest run of the failure process (``fct_component_lives``); with
+    ``rate_process="replacement"`` the newest run of replacement lives (see
+    :func:`pipelines.project_inputs.fit_rates`). The result says which process it projected
+    (``rate_process``: ``failure``, ``replacement``, or None for hand-given or default rates),
+    where the rates came from (``rate_source``), the classes left out for having no failure
+    (``classes_without_failures``) and, per class, the interruptions the job expects with the
+    bounds of the class's exact interval (``expected_interruptions_by_class``).
 
     A fit run with no failure in any class is a :class:`~pipelines.errors.MissingDataError`,
     unless rates are given by hand (``node_failures_per_1000_node_days``) or
@@ -109,6 +120,7 @@ def run_projection(
     rates: tuple[Any, ...] = ()
     measured = None
     run_id = None
+    fitted_rates: FittedRates | None = None
     repair = None
     fitted = None
     inventory = None
@@ -136,9 +148,14 @@ def run_projection(
             if fit_run is not None:
                 at_ages = knobs.get("fleet_age", "steady_state") != "steady_state"
                 by_hand = knobs.get("node_failures_per_1000_node_days") is not None
-                run_id, rates = fit_rates(
-                    con, fit_run, at_ages=at_ages, if_none=default_rates_if_none or by_hand
+                fitted_rates = fit_rates(
+                    con,
+                    fit_run,
+                    at_ages=at_ages,
+                    if_none=default_rates_if_none or by_hand,
+                    process=rate_process,
                 )
+                run_id, rates = fitted_rates.run_id, fitted_rates.rates
                 measured = measured_restart_s(con)
             if repair_from_warehouse:
                 repair = measured_repair(con)
@@ -161,6 +178,9 @@ def run_projection(
     result: dict[str, Any] = dict(project(scenario, n_samples=n_samples, random_state=seed))
     result["fit_run_id"] = run_id
     result["measured_restart"] = measured
+    result["rate_process"] = None
+    if fitted_rates is not None:
+        _say_fitted_rates(result, fitted_rates)
     if run_id is not None and not rates:
         result["rates_warning"] = no_rates_warning(run_id, scenario.rate_source)
     if repair is not None:
@@ -180,6 +200,15 @@ def run_projection(
     if db_path is not None and fit_run is not None:
         _store(db_path, run_id, result)
     return result
+
+
+def _say_fitted_rates(result: dict[str, Any], fitted: FittedRates) -> None:
+    """Write where a projection's fitted rates came from into its result."""
+    result["rate_process"] = fitted.process
+    result["rate_lives"] = fitted.lives
+    result["classes_without_failures"] = list(fitted.left_out)
+    if fitted.rates:
+        result["rate_source"] = fitted.rate_source
 
 
 def _check_warehouse(db_path: Path) -> None:
@@ -237,6 +266,10 @@ class SweepSpec:
     """Monte Carlo trials per grid point (0: analytical, Monte Carlo only where its bound fails)."""
     seed: int = 0
     """Seed of the simulated points (each point's stream also depends on the point)."""
+    rate_process: str | None = None
+    """With ``from_fits``: ``failure`` (the default: ``latest`` is the newest failure-process
+    run) or ``replacement`` (replacement lifetimes; see
+    :func:`pipelines.project_inputs.fit_rates`)."""
 
 
 def load_sweep(path: Path) -> SweepSpec:
@@ -244,8 +277,9 @@ def load_sweep(path: Path) -> SweepSpec:
 
     Keys: ``grid`` (knob -> list of values), ``base`` (knobs held fixed), ``baseline`` (a value
     for grid knobs; the rest default to the first value listed), ``target_gpus`` (default: the
-    largest ``n_gpus``), optional ``from_fits``, ``drain_model``, ``samples``, ``simulate``
-    (Monte Carlo trials per grid point) and ``seed``. Knob names and
+    largest ``n_gpus``), optional ``from_fits`` (with ``rate_process``: ``failure``, the default,
+    or ``replacement``), ``drain_model``, ``samples``, ``simulate`` (Monte Carlo trials per grid
+    point) and ``seed``. Knob names and
     values are those of ``relia project`` (:mod:`pipelines.knobs`): Scenario field names,
     ``weibull_shape: 0.7`` or ``{gpu: 0.7}``, ``node_groups: [[0.1, 3]]`` or ``"0.1:3"``,
     ``fleet_age: [{age_h: 0, share: 0.5}, {age_h: 8760, share: 0.5}]`` (an age mix) or
@@ -279,6 +313,7 @@ def load_sweep(path: Path) -> SweepSpec:
         "samples",
         "simulate",
         "seed",
+        "rate_process",
     }
     unknown = sorted(set(raw) - known)
     if unknown:
@@ -318,10 +353,15 @@ def load_sweep(path: Path) -> SweepSpec:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             msg = f"{path}: `{key}:` must be a whole number, 0 or more, got {value!r}"
             raise ValueError(msg)
+    process = raw.get("rate_process")
+    if process is not None and process not in RATE_PROCESSES:
+        msg = f"{path}: rate_process must be one of {list(RATE_PROCESSES)}, got {process!r}"
+        raise ValueError(msg)
     return SweepSpec(
         base=base,
         grid=grid,
         target_gpus=target,
+        rate_process=process,
         from_fits=raw.get("from_fits"),
         drain_model=raw.get("drain_model"),
         baseline=baseline,
@@ -383,6 +423,7 @@ def run_sweep(
     rates: tuple[Any, ...] = ()
     measured = None
     run_id = None
+    fitted_rates: FittedRates | None = None
     model_id = None
     curve = None
     inventory = None
@@ -403,9 +444,14 @@ def run_sweep(
                 # one set of rates for the grid: at ages unless the base is the steady state
                 at_ages = spec.base.get("fleet_age", "steady_state") != "steady_state"
                 by_hand = spec.base.get("node_failures_per_1000_node_days") is not None
-                run_id, rates = fit_rates(
-                    con, spec.from_fits, at_ages=at_ages, if_none=default_rates_if_none or by_hand
+                fitted_rates = fit_rates(
+                    con,
+                    spec.from_fits,
+                    at_ages=at_ages,
+                    if_none=default_rates_if_none or by_hand,
+                    process=spec.rate_process,
                 )
+                run_id, rates = fitted_rates.run_id, fitted_rates.rates
                 measured = measured_restart_s(con)
             if spec.drain_model is not None:
                 model_id, curve = drain_curve(con, spec.drain_model)
@@ -455,6 +501,10 @@ def run_sweep(
         else 0,
         "extrapolated_classes": [r.component_class for r in rates if r.extrapolated],
     }
+    result["rate_process"] = None
+    if fitted_rates is not None:
+        _say_fitted_rates(result, fitted_rates)
+    result.setdefault("rate_source", base.rate_source)
     if run_id is not None and not rates:
         result["rates_warning"] = no_rates_warning(run_id, base.rate_source)
     if shorthand is not None:

@@ -10,9 +10,11 @@ closed replacement tickets (:func:`measured_repair`) or taken from a stored repa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import warnings
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pipelines.errors import empty_fit_run, no_failures, no_fit_run
@@ -49,41 +51,126 @@ def projection_fits(fits: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([chosen, fallback.with_columns(chosen=pl.lit(True))], how="vertical_relaxed")
 
 
+RATE_PROCESSES = ("failure", "replacement")
+"""What a projection's rates count: ``failure`` every job-stopping failure (the failure process:
+``fct_component_lives``, or a fault log's ``int_fault_lives`` given by run id), ``replacement``
+the lives replace tickets cut (``fct_replacement_lives``: replacement lifetimes)."""
+_PROCESS_LIVES = {"failure": "fct_component_lives", "replacement": "fct_replacement_lives"}
+
+
+@dataclass(frozen=True)
+class FittedRates:
+    """The per-class rates a projection takes from a stored fit run.
+
+    Attributes
+    ----------
+    run_id
+        The fit run.
+    lives
+        The lives view it fitted (``fct_component_lives``, ``fct_replacement_lives`` or
+        ``int_fault_lives``; ``fct_component_lives`` for a run stored before it was recorded).
+    process
+        ``failure`` or ``replacement`` (:data:`RATE_PROCESSES`).
+    rates
+        One :class:`~models.scenario.ClassRate` per class with a failure; empty when the run has
+        none and the caller allowed it.
+    left_out
+        Classes of the run with no failure: projected at rate 0 (their one-sided bounds are in
+        the fit).
+    read_from
+        ``fit_rates`` (the run's stored interruption rates), or ``fit_results`` for a run stored
+        before runs stored their rates.
+    """
+
+    run_id: str
+    lives: str
+    process: str
+    rates: tuple[Any, ...]
+    left_out: tuple[str, ...] = ()
+    read_from: str = "fit_rates"
+
+    @property
+    def rate_source(self) -> str:
+        """Where the rates come from, in words (the projection's ``rate_source``)."""
+        what = (
+            "replacement lifetimes (replace tickets)"
+            if self.process == "replacement"
+            else "interruption rates of the failure process (every job-stopping failure)"
+        )
+        classes = ", ".join(r.component_class for r in self.rates) or "none"
+        return f"fit run {self.run_id}: {what}, {self.lives}; classes {classes}"
+
+
 def fit_rates(
-    con: Any, run_id: str | None = None, *, at_ages: bool = False, if_none: bool = False
-) -> tuple[str, tuple[Any, ...]]:
-    """Return the per-class rates of a fit run as ``(run_id, rates)``.
+    con: Any,
+    run_id: str | None = None,
+    *,
+    at_ages: bool = False,
+    if_none: bool = False,
+    process: str | None = None,
+) -> FittedRates:
+    """Return the per-class rates of a stored fit run (:class:`FittedRates`).
 
-    ``latest`` or None: the newest run.
+    ``run_id`` ``latest`` or None: the newest run of ``process`` (default ``failure``): the
+    newest run on ``fct_component_lives`` (never a replacement run, nor a fault log's run, which
+    is taken only by its id), or with ``process="replacement"`` the newest run on
+    ``fct_replacement_lives``. A run id gives that run, whatever it fitted (but repair times);
+    ``process``, when given, must then be the run's.
 
-    ``at_ages``: the projection is at given unit ages (not the steady state), so each class is
-    projected from its Weibull fit's hazard rather than the model-averaged mean
-    (:func:`models.rates_from_fits`).
+    The rates are the run's ``fit_rates`` rows of the whole fleet (cohort ``all``): each class's
+    headline, the interruption rate over the ages observed with its exact Poisson interval, at
+    shape 1 (:func:`models.rates_from_failure_rates`). ``at_ages`` (a projection at given unit
+    ages, not the steady state): each class's Weibull fit of the same run at its shape, its
+    bounds those of the same headline (:func:`models.rates_from_fits` with ``at_ages=True``). A
+    run stored before runs stored their rates is read from its ``fit_results`` rows as before
+    (:func:`projection_fits`). Classes with no failure are left out (rate 0).
 
-    ``if_none``: a run with no failure in any class gives no rates (``()``: the caller's own or
-    default rates apply, and the caller says so) instead of an error.
+    ``if_none``: a run with no failure in any class gives no rates (``rates == ()``: the caller's
+    own or default rates apply, and the caller says so) instead of an error.
 
     Raises
     ------
     MissingDataError
-        No fit run (saying whether there are unit lives to fit one from), a run with no rows,
-        or, unless ``if_none``, a run with no failure in any class.
+        No such fit run (saying whether there are unit lives to fit one from), a run with no
+        rows, or, unless ``if_none``, a run with no failure in any class.
+    ValueError
+        A repair-time run, an unknown ``process``, or one that is not the given run's.
     """
     import polars as pl
 
-    from models import rates_from_fits
-    from pipelines.fit import latest_run_id, quantity_of, read_fit, run_lives
+    from pipelines.fit import quantity_of, read_fit, read_rates, run_lives
 
+    if process is not None and process not in RATE_PROCESSES:
+        msg = f"unknown rate process {process!r}; use one of: {', '.join(RATE_PROCESSES)}"
+        raise ValueError(msg)
     run_id = None if run_id in (None, "latest") else run_id
-    if run_id is not None and quantity_of(lives := run_lives(con, run_id)) != "lifetime":
+    if run_id is None:
+        wanted = process or "failure"
+        run_id = _latest_run(con, _PROCESS_LIVES[wanted])
+        if run_id is None:
+            if wanted == "replacement":
+                msg = (
+                    "no fit run of replacement lives in the warehouse: run `relia fit --lives "
+                    "fct_replacement_lives` first (it needs repairs/ tickets and a fleet/ register)"
+                )
+                raise ValueError(msg)
+            raise no_fit_run(has_lives=_has_lives(con))
+        lives = run_lives(con, run_id) or _PROCESS_LIVES["failure"]
+    else:
+        lives = run_lives(con, run_id) or _PROCESS_LIVES["failure"]
+        if quantity_of(lives) == "repair_time":
+            msg = (
+                f"fit run {run_id} fitted repair times ({lives}), not lifetimes; give a lifetime "
+                "run or 'latest' (a repair run goes to --repair-from-fits)"
+            )
+            raise ValueError(msg)
+    run_process = "replacement" if quantity_of(lives) == "replacement" else "failure"
+    if process is not None and process != run_process:
         msg = (
-            f"fit run {run_id} fitted repair times ({lives}), not lifetimes; give a lifetime run "
-            "or 'latest' (a repair run goes to --repair-from-fits)"
+            f"fit run {run_id} fitted {lives} ({run_process} process), not the {process} "
+            f"process; give a run of {_PROCESS_LIVES[process]} or 'latest'"
         )
         raise ValueError(msg)
-    run_id = run_id or latest_run_id(con, quantity="lifetime")
-    if run_id is None:
-        raise no_fit_run(has_lives=_has_lives(con))
     rows = read_fit(con, run_id)
     if rows.height == 0:
         raise empty_fit_run(run_id, has_lives=_has_lives(con))
@@ -91,15 +178,112 @@ def fit_rates(
     if fits.height == 0:
         msg = f"fit run {run_id} has no whole-fleet rows (cohort 'all'); refit without --by"
         raise ValueError(msg)
-    failing = projection_fits(fits)
+    stored = _read_rates_or_none(con, run_id, read_rates)
+    out = FittedRates(run_id, lives, run_process, ())
+    if stored is None:  # a run stored before runs stored their rates: its fit rows
+        failing = projection_fits(fits)
+        chosen = fits.filter(pl.col("chosen")) if "chosen" in fits.columns else fits
+        left = chosen.filter(pl.col("n_failures") == 0)["component_class"].unique().sort()
+        out = dataclasses.replace(out, left_out=tuple(left.to_list()), read_from="fit_results")
+    else:
+        failing = stored.filter(pl.col("n_failures") > 0)
+        left = stored.filter(pl.col("n_failures") == 0)["component_class"].sort()
+        out = dataclasses.replace(out, left_out=tuple(left.to_list()))
     if failing.height == 0:
         if if_none:
-            return run_id, ()
+            return out
         raise no_failures(run_id)
     with warnings.catch_warnings():
         # classes fitted by a non-Weibull family are projected as exponential: said in the output
         warnings.simplefilter("ignore")
-        return run_id, rates_from_fits(failing, at_ages=at_ages)
+        if stored is None:
+            rates = _rates_from_fit_rows(failing, at_ages=at_ages)
+        else:
+            rates = _rates_from_stored(failing, fits, at_ages=at_ages)
+    return dataclasses.replace(out, rates=rates)
+
+
+def _rates_from_fit_rows(failing: pl.DataFrame, *, at_ages: bool) -> tuple[Any, ...]:
+    from models import rates_from_fits
+
+    return rates_from_fits(failing, at_ages=at_ages)
+
+
+def _rates_from_stored(
+    failing: pl.DataFrame, fits: pl.DataFrame, *, at_ages: bool
+) -> tuple[Any, ...]:
+    """Rates from a run's ``fit_rates`` rows; at given ages each class's Weibull at its shape.
+
+    At ages, a class's rows of ``fit_results`` (its families, with the Weibull one) are read with
+    the headline of its ``fit_rates`` row (the same figures, computed once), so the Weibull's
+    bounds are the stored headline's exact ones carried at its shape.
+    """
+    import polars as pl
+
+    from models import rates_from_failure_rates, rates_from_fits
+
+    if not at_ages:
+        return rates_from_failure_rates(failing)
+    headline = (
+        "headline_method",
+        "headline_mtbf_h",
+        "headline_mtbf_lo_h",
+        "headline_mtbf_hi_h",
+    )
+    if not {"headline_mtbf_h", "aic_weight", "lifetime_extrapolated"} <= set(fits.columns):
+        return rates_from_failure_rates(failing)
+    order = failing["component_class"].to_list()
+    rows = (
+        fits.filter(pl.col("component_class").is_in(order))
+        .drop(headline, strict=False)
+        .join(
+            failing.select("component_class", *headline).with_columns(
+                pl.col("component_class").cast(fits.schema["component_class"])
+            ),
+            on="component_class",
+        )
+    )
+    with_fits = set(rows["component_class"].to_list())
+    by_class = {r.component_class: r for r in rates_from_fits(rows, at_ages=True)}
+    observed = {
+        r.component_class: r
+        for r in rates_from_failure_rates(
+            failing.filter(~pl.col("component_class").is_in(with_fits))
+        )
+    }
+    return tuple(by_class.get(name) or observed[name] for name in order)
+
+
+def _latest_run(con: Any, lives: str) -> str | None:
+    """Return the newest run on ``lives``.
+
+    For the failure process also runs stored before a run recorded its lives view (they fitted
+    ``fct_component_lives``).
+    """
+    from pipelines.fit import run_ids, run_lives
+
+    if lives != _PROCESS_LIVES["failure"]:
+        return next(iter(run_ids(con, lives=lives)), None)
+    for run_id in run_ids(con, quantity="lifetime"):
+        if run_lives(con, run_id) in (None, lives):
+            return run_id
+    return None
+
+
+def _read_rates_or_none(con: Any, run_id: str, read: Any) -> pl.DataFrame | None:
+    """Return the run's whole-fleet ``fit_rates`` rows; None when it stored none.
+
+    None for a run stored before runs stored their rates, or a warehouse without ``fit_rates``.
+    """
+    import duckdb
+    import polars as pl
+
+    try:
+        rows = read(con, run_id)
+    except duckdb.CatalogException:  # a warehouse made before fit_rates existed
+        return None
+    rows = rows.filter(pl.col("cohort") == "all")
+    return rows if rows.height else None
 
 
 def _has_lives(con: Any) -> bool:

@@ -112,7 +112,7 @@ def goodput_projection(
     """
     from models import Scenario, project, rates_from_fits
     from pipelines.project import build_scenario
-    from pipelines.project_inputs import measured_restart_s, projection_fits
+    from pipelines.project_inputs import fit_rates, measured_restart_s, projection_fits
 
     empty: dict[str, Any] = {
         "headline": [],
@@ -128,11 +128,19 @@ def goodput_projection(
         # the section says what is missing and what would supply it, in place of a projection
         lack = no_lives() if fits.height == 0 else no_failures(fit_run_id)
         return empty | {"scenario": {"missing": lack.missing, "supply": lack.supply}}
-    rates = notes.run("Goodput rates", lambda: rates_from_fits(projection_fits(fits)))
-    # a projection at given ages (a new system) uses each class's Weibull hazard, not the mean
-    rates_at_ages = notes.run(
-        "Goodput rates", lambda: rates_from_fits(projection_fits(fits), at_ages=True)
-    )
+    if fit_run_id is not None:
+        # the stored run's interruption rates (fit_rates), as `relia project --from-fits` reads
+        # them; at given ages (a new system) each class's Weibull hazard, not the mean
+        run_id = fit_run_id
+        rates = notes.run("Goodput rates", lambda: fit_rates(con, run_id).rates)
+        rates_at_ages = notes.run(
+            "Goodput rates", lambda: fit_rates(con, run_id, at_ages=True).rates
+        )
+    else:  # fits made for this report: the same headline, from its rows
+        rates = notes.run("Goodput rates", lambda: rates_from_fits(projection_fits(fits)))
+        rates_at_ages = notes.run(
+            "Goodput rates", lambda: rates_from_fits(projection_fits(fits), at_ages=True)
+        )
     if left_out:
         notes.add(
             "Goodput: classes with no failure in the fit window are left out of the projection "
@@ -185,6 +193,7 @@ def goodput_projection(
             }
         )
     target_rows, headline, knob_frames = [], [], []
+    by_class: list[dict[str, Any]] = []
     knob_baselines: list[dict[str, Any]] = []
     for n_gpus in targets:
         for age in ("steady_state", "new"):
@@ -212,6 +221,12 @@ def goodput_projection(
             target_rows.append(row)
             if age == "steady_state":
                 headline.append(row)
+                by_class += [
+                    {"n_gpus": n_gpus, "component_class": name}
+                    | {k: v[k] for k in ("level", "units", "expected")}
+                    | {"expected_lo": v["expected_lo"], "expected_hi": v["expected_hi"]}
+                    for name, v in out["expected_interruptions_by_class"].items()
+                ]
         knobs_at, held_at = _knob_ranking(base, n_gpus, rates, notes)
         knob_frames.append(knobs_at)
         knob_baselines.append(held_at)
@@ -244,6 +259,9 @@ def goodput_projection(
         ],
         "extrapolated": [r.component_class for r in rates if r.extrapolated],
         "left_out": left_out,
+        # expected interruptions of one job per class at each target (steady state), with each
+        # class's own 95 % interval (models.expected_by_class)
+        "expected_by_class": by_class,
         "n_samples": N_SAMPLES,
         "targets": list(targets),
         "hot_spare_share": HOT_SPARE_SHARE,

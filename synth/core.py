@@ -177,6 +177,7 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         attempts,
         node_evidence=more.get("node_evidence"),
         planned_evidence=more.get("planned_evidence"),
+        failure_evidence=more.get("failure_evidence"),
         scheduler=scheduler,
         facts=more.get("facts"),
     )
@@ -302,6 +303,16 @@ def _more_telemetry(
         planned = [k for k, p in zip(keys, is_planned, strict=True) if p]
         more["planned_evidence"] = np.sort(np.array(planned, dtype=np.int64))
         evidence += [k for k, p in zip(keys, is_planned, strict=True) if not p]
+        # failure events with the class their telemetry names: candidates of the attribution
+        failing = sorted(
+            (k, e.failure_class)
+            for k, e in zip(keys, events, strict=True)
+            if e.failure_class is not None
+        )
+        more["failure_evidence"] = (
+            np.array([k for k, _ in failing], dtype=np.int64),
+            np.array([c for _, c in failing], dtype=object),
+        )
         more["counts"]["raw_node_events"] = (n_rows, n_bad)
         more.setdefault("n_lines", {})["node_events"] = text.count("\n")
         more["node_unavailability"] = node_events_mod.unavailability_truth(config, events)

@@ -161,8 +161,10 @@ class NodeEvent:
     """One node event.
 
     ``end`` is the true end (printed only when before the window end); ``cls`` is the class
-    its reason maps to under data contract §7.3 (:func:`view_class`); ``cause`` the class of
-    the failure or work that made it (``unknown`` for a ``Kill task failed`` drain).
+    a keyword reading of its reason gives (:func:`view_class`; the warehouse reads reasons
+    through its editable vocabulary instead, so the truth never uses it); ``cause`` the class
+    of the failure or work that made it (``unknown`` for a ``Kill task failed`` drain): the
+    truth's class of the outage (:func:`unavailability_truth`).
     """
 
     node: int
@@ -173,11 +175,25 @@ class NodeEvent:
     user: str
     cls: str
     cause: str = "unknown"
+    failure_class: str | None = None
+    """For an event of a failure (hardware, whatever its fix, or non-hardware): the class the
+    failure's telemetry names, as the failure events read it (a GPU failure's Xid code's class
+    in the catalog, so ``gpu_sram`` reads as ``gpu_memory``); None for any other event."""
 
 
-def _event(node: int, start: int, end: int, state: str, reason: str, cause: str) -> NodeEvent:
+def _event(
+    node: int,
+    start: int,
+    end: int,
+    state: str,
+    reason: str,
+    cause: str,
+    failure_class: str | None = None,
+) -> NodeEvent:
     user = "slurm(64030)" if reason == "Not responding" else "root(0)"
-    return NodeEvent(node, start, end, state, reason, user, view_class(reason), cause)
+    return NodeEvent(
+        node, start, end, state, reason, user, view_class(reason), cause, failure_class
+    )
 
 
 def plan_node_events(
@@ -260,7 +276,8 @@ def _gpu_failure(
     if fix == "replace":
         suffix = suffix.format(ticket=f"RT{int(rng.integers(100_000, 999_999))}")
     reason = f"NHC: Xid {code}: {text.format(slot=fleet.unit_slot[unit])}{suffix}"
-    out = [_event(node, start, back, "DRAIN", reason, cls)]
+    seen = XID_CLASS[code]
+    out = [_event(node, start, back, "DRAIN", reason, cls, seen)]
     if fix == "reboot":
         down = max(start + 60, closed - int(rng.integers(300, 901)))
         up = min(down + int(rng.integers(180, 601)), closed)
@@ -270,7 +287,7 @@ def _gpu_failure(
     else:
         return out
     if down < up:
-        out.append(_event(node, down, up, "DOWN*", "Not responding", cls))
+        out.append(_event(node, down, up, "DOWN*", "Not responding", cls, seen))
     return out
 
 
@@ -283,8 +300,8 @@ def _node_failure(
     if fix == "replace":
         reason += f" (RT{int(rng.integers(100_000, 999_999))})"
     return [
-        _event(node, start, drained, "DOWN*", "Not responding", cls),
-        _event(node, drained, back, "DRAIN", reason, cls),
+        _event(node, start, drained, "DOWN*", "Not responding", cls, cls),
+        _event(node, drained, back, "DRAIN", reason, cls, cls),
     ]
 
 
@@ -297,7 +314,7 @@ def _interruption(
         port=int(rng.integers(1, 65)), switch=f"sw-spine-{int(rng.integers(1, 9)):02d}"
     )
     state = "DOWN" if cls == "maintenance" else "DRAIN"
-    return _event(node, start, back, state, reason, cls)
+    return _event(node, start, back, state, reason, cls, cls)
 
 
 def sacctmgr_text(
@@ -327,11 +344,14 @@ def sacctmgr_text(
 
 
 def unavailability_truth(config: SynthConfig, events: list[NodeEvent]) -> dict[str, Any]:
-    """Outages per class as ``int_node_unavailability`` merges them (source ``slurm``).
+    """Outages per true class, merged as ``int_node_unavailability`` merges them (source ``slurm``).
 
-    A node's events that overlap or touch form one outage; it takes the class of its first
-    event with a known class. Returns, per class, the outages, the closed ones and the sum of
-    their repair times in seconds.
+    A node's events that overlap or touch form one outage; its class is the true class of the
+    failure or work that made it: the ``cause`` of its first event that has one (a failure's
+    class, whatever its reason says; ``maintenance`` for planned replacements, reseats and
+    diagnoses; a ``Kill task failed`` drain has none: ``unknown``). The warehouse must read the
+    same class from the reasons. Returns, per class, the outages, the closed ones and the sum
+    of their repair times in seconds.
     """
     w1 = config.window_end_s
     by_node: dict[int, list[NodeEvent]] = {}
@@ -351,7 +371,7 @@ def unavailability_truth(config: SynthConfig, events: list[NodeEvent]) -> dict[s
                 outages[-1].append(e)
                 reach = max(reach, end)
         for outage in outages:
-            cls = next((e.cls for e in outage if e.cls != "unknown"), "unknown")
+            cls = next((e.cause for e in outage if e.cause != "unknown"), "unknown")
             row = out.setdefault(cls, {"n_outages": 0, "n_closed": 0, "repair_s": 0})
             row["n_outages"] += 1
             if all(e.end < w1 for e in outage):

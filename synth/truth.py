@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from synth.config import FIX_KINDS, NON_HARDWARE_CLASSES, RECOVER, XID_CLASS
+from synth.config import FAILURE_XIDS, FIX_KINDS, NON_HARDWARE_CLASSES, RECOVER, XID_CLASS
 from synth.fleet import F_REPLACE, FIXES, HOUR_S
 from synth.lifetimes import cum_hazard, hazard_change
 
@@ -389,6 +389,7 @@ def interruptions(
     *,
     node_evidence: np.ndarray | None = None,
     planned_evidence: np.ndarray | None = None,
+    failure_evidence: tuple[np.ndarray, np.ndarray] | None = None,
     scheduler: np.ndarray | None = None,
     facts: dict[tuple[int, int], tuple[str, bool]] | None = None,
 ) -> list[dict[str, Any]]:
@@ -401,6 +402,10 @@ def interruptions(
         Kubernetes NodeNotReady): scheduler evidence without a class.
     planned_evidence
         Sorted keys of node events that are planned work: evidence of class ``maintenance``.
+    failure_evidence
+        Sorted keys of the node events of failures (any fix, hardware or not) and the class
+        each failure's telemetry names (:attr:`synth.node_events.NodeEvent.failure_class`):
+        candidates of that class, as the failure events they belong to are.
     scheduler
         The scheduler of every job (:mod:`synth.schedulers`); None: all Slurm.
     facts
@@ -421,7 +426,15 @@ def interruptions(
     tk_key = fleet.unit_node[fleet.ev_unit[rep]] * _KEY + fleet.ev_open[rep]
     tk_order = np.argsort(tk_key, kind="stable")
     tk_key = tk_key[tk_order]
-    tk_cls = np.array([fleet.class_names[c] for c in fleet.ev_class[rep]], dtype=object)[tk_order]
+    # a ticket joins its failure's event, whose class is the one its Xid names when it has one
+    tk_cls = np.array(
+        [seen_class(fleet.class_names[c]) for c in fleet.ev_class[rep]], dtype=object
+    )[tk_order]
+    fail_keys, fail_cls = (
+        (np.empty(0, dtype=np.int64), np.empty(0, dtype=object))
+        if failure_evidence is None
+        else failure_evidence
+    )
     next_start: dict[tuple[int, int], int] = {(a.job, a.number): a.start_s for a in attempts}
     out = []
     for a in attempts:
@@ -440,6 +453,7 @@ def interruptions(
             (inc_key, inc_cls, True),
             (tk_key, tk_cls, False),
             (pl_keys, pl_cls, False),
+            (fail_keys, fail_cls, False),
         ):
             lo = np.searchsorted(keys, nodes + lo_t, side="left")
             hi = np.searchsorted(keys, nodes + hi_t, side="right")
@@ -469,6 +483,17 @@ def interruptions(
             row["scheduler"] = NAMES[kind]
         out.append(row)
     return out
+
+
+def seen_class(name: str) -> str:
+    """Return the class the warehouse names a failure of class ``name`` by.
+
+    A GPU-level class whose failures print an Xid code is the class the catalog files that code
+    under (``gpu_sram`` prints Xid 95, which the catalog files under ``gpu_memory``); any other
+    class is itself.
+    """
+    codes = FAILURE_XIDS.get(name)
+    return XID_CLASS[codes[0]] if codes else name
 
 
 def _attribute(

@@ -2,9 +2,10 @@
 
 The tables are the fleet roll-up (``rpt_fleet_goodput``: goodput weighted by GPU-hours and by
 job count side by side, with the measured and estimated job counts; then where the GPU-hours
-went, per category) and the back-test (``rpt_projection_backtest``). ``--json`` prints
-``jobs``, ``fleet`` and ``backtest``; ``--format csv --table NAME`` one of them. The rows and
-their order are :mod:`pipelines.goodput_summary`'s.
+went, per category) and the back-test (``rpt_projection_backtest``, and per component class
+``rpt_projection_backtest_classes``). ``--json`` prints ``jobs``, ``fleet``, ``backtest`` and
+``backtest_classes``; ``--format csv --table NAME`` one of them. The rows and their order are
+:mod:`pipelines.goodput_summary`'s.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class GoodputTable(StrEnum):
     jobs = "jobs"
     fleet = "fleet"
     backtest = "backtest"
+    backtest_classes = "backtest_classes"
     logs = "logs"
 
 
@@ -146,6 +148,24 @@ def _backtest_display(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def _backtest_class_display(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from pipelines.goodput_summary import oe_verdict
+
+    return [
+        {
+            "class": r["component_class"],
+            "bucket": r["bucket"],
+            "jobs": r["n_jobs"],
+            "observed": r["interruptions_observed"],
+            "expected": _sig(r["interruptions_expected"]),
+            "O/E": _sig(r["oe_ratio"]),
+            "O/E 95 %": _interval(r["oe_lo"], r["oe_hi"], _sig),
+            "verdict": oe_verdict(r),
+        }
+        for r in rows
+    ]
+
+
 def print_goodput(db_path: Path, result: dict[str, Any], *, min_gpus: int) -> None:
     """Print the fleet roll-up and the back-test as tables, and what the job list holds.
 
@@ -176,6 +196,15 @@ def print_goodput(db_path: Path, result: dict[str, Any], *, min_gpus: int) -> No
                 _backtest_display(result["backtest"]),
             )
         )
+        by_class = [r for r in result.get("backtest_classes", []) if r["bucket"] == "all"]
+        if by_class:
+            console.print(
+                rows_table(
+                    "back-test per component class, all jobs (rpt_projection_backtest_classes; "
+                    "per GPU bucket: --format csv --table backtest_classes)",
+                    _backtest_class_display(by_class),
+                )
+            )
     elif result.get("backtest_missing"):
         console.print(
             f"back-test: not run: {result['backtest_missing']}", highlight=False, soft_wrap=True
@@ -230,6 +259,8 @@ def _columns(db_path: Path, table: GoodputTable, *, lock_timeout_s: float) -> li
         return list(summary_mod.FLEET_COLUMNS)
     if table is GoodputTable.backtest:
         return [*summary_mod.BACKTEST_COLUMNS, "verdict"]
+    if table is GoodputTable.backtest_classes:
+        return [*summary_mod.BACKTEST_CLASS_COLUMNS, "verdict"]
     if table is GoodputTable.logs:
         return list(summary_mod.LOG_COLUMNS)
     with warehouse.connect(db_path, read_only=True, lock_timeout_s=lock_timeout_s) as con:
@@ -297,6 +328,8 @@ def goodput(
 
         with warehouse.connect(db_path, lock_timeout_s=settings.lock_timeout_s) as con:
             warehouse.apply_schema(con)
+            # a warehouse ingested by an older relia lacks the newer views (the per-class back-test)
+            warehouse.create_views(con, only_if_changed=True)
             warehouse.materialize(con)
             try:
                 run_backtest(con, min_gpus=max(min_gpus, 1))
@@ -309,6 +342,7 @@ def goodput(
     )
     if lack is not None:  # a stored run of other data must not pass for this one
         result["backtest"] = []
+        result["backtest_classes"] = []
     result["backtest_missing"] = lack
     if shown is OutputFormat.json:
         print_json(result)

@@ -145,6 +145,15 @@ def ingest(
             "read as a line (default 300)."
         ),
     ] = None,
+    gpus_per_node: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="GPUs in each node whose GPUs no nvidia-smi snapshot or DCGM sample lists "
+            "(kernel logs alone, a sacct export): sets cfg_params.gpus_per_node, so their GPUs "
+            "are units at risk and their GPU failures count in the lives.",
+        ),
+    ] = None,
     verbose: Annotated[
         bool,
         typer.Option(
@@ -201,6 +210,11 @@ def ingest(
     except ValueError as error:
         err.print(error_text("error", "red", error))
         raise typer.Exit(2) from error
+    if gpus_per_node is not None:
+        from pipelines import warehouse
+
+        with warehouse.connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con:
+            warehouse.set_param(con, "gpus_per_node", gpus_per_node)
     if shown is OutputFormat.json:
         print_json(counts)
         return

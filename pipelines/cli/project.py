@@ -183,7 +183,21 @@ def project(
         ),
     ] = "steady_state",
     from_fits: Annotated[
-        str | None, typer.Option(help="Fit run id for the rates, or 'latest'.")
+        str | None,
+        typer.Option(
+            help="Fit run id for the rates, or 'latest': the newest fit of the failure process "
+            "(every job-stopping failure, fct_component_lives).",
+        ),
+    ] = None,
+    process: Annotated[
+        str | None,
+        typer.Option(
+            "--process",
+            metavar="failure|replacement",
+            help="What --from-fits latest projects: failure (default: the interruption rates "
+            "of every job-stopping failure) or replacement (the replacement lifetimes of "
+            "`relia fit --lives fct_replacement_lives`: replace tickets only).",
+        ),
     ] = None,
     default_rates_if_none: DefaultRatesOption = False,
     drain_recall: Annotated[
@@ -258,6 +272,11 @@ def project(
             )
         )
         raise typer.Exit(2)
+    if process is not None and from_fits is None:
+        err.print(
+            error_text("error", "red", "--process chooses the rates of --from-fits: give both")
+        )
+        raise typer.Exit(2)
     settings = load_settings(db_path=db)
     if from_fits is not None or repair_from_fits is not None:
         require_warehouse(
@@ -282,6 +301,7 @@ def project(
         repair_from_warehouse=repair_from_warehouse,
         repair_from_fits=repair_from_fits,
         default_rates_if_none=default_rates_if_none,
+        rate_process=process,
     )
     _warn_rates(result)
     if shown is OutputFormat.json:
@@ -296,9 +316,29 @@ def project(
         print_csv(rows)
         return
     console.print(rows_table(f"projection: {gpus:,} GPUs, {strategy}", rows))
-    keys = ("rate_source", "fleet_age_assumption", "uncertainty", "ettr_note", "fit_run_id")
+    console.print(
+        rows_table(
+            f"expected interruptions by class over {job_days:g} days (each class's 95 % interval)",
+            _class_rows(result["expected_interruptions_by_class"]),
+        )
+    )
+    keys = (
+        "rate_source",
+        "rate_process",
+        "fleet_age_assumption",
+        "uncertainty",
+        "ettr_note",
+        "fit_run_id",
+    )
     for key in keys:
-        console.print(f"{key}: {result.get(key)}", highlight=False)
+        console.print(f"{key}: {result.get(key)}", highlight=False, markup=False)
+    if result.get("classes_without_failures"):
+        console.print(
+            "left out (no failure in the fit run, rate 0): "
+            + ", ".join(result["classes_without_failures"]),
+            highlight=False,
+            markup=False,
+        )
     if result.get("extrapolation_note"):
         err.print(error_text("note", "yellow", f"extrapolated: {result['extrapolation_note']}"))
     bound = result["goodput_error_bound"]
@@ -354,6 +394,23 @@ def project(
             f"± {sim['goodput_se']:.4f} (s.e.)",
             highlight=False,
         )
+
+
+def _class_rows(by_class: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return the per-class table of a projection: level, units, MTBF, expected and interval."""
+    return [
+        {
+            "class": name,
+            "level": row["level"],
+            "units": row["units"],
+            "mtbf_h": row["mtbf_h"],
+            "expected": row["expected"],
+            "95 %": "-"
+            if row["expected_lo"] is None
+            else f"{row['expected_lo']:.3g} to {row['expected_hi']:.3g}",
+        }
+        for name, row in by_class.items()
+    ]
 
 
 def _warn_rates(result: dict[str, Any]) -> None:

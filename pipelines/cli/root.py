@@ -50,7 +50,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "trend": (
         "fit",
-        "Repairable-system view: Crow-AMSAA and Laplace verdicts for the fleet, lemon nodes.",
+        "Repairable-system view: Crow-AMSAA and Laplace verdicts, lemon nodes, repeat offenders.",
     ),
     "project": (
         "project",

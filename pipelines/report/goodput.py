@@ -23,9 +23,11 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from pipelines.goodput_summary import (
     GPU_BUCKETS,
     PERIODS,
+    backtest_class_rows,
     backtest_rows,
     fleet_rows,
     missing_goodput_views,
+    nothing_expected,
     oe_verdict,
 )
 from pipelines.report.period import query
@@ -102,7 +104,9 @@ def read_realised_goodput(con: duckdb.DuckDBPyConnection, week: str) -> dict[str
         ``assumptions`` (the assumed values of estimated ledgers and how many jobs use each set),
         ``untied`` (training logs not used: ``ambiguous`` and ``none`` counts) and
         ``backtest`` (rows of :func:`pipelines.goodput_summary.backtest_rows`, each with its
-        ``verdict`` from :func:`oe_verdict`), and ``backtest_missing`` (``{"missing",
+        ``verdict`` from :func:`oe_verdict`), ``backtest_classes`` (the same run per component
+        class over all its jobs, :func:`pipelines.goodput_summary.backtest_class_rows`, classes
+        that observed or expected an interruption), and ``backtest_missing`` (``{"missing",
         "supply"}`` when no back-test is stored because the warehouse lacks unit lives or
         finished jobs; else None). Goodput and shares are fractions.
     """
@@ -117,8 +121,15 @@ def read_realised_goodput(con: duckdb.DuckDBPyConnection, week: str) -> dict[str
     if has_views:
         untied |= {r["tie"]: int(r["n_logs"]) for r in query(con, _UNTIED).to_dicts()}
     backtest = []
+    by_class: list[dict[str, Any]] = []
     if "rpt_projection_backtest" not in missing:
         backtest = backtest_rows(con)
+        # the classes with something to compare over all the jobs (the table's rows)
+        by_class = [
+            r
+            for r in backtest_class_rows(con)
+            if r["bucket"] == "all" and (r["interruptions_observed"] or not nothing_expected(r))
+        ]
     lack = None
     if not backtest and not missing:
         from pipelines.backtest import missing_inputs
@@ -142,6 +153,7 @@ def read_realised_goodput(con: duckdb.DuckDBPyConnection, week: str) -> dict[str
         "assumptions": assumptions,
         "untied": untied,
         "backtest": backtest,
+        "backtest_classes": by_class if backtest else [],
     }
 
 

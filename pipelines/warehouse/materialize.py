@@ -38,6 +38,7 @@ MATERIALIZED = (
     "fct_job_goodput",
     "int_fleet_nodes",
     "int_fleet_gpus",
+    "int_failure_members",  # read by int_failure_events and int_job_interruptions
     "int_failure_events",
     "fct_component_lives",
 )

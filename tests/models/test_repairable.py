@@ -180,6 +180,20 @@ class TestCrowAmsaa:
         assert result.beta == pytest.approx(times.size / np.log(1_000.0 / times).sum(), rel=1e-12)
         assert result.lambda_ == pytest.approx(times.size / 10 / 1_000.0**result.beta, rel=1e-9)
 
+    def test_one_failure_at_the_end_of_a_long_window_has_a_finite_scale(self) -> None:
+        """One failure 7.6 h before the end of 816 h (a real kernel log's Xid 119): the shape
+        is 1 / ln(816 / 808.4) = 106.8, and scale ** shape (816 ** 106.8) is beyond a float;
+        the result is computed in logs: lambda = 1 / 816 ** beta underflows to 0, the
+        instantaneous MTBF is 816 / beta (total time = scale, one failure)."""
+        events = pl.DataFrame(
+            {"unit_id": ["a"], "time_h": [808.4], "start_h": [0.0], "end_h": [816.0]}
+        )
+        result = crow_amsaa_fleet(events)
+        beta = 1.0 / math.log(816.0 / 808.4)
+        assert result.beta == pytest.approx(beta, rel=1e-12)
+        assert result.lambda_ == pytest.approx(math.exp(-beta * math.log(816.0)), abs=1e-300)
+        assert result.mtbf_instantaneous_h == pytest.approx(816.0 / beta, rel=1e-9)
+
 
 class TestLaplaceTest:
     def test_detects_increasing_rate(self) -> None:

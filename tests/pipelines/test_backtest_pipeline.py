@@ -19,6 +19,7 @@ import math
 from typing import TYPE_CHECKING
 
 import duckdb
+import polars as pl
 import pytest
 from scipy import stats
 
@@ -233,6 +234,56 @@ def test_backtest_buckets_and_view(con: duckdb.DuckDBPyConnection) -> None:
     assert n_runs == 2
 
 
+def test_backtest_per_class_adds_up_to_the_buckets(con: duckdb.DuckDBPyConnection) -> None:
+    """Per class and bucket over the whole window: gpu carries every failure, nic none."""
+    run = run_backtest(con, min_gpus=4)
+    view = warehouse.query(con, "select * from rpt_projection_backtest_classes")
+    assert view.columns == [
+        *("component_class", "unit_level", "bucket", "n_jobs", "interruptions_observed"),
+        *("interruptions_expected", "oe_ratio", "oe_lo", "oe_hi"),
+    ]
+    rows = {(r["component_class"], r["bucket"]): r for r in view.iter_rows(named=True)}
+    assert list(rows) == [
+        ("gpu", "1-8"),
+        ("gpu", "9-64"),
+        ("gpu", "all"),
+        ("nic", "1-8"),
+        ("nic", "9-64"),
+        ("nic", "all"),
+    ]
+    # J1 (9-64) expects 160 / 336 of the failure at 48 h; J2 (1-8) 64 / 528 of each of two;
+    # J5 (1-8) started before any failure; J2's gpu interruption is the only one observed
+    gpu = rows[("gpu", "all")]
+    expected = 160 / 336 + 128 / 528
+    assert (gpu["n_jobs"], gpu["interruptions_observed"]) == (3, 1)
+    assert gpu["interruptions_expected"] == pytest.approx(expected)
+    assert gpu["oe_lo"] == pytest.approx(stats.chi2.ppf(0.025, 2) / 2 / expected)
+    assert gpu["oe_hi"] == pytest.approx(stats.chi2.ppf(0.975, 4) / 2 / expected)
+    assert rows[("gpu", "9-64")]["interruptions_expected"] == pytest.approx(160 / 336)
+    assert rows[("gpu", "1-8")]["interruptions_expected"] == pytest.approx(128 / 528)
+    assert rows[("gpu", "1-8")]["interruptions_observed"] == 1
+    nic = rows[("nic", "all")]
+    assert (nic["interruptions_observed"], nic["interruptions_expected"]) == (0, 0)
+    assert nic["oe_ratio"] is None  # nothing expected: no ratio
+    # the classes add up to the bucket rows of the same run
+    buckets = {(r["bucket"], r["period"]): r for r in run.buckets.iter_rows(named=True)}
+    for bucket in ("1-8", "9-64", "all"):
+        mine = [r for (_, b), r in rows.items() if b == bucket]
+        total = buckets[(bucket, "all")]
+        assert sum(r["interruptions_observed"] for r in mine) == total["interruptions_observed"]
+        assert sum(r["interruptions_expected"] for r in mine) == pytest.approx(
+            total["interruptions_expected"]
+        )
+    (sd,) = warehouse.query(
+        con,
+        "select interruptions_expected_sd from backtest_classes "
+        "where run_id = $id and component_class = 'gpu' and bucket = 'all'",
+        {"id": run.run_id},
+    ).row(0)
+    w_48, w_144 = 160 / 336 + 64 / 528, 64 / 528
+    assert sd == pytest.approx(math.sqrt(w_48**2 + w_144**2))
+
+
 def test_backtest_reads_causes_from_the_ledger_when_it_lists_them(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
@@ -314,9 +365,17 @@ def test_backtest_on_a_synthetic_exponential_fleet(tmp_path: Path, factor: float
                 named=True
             )
         }
+        by_class = warehouse.query(con, "select * from rpt_projection_backtest_classes")
     if factor == 1.0:
         for (bucket, period), row in rows.items():
             if period == "all" and row["interruptions_expected"] >= 1:
                 assert row["oe_lo"] <= 1.0 <= row["oe_hi"], (bucket, row)
     else:
         assert rows[("all", "second half")]["oe_lo"] > 1.0
+    # every class of the failure process that failed is a row; they add up to the bucket
+    overall = by_class.filter(pl.col("bucket") == "all")
+    assert overall["interruptions_observed"].sum() == rows[("all", "all")]["interruptions_observed"]
+    assert overall["interruptions_expected"].sum() == pytest.approx(
+        rows[("all", "all")]["interruptions_expected"]
+    )
+    assert {"gpu", "nvlink", "pcie", "nic", "power"} <= set(overall["component_class"])

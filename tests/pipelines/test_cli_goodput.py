@@ -325,7 +325,10 @@ def _invoke(*args: str) -> str:
 def test_goodput_json_has_jobs_fleet_backtest(goodput_db: Path) -> None:
     payload = _strict_loads(_invoke("--db", str(goodput_db), "--json"))
     assert payload == _strict_loads(_invoke("--db", str(goodput_db), "--format", "json"))
-    assert set(payload) == {"jobs", "fleet", "backtest", "logs", "backtest_missing"}
+    assert set(payload) == {
+        *("jobs", "fleet", "backtest", "backtest_classes", "logs", "backtest_missing")
+    }
+    assert payload["backtest_classes"] == []  # the hand-made run has no per-class rows
     assert payload["backtest_missing"] is None  # --stored: nothing was run, nothing was missing
     jobs = payload["jobs"]
     assert [j["job_id_raw"] for j in jobs] == ["1001", "1002", "1003"]  # by first start
@@ -484,6 +487,7 @@ def test_goodput_with_an_empty_ledger_says_so(goodput_db: Path) -> None:
         "jobs": [],
         "fleet": [],
         "backtest": [],
+        "backtest_classes": [],
         "logs": [],
         "backtest_missing": None,
     }

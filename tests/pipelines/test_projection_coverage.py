@@ -4,10 +4,11 @@ Over synthetic fleets (seeds 1..N, the ``relia synth`` default fleet: 256 nodes 
 days) the CLI runs synth -> ingest -> fit -> ``project --from-fits latest --gpus G`` (in-process,
 through Typer's runner: the same commands, options and code paths as a shell). Beside it the test
 projects the same scenario from the generator's true per-class rates (``ground_truth.json``
-``failure_process``: level, the rate per unit-hour over the ages observed), with the scenario
-the CLI built (the measured restart gap included) and only the rates swapped. It counts how
-often the CLI's 95 % interval holds the truth's goodput and MTTI, and on which side the misses
-fall.
+``failure_process``: level, the rate per unit-hour over the ages observed, for every class the
+generator fails, hardware or not; a class it has no failure of, such as ``unknown``, is at rate 0
+in the truth, and the fit must not project one), with the scenario the CLI built (the measured
+restart gap included) and only the rates swapped. It counts how often the CLI's 95 % interval
+holds the truth's goodput and MTTI, and on which side the misses fall.
 
 Acceptance: at both scales, coverage of goodput and of MTTI >= 90 % over >= 10 fleets, and the
 point errors (projected - true) take both signs across the fleets (misses not all one way).
@@ -79,6 +80,12 @@ def _true_rates(truth: dict[str, Any]) -> tuple[ClassRate, ...]:
     )
 
 
+def _true_mtbf_h(truth: dict[str, Any], name: str) -> float | None:
+    """The generator's MTBF per unit of a class; None for a class it never fails (e.g. unknown)."""
+    rate = truth["failure_process"].get(name, {}).get("rate_per_unit_h")
+    return 1.0 / rate if rate else None
+
+
 def _same(a: Any, b: Any) -> bool:
     return json.dumps(a, default=str, sort_keys=True) == json.dumps(b, default=str, sort_keys=True)
 
@@ -115,7 +122,7 @@ def _fleet_rows(root: Path, seed: int) -> list[dict[str, Any]]:
                 "fit_mtbf_h": r.mtbf_h,
                 "fit_lo_h": r.mtbf_lo_h,
                 "fit_hi_h": r.mtbf_hi_h,
-                "true_mtbf_h": 1.0 / truth["failure_process"][r.component_class]["rate_per_unit_h"],
+                "true_mtbf_h": _true_mtbf_h(truth, r.component_class),
             }
             for r in fitted
         }
@@ -140,6 +147,20 @@ def coverage_rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, An
 
 def test_enough_fleets() -> None:
     assert N_FLEETS >= 10, "the acceptance needs at least 10 fleets (RELIA_COVERAGE_FLEETS)"
+
+
+def test_every_projected_class_is_one_the_generator_fails(
+    coverage_rows: list[dict[str, Any]],
+) -> None:
+    """A class the generator has no failure of (``unknown``, say) would be a misread cause: the
+    truth projects it at rate 0 and the fit must not find it."""
+    stray = {
+        (row["seed"], name)
+        for row in coverage_rows
+        for name, figures in row["classes"].items()
+        if figures["true_mtbf_h"] is None
+    }
+    assert not stray, f"classes projected that the generator never fails: {sorted(stray)}"
 
 
 @pytest.mark.parametrize("n_gpus", SCALES)
