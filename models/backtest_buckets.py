@@ -289,24 +289,31 @@ def backtest_summary(
     schema: dict[str, pl.DataType] = {c: pl.Float64() for c in SUMMARY_COLUMNS}
     schema.update(bucket=pl.String(), period=pl.String(), n_jobs=pl.Int64(), n_estimated=pl.Int64())
     frame = pl.DataFrame(out, schema=schema, orient="row")
-    observed = frame["interruptions_observed"].to_numpy()
-    expected = frame["interruptions_expected"].to_numpy()
-    ratio, lo, hi = poisson_ratio_interval(observed, expected, alpha=alpha)
-    sd = frame["interruptions_expected_sd"].fill_null(np.nan).to_numpy()
-    fit_lo, fit_hi = oe_interval_with_fit(observed, expected, sd**2, alpha=alpha)
     return (
-        frame.with_columns(
-            pl.Series("oe_ratio", ratio),
-            pl.Series("oe_lo", lo),
-            pl.Series("oe_hi", hi),
-            pl.Series("oe_fit_lo", fit_lo),
-            pl.Series("oe_fit_hi", fit_hi),
+        _with_oe(frame, alpha)
+        .with_columns(
             pl.col("interruptions_observed", "interruptions_unattributed", "interruptions_other")
             .round()
             .cast(pl.Int64),
         )
         .select(SUMMARY_COLUMNS)
         .with_columns(pl.col(pl.Float64).fill_nan(None))
+    )
+
+
+def _with_oe(frame: pl.DataFrame, alpha: float) -> pl.DataFrame:
+    """Add O/E with its exact Poisson interval and the interval that also carries the fit's sd."""
+    observed = frame["interruptions_observed"].to_numpy().astype(float)
+    expected = frame["interruptions_expected"].to_numpy()
+    ratio, lo, hi = poisson_ratio_interval(observed, expected, alpha=alpha)
+    sd = frame["interruptions_expected_sd"].fill_null(np.nan).to_numpy()
+    fit_lo, fit_hi = oe_interval_with_fit(observed, expected, sd**2, alpha=alpha)
+    return frame.with_columns(
+        pl.Series("oe_ratio", ratio),
+        pl.Series("oe_lo", lo),
+        pl.Series("oe_hi", hi),
+        pl.Series("oe_fit_lo", fit_lo),
+        pl.Series("oe_fit_hi", fit_hi),
     )
 
 
@@ -392,19 +399,8 @@ def backtest_class_summary(
                 }
             )
     frame = pl.DataFrame(out, schema=schema, orient="row")
-    o = frame["interruptions_observed"].to_numpy().astype(float)
-    e = frame["interruptions_expected"].to_numpy()
-    ratio, lo, hi = poisson_ratio_interval(o, e, alpha=alpha)
-    sd = frame["interruptions_expected_sd"].to_numpy()
-    fit_lo, fit_hi = oe_interval_with_fit(o, e, sd**2, alpha=alpha)
     return (
-        frame.with_columns(
-            pl.Series("oe_ratio", ratio),
-            pl.Series("oe_lo", lo),
-            pl.Series("oe_hi", hi),
-            pl.Series("oe_fit_lo", fit_lo),
-            pl.Series("oe_fit_hi", fit_hi),
-        )
+        _with_oe(frame, alpha)
         .select(CLASS_SUMMARY_COLUMNS)
         .with_columns(pl.col(pl.Float64).fill_nan(None))
     )

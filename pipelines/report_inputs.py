@@ -11,8 +11,6 @@ the report falls back to on a read-only warehouse that nobody refreshed.
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import math
 import uuid
@@ -37,6 +35,7 @@ from pipelines.report.period import (
     read_window,
     report_period,
 )
+from pipelines.report.projection_store import frame_text, projection_inputs
 from pipelines.settings import DEFAULT_BACKTEST_MIN_GPUS
 
 if TYPE_CHECKING:
@@ -46,7 +45,6 @@ if TYPE_CHECKING:
     import duckdb
 
     from models.scenario import ClassRate, Projection, Scenario
-    from pipelines.report.period import ReportPeriod
 
 # --------------------------------------------------------------------------------------------
 # Goodput projection
@@ -623,91 +621,6 @@ def refresh_warehouse(
         return refresh_inputs(
             con, week=week, target_gpus=target_gpus, backtest_min_gpus=backtest_min_gpus
         )
-
-
-def projection_inputs(con: duckdb.DuckDBPyConnection, period: ReportPeriod) -> dict[str, Any]:
-    """Return what a stored projection depends on besides its fit run and targets.
-
-    What a stored projection depends on besides its fit run and targets: the week's data
-    end, the observation window and the row counts of the marts the projection reads.
-    """
-    counts = query(
-        con,
-        """
-        select
-            (select count(*) from rpt_job_interruptions) as n_interruptions,
-            (select count(*) from rpt_replace_repairs) as n_replace_repairs,
-            (select count(*) from rpt_fleet_gpus) as n_gpu_slots
-        """,
-    ).row(0, named=True)
-    return {
-        "as_of": period.as_of.isoformat(),
-        "window_start": period.window_start.isoformat(),
-        "window_end": period.window_end.isoformat(),
-        **{name: int(value) for name, value in counts.items()},
-    }
-
-
-def read_report_projection(
-    con: duckdb.DuckDBPyConnection,
-    fit_run_id: str,
-    period: ReportPeriod,
-    targets: tuple[int, ...],
-) -> dict[str, Any] | None:
-    """Return the newest stored projection of ``fit_run_id`` at ``targets``.
-
-    Only one whose inputs still match.
-
-    Returns
-    -------
-    dict or None
-        ``headline``, ``curve``, ``targets``, ``knobs``, ``scenario`` and ``notes`` (the
-        models' warnings when it was made); None when there is none (or no such table: a
-        warehouse written before the project stage stored report projections).
-    """
-    exists = query(
-        con,
-        "select count(*) as n from duckdb_tables() where table_name = 'report_projections'",
-    ).item()
-    if not exists:
-        return None
-    rows = query(
-        con,
-        """
-        select scenario_json, result_json
-        from report_projections
-        where fit_run_id = $fit and target_gpus = $targets and inputs_json = $inputs
-        order by created_at desc
-        limit 1
-        """,
-        {
-            "fit": fit_run_id,
-            "targets": ",".join(map(str, targets)),
-            "inputs": json.dumps(projection_inputs(con, period)),
-        },
-    )
-    if rows.height == 0:
-        return None
-    scenario_json, result_json = rows.row(0)
-    result = json.loads(result_json)
-    return {
-        "headline": result["headline"],
-        **{name: frame_of(result[name]) for name in ("curve", "targets", "knobs")},
-        "scenario": json.loads(scenario_json),
-        "notes": result["notes"],
-    }
-
-
-def frame_text(frame: pl.DataFrame) -> str:
-    """Return a frame as base64 Arrow IPC text (types kept exactly through JSON)."""
-    buffer = io.BytesIO()
-    frame.write_ipc(buffer)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def frame_of(text: str) -> pl.DataFrame:
-    """Return the frame :func:`frame_text` wrote."""
-    return pl.read_ipc(io.BytesIO(base64.b64decode(text)))
 
 
 def _json_scalar(value: object) -> object:

@@ -519,7 +519,8 @@ def read_goodput(
         ``headline``, ``curve``, ``targets``, ``knobs``, ``scenario``; the notes the models
         raised are added to ``notes``.
     """
-    from pipelines.report_inputs import goodput_projection, read_report_projection
+    from pipelines.report.projection_store import read_report_projection
+    from pipelines.report_inputs import goodput_projection
 
     stored = None
     if fit.run_id is not None:

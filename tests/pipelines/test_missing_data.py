@@ -261,7 +261,10 @@ def test_project_default_rates_only_when_asked_and_named(
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     if _latest_fit_failures(db):  # a ticket-less fleet whose telemetry shows failures
-        assert payload["rate_source"].startswith("rates: ")
+        assert payload["rate_source"].startswith(
+            f"fit run {payload['fit_run_id']}: interruption rates of the failure process"
+        )
+        assert payload["rate_process"] == "failure"
         assert "rates_warning" not in payload
         assert "warning:" not in result.stderr
         return

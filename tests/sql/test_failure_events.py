@@ -29,6 +29,19 @@ T10 = W0 + DAY  # n10's two Xid 79s
 T11 = W0 + 3 * DAY  # n11's DCGM day
 
 
+def windowed_warehouse(start: datetime, end: datetime) -> duckdb.DuckDBPyConnection:
+    """An in-memory warehouse with the schema applied and the observation window set."""
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    warehouse.apply_schema(con)
+    con.execute(
+        "insert into cfg_params (name, value) "
+        "values ('window_start_epoch_s', $a), ('window_end_epoch_s', $b)",
+        {"a": start.timestamp(), "b": end.timestamp()},
+    )
+    return con
+
+
 def _xid(host: str, ts: datetime, bus: str, code: int) -> dict[str, object]:
     return {
         "host": host,
@@ -102,14 +115,7 @@ def _dcgm(hour: int, dbe: float, *, host: str = "n7", uuid: str = "GPU-n7-0") ->
 
 @pytest.fixture(scope="module")
 def con() -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
-    con.execute("set TimeZone = 'UTC'")
-    warehouse.apply_schema(con)
-    con.execute(
-        "insert into cfg_params (name, value) "
-        "values ('window_start_epoch_s', $a), ('window_end_epoch_s', $b)",
-        {"a": W0.timestamp(), "b": W1.timestamp()},
-    )
+    con = windowed_warehouse(W0, W1)
     _insert(
         con,
         "raw_inventory",

@@ -15,13 +15,16 @@ before them. The node's node-level units have no failure.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
-import duckdb
 import pytest
 
 from pipelines import warehouse
-from tests.sql.test_failure_events import _node_event, _snapshot, _xid
+from tests.sql.test_failure_events import _node_event, _snapshot, _xid, windowed_warehouse
 from tests.sql.test_views import _insert
+
+if TYPE_CHECKING:
+    import duckdb
 
 W0 = datetime(2026, 6, 1, tzinfo=UTC)
 W1 = W0 + timedelta(days=10)
@@ -36,14 +39,7 @@ FAILS = (
 
 @pytest.fixture(scope="module")
 def con() -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
-    con.execute("set TimeZone = 'UTC'")
-    warehouse.apply_schema(con)
-    con.execute(
-        "insert into cfg_params (name, value) "
-        "values ('window_start_epoch_s', $a), ('window_end_epoch_s', $b)",
-        {"a": W0.timestamp(), "b": W1.timestamp()},
-    )
+    con = windowed_warehouse(W0, W1)
     _insert(
         con,
         "raw_inventory",
