@@ -35,6 +35,7 @@ import polars as pl
 
 from pipelines import warehouse
 from pipelines.errors import MissingDataError, WarehouseEmptyError, no_lives
+from pipelines.lives_coverage import failures_outside_lives
 from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S, DEFAULT_READ_LOCK_TIMEOUT_S
 from pipelines.warehouse import identifier as _identifier  # a SQL guard by that name
 from pipelines.warehouse import query
@@ -550,6 +551,7 @@ class FitOutcome(TypedDict):
     quantity: str  # "lifetime", "replacement" or "repair_time"
     rates: NotRequired[pl.DataFrame]  # lifetime and replacement runs: rpt_class_rates' rows
     repairs: NotRequired[dict[str, int]]  # repair runs: repairs by status (see repair_lives)
+    outside_lives: NotRequired[list[dict[str, Any]]]  # failure runs: window failures in no life
 
 
 def run_fit(
@@ -606,6 +608,7 @@ def run_fit(
         run_id = store_fit(con, results, by=list(by or []), window=window, lives=lives, rates=rates)
         if rates is not None:  # as every reader sees them: the stored rows, through the view
             rates = read_rates(con, run_id)
+        outside = failures_outside_lives(con) if lives == "fct_component_lives" else None
     outcome: FitOutcome = {
         "run_id": run_id,
         "results": results.with_columns(run_id=pl.lit(run_id)),
@@ -616,6 +619,8 @@ def run_fit(
         outcome["repairs"] = counts
     if rates is not None:
         outcome["rates"] = rates
+    if outside is not None:
+        outcome["outside_lives"] = outside
     return outcome
 
 

@@ -415,6 +415,7 @@ def fit(
     notes = sorted({_counted(str(w.message), quantity) for w in caught})
     repairs = outcome.get("repairs")
     rates = outcome.get("rates")
+    outside = outcome.get("outside_lives")
     replacement = quantity == "replacement"
     if quantity == "repair_time":
         if table is FitTable.rates:
@@ -453,6 +454,7 @@ def fit(
                 "mean": {"repair_time": "MTTR", "replacement": "MTBR"}.get(quantity, "MTBF"),
                 "open_bounds": OPEN_END,
                 **({"repairs": repairs} if repairs is not None else {}),
+                **({"failures_outside_lives": outside} if outside is not None else {}),
                 **({"rates": [rename(r) for r in rate_dicts]} if rates is not None else {}),
                 "fits": [rename(r) for r in json_rows],
                 "cox": cox_table.to_dicts() if cox_table is not None else None,
@@ -532,6 +534,11 @@ def fit(
         )
     for note in notes:
         err.print(error_text("note", "yellow", note))
+    if outside:
+        from pipelines.lives_coverage import outside_lives_text
+
+        for line in outside_lives_text(outside):
+            err.print(error_text("note", "yellow", line))
 
 
 def _counted(text: str, quantity: str) -> str:

@@ -15,7 +15,8 @@ Expected, by hand from the lines and NVIDIA's Xid catalog (``sql/seeds/dim_xid.c
 
 So one failure, of class ``gsp``. Kernel logs do not say how many GPUs a node has; given with
 ``relia ingest --gpus-per-node 8``, the GPUs are units at risk and the failure ends a gsp life.
-Without it the failure is still a failure event, outside the lives (no GPU unit to end).
+Without it the failure is still a failure event, outside the lives (no GPU unit to end), and
+``relia fit`` says so: one failure of gsp left out of the rates, and the option that counts it.
 """
 
 from __future__ import annotations
@@ -72,6 +73,15 @@ def test_without_the_gpu_count_the_failure_is_an_event_outside_the_lives(tmp_pat
     _cli("ingest", "--source", "kernel", *map(str, LOGS), "--db", db)
     fitted = json.loads(_cli("fit", "--db", db, "--json"))
     assert not any(r["n_failures"] for r in fitted["fits"])
+    # not dropped silently: the run names the failure its rates leave out, and why
+    assert fitted["failures_outside_lives"] == [
+        {"component_class": "gsp", "unit_level": "gpu", "reason": "gpus_unknown", "n_failures": 1}
+    ]
+    said = runner.invoke(app, ["fit", "--db", db])
+    assert said.exit_code == 0, said.output
+    note = " ".join(said.stderr.split())
+    assert "1 failure event of the window ends no life and is not in the rates (gsp 1)" in note
+    assert "relia ingest --gpus-per-node N" in note
     with duckdb.connect(db, read_only=True) as con:
         events = con.execute(
             "select host, component_class, in_lives from fct_failure_events"
