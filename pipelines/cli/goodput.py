@@ -236,6 +236,7 @@ def _print_ties(logs: list[dict[str, Any]], shown: int = 20) -> None:
         f"{counts['host_time']:,}; ambiguous {counts['ambiguous']:,} and untied "
         f"{counts['none']:,} (not used)",
         highlight=False,
+        soft_wrap=True,  # one line whatever the terminal's width, as the logs listed below it
     )
     unresolved = [log for log in logs if log["tie"] in ("ambiguous", "none")]
     for log in unresolved[:shown]:
