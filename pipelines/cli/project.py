@@ -518,6 +518,7 @@ def whatif(
         f"baseline at {result['target_gpus']:,} GPUs (held for every other knob): {held}",
         highlight=False,
         markup=False,
+        soft_wrap=True,  # the knob=value list on one line whatever the terminal's width
     )
     console.print(
         rows_table(
