@@ -20,7 +20,13 @@ import logging
 import re
 from typing import Any
 
-__all__ = ["BIDI_CONTROLS", "SANITISED_LOGGERS", "install_log_sanitiser", "printable"]
+__all__ = [
+    "BIDI_CONTROLS",
+    "SANITISED_LOGGERS",
+    "install_log_sanitiser",
+    "printable",
+    "printable_values",
+]
 
 _SEQUENCES = re.compile(
     r"(?:\x1b\]|\x9d)[^\x07\x9c\x1b]*(?:\x07|\x9c|\x1b\\)?"  # OSC ... BEL / ST
@@ -62,6 +68,24 @@ def printable(text: str, *, lines: bool = False) -> str:
     if lines:
         return _CONTROLS.sub("", text.replace("\r\n", "\n"))
     return _CONTROLS_AND_LINES.sub(lambda m: " " if m.group() in "\t\n\r" else "", text)
+
+
+def printable_values(value: Any, *, lines: bool = False) -> Any:
+    """Return ``value`` with every string in it (mapping keys, items, nested) made printable.
+
+    Mappings stay mappings (a ``dict``), lists and tuples become lists, anything that is not a
+    string is kept as it is.
+    """
+    if isinstance(value, str):
+        return printable(value, lines=lines)
+    if isinstance(value, dict):
+        return {
+            printable_values(k, lines=lines): printable_values(v, lines=lines)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [printable_values(v, lines=lines) for v in value]
+    return value
 
 
 SANITISED_LOGGERS = ("pipelines", "models", "synth", "prefect.flow_runs", "prefect.task_runs")

@@ -29,7 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pipelines.jsonsafe import json_ready
-from pipelines.text import printable
+from pipelines.text import printable, printable_values
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -58,6 +58,13 @@ class SafeConsole(Console):
     stay) and shows bidi controls, whatever printed it: a table title, a markdown headline, a
     note built from telemetry.
     """
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        """Make ``text`` printable, then turn it into Rich text as Rich does.
+
+        Before Rich: its text drops a bell, which would leave an OSC sequence unterminated.
+        """
+        return super().render_str(printable(text, lines=True), **kwargs)
 
     def render(
         self, renderable: RenderableType, options: ConsoleOptions | None = None
@@ -143,7 +150,7 @@ def _csv_field(value: Any) -> Any:
     if value is None:
         return ""
     if isinstance(value, list | dict):
-        return printable(json.dumps(value, allow_nan=False))
+        return json.dumps(printable_values(value), allow_nan=False)
     if isinstance(value, str):
         return printable(value)
     return value
@@ -167,7 +174,7 @@ def rows_table(title: str, rows: list[dict[str, Any]]) -> Table | Group:
     natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
     if natural <= console.width:
         return table
-    blocks: list[Any] = [Text(title, style="italic")]
+    blocks: list[Any] = [Text(printable(title), style="italic")]
     for row in rows:
         block = Table.grid(padding=(0, 2))
         block.add_column(style="bold", no_wrap=True)

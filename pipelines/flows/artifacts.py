@@ -21,7 +21,7 @@ from pipelines import warehouse
 from pipelines.goodput_summary import BACKTEST_COLUMNS
 from pipelines.jsonsafe import json_ready
 from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S
-from pipelines.text import printable
+from pipelines.text import printable_values
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -57,14 +57,8 @@ def json_safe(value: Any) -> Any:
 
 
 def inert(value: Any) -> Any:
-    """Return ``value`` with every string in it (keys, items, nested) made printable."""
-    if isinstance(value, str):
-        return printable(value, lines=True)
-    if isinstance(value, dict):
-        return {inert(k): inert(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [inert(v) for v in value]
-    return value
+    """Return ``value`` with every string in it made printable (line breaks kept)."""
+    return printable_values(value, lines=True)
 
 
 def create_table_artifact(*, key: str, table: list[dict[str, Any]], description: str) -> None:

@@ -29,7 +29,7 @@ from pipelines.cli import app
 from pipelines.text import install_log_sanitiser, printable
 
 if TYPE_CHECKING:
-    from click.testing import Result
+    from typer.testing import Result
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data_samples" / "landing"
@@ -188,6 +188,52 @@ def test_log_records_of_relia_loggers_are_printable(caplog: pytest.LogCaptureFix
     assert caplog.records[-1].getMessage() == "file a<U+202E>b skipped"
 
 
+def test_csv_fields_are_printable_and_parse_back(capsys: pytest.CaptureFixture[str]) -> None:
+    from pipelines.cli.render import print_csv
+
+    print_csv(
+        [
+            {"job_name": f"train{HOSTILE}", "n": 3, "note": 'two\nlines, "quoted"'},
+            {"job_name": f"x{RLO}\x00", "n": None, "note": [f"a{TITLE}", 1]},
+        ]
+    )
+    out = capsys.readouterr().out
+    assert UNSAFE.search(out) is None
+    assert list(csv.reader(io.StringIO(out))) == [
+        ["job_name", "n", "note"],
+        ["trainclick<U+202E>", "3", 'two lines, "quoted"'],
+        ["x<U+202E>", "", '["a", 1]'],
+    ]
+
+
+def test_json_escapes_bidi_and_controls(capsys: pytest.CaptureFixture[str]) -> None:
+    from pipelines.cli.render import print_json
+
+    print_json({"job_name": f"train{CLEAR}{RLO}"})
+    out = capsys.readouterr().out
+    assert UNSAFE.search(out) is None
+    assert "\\u202e" in out
+    assert json.loads(out) == {"job_name": f"train{CLEAR}{RLO}"}  # the data, as it was
+
+
+def test_console_prints_titles_and_markdown_printable() -> None:
+    from rich.markdown import Markdown
+
+    from pipelines.cli.render import SafeConsole, rows_table
+
+    console = SafeConsole(file=io.StringIO(), width=100, force_terminal=False)
+    wide = "a-value-wider-than-the-title-of-the-table"  # the title is not wrapped
+    console.print(rows_table(f"jobs of {TITLE}{RLO}", [{"host": f"a{CLEAR}b", "wide": wide}]))
+    console.print(Markdown(f"# headline {CLEAR}{RLO}\n\n- {LINK} {C1}x"))
+    console.print(f"note {TITLE}", markup=False)
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert UNSAFE.search(out) is None
+    assert "]0;pwned" not in out
+    assert "jobs of <U+202E>" in out
+    assert "<U+202E>" in out.split("jobs of <U+202E>")[1]  # the headline's, shown
+    assert "│ ab " in out
+
+
 # --- host names are checked; free text lands verbatim ---------------------------------------
 @pytest.mark.parametrize(
     ("host", "ok"),
@@ -210,6 +256,7 @@ def test_host_rule(host: str, ok: bool) -> None:
     assert (re.fullmatch(quality.HOST_REGEX.strip("^$"), host) is not None) is ok
 
 
+@pytest.mark.slow  # the CLI on a real warehouse: 10-110 s on 2 shared cores
 def test_hostile_hosts_quarantined_and_job_names_verbatim(warehouse_db: Path) -> None:
     from pipelines import warehouse
 
@@ -250,6 +297,7 @@ SUMMARY_TABLES = (
 GOODPUT_TABLES = ("jobs", "fleet", "backtest", "backtest_classes", "logs")
 
 
+@pytest.mark.slow  # the CLI on a real warehouse: 10-110 s on 2 shared cores
 def test_ingest_again_in_every_format_is_safe(hostile_landing: Path, warehouse_db: Path) -> None:
     db = str(warehouse_db)
     for extra in (
@@ -267,6 +315,7 @@ def test_ingest_again_in_every_format_is_safe(hostile_landing: Path, warehouse_d
             assert any("<U+202E>" in field for row in rows for field in row)
 
 
+@pytest.mark.slow  # the CLI on a real warehouse: 10-110 s on 2 shared cores
 def test_summary_in_every_format_is_safe(warehouse_db: Path) -> None:
     db = str(warehouse_db)
     for fmt in ("table", "json"):
@@ -285,6 +334,7 @@ def test_summary_in_every_format_is_safe(warehouse_db: Path) -> None:
             assert "<U+202E>" in text
 
 
+@pytest.mark.slow  # the CLI on a real warehouse: 10-110 s on 2 shared cores
 def test_goodput_in_every_format_is_safe(warehouse_db: Path) -> None:
     db = str(warehouse_db)
     for fmt in ("table", "json"):
@@ -301,6 +351,7 @@ def test_goodput_in_every_format_is_safe(warehouse_db: Path) -> None:
             assert any("train" in field and "<U+202E>" in field for row in rows for field in row)
 
 
+@pytest.mark.slow  # the CLI on a real warehouse: 10-110 s on 2 shared cores
 def test_trend_fit_and_report_in_every_format_are_safe(warehouse_db: Path, tmp_path: Path) -> None:
     db = str(warehouse_db)
     runs = [
