@@ -4,7 +4,7 @@ A landing copied from ``data_samples/`` gets hostile text in every field its sou
 (job names, accounts, users, states, node lists, kernel hosts and process names, repair
 descriptions, fleet racks and batches, node-event reasons, GPU names, and a file name): a screen
 clear (``ESC [2J``), an OSC 52 clipboard write, an OSC 8 hyperlink, a window title (OSC 0), a C1
-CSI (``\\x9b``), NUL and the right-to-left override U+202E. Every command, in every format it has,
+CSI (``\x9b``), NUL and the right-to-left override U+202E. Every command, in every format it has,
 prints no C0/C1 control character, no escape sequence and no raw bidi control, on stdout or on
 stderr; CSV parses back with a constant field count and JSON parses back. Host names are checked:
 a hostile one is quarantined with the rule that refused it, a hostile job name loads verbatim.
