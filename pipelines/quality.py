@@ -52,6 +52,15 @@ SLURM_STATES = [
 ]
 REPAIR_ACTIONS = ["replace", "planned_replace", "reseat", "no_fault_found"]
 PCI_BUS_REGEX = r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}$"
+HOST_REGEX = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$"
+"""A host or node name: an RFC 1123 host name, a Slurm node name or a Kubernetes node name.
+
+Letters, digits, ``-``, ``.`` and ``_`` (Slurm allows it), starting with a letter or a digit; at
+most 253 characters (a DNS name's bound). Anything else in a host column (spaces, markup,
+quotes, control characters) is not a host and its row is quarantined.
+"""
+HOSTLIST_REGEX = r"^(?:[A-Za-z0-9][A-Za-z0-9._\[\],-]{0,65535}|None assigned)$"
+"""A Slurm hostlist as printed (``gpu[0001-0004,0007],cpu01``), or sacct's ``None assigned``."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,22 @@ def _between(column: str, low: float, high: float) -> Check:
     )
 
 
+def _host(column: str) -> Check:
+    return Check(
+        "ExpectColumnValuesToMatchRegex",
+        {"column": column, "regex": HOST_REGEX},
+        f"{column} is a host name (letters, digits, '-', '.', '_'; at most 253 characters)",
+    )
+
+
+def _hostlist(column: str) -> Check:
+    return Check(
+        "ExpectColumnValuesToMatchRegex",
+        {"column": column, "regex": HOSTLIST_REGEX},
+        f"{column} is a Slurm hostlist (host names, '[', ']', ',')",
+    )
+
+
 def suite_for(table: str, *, now: datetime, component_classes: list[str]) -> list[Check]:
     """Return the expectations for one raw table (dbt-style not_null / accepted_values / ranges)."""
     suites: dict[str, Callable[[], list[Check]]] = {
@@ -117,9 +142,11 @@ def suite_for(table: str, *, now: datetime, component_classes: list[str]) -> lis
             _not_before("start_ts", "submit_ts"),
             _between("alloc_nodes", 0, 1_000_000),
             _between("exit_code", 0, 255),
+            _hostlist("node_list"),
         ],
         "raw_xid_events": lambda: [
             _not_null("host"),
+            _host("host"),
             _between("xid", 1, 1023),
             _time_range("ts", now),
             Check(
@@ -130,18 +157,21 @@ def suite_for(table: str, *, now: datetime, component_classes: list[str]) -> lis
         ],
         "raw_inventory": lambda: [
             _not_null("host"),
+            _host("host"),
             _not_null("serial"),
             _between("gpu_index", 0, 63),
             _time_range("snapshot_ts", now),
         ],
         "raw_fleet": lambda: [
             _not_null("node"),
+            _host("node"),
             _not_null("installed_ts"),
             _time_range("installed_ts", now),
             _not_before("removed_ts", "installed_ts"),
         ],
         "raw_repairs": lambda: [
             _not_null("node"),
+            _host("node"),
             _not_null("opened_ts"),
             _in_set("action", REPAIR_ACTIONS),
             _in_set("component_class", component_classes),
@@ -183,6 +213,8 @@ def _more_telemetry_suites(now: datetime) -> dict[str, Callable[[], list[Check]]
             _time_range("last_ts", now),
             _not_before("last_ts", "first_ts"),
             _between("count", 0, 1_000_000_000),
+            _host("node"),
+            _host("source_host"),
         ],
         "raw_k8s_pods": lambda: [
             _not_null("pod_uid"),
@@ -193,16 +225,19 @@ def _more_telemetry_suites(now: datetime) -> dict[str, Callable[[], list[Check]]
             _not_before("finished_ts", "started_ts"),
             _between("exit_code", 0, 255),
             _between("gpu_limit", 0, 64),
+            _host("node_name"),
         ],
         "raw_elastic_events": lambda: [
             _not_null("run_id"),
             _not_null("host"),
+            _host("host"),
             _not_null("ts"),
             _in_set("event", ELASTIC_EVENTS),
             _time_range("ts", now),
         ],
         "raw_dcgm_samples": lambda: [
             _not_null("host"),
+            _host("host"),
             _not_null("ts"),
             _between("gpu_index", 0, 63),
             _time_range("ts", now),
@@ -211,6 +246,7 @@ def _more_telemetry_suites(now: datetime) -> dict[str, Callable[[], list[Check]]
         ],
         "raw_node_events": lambda: [
             _not_null("node_name"),
+            _hostlist("node_name"),
             _not_null("start_ts"),
             _time_range("start_ts", now),
             _time_range("end_ts", now),
@@ -233,6 +269,7 @@ def _training_suite(now: datetime) -> list[Check]:
         _not_null("ts_inferred"),
         _in_set("event", list(TRAINING_EVENTS)),
         _in_set("framework", list(TRAINING_FRAMEWORKS)),
+        _host("host"),
         _between("step", 0, 10**15),
         _time_range("ts", now),
         Check(

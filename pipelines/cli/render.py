@@ -1,9 +1,16 @@
-"""How ``relia`` prints: Rich tables (or record blocks), strict JSON, CSV, one-line errors.
+r"""How ``relia`` prints: Rich tables (or record blocks), strict JSON, CSV, one-line errors.
 
 Every command prints through this module, so ``--format table|json|csv`` (``--json`` is
 ``--format json``) means the same everywhere: the table's rows, as a Rich table on a terminal,
 as CSV with a header, or the command's whole result as strict JSON (no ``NaN``/``Infinity``:
 they become ``null``, see :func:`pipelines.jsonsafe.json_ready`).
+
+Whatever the format, the output is terminal-safe: telemetry text passes through
+:func:`pipelines.text.printable` (no escape sequence, no C0/C1 control character, bidi controls
+shown as ``<U+202E>``). Table cells and error messages are made inert before Rich lays them out
+(:func:`inert`); :data:`console` and :data:`err` pass every other text they print (titles,
+markdown, notes) through it too, and CSV fields go through it before the ``csv`` module quotes
+them. JSON is ASCII: every non-ASCII character, bidi controls included, is a ``\uXXXX`` escape.
 """
 
 from __future__ import annotations
@@ -12,18 +19,26 @@ import csv
 import json
 import sys
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console, Group
 from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
 from pipelines.jsonsafe import json_ready
+from pipelines.text import printable, printable_values
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from rich.console import ConsoleOptions, RenderableType
 
 __all__ = [
     "OutputFormat",
+    "SafeConsole",
     "console",
     "err",
     "error_text",
@@ -34,8 +49,36 @@ __all__ = [
     "rows_table",
 ]
 
-console = Console()
-err = Console(stderr=True, soft_wrap=True)
+
+class SafeConsole(Console):
+    """A Rich console whose every printed text passes through :func:`pipelines.text.printable`.
+
+    Rich's own control segments (cursor moves of a progress bar) and styles are kept; the text
+    of every other segment loses escape sequences and control characters (tabs and line breaks
+    stay) and shows bidi controls, whatever printed it: a table title, a markdown headline, a
+    note built from telemetry.
+    """
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        """Make ``text`` printable, then turn it into Rich text as Rich does.
+
+        Before Rich: its text drops a bell, which would leave an OSC sequence unterminated.
+        """
+        return super().render_str(printable(text, lines=True), **kwargs)
+
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterator[Segment]:
+        """Render as Rich does, then make each text segment printable."""
+        for segment in super().render(renderable, options):
+            if segment.control or not segment.text:
+                yield segment
+            else:
+                yield Segment(printable(segment.text, lines=True), segment.style)
+
+
+console = SafeConsole()
+err = SafeConsole(stderr=True, soft_wrap=True)
 
 
 class OutputFormat(StrEnum):
@@ -74,7 +117,9 @@ def output_format(chosen: OutputFormat, as_json: bool) -> OutputFormat:
 
 def print_json(payload: Any) -> None:
     """Print ``payload`` as strict JSON (no NaN/Infinity: they become null) on stdout."""
-    text = json.dumps(json_ready(payload), indent=2, default=str, allow_nan=False)
+    text = json.dumps(
+        json_ready(payload), indent=2, default=str, allow_nan=False, ensure_ascii=True
+    )
     sys.stdout.write(text + "\n")
 
 
@@ -82,7 +127,10 @@ def print_csv(rows: list[dict[str, Any]]) -> None:
     """Print ``rows`` (a table's rows) as CSV with a header line on stdout.
 
     The columns are the keys of the rows in order of first appearance. The CSV is strict: a
-    null, NaN or infinite value is an empty field; a list or mapping is its JSON text.
+    null, NaN or infinite value is an empty field; a list or mapping is its JSON text. Every
+    field is terminal-safe (:func:`pipelines.text.printable`: no escape sequence or control
+    character, line breaks become spaces, bidi controls shown as ``<U+202E>``), so each record
+    is one line and the file can be ``cat`` safely; the ``csv`` module quotes what needs it.
 
     Parameters
     ----------
@@ -91,17 +139,20 @@ def print_csv(rows: list[dict[str, Any]]) -> None:
     """
     ready: list[dict[str, Any]] = json_ready(rows, str)
     columns = list(dict.fromkeys(name for row in ready for name in row))
+    columns = [printable(name) for name in columns]
     writer = csv.DictWriter(sys.stdout, fieldnames=columns, lineterminator="\n", restval="")
     writer.writeheader()
     for row in ready:
-        writer.writerow({name: _csv_field(value) for name, value in row.items()})
+        writer.writerow({printable(name): _csv_field(value) for name, value in row.items()})
 
 
 def _csv_field(value: Any) -> Any:
     if value is None:
         return ""
     if isinstance(value, list | dict):
-        return json.dumps(value, allow_nan=False)
+        return json.dumps(printable_values(value), allow_nan=False)
+    if isinstance(value, str):
+        return printable(value)
     return value
 
 
@@ -123,7 +174,7 @@ def rows_table(title: str, rows: list[dict[str, Any]]) -> Table | Group:
     natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
     if natural <= console.width:
         return table
-    blocks: list[Any] = [Text(title, style="italic")]
+    blocks: list[Any] = [Text(printable(title), style="italic")]
     for row in rows:
         block = Table.grid(padding=(0, 2))
         block.add_column(style="bold", no_wrap=True)
@@ -140,8 +191,6 @@ def inert(text: str, *, lines: bool = False) -> Text:
     Telemetry text for the terminal: no Rich markup, no escape sequences or C0/C1 control
     characters (``lines``: keep tabs and line breaks); see :func:`pipelines.text.printable`.
     """
-    from pipelines.text import printable
-
     return Text(printable(text, lines=lines))
 
 

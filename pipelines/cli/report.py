@@ -41,6 +41,8 @@ def report(
     """Write the weekly reliability report (self-contained HTML) and print its headline."""
     from rich.markdown import Markdown
 
+    from pipelines.text import printable
+
     settings = load_settings(db_path=db, reports_dir=reports_dir)
     scales = tuple(target_gpus or (16_384, 100_000))
     require_warehouse(
@@ -92,5 +94,5 @@ def report(
             {"path": str(result.path), "seconds": result.seconds, "headline": result.headline}
         )
         return
-    console.print(Markdown(result.markdown))
+    console.print(Markdown(printable(result.markdown, lines=True)))  # telemetry in the tables
     console.print(f"report: [bold]{result.path}[/bold] ({result.seconds:.1f} s)", soft_wrap=True)

@@ -207,4 +207,7 @@ def _main(
     ] = False,
 ) -> None:
     """Reliability analytics for GPU clusters: ingest telemetry, fit MTBF, project goodput."""
+    from pipelines.text import install_log_sanitiser
+
+    install_log_sanitiser()  # log lines built from telemetry reach stderr printable
     ctx.meta["relia.debug"] = debug

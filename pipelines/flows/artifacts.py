@@ -4,6 +4,8 @@ Every artifact has a key stable per flow and kind (:data:`KEYS`): Prefect versio
 of one key, so this week's table sits next to last week's in the UI. The row builders are pure
 and return JSON-safe values (a NaN or an infinite bound becomes ``None``); the ``publish_*``
 functions create the artifacts and must run inside a flow or task run, which they attach to.
+What they publish is terminal-safe, as the CLI's output: every text (cells, descriptions, the
+headline markdown) passes through :func:`pipelines.text.printable`.
 """
 
 from __future__ import annotations
@@ -13,16 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
-from prefect.artifacts import (
-    create_link_artifact,
-    create_markdown_artifact,
-    create_table_artifact,
-)
+from prefect import artifacts
 
 from pipelines import warehouse
 from pipelines.goodput_summary import BACKTEST_COLUMNS
 from pipelines.jsonsafe import json_ready
 from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S
+from pipelines.text import printable_values
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -55,6 +54,30 @@ def json_safe(value: Any) -> Any:
     ``str`` (:func:`pipelines.jsonsafe.json_ready`).
     """
     return json_ready(value, _plain)
+
+
+def inert(value: Any) -> Any:
+    """Return ``value`` with every string in it made printable (line breaks kept)."""
+    return printable_values(value, lines=True)
+
+
+def create_table_artifact(*, key: str, table: list[dict[str, Any]], description: str) -> None:
+    """Create Prefect's table artifact with its cells and description made printable."""
+    artifacts.create_table_artifact(key=key, table=inert(table), description=inert(description))
+
+
+def create_link_artifact(*, key: str, link: str, link_text: str, description: str) -> None:
+    """Create Prefect's link artifact with its text and description made printable."""
+    artifacts.create_link_artifact(
+        key=key, link=link, link_text=inert(link_text), description=inert(description)
+    )
+
+
+def create_markdown_artifact(*, key: str, markdown: str, description: str) -> None:
+    """Create Prefect's markdown artifact with its markdown and description made printable."""
+    artifacts.create_markdown_artifact(
+        key=key, markdown=inert(markdown), description=inert(description)
+    )
 
 
 # --- ingest ---------------------------------------------------------------------------------

@@ -5,9 +5,11 @@
   constants; this is checked by walking the syntax tree of ``pipelines/`` and ``models/``.
 - ``warehouse._identifier`` refuses anything but ``^[a-z][a-z0-9_]*$``.
 - ``ingest.landing_files`` refuses files and source folders that resolve outside the root.
-- Hostile strings (HTML, SQL, ANSI escapes, NUL, Rich markup) in host names, job names and
-  rejected lines land verbatim as data in the warehouse, leave every table in place, and stay
-  inert in logs, in the report and on the terminal.
+- Hostile strings (HTML, SQL, ANSI escapes, NUL, Rich markup) in job names and rejected lines
+  land verbatim as data in the warehouse, leave every table in place, and stay inert in logs, in
+  the report and on the terminal. A host name is checked against what a host name may be
+  (``quality.HOST_REGEX``): a hostile one is quarantined with that rule as its reason, never
+  loaded.
 """
 
 from __future__ import annotations
@@ -342,18 +344,29 @@ def test_hostile_strings_land_as_inert_data(
         names = {r[0] for r in con.execute("select job_name from raw_slurm_jobs").fetchall()}
         hosts = {r[0] for r in con.execute("select host from raw_xid_events").fetchall()}
         raw = "\n".join(r[0] for r in con.execute("select raw from raw_quarantine").fetchall())
+        host_reasons = con.execute(
+            "select target_table, reason, count(*) from raw_quarantine "
+            "where reason like '%is a host name%' group by all order by all"
+        ).fetchall()
         fleet = con.execute("select node, batch from raw_fleet order by node").fetchall()
         tables = {r[0] for r in con.execute("select table_name from duckdb_tables()").fetchall()}
         views = {r[0] for r in con.execute("select view_name from duckdb_views()").fetchall()}
         (found,) = con.execute(
             "select count(*) from stg_slurm_jobs where job_name = $name", {"name": HOSTILE["sql"]}
         ).fetchone()
-    assert set(HOSTILE.values()) <= names  # verbatim, NUL and escapes included
-    assert {"<script>alert(1)</script>", "';drop_table_raw_fleet;--", "[/bold]"} <= hosts
+    assert set(HOSTILE.values()) <= names  # free text: verbatim, NUL and escapes included
+    # host names are not free text: the three hostile ones are quarantined, naming the rule
+    assert hosts == set()
+    rule = "ExpectColumnValuesToMatchRegex: {} is a host name (letters, digits, '-', '.', '_'; "
+    assert host_reasons == [
+        ("raw_fleet", rule.format("node") + "at most 253 characters)", 1),
+        ("raw_xid_events", rule.format("host") + "at most 253 characters)", 3),
+    ]
     for text in HOSTILE.values():  # the rejected State values, kept as the raw line
         assert text in raw
     assert "gpu0001\x1b[2J" in raw
-    assert ("<script>alert(1)</script>", "'; drop table raw_fleet; --") in fleet
+    assert "<script>alert(1)</script>" in raw
+    assert fleet == [("gpu0001", "b1")]  # the hostile node's row, batch and all, is quarantined
     assert {"raw_fleet", "raw_slurm_jobs", "raw_ingest_files", "raw_quarantine"} <= tables
     assert {w.stem for w in warehouse.view_files()} <= views
     assert found == 1

@@ -34,6 +34,7 @@ def _jobs() -> pl.DataFrame:
         (9, "18", "COMPLETED", T0, T0 + hour, NOW + timedelta(days=2), 4, 0),  # in the future
     ]
     names = ["line_no", "job_id_raw", "state", "submit_ts", "start_ts", "end_ts"]
+    hostlists = ["gpu0001", "gpu[0001-0004]", "None assigned", "gpu[0001,0003],cpu-01.a_b"]
     return pl.DataFrame(
         rows,
         schema={
@@ -42,7 +43,10 @@ def _jobs() -> pl.DataFrame:
             "exit_code": pl.Int32,
         },
         orient="row",
-    ).with_columns(pl.col("^.*_ts$").cast(pl.Datetime("us", "UTC")))
+    ).with_columns(
+        pl.col("^.*_ts$").cast(pl.Datetime("us", "UTC")),
+        node_list=pl.Series([hostlists[i % len(hostlists)] for i in range(len(rows))]),
+    )
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -69,6 +73,7 @@ def test_validate_flags_each_kind_of_check_on_both_engines(engine: str) -> None:
         "start_ts >= submit_ts": 0,
         "alloc_nodes between 0 and 1000000": 1,
         "exit_code between 0 and 255": 1,
+        "node_list is a Slurm hostlist (host names, '[', ']', ',')": 0,
     }
     assert all(r["success"] == (r["n_unexpected"] == 0) for r in checked.results)
 
@@ -86,6 +91,7 @@ def test_results_come_in_gx_order_grouped_by_column_on_both_engines() -> None:
         "start_ts >= submit_ts",
         "alloc_nodes between 0 and 1000000",
         "exit_code between 0 and 255",
+        "node_list is a Slurm hostlist (host names, '[', ']', ',')",
     ]
     for engine in ENGINES:
         checked = quality.validate(_jobs(), table="raw_slurm_jobs", now=NOW, engine=engine)
@@ -121,6 +127,7 @@ def test_nan_is_missing_and_strict_bounds_hold_on_both_engines(engine: str) -> N
             "line_no": [1, 2, 3, 4, 5],
             "event": ["step", "step", "step", "bogus", "step"],
             "framework": ["megatron"] * 5,
+            "host": ["node-1", None, "node-1", "node-1", "node-1"],  # null: no --host given
             "ts_inferred": [False] * 5,
             "step": [1, 2, 3, 4, 5],
             "ts": [T0, None, T0, T0, T0],
