@@ -81,3 +81,7 @@ def test_ingest_flow_refuses_a_link_out_of_the_landing_root(
     assert len(again) == 2
     allowed = ingest_telemetry(landing_dir=landing, db_path=db, allow_outside_root=True)
     assert {Path(str(c["path"])).name for c in allowed} == {"shadow", "gpu0001.log"}
+    from pipelines.flows.ingest_telemetry import ingest_paths_flow  # relia ingest --tracked
+
+    [named] = ingest_paths_flow(paths=[landing / "kernel" / "kern.log"], db_path=db)
+    assert named["status"] == "refused: resolves outside the landing root"
