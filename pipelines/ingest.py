@@ -45,6 +45,7 @@ from pipelines.landing import (
     landing_files,
 )
 from pipelines.settings import DEFAULT_INGEST_BATCH_ROWS, DEFAULT_LOCK_TIMEOUT_S
+from pipelines.sources import PARSERS
 from pipelines.sources.common import REJECT_SCHEMA
 from pipelines.warehouse import lake
 
@@ -58,6 +59,7 @@ __all__ = [
     "BATCH_BYTES_PER_ROW",
     "BATCH_FILES",
     "HOLD_QUIET_S",
+    "REFUSED",
     "TAILED",
     "TIME_FROM_MTIME",
     "LandingFile",
@@ -68,6 +70,7 @@ __all__ = [
     "ingest",
     "landing_files",
     "parse_files",
+    "refused_counts",
 ]
 
 BATCH_BYTES_PER_ROW = 256
@@ -162,6 +165,18 @@ def _file_load(
     )
 
 
+REFUSED = "refused: "
+"""How the ``status`` of a file the landing fence refused starts; the reason follows."""
+
+
+def refused_counts(item: LandingFile) -> warehouse.LoadCounts:
+    """Return the counts of a file the landing fence refused: nothing read, the reason."""
+    table, _ = PARSERS[item.source]
+    return warehouse.LoadCounts(
+        item.resolved, item.source, table, 0, 0, 0, 0, False, status=REFUSED + item.refused
+    )
+
+
 def _validate_and_load(
     con: duckdb.DuckDBPyConnection,
     batch: list[ParsedFile],
@@ -239,10 +254,16 @@ def ingest(
     its newline is held until it is complete, its file is compressed or renamed, or it has been
     quiet for ``hold_quiet_s`` seconds.
 
+    A file the landing fence refused (:attr:`LandingFile.refused`: outside its landing root, a
+    named pipe, a link loop...) is never opened: it comes back first, nothing read, its
+    ``status`` ``refused: <reason>`` (:func:`refused_counts`), and nothing of it is stored.
+
     With ``force``, whatever the named files loaded before (under any source, as a whole file or
     as a stream) is replaced by this load, in the same transaction (``relia ingest --force``: a
     file ingested under the wrong ``--source``).
     """
+    refused = [refused_counts(f) for f in files if f.refused]
+    files = [f for f in files if not f.refused]
     extra = parser_options or {}
     if any(f.source == "fault_log" for f in files) and "mapping" not in extra.get("fault_log", {}):
         msg = "fault_log files need a column mapping: pass --mapping mapping.yaml"
@@ -256,6 +277,7 @@ def ingest(
             for c in counts:
                 on_file(c)
 
+    emit(refused)
     with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
         warehouse.apply_schema(con)
         lake.check_warehouse(con, lake_dir)

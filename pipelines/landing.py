@@ -1,9 +1,10 @@
 """Landing files: find them, tell their source, and build the options their parser gets.
 
-``discover`` expands folders and files into ``LandingFile``s (refusing links that lead outside
-the landing root, capturing what a source's path pattern names); ``identity_options`` and
-``file_options`` give each file's parser its keyword arguments (``--host``/``--run``, the mtime
-of logs whose timestamps lack a year). :mod:`pipelines.ingest` parses, validates and loads them.
+``discover`` expands folders and files into ``LandingFile``s (marking those the landing fence
+refuses, :mod:`pipelines.fence`; capturing what a source's path pattern names);
+``identity_options`` and ``file_options`` give each file's parser its keyword arguments
+(``--host``/``--run``, the mtime of logs whose timestamps lack a year).
+:mod:`pipelines.ingest` parses, validates and loads them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipelines import fence
 from pipelines.sources import IDENTITY_OPTIONS, MTIME_OPTIONS, PARSERS
 
 if TYPE_CHECKING:
@@ -50,6 +52,8 @@ class LandingFile:
     source: str
     path_options: tuple[tuple[str, str], ...] = ()
     """``host`` / ``run`` / ``job`` the source's path pattern captured from this file's path."""
+    refused: str = ""
+    """Why this file is not read (outside its landing root, a named pipe, ...): never opened."""
 
     @functools.cached_property
     def resolved(self) -> str:
@@ -57,27 +61,28 @@ class LandingFile:
         return str(self.path.resolve())
 
 
-def _visible_files(folder: Path) -> list[Path]:
-    return sorted(
-        p
-        for p in folder.rglob("*")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
-    )
-
-
 def discover(
     paths: Iterable[Path],
     *,
     source: str | None = None,
     path_patterns: Iterable[PathPattern] = (),
+    allow_outside_root: bool = False,
+    max_depth: int = fence.DEFAULT_MAX_DEPTH,
 ) -> list[LandingFile]:
-    """Expand folders and files into ``LandingFile``s.
+    """Expand folders and files into ``LandingFile``s, each read or refused on its own.
 
     A folder named after a source (``slurm``, ``kernel``, ...) yields its files; any other folder
     yields the files of its source-named subfolders (a landing root). A file takes its source from
-    its parent folder's name. ``source`` overrides all of that. A folder is the landing root of
-    what it yields: a file under it that resolves outside it (a symbolic link to a system file) is
-    refused; links inside it are fine.
+    its parent folder's name. ``source`` overrides all of that.
+
+    Every file has a landing root (:mod:`pipelines.fence`): a folder given is the root of what it
+    yields; a file named on its own (or by a shell glob) has the folder its source folder lies in
+    (``landing`` for ``landing/kernel/kern.log``), or, when no folder of its path is named after
+    its source, its own folder. A file that resolves outside its root, a symbolic link loop, a
+    link to a folder, a named pipe, a socket or a device, and a folder more than ``max_depth``
+    levels below its source folder, come back refused (:attr:`LandingFile.refused`, the reason)
+    and are never opened; the others are read. ``allow_outside_root`` reads files outside the
+    root (``--allow-outside-root``). Names starting with "." are skipped.
 
     A file whose path relative to its source folder matches its source's pattern in
     ``path_patterns`` carries the values captured (``path_options``). The source folder of a
@@ -86,48 +91,75 @@ def discover(
     Raises
     ------
     ValueError
-        For a path that does not exist, a file whose source cannot be told, or a file that
-        resolves outside the folder it was found in (naming the path).
+        For a path that does not exist or a file whose source cannot be told (naming the path).
     """
     found: list[LandingFile] = []
     roots: list[Path] = []  # the source folder of each file found
-    for path in paths:
-        if not path.exists():
-            msg = f"{path} does not exist; give a landing folder, a source folder or files"
+    for given in paths:
+        path = Path(given).absolute()
+        if not os.path.lexists(path):
+            msg = f"{given} does not exist; give a landing folder, a source folder or files"
             raise ValueError(msg)
-        if path.is_file():
+        if not path.is_dir() or (path.is_symlink() and path.parent.name in PARSERS):
             name = source or path.parent.name
             if name not in PARSERS:
                 msg = (
-                    f"cannot tell the source of {path}: its folder is not one of "
+                    f"cannot tell the source of {given}: its folder is not one of "
                     f"{sorted(PARSERS)}; pass --source"
                 )
                 raise ValueError(msg)
-            found.append(LandingFile(path, name))
-            roots.append(_source_folder(path, name))
+            folder = _source_folder(path, name)
+            root = folder.parent if folder.name == name else folder
+            why = fence.refusal(path, fence.real(root), allow_outside_root=allow_outside_root)
+            found.append(_landing_file(path, name, why))
+            roots.append(folder)
             continue
+        real_root = fence.real(path)
+        walked: list[tuple[Path, str]] = []  # (source folder, its source)
         if source is not None or path.name in PARSERS:
             name = source or path.name
             if name not in PARSERS:
                 msg = f"unknown source {name!r}; choose one of {sorted(PARSERS)}"
                 raise ValueError(msg)
-            inside = [LandingFile(p, name) for p in _visible_files(path)]
-            roots.extend(path for _ in inside)
+            walked.append((path, name))
         else:
-            inside = []
-            for sub in sorted(p for p in path.iterdir() if p.is_dir() and p.name in PARSERS):
-                files = [LandingFile(p, sub.name) for p in _visible_files(sub)]
-                inside.extend(files)
-                roots.extend(sub for _ in files)
-        _refuse_escapes(path, inside)
-        found.extend(inside)
+            for sub in sorted(path.iterdir()):
+                if sub.name not in PARSERS:
+                    continue
+                if sub.is_symlink():  # a source folder linked from elsewhere: not followed
+                    why = fence.refusal(sub, real_root, allow_outside_root=allow_outside_root)
+                    if why:
+                        found.append(_landing_file(sub, sub.name, why))
+                        roots.append(path)
+                    continue
+                if not sub.is_dir():
+                    continue
+                walked.append((sub, sub.name))
+        for folder, name in walked:
+            for entry, why in fence.walk(
+                folder, real_root, max_depth=max_depth, allow_outside_root=allow_outside_root
+            ):
+                found.append(_landing_file(entry, name, why))
+                roots.append(folder)
     by_source = {p.source: p for p in path_patterns}
     if not by_source:
         return found
     return [
-        _with_path_options(item, root, by_source.get(item.source))
+        item if item.refused else _with_path_options(item, root, by_source.get(item.source))
         for item, root in zip(found, roots, strict=True)
     ]
+
+
+def _landing_file(path: Path, source: str, refused: str) -> LandingFile:
+    """Return a ``LandingFile``, its resolved path filled in (a refused one keeps its own path).
+
+    A refused file is never resolved: a symbolic link loop has no end, and where an outside link
+    leads is none of the warehouse's business.
+    """
+    item = LandingFile(path, source, refused=refused)
+    # what ``resolved`` would compute again (Path.resolve is this realpath): keep it
+    item.__dict__["resolved"] = str(path) if refused else fence.real(path)
+    return item
 
 
 def _source_folder(path: Path, source: str) -> Path:
@@ -148,20 +180,6 @@ def _with_path_options(item: LandingFile, root: Path, pattern: PathPattern | Non
         )
         return item
     return replace(item, path_options=tuple(values.items()))
-
-
-def _refuse_escapes(root: Path, files: list[LandingFile]) -> None:
-    real_root = Path(os.path.realpath(root))
-    for item in files:
-        resolved = Path(os.path.realpath(item.path))
-        if not resolved.is_relative_to(real_root):
-            msg = (
-                f"refusing {item.path}: it resolves to {resolved}, outside the landing root "
-                f"{real_root}"
-            )
-            raise ValueError(msg)
-        # what ``resolved`` would compute again (Path.resolve is this realpath): keep it
-        item.__dict__["resolved"] = str(resolved)
 
 
 def identity_options(
@@ -220,11 +238,20 @@ def _no_options(_path: Path) -> dict[str, Any]:
 
 
 def landing_files(
-    landing_dir: Path, *, path_patterns: Iterable[PathPattern] = ()
+    landing_dir: Path,
+    *,
+    path_patterns: Iterable[PathPattern] = (),
+    allow_outside_root: bool = False,
+    max_depth: int = fence.DEFAULT_MAX_DEPTH,
 ) -> list[LandingFile]:
-    """Return every file under a landing root, refusing links that lead outside it.
+    """Return every file under a landing root, those that may not be read marked refused.
 
     Each comes with what the sources' ``path_patterns`` capture from its path, as in
-    :func:`discover`.
+    :func:`discover` (which tells what is refused and why).
     """
-    return discover([landing_dir], path_patterns=path_patterns)
+    return discover(
+        [landing_dir],
+        path_patterns=path_patterns,
+        allow_outside_root=allow_outside_root,
+        max_depth=max_depth,
+    )

@@ -33,6 +33,9 @@ DEFAULT_INGEST_BATCH_ROWS = 200_000
 """Rows of one raw table an ingest parses, validates and loads as one batch
 (``RELIA_INGEST_BATCH_ROWS``): the ingest's memory is bounded by the batch, not by the landing
 (see :func:`pipelines.ingest.ingest`)."""
+DEFAULT_LANDING_MAX_DEPTH = 32
+"""Folder levels below a source folder an ingest walks (``RELIA_LANDING_MAX_DEPTH``): a folder
+deeper than that is reported as refused, not read (see :mod:`pipelines.fence`)."""
 CONNECT_LOCK_TIMEOUT_S = 0.0
 """``warehouse.connect``'s own default: no wait (a caller that may wait passes a timeout)."""
 PREFECT_DEFAULTS: dict[str, str] = {
@@ -88,6 +91,13 @@ class Settings:
         Expectations run, one transaction); a batch also closes when its input reaches
         ``pipelines.ingest.BATCH_BYTES_PER_ROW`` bytes a row. Bigger batches cost fewer runs and
         more memory (``RELIA_INGEST_BATCH_ROWS``, default :data:`DEFAULT_INGEST_BATCH_ROWS`).
+    allow_outside_root
+        Read landing files that resolve outside their landing root (a link to a file elsewhere);
+        off by default, when they are refused, never opened (``RELIA_ALLOW_OUTSIDE_ROOT``: ``1``,
+        ``true``, ``yes`` or ``on``; ``relia ingest --allow-outside-root``).
+    landing_max_depth
+        Folder levels below a source folder an ingest walks; a deeper folder is reported as
+        refused (``RELIA_LANDING_MAX_DEPTH``, default :data:`DEFAULT_LANDING_MAX_DEPTH`).
     """
 
     db_path: Path = Path(DEFAULT_DB)
@@ -100,6 +110,8 @@ class Settings:
     path_patterns: tuple[PathPattern, ...] = ()
     backtest_min_gpus: int = DEFAULT_BACKTEST_MIN_GPUS
     ingest_batch_rows: int = DEFAULT_INGEST_BATCH_ROWS
+    allow_outside_root: bool = False
+    landing_max_depth: int = DEFAULT_LANDING_MAX_DEPTH
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:
@@ -133,6 +145,10 @@ class Settings:
             ingest_batch_rows=_positive_int(
                 env, "RELIA_INGEST_BATCH_ROWS", DEFAULT_INGEST_BATCH_ROWS
             ),
+            allow_outside_root=_switch(env, "RELIA_ALLOW_OUTSIDE_ROOT"),
+            landing_max_depth=_positive_int(
+                env, "RELIA_LANDING_MAX_DEPTH", DEFAULT_LANDING_MAX_DEPTH
+            ),
         )
         given: dict[str, Any] = {
             k: (Path(v) if k.endswith(("_path", "_dir")) else v)
@@ -155,6 +171,17 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
         msg = f"{name}={text!r}: expected a whole number of at least 1"
         raise SettingsError(msg)
     return value
+
+
+def _switch(env: Mapping[str, str], name: str) -> bool:
+    """Return the environment's on/off switch ``name`` (off when unset); refuse other values."""
+    text = env.get(name, "").strip().lower()
+    if text in ("", "0", "false", "no", "off"):
+        return False
+    if text in ("1", "true", "yes", "on"):
+        return True
+    msg = f"{name}={text!r}: expected 1, true, yes or on (or 0, false, no, off)"
+    raise SettingsError(msg)
 
 
 def apply_prefect_defaults(

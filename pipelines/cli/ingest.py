@@ -49,6 +49,7 @@ def _run_ingest(
     time_from_mtime: bool = False,
     hold_quiet_s: float | None = None,
     job: str | None = None,
+    allow_outside_root: bool = False,
 ) -> list[dict[str, Any]]:
     """Ingest ``paths`` into ``db`` directly (no flow run), with a progress bar on stderr.
 
@@ -64,7 +65,13 @@ def _run_ingest(
     from pipelines import ingest as ingest_mod
 
     settings = load_settings(db_path=db, lake_dir=lake)
-    files = ingest_mod.discover(paths, source=source, path_patterns=settings.path_patterns)
+    files = ingest_mod.discover(
+        paths,
+        source=source,
+        path_patterns=settings.path_patterns,
+        allow_outside_root=allow_outside_root or settings.allow_outside_root,
+        max_depth=settings.landing_max_depth,
+    )
     options = ingest_mod.identity_options(
         files, host=host, run=run, time_from_mtime=time_from_mtime, job=job
     )
@@ -86,6 +93,17 @@ def _run_ingest(
             hold_quiet_s=ingest_mod.HOLD_QUIET_S if hold_quiet_s is None else hold_quiet_s,
         )
     return [asdict(c) | {"status": c.outcome} for c in counts]
+
+
+def _warn_refused(counts: list[dict[str, Any]]) -> None:
+    """Print one warning line on stderr per file the landing fence refused (never opened)."""
+    from pipelines.ingest import REFUSED
+
+    for c in counts:
+        status = str(c.get("status") or "")
+        if status.startswith(REFUSED):
+            reason = status.removeprefix(REFUSED)
+            err.print(error_text("warning", "yellow", f"refused {c['path']}: {reason}"))
 
 
 @app.command()
@@ -162,6 +180,15 @@ def ingest(
             "(default: then one row per source and outcome).",
         ),
     ] = False,
+    allow_outside_root: Annotated[
+        bool,
+        typer.Option(
+            "--allow-outside-root",
+            help="Read files that resolve outside their landing root (links to files elsewhere); "
+            "by default they are refused, never opened, and named on stderr "
+            "(default: $RELIA_ALLOW_OUTSIDE_ROOT).",
+        ),
+    ] = False,
     db: DbOption = None,
     tracked: TrackedOption = False,
     as_json: JsonOption = False,
@@ -170,6 +197,9 @@ def ingest(
     """Parse, validate and load telemetry files; print loaded / quarantined / held per file.
 
     Kernel logs are read as streams: only new complete lines, across rotation and compression.
+    A file outside its landing root, a link loop, a link to a folder, a named pipe, a socket or a
+    device is refused (never opened): a row with its reason and a warning on stderr; the other
+    files load and the exit code is 0.
     """
     shown = output_format(fmt, as_json)
     settings = load_settings(db_path=db, lake_dir=lake)
@@ -191,6 +221,7 @@ def ingest(
                 host=host,
                 run=run,
                 time_from_mtime=time_from_mtime,
+                allow_outside_root=allow_outside_root or None,
             )
         else:
             counts = _run_ingest(
@@ -206,10 +237,12 @@ def ingest(
                 time_from_mtime=time_from_mtime,
                 hold_quiet_s=hold_quiet_s,
                 job=job,
+                allow_outside_root=allow_outside_root,
             )
     except ValueError as error:
         err.print(error_text("error", "red", error))
         raise typer.Exit(2) from error
+    _warn_refused(counts)
     if gpus_per_node is not None:
         from pipelines import warehouse
 

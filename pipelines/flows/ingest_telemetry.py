@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -9,11 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from prefect import State, flow, get_run_logger, task, unmapped
 from prefect.cache_policies import NO_CACHE
+from prefect.exceptions import MissingContextError
 
 from pipelines import dask_runner, ingest, warehouse
 from pipelines.flows.artifacts import publish_ingest
 from pipelines.path_patterns import parse_patterns
-from pipelines.settings import Settings
+from pipelines.settings import DEFAULT_LANDING_MAX_DEPTH, Settings
 from pipelines.sources import fault_log
 
 if TYPE_CHECKING:
@@ -22,14 +24,41 @@ if TYPE_CHECKING:
 
 @task
 def find_landing_files(
-    landing_dir: Path, path_patterns: dict[str, str] | None = None
+    landing_dir: Path,
+    path_patterns: dict[str, str] | None = None,
+    allow_outside_root: bool = False,
+    max_depth: int = DEFAULT_LANDING_MAX_DEPTH,
 ) -> list[ingest.LandingFile]:
-    """List the files under the landing root (refusing paths that escape it).
+    """List the files under the landing root, those the landing fence refuses marked so.
 
     Each file comes with the host and run the sources' ``path_patterns`` capture from its path.
+    Refused files (outside the root, named pipes, link loops...) are logged as warnings.
     """
     patterns = parse_patterns(path_patterns or {})
-    return ingest.landing_files(landing_dir, path_patterns=patterns)
+    files = ingest.landing_files(
+        landing_dir,
+        path_patterns=patterns,
+        allow_outside_root=allow_outside_root,
+        max_depth=max_depth,
+    )
+    warn_refused(files)
+    return files
+
+
+def warn_refused(files: list[ingest.LandingFile]) -> None:
+    """Log one warning per file the landing fence refused, with its reason.
+
+    To the run's log in a flow or task run, else to this module's logger (a task's ``.fn()``).
+    """
+    refused = [item for item in files if item.refused]
+    if not refused:
+        return
+    try:
+        logger: logging.Logger | logging.LoggerAdapter[logging.Logger] = get_run_logger()
+    except MissingContextError:
+        logger = logging.getLogger(__name__)
+    for item in refused:
+        logger.warning("refused %s: %s", item.path, item.refused)
 
 
 def warehouse_busy(_task: object, _task_run: object, state: State) -> bool:
@@ -134,13 +163,15 @@ def ingest_telemetry(
     parse_tasks: int = 4,
     path_patterns: dict[str, str] | None = None,
     time_from_mtime: bool = False,
+    allow_outside_root: bool | None = None,
 ) -> list[dict[str, object]]:
     """Ingest every new file under ``landing_dir`` into ``db_path``; returns per-file counts.
 
     Parsing fans out in ``parse_tasks`` tasks to the Dask scheduler at ``dask_address``
     (default ``RELIA_DASK_ADDRESS``; unset: local threads); with ``lake_dir`` (default
     ``RELIA_LAKE``) raw rows land as Parquet. ``path_patterns`` (default
-    ``RELIA_PATH_PATTERNS``) and ``time_from_mtime`` are those of ``relia ingest``.
+    ``RELIA_PATH_PATTERNS``), ``time_from_mtime`` and ``allow_outside_root`` (default
+    ``RELIA_ALLOW_OUTSIDE_ROOT``, off) are those of ``relia ingest``.
     """
     settings = Settings.from_env(
         landing_dir=landing_dir,
@@ -148,9 +179,12 @@ def ingest_telemetry(
         lake_dir=lake_dir,
         dask_address=dask_address,
         path_patterns=path_patterns,
+        allow_outside_root=allow_outside_root,
     )
     patterns = {p.source: p.pattern for p in settings.path_patterns}
-    files = find_landing_files(settings.landing_dir, patterns)
+    files = find_landing_files(
+        settings.landing_dir, patterns, settings.allow_outside_root, settings.landing_max_depth
+    )
     runner = dask_runner.task_runner(settings.dask_address)
     since = datetime.now(UTC)
     counts = load_landing.with_options(task_runner=runner)(
@@ -185,13 +219,27 @@ def ingest_paths_flow(
     run: str | None = None,
     time_from_mtime: bool = False,
     path_patterns: dict[str, str] | None = None,
+    allow_outside_root: bool | None = None,
 ) -> list[dict[str, object]]:
     """Ingest the given files or folders (``relia ingest --tracked``).
 
-    A file under a given folder that resolves outside it is refused.
+    A file that resolves outside its landing root (unless ``allow_outside_root``, default
+    ``RELIA_ALLOW_OUTSIDE_ROOT``), a named pipe, a link loop... is refused, with a warning.
     """
-    settings = Settings.from_env(db_path=db_path, lake_dir=lake_dir, path_patterns=path_patterns)
-    files = ingest.discover(paths, source=source, path_patterns=settings.path_patterns)
+    settings = Settings.from_env(
+        db_path=db_path,
+        lake_dir=lake_dir,
+        path_patterns=path_patterns,
+        allow_outside_root=allow_outside_root,
+    )
+    files = ingest.discover(
+        paths,
+        source=source,
+        path_patterns=settings.path_patterns,
+        allow_outside_root=settings.allow_outside_root,
+        max_depth=settings.landing_max_depth,
+    )
+    warn_refused(files)
     since = datetime.now(UTC)
     counts = load_files(
         settings.db_path,

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import pytest
 
 from pipelines import warehouse
 from synth import SynthConfig, synthesize
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
 
@@ -63,7 +60,28 @@ def test_ingest_flow_refuses_a_link_out_of_the_landing_root(
     landing = tmp_path / "landing"
     (landing / "kernel").mkdir(parents=True)
     (landing / "kernel" / "kern.log").symlink_to(secret)
+    (landing / "kernel" / "gpu0001.log").write_text(
+        "2026-06-01T02:09:50.376060+00:00 gpu0001 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1, "
+        "name=x, GPU has fallen off the bus.\n"
+    )
     db = tmp_path / "relia.duckdb"
-    with pytest.raises(ValueError, match=r"kern\.log.*outside the landing root"):
-        ingest_telemetry(landing_dir=landing, db_path=db)
-    assert not db.exists()
+    counts = ingest_telemetry(landing_dir=landing, db_path=db)  # refused alone (issue 26)
+    outcomes = {Path(str(c["path"])).name: c["status"] for c in counts}
+    assert outcomes == {
+        "kern.log": "refused: resolves outside the landing root",
+        "gpu0001.log": "loaded",
+    }
+    with warehouse.connect(db, read_only=True) as con:
+        n_hash = con.execute(
+            "select count(*) from raw_quarantine where raw like '%$6$hash%'"
+        ).fetchone()[0]
+        n_xid = con.execute("select count(*) from raw_xid_events").fetchone()[0]
+    assert (n_hash, n_xid) == (0, 1)
+    again = ingest_telemetry(landing_dir=landing, db_path=db)
+    assert len(again) == 2
+    allowed = ingest_telemetry(landing_dir=landing, db_path=db, allow_outside_root=True)
+    assert {Path(str(c["path"])).name for c in allowed} == {"shadow", "gpu0001.log"}
+    from pipelines.flows.ingest_telemetry import ingest_paths_flow  # relia ingest --tracked
+
+    [named] = ingest_paths_flow(paths=[landing / "kernel" / "kern.log"], db_path=db)
+    assert named["status"] == "refused: resolves outside the landing root"

@@ -4,7 +4,8 @@
   (``warehouse._identifier``, ``lake._table``), SQL literals escaped by ``lake._sql_string``, or
   constants; this is checked by walking the syntax tree of ``pipelines/`` and ``models/``.
 - ``warehouse._identifier`` refuses anything but ``^[a-z][a-z0-9_]*$``.
-- ``ingest.landing_files`` refuses files and source folders that resolve outside the root.
+- ``ingest.landing_files`` refuses, one at a time, files and source folders that resolve outside
+  the root (tests/hardening/test_fence.py: every other entry point).
 - Hostile strings (HTML, SQL, ANSI escapes, NUL, Rich markup) in job names and rejected lines
   land verbatim as data in the warehouse, leave every table in place, and stay inert in logs, in
   the report and on the terminal. A host name is checked against what a host name may be
@@ -267,8 +268,8 @@ def test_source_folder_linked_outside_the_root_is_refused(tmp_path: Path) -> Non
     root = tmp_path / "landing"
     root.mkdir()
     (root / "kernel").symlink_to(outside, target_is_directory=True)
-    with pytest.raises(ValueError, match="outside the landing root"):
-        ingest.landing_files(root)
+    [refused] = ingest.landing_files(root)  # refused on its own, never walked (issue 26)
+    assert (refused.path.name, refused.refused) == ("kernel", "resolves outside the landing root")
 
 
 def test_relative_link_climbing_out_is_refused_and_links_inside_are_kept(tmp_path: Path) -> None:
@@ -280,8 +281,12 @@ def test_relative_link_climbing_out_is_refused_and_links_inside_are_kept(tmp_pat
     assert {f.path.name for f in ingest.landing_files(root)} == {"fleet.csv", "inside.txt"}
     (tmp_path / "secret").write_text("password\n")
     (root / "slurm" / "sacct_x.txt").symlink_to(Path("..") / ".." / "secret")
-    with pytest.raises(ValueError, match="outside the landing root"):
-        ingest.landing_files(root)
+    found = {f.path.name: f.refused for f in ingest.landing_files(root)}  # per file (issue 26)
+    assert found == {
+        "fleet.csv": "",
+        "inside.txt": "",
+        "sacct_x.txt": "resolves outside the landing root",
+    }
 
 
 # --- hostile strings stay data --------------------------------------------------------------------
