@@ -244,11 +244,33 @@ def _planned_reads(
             content, codec = read
             path = item.resolved
             before = index.continuation(path, content) or index.rest(path, content)
+            if before is None:
+                copy = index.copy_of(content, same_source=_same_source(item, items))
+                if copy is not None and not copy[1]:
+                    on_known([_status(item, f"same stream as {copy[0].rows_path}")])
+                    continue
+                before = None if copy is None else copy[0]
             yield from _planned(
                 index, item, content, codec, stat, before, table, now_ns, quiet_s, on_known
             )
     # broken archives: one quarantine row each, keyed by their bytes like a whole file
     yield from parsed_new_files(con, broken, {}, None, on_known=on_known)
+
+
+def _same_source(
+    item: LandingFile, items: list[LandingFile]
+) -> Callable[[streams.StreamState], bool]:
+    """Return whether a stream's lines mean what ``item``'s would.
+
+    They do when the file the stream's rows carry got the same values from its path pattern
+    (host, run) as ``item``, or, for a file not in this run, when ``item`` got none.
+    """
+    options = {other.resolved: other.path_options for other in items}
+
+    def same(state: streams.StreamState) -> bool:
+        return options.get(state.rows_path, ()) == item.path_options
+
+    return same
 
 
 def _may_continue(index: streams.StreamIndex, item: LandingFile) -> bool:
