@@ -157,6 +157,24 @@ def test_a_sacct_dump_read_while_it_is_written_loads_like_the_finished_dump(
     assert _count(db, "select count(distinct line_no) from raw_slurm_jobs") == loaded
 
 
+def test_a_held_last_line_of_a_quiet_dump_is_read_once(tmp_path: Path) -> None:
+    dump = _sacct_dump().rstrip(b"\n")  # the writer stopped before the last newline
+    n_lines = dump.count(b"\n")  # job lines: the header's newline counts the unfinished one
+    landing, db = tmp_path / "landing", tmp_path / "w.duckdb"
+    (landing / "slurm").mkdir(parents=True)
+    (landing / "slurm" / "sacct_live.txt").write_bytes(dump)
+    files = ingest.landing_files(landing)
+    (held,) = ingest.ingest(db, files)
+    assert (held.n_held, held.n_loaded + held.n_quarantined) == (1, n_lines - 1)
+    (again,) = ingest.ingest(db, files)  # not quiet yet: still held, nothing added
+    assert (again.skipped, _count(db, "select count(*) from raw_ingest_files")) == (True, 1)
+    (released,) = ingest.ingest(db, files, hold_quiet_s=0)  # quiet now: the line is read
+    assert (released.n_held, released.n_loaded + released.n_quarantined) == (0, n_lines)
+    once = tmp_path / "once.duckdb"
+    ingest.ingest(once, files, hold_quiet_s=0)
+    assert _tables(db, landing, drop=set()) == _tables(once, landing, drop=set())
+
+
 def test_a_whole_file_rewritten_with_other_content_keeps_its_history(tmp_path: Path) -> None:
     dump = _sacct_dump()
     header, *jobs = dump.splitlines(keepends=True)
