@@ -330,12 +330,19 @@ def _same_source(
     """Return whether a stream's lines mean what ``item``'s would.
 
     They do when the file the stream's rows carry got the same values from its path pattern
-    (host, run) as ``item``, or, for a file not in this run, when ``item`` got none.
+    (host, run; for a file not in this run: none) and from its name (the job of Slurm's
+    default output name ``slurm-<id>.out``, a parser's ``job_from_name``) as ``item``.
     """
     options = {other.resolved: other.path_options for other in items}
+    named = getattr(PARSERS[item.source][1], "job_from_name", None)
+
+    def identity(path: str, path_options: tuple[tuple[str, str], ...]) -> tuple[object, ...]:
+        return (path_options, None if named is None else named(path))
+
+    mine = identity(item.resolved, item.path_options)
 
     def same(state: streams.StreamState) -> bool:
-        return options.get(state.rows_path, ()) == item.path_options
+        return identity(state.rows_path, options.get(state.rows_path, ())) == mine
 
     return same
 
