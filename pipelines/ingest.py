@@ -25,6 +25,7 @@ the names callers use as ``pipelines.ingest.X``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from datetime import UTC, datetime
@@ -103,6 +104,22 @@ def _raw_lines(data: bytes, line_nos: list[int]) -> list[str]:
 
 
 def _file_load(
+    pending: ParsedFile, good: pl.DataFrame, bad: pl.DataFrame, results: list[dict[str, Any]]
+) -> warehouse.FileLoad:
+    load = _rows_load(pending, good, bad, results)
+    growth = pending.growth
+    if growth is None:
+        return load
+    return dataclasses.replace(
+        load,
+        n_held=growth.n_held,
+        content_bytes=growth.content_bytes,
+        supersedes=growth.supersedes,
+        kept_lines=growth.kept_lines,
+    )
+
+
+def _rows_load(
     pending: ParsedFile, good: pl.DataFrame, bad: pl.DataFrame, results: list[dict[str, Any]]
 ) -> warehouse.FileLoad:
     read = pending.stream
@@ -290,7 +307,9 @@ def ingest(
         tailed = [f for f in files if f.source in TAILED]
         forced = {str(f.path.resolve()) for f in files} if force else set()
         parsed = itertools.chain(
-            parsed_new_files(con, whole, extra, parse_many, on_known=emit, force=force),
+            parsed_new_files(
+                con, whole, extra, parse_many, on_known=emit, force=force, quiet_s=hold_quiet_s
+            ),
             tailed_reads(con, tailed, extra, quiet_s=hold_quiet_s, on_known=emit, forced=forced),
         )
         for pending in parsed:

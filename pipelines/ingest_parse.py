@@ -48,6 +48,23 @@ class ParsedFile:
     stream: streams.StreamRead | None = None
     forget: bool = False  # replace whatever this path or content loaded before (--force)
     stat: tuple[int, int] | None = None  # a whole file's size and mtime (ns) before it was read
+    growth: Growth | None = None  # a whole file read while it may still be written
+
+
+@dataclass(frozen=True)
+class Growth:
+    """How a whole file read at a path relates to what was loaded from that path before."""
+
+    content_bytes: int  # the plain bytes its key covers
+    n_held: int = 0  # its last line has no newline yet and is held (0 or 1)
+    supersedes: str | None = None  # the key of the earlier load whose content it extends
+    kept_lines: int = 0  # lines of that load whose rows stay in the table
+    n_held_bytes: int = 0  # bytes of the held last line
+
+    @property
+    def in_place_only(self) -> bool:
+        """Return whether the file must be parsed by the ingest itself (held or extending)."""
+        return bool(self.n_held or self.supersedes)
 
 
 def parse_file(
@@ -229,7 +246,7 @@ def hashed_chunks(files: Iterable[LandingFile]) -> Iterator[list[FileRead]]:
     size = 0
     for item in files:
         data, sha, problem = _plain_whole(item, item.path.read_bytes())
-        chunk.append((item, data, _keyed(item, sha), problem))
+        chunk.append((item, data, keyed(item, sha), problem))
         size += len(data)
         if len(chunk) >= LOOKUP_FILES or size >= LOOKUP_BYTES:
             yield chunk
@@ -238,7 +255,7 @@ def hashed_chunks(files: Iterable[LandingFile]) -> Iterator[list[FileRead]]:
         yield chunk
 
 
-def _keyed(item: LandingFile, sha: str) -> str:
+def keyed(item: LandingFile, sha: str) -> str:
     """Return a whole file's lineage key.
 
     The key is its content hash, or for a file its path pattern gave a host or run, a hash of both

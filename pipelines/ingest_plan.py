@@ -18,8 +18,10 @@ from pipelines import streams, warehouse
 from pipelines.ingest_parse import (
     LOOKUP_BYTES,
     LOOKUP_FILES,
+    Growth,
     ParsedFile,
     hashed_chunks,
+    keyed,
     parse_file,
     parse_read,
     parse_together,
@@ -56,6 +58,7 @@ def parsed_new_files(
     *,
     on_known: Callable[[list[warehouse.LoadCounts]], None],
     force: bool = False,
+    quiet_s: float = HOLD_QUIET_S,
 ) -> Iterator[ParsedFile]:
     """Parse the whole files whose content was not loaded before (nor seen earlier in this run).
 
@@ -64,36 +67,100 @@ def parsed_new_files(
     :data:`LOOKUP_BYTES`) and the chunk's hashes are looked up in one query. Without
     ``parse_many`` each new file is parsed as it is reached, so one chunk of files at a time is
     in memory.
+
+    A file whose content extends what was loaded from its path before (a dump still being
+    written) replaces that load (:func:`_growth`); its last line without a newline is held
+    until the file has been quiet for ``quiet_s`` seconds. Such files are parsed here, not by
+    ``parse_many``.
     """
     queued: set[tuple[str, str]] = set()
     new: list[LandingFile] = []
     stats: dict[str, tuple[int, int]] = {}
+    growths: dict[str, Growth] = {}
+    now_ns = time.time_ns()
     for chunk in hashed_chunks(_changed_files(con, files, stats, on_known, force=force)):
         keys = [
             k for item, _, sha, _ in chunk for k in (sha, warehouse.no_lines_key(item.source, sha))
         ]
         before = {} if force else warehouse.loaded_before(con, keys)
+        at_paths = (
+            {}
+            if force
+            else warehouse.loads_at_paths(
+                con, [(item.resolved, item.source) for item, _, _, _ in chunk]
+            )
+        )
         fresh = []
+        by_self = []
         for item, data, sha, problem in chunk:
             previous = before.get(sha) or before.get(warehouse.no_lines_key(item.source, sha))
             if problem is not None and problem.startswith("held:"):
                 on_known([_status(item, "held (compressed file still being written)", n_held=1)])
                 continue
+            growth = None
+            if problem is None:
+                quiet = now_ns - stats[item.resolved][1] >= quiet_s * 1e9
+                growth = _growth(item, data, at_paths.get(item.resolved, []), quiet=quiet)
+                if growth.supersedes == sha and not growth.n_held:
+                    previous = None  # its held last line is due: load it again, released
             if previous is not None or (sha, item.source) in queued:
                 on_known([previous or _duplicate(item, sha)])
                 continue
             queued.add((sha, item.source))
-            fresh.append((item, data, sha, problem))
+            if growth is not None:
+                growths[item.resolved] = growth
+                data = data[: growth.content_bytes - growth.n_held_bytes]
+            if parse_many is None or (growth is not None and growth.in_place_only):
+                by_self.append((item, data, sha, problem))
+            else:
+                fresh.append((item, data, sha, problem))
         if parse_many is None:
-            for pending in parse_read(fresh, extra):
-                pending.stat = stats.get(pending.item.resolved)
-                yield pending
-        else:
-            new.extend(item for item, _, _, _ in fresh)
+            by_self, fresh = fresh + by_self, []
+        for pending in parse_read(by_self, extra):
+            yield _with_stat(pending, stats, growths)
+        new.extend(item for item, _, _, _ in fresh)
     if new and parse_many is not None:
         for pending in parse_many(new):
-            pending.stat = stats.get(pending.item.resolved)
-            yield pending
+            yield _with_stat(pending, stats, growths)
+
+
+def _with_stat(
+    pending: ParsedFile, stats: dict[str, tuple[int, int]], growths: dict[str, Growth]
+) -> ParsedFile:
+    pending.stat = stats.get(pending.item.resolved)
+    pending.growth = growths.get(pending.item.resolved)
+    return pending
+
+
+def _growth(
+    item: LandingFile, data: bytes, earlier: list[tuple[str, int, int, int]], *, quiet: bool
+) -> Growth:
+    """Return how a whole file's plain ``data`` relates to the loads of its path before.
+
+    A last line without its newline is held unless the file has been quiet or is compressed
+    (finished), or is a JSON document (not lines: cut short, it fails to parse, and is replaced
+    once it is whole). Content whose first bytes are those an earlier load of the same path covered
+    (``earlier``: key, content bytes, lines held, rows loaded), and which is longer or now
+    releases that load's held line, extends it: it supersedes that load, whose rows of complete
+    lines stay. Content that merely differs is a new file, keyed by its hash.
+    """
+    held = 0
+    document = data.lstrip()[:1] in (b"{", b"[")  # JSON: one document, not lines (never held)
+    if data and not data.endswith(b"\n") and not quiet and not document:
+        with item.path.open("rb") as handle:
+            compressed = streams.codec_of(handle.read(8)) is not None
+        if not compressed:
+            held = len(data) - (data.rfind(b"\n") + 1)
+    for key, n_bytes, old_held, n_loaded in earlier:
+        longer = n_bytes < len(data) or (n_bytes == len(data) and old_held and not held)
+        if not longer:
+            continue
+        prefix = keyed(item, warehouse.file_sha256(data[:n_bytes]))
+        if key not in (prefix, warehouse.no_lines_key(item.source, prefix)):
+            continue
+        kept = data[:n_bytes].count(b"\n") if n_loaded else 0
+        return Growth(len(data), int(held > 0), key, kept, held)
+    return Growth(len(data), int(held > 0), n_held_bytes=held)
 
 
 def _changed_files(
@@ -244,11 +311,40 @@ def _planned_reads(
             content, codec = read
             path = item.resolved
             before = index.continuation(path, content) or index.rest(path, content)
+            if before is None:
+                copy = index.copy_of(content, same_source=_same_source(item, items))
+                if copy is not None and not copy[1]:
+                    on_known([_status(item, f"same stream as {copy[0].rows_path}")])
+                    continue
+                before = None if copy is None else copy[0]
             yield from _planned(
                 index, item, content, codec, stat, before, table, now_ns, quiet_s, on_known
             )
     # broken archives: one quarantine row each, keyed by their bytes like a whole file
     yield from parsed_new_files(con, broken, {}, None, on_known=on_known)
+
+
+def _same_source(
+    item: LandingFile, items: list[LandingFile]
+) -> Callable[[streams.StreamState], bool]:
+    """Return whether a stream's lines mean what ``item``'s would.
+
+    They do when the file the stream's rows carry got the same values from its path pattern
+    (host, run; for a file not in this run: none) and from its name (the job of Slurm's
+    default output name ``slurm-<id>.out``, a parser's ``job_from_name``) as ``item``.
+    """
+    options = {other.resolved: other.path_options for other in items}
+    named = getattr(PARSERS[item.source][1], "job_from_name", None)
+
+    def identity(path: str, path_options: tuple[tuple[str, str], ...]) -> tuple[object, ...]:
+        return (path_options, None if named is None else named(path))
+
+    mine = identity(item.resolved, item.path_options)
+
+    def same(state: streams.StreamState) -> bool:
+        return identity(state.rows_path, options.get(state.rows_path, ())) == mine
+
+    return same
 
 
 def _may_continue(index: streams.StreamIndex, item: LandingFile) -> bool:

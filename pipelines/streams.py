@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
 HEAD_BYTES = 1024
 """Bytes of a stream's head that fingerprint it (fewer while the stream is shorter)."""
@@ -315,6 +315,29 @@ class StreamIndex:
         if sha256_hex(content[: here.head_len]) != here.head_sha:
             return None
         return here
+
+    def copy_of(
+        self, content: bytes, *, same_source: Callable[[StreamState], bool]
+    ) -> tuple[StreamState, bool] | None:
+        """Return the stream whose lines ``content`` repeats, and whether it adds lines to it.
+
+        For content that continues no unclaimed stream and rewrites none at its path: a copy of
+        a stream at a second path (the same log twice in a landing, or logrotate's
+        ``copytruncate`` copy). It is that stream when it starts with the stream's head and
+        either continues it (True when it holds complete lines past its consumed bytes: they
+        are the stream's next lines) or is shorter than its consumed bytes (an earlier state of
+        the stream, told by its full :data:`HEAD_BYTES` fingerprint, as log shippers tell a
+        file). ``same_source`` says whether a stream's lines mean what the copy's would (the
+        same host and run given by their paths): a stream that does not is never matched.
+        """
+        for state in self._heads(content):
+            if not same_source(state):
+                continue
+            if _continues(state, content):
+                return state, b"\n" in content[state.consumed_bytes :]
+            if len(content) < state.consumed_bytes:
+                return state, False
+        return None
 
     def states(self) -> list[StreamState]:
         """Every stream in the index."""

@@ -33,6 +33,7 @@ from pipelines.warehouse.load import (
     load_files,
     loaded_before,
     loaded_unchanged,
+    loads_at_paths,
 )
 from pipelines.warehouse.load_streams import stream_states
 from pipelines.warehouse.materialize import (
@@ -89,6 +90,7 @@ __all__ = [
     "load_files",
     "loaded_before",
     "loaded_unchanged",
+    "loads_at_paths",
     "materialize",
     "materialized",
     "no_lines_key",

@@ -87,7 +87,7 @@ def loaded_unchanged(
             "select f.path, f.source, f.target_table, f.n_read, f.n_loaded, f.n_quarantined, "
             "f.n_ignored from raw_ingest_files as f join incoming_stats as s "
             "on f.path = s.path and f.source = s.source and f.file_size = s.size "
-            "and f.file_mtime_ns = s.mtime_ns"
+            "and f.file_mtime_ns = s.mtime_ns and coalesce(f.n_held, 0) = 0"
         ).fetchall()
     finally:
         con.unregister("incoming_stats")
@@ -147,13 +147,15 @@ def load_files(
     tailed = [load for load in loads if load.stream is not None]
     keyed = {
         id(load): load
-        if load.rows.height + load.rejects.height
+        if load.rows.height + load.rejects.height + load.n_held
         else replace(load, sha256=no_lines_key(load.source, load.sha256))
         for load in loads
         if load.stream is None
     }
     whole = list(keyed.values())
-    before = loaded_before(con, [load.sha256 for load in whole if not load.forget])
+    before = loaded_before(
+        con, [load.sha256 for load in whole if not load.forget and load.supersedes != load.sha256]
+    )
     fresh: dict[str, FileLoad] = {}
     for load in whole:
         if load.sha256 not in before:
@@ -175,10 +177,15 @@ def load_files(
         for load in loads:
             if load.forget:
                 _forget(con, load.path, load.sha256, lake=write_parts is not None)
+        for load in fresh.values():
+            if load.supersedes is not None:
+                _supersede(con, load)
         if write_parts is None:
             for table in sorted(tables):
                 parts = [
-                    load.rows for load in fresh.values() if load.table == table and load.rows.height
+                    _new_rows(load)
+                    for load in fresh.values()
+                    if load.table == table and load.rows.height
                 ]
                 if parts:
                     insert(con, table, pl.concat(parts, how="vertical_relaxed"))
@@ -212,6 +219,51 @@ def load_files(
         else:
             seen.add(load.sha256)
             out.append(load.counts())
+    return out
+
+
+def _new_rows(load: FileLoad) -> pl.DataFrame:
+    """Return the rows a load adds: an extended file's earlier lines are in the table already."""
+    if load.supersedes is None or not load.kept_lines:
+        return load.rows
+    return load.rows.filter(pl.col("line_no") > load.kept_lines)
+
+
+def _supersede(con: duckdb.DuckDBPyConnection, load: FileLoad) -> None:
+    """Remove the lineage, quarantine and quality rows of the load ``load`` extends.
+
+    Its rows of complete lines stay: they are this load's first ``kept_lines`` lines, which
+    this load does not insert again (:func:`_new_rows`). Runs inside the caller's transaction.
+    """
+    for lineage in _LINEAGE_TABLES:
+        con.execute(f"delete from {lineage} where file_sha256 = $k", {"k": load.supersedes})
+    log.info("%s grew since it was read: its earlier load is replaced", load.path)
+
+
+def loads_at_paths(
+    con: duckdb.DuckDBPyConnection, paths: list[tuple[str, str]]
+) -> dict[str, list[tuple[str, int, int, int]]]:
+    """Return earlier whole-file loads by path: ``(key, content_bytes, n_held, n_loaded)``.
+
+    Only loads that recorded the plain bytes their key covers, for the ``(path, source)`` pairs
+    given (one query for the list).
+    """
+    if not paths:
+        return {}
+    con.complete()
+    frame = pl.DataFrame(paths, schema={"path": pl.String, "source": pl.String}, orient="row")
+    con.register("incoming_paths", frame.to_arrow())
+    try:
+        rows = con.execute(
+            "select f.path, f.file_sha256, f.content_bytes, f.n_held, f.n_loaded "
+            "from raw_ingest_files as f join incoming_paths as p "
+            "on f.path = p.path and f.source = p.source where f.content_bytes is not null"
+        ).fetchall()
+    finally:
+        con.unregister("incoming_paths")
+    out: dict[str, list[tuple[str, int, int, int]]] = {}
+    for path, key, n_bytes, n_held, n_loaded in rows:
+        out.setdefault(path, []).append((key, n_bytes, n_held or 0, n_loaded))
     return out
 
 

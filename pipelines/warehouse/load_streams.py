@@ -150,7 +150,7 @@ def load_stream_reads(
     rejects = [quarantine_rows(load, load.sha256, now) for load in bulk if load.rejects.height]
     if rejects:
         insert(con, "raw_quarantine", pl.concat(rejects, how="vertical_relaxed"))
-    insert(con, "raw_quality_results", checks_frame(bulk, now))
+    _merge_checks(con, checks_frame(bulk, now))
     states = pl.DataFrame(
         [_state_record(load, now) for load in bulk], schema=_STREAM_SCHEMA, orient="row"
     )
@@ -159,6 +159,35 @@ def load_stream_reads(
     if reads:
         insert(con, "raw_stream_reads", pl.DataFrame(reads, schema=_READ_SCHEMA, orient="row"))
     _upsert_stream_files(con, files_frame([file_record(load, now) for load in bulk]))
+
+
+def _merge_checks(con: duckdb.DuckDBPyConnection, checks: pl.DataFrame) -> None:
+    """Add reads' quality results to their streams' rows: one row per stream and expectation.
+
+    A stream's row counts the unexpected lines of all its reads and succeeds while every read
+    did, so a stream read many times (grown, renamed, compressed) keeps one result per check.
+    """
+    if checks.height == 0:
+        return
+    con.register("incoming_checks", checks.to_arrow())
+    try:
+        con.execute(_MERGE_CHECKS)
+        con.execute(_ADD_CHECKS)
+    finally:
+        con.unregister("incoming_checks")
+
+
+_MERGE_CHECKS = (
+    "update raw_quality_results as q set n_unexpected = q.n_unexpected + i.n_unexpected, "
+    "success = q.success and i.success, validated_at = i.validated_at "
+    "from incoming_checks as i where q.file_sha256 = i.file_sha256 "
+    "and q.target_table = i.target_table and q.expectation = i.expectation"
+)
+_ADD_CHECKS = (
+    "insert into raw_quality_results by name select i.* from incoming_checks as i "
+    "anti join raw_quality_results as q on q.file_sha256 = i.file_sha256 "
+    "and q.target_table = i.target_table and q.expectation = i.expectation"
+)
 
 
 def _upsert_stream_files(con: duckdb.DuckDBPyConnection, files: pl.DataFrame) -> None:
@@ -299,7 +328,7 @@ def _load_stream_read(
     rejects = quarantine_rows(load, sid, now)
     if rejects.height:
         insert(con, "raw_quarantine", rejects)
-    insert(con, "raw_quality_results", checks_frame([load], now, key=sid))
+    _merge_checks(con, checks_frame([load], now, key=sid))
     insert(
         con,
         "raw_streams",

@@ -70,10 +70,14 @@ class FileLoad:
     stream: StreamRead | None = None  # a read of a tailed stream (rows already renumbered)
     forget: bool = False  # first remove what this path or content loaded before (--force)
     stat: tuple[int, int] | None = None  # a whole file's size and mtime (ns) when it was read
+    n_held: int = 0  # a whole file's last line without its newline, held back (0 or 1)
+    content_bytes: int | None = None  # a whole file's plain bytes (what its key covers)
+    supersedes: str | None = None  # the key of an earlier load of this path this one extends
+    kept_lines: int = 0  # rows of lines up to this one are in the table from that earlier load
 
     def counts(self) -> LoadCounts:
         """Return this load's counts, with a ``status`` in words for a stream or an empty file."""
-        n_held = 0 if self.stream is None else self.stream.n_held
+        n_held = self.n_held if self.stream is None else self.stream.n_held
         status = ""
         if self.stream is not None:
             status = {
@@ -86,8 +90,10 @@ class FileLoad:
                 status += " (last line without newline read: file finished)"
             elif n_held:
                 status += " (last line held: no newline yet)"
-        elif self.rows.height + self.rejects.height == 0:
+        elif self.rows.height + self.rejects.height + n_held == 0:
             status = f"no {self.source} lines"
+        elif n_held:
+            status = "loaded (last line held: no newline yet)"
         return LoadCounts(
             path=self.path,
             source=self.source,
@@ -145,6 +151,7 @@ _FILES_SCHEMA: SchemaDict = {
     "loaded_at": pl.Datetime("us", "UTC"),
     "file_size": pl.Int64,
     "file_mtime_ns": pl.Int64,
+    "content_bytes": pl.Int64,
 }
 
 
@@ -174,6 +181,7 @@ def file_record(load: FileLoad, now: datetime, key: str | None = None) -> dict[s
         "loaded_at": now,
         "file_size": load.stat[0] if load.stat else None,
         "file_mtime_ns": load.stat[1] if load.stat else None,
+        "content_bytes": load.content_bytes,
     }
 
 

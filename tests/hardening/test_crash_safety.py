@@ -247,3 +247,105 @@ def test_sigkill_while_tailing_grown_rotated_gzipped_logs(
         ingest.ingest(db, ingest.landing_files(landing))
         assert _rows(db, landing) == expected, f"sequence {sequence}"
     assert killed >= 3  # most steps' ingests were cut short
+
+
+def test_sigkill_while_a_dump_grows_and_a_log_is_copytruncated(
+    spawn: multiprocessing.context.ForkServerContext, tmp_path: Path
+) -> None:
+    """A sacct dump is written in five chunks cut inside lines (each extending the load before
+    it) while a kernel log is rotated by ``copytruncate`` (copied, truncated, written again, the
+    copy compressed); an ingest runs after every step and is SIGKILLed at a random point of it
+    (or not). Nothing is ever half-loaded, and a last ingest completes the warehouse to exactly
+    one ingest of the finished files."""
+    import gzip
+
+    samples = Path(__file__).resolve().parents[2] / "data_samples"
+    lines = (samples / "landing" / "kernel" / "gpu0003.log").read_bytes().splitlines(True)
+    first, second = b"".join(lines[:70]), b"".join(lines[70:])
+    dumps = sorted((samples / "landing" / "slurm").glob("sacct_*.txt"))
+    header = dumps[0].read_bytes().splitlines(True)[0]
+    dump = header + b"".join(
+        line
+        for path in dumps
+        if path.read_bytes().startswith(b"JobID|")
+        for line in path.read_bytes().splitlines(True)[1:]
+    )
+    finished = tmp_path / "finished"
+    (finished / "kernel").mkdir(parents=True)
+    (finished / "slurm").mkdir()
+    (finished / "kernel" / "kern.log").write_bytes(second)
+    (finished / "kernel" / "kern.log.1.gz").write_bytes(gzip.compress(first))
+    (finished / "slurm" / "sacct_live.txt").write_bytes(dump)
+    once = tmp_path / "once.duckdb"
+    ingest.ingest(once, ingest.landing_files(finished))
+    expected = _finished_rows(once, finished)
+
+    def steps(landing: Path) -> list[object]:
+        kernel, slurm = landing / "kernel", landing / "slurm"
+
+        def write(fraction: float) -> None:
+            (slurm / "sacct_live.txt").write_bytes(dump[: _cut_inside_line(dump, fraction)])
+
+        def start() -> None:
+            write(0.2)
+            (kernel / "kern.log").write_bytes(first)
+
+        def copy() -> None:
+            write(0.4)
+            (kernel / "kern.log.1").write_bytes(first)
+
+        def truncate() -> None:
+            write(0.6)
+            (kernel / "kern.log").write_bytes(b"")
+
+        def append() -> None:
+            write(0.8)
+            (kernel / "kern.log").write_bytes(second)
+
+        def compress() -> None:
+            (slurm / "sacct_live.txt").write_bytes(dump)
+            (kernel / "kern.log.1.gz").write_bytes(gzip.compress(first))
+            (kernel / "kern.log.1").unlink()
+
+        return [start, copy, truncate, append, compress]
+
+    rng = random.Random(SEED + 2)
+    killed = 0
+    for sequence in range(2):
+        landing = tmp_path / f"live-{sequence}"
+        (landing / "kernel").mkdir(parents=True)
+        (landing / "slurm").mkdir()
+        db = tmp_path / f"live-{sequence}.duckdb"
+        for step in steps(landing):
+            step()  # type: ignore[operator]
+            process = spawn.Process(target=_ingest_quietly, args=(str(db), str(landing)))
+            process.start()
+            time.sleep(rng.uniform(0.0, 4.0))
+            if process.is_alive():
+                os.kill(process.pid, signal.SIGKILL)
+                killed += 1
+            process.join()
+            assert_nothing_half_loaded(db)
+        ingest.ingest(db, ingest.landing_files(landing))
+        assert_nothing_half_loaded(db)
+        assert _finished_rows(db, landing) == expected, f"sequence {sequence}"
+    assert killed >= 2
+
+
+def _finished_rows(db_path: Path, root: Path) -> dict[str, list[str]]:
+    """Rows of the Xid, job and quarantine tables, order-free, paths relative to the landing."""
+    queries = {
+        "raw_xid_events": "select * from raw_xid_events",
+        "raw_slurm_jobs": "select * from raw_slurm_jobs",
+        "stg_slurm_jobs": "select * from stg_slurm_jobs",
+        "raw_quarantine": "select source_file, line_no, raw, reason from raw_quarantine",
+        "raw_ingest_files": "select path, n_read, n_loaded, n_quarantined, n_held "
+        "from raw_ingest_files",
+    }
+    with warehouse.connect(db_path, read_only=True) as con:
+        return {
+            name: sorted(
+                repr(row).replace(str(root), "<landing>") for row in con.execute(sql).fetchall()
+            )
+            for name, sql in queries.items()
+        }
