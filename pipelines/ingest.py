@@ -13,9 +13,10 @@ Two kinds of source:
 - **whole-file** sources (sacct dumps, kubectl JSON, CSVs, scrapes) are keyed by the hash of their
   plain content: the same content is never loaded twice, compressed or not.
 
-Compressed files (gzip, bzip2, xz, zstd) are read transparently, told by their magic bytes. A file
-a parser fails on, a binary file or a broken archive becomes one quarantine row naming the
-problem; every other file of the batch loads.
+Compressed files (gzip, bzip2, xz, zstd) are read transparently, told by their magic bytes, and
+inflated within limits (:mod:`pipelines.archives`). A file a parser fails on, a binary file, a
+broken archive or one past its limits becomes one quarantine row naming the problem; every other
+file of the batch loads.
 
 Finding files and their parser options is :mod:`pipelines.landing`; reading, hashing and
 parsing whole files :mod:`pipelines.ingest_parse`; deciding what to read (new content, new
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     import duckdb
+
+    from pipelines.archives import ArchiveLimits
 
 __all__ = [
     "BATCH_BYTES_PER_ROW",
@@ -215,6 +218,7 @@ def ingest(
     parse_many: Callable[[list[LandingFile]], Iterable[ParsedFile]] | None = None,
     force: bool = False,
     hold_quiet_s: float = HOLD_QUIET_S,
+    archive_limits: ArchiveLimits | None = None,
 ) -> list[warehouse.LoadCounts]:
     """Ingest ``files`` into the warehouse at ``db_path`` and rebuild the views.
 
@@ -237,7 +241,13 @@ def ingest(
     Tailed sources (:data:`TAILED`) are read as streams
     (:func:`pipelines.ingest_plan.tailed_reads`): only new complete lines; a last line without
     its newline is held until it is complete, its file is compressed or renamed, or it has been
-    quiet for ``hold_quiet_s`` seconds.
+    quiet for ``hold_quiet_s`` seconds. An archive that ends early is held likewise, and is one
+    quarantine row once it has been quiet for ``hold_quiet_s`` seconds.
+
+    An archive that inflates past ``archive_limits`` (default
+    :class:`pipelines.archives.ArchiveLimits`), a binary file and a file too big for memory are
+    one quarantine row each, and the run goes on: the ingest's memory is bounded by the batch and
+    by the limits, not by any one file.
 
     With ``force``, whatever the named files loaded before (under any source, as a whole file or
     as a stream) is replaced by this load, in the same transaction (``relia ingest --force``: a
@@ -268,8 +278,25 @@ def ingest(
         tailed = [f for f in files if f.source in TAILED]
         forced = {str(f.path.resolve()) for f in files} if force else set()
         parsed = itertools.chain(
-            parsed_new_files(con, whole, extra, parse_many, on_known=emit, force=force),
-            tailed_reads(con, tailed, extra, quiet_s=hold_quiet_s, on_known=emit, forced=forced),
+            parsed_new_files(
+                con,
+                whole,
+                extra,
+                parse_many,
+                on_known=emit,
+                force=force,
+                limits=archive_limits,
+                quiet_s=hold_quiet_s,
+            ),
+            tailed_reads(
+                con,
+                tailed,
+                extra,
+                quiet_s=hold_quiet_s,
+                on_known=emit,
+                forced=forced,
+                limits=archive_limits,
+            ),
         )
         for pending in parsed:
             if force:
