@@ -139,8 +139,8 @@ def _plain_whole(
     """Return a whole-file source's plain content, its key and a file-level problem (or None).
 
     A file with a problem (an archive past its limits, cut short or broken; a file too big for
-    memory) gives no bytes and is keyed by the hash of its bytes on disk; an archive cut short
-    has a problem that starts with ``held:``.
+    memory) gives no bytes and is keyed by its bytes on disk (:func:`_disk_key`); an archive cut
+    short has a problem that starts with ``held:``.
     """
     try:
         data, _codec = streams.read_plain(item.path, limits=limits)
@@ -164,9 +164,14 @@ def _plain_whole(
 
 
 def _disk_key(item: LandingFile) -> str:
-    """Return the hash of a file's bytes on disk, read a piece at a time."""
+    """Return the key of a file nothing is read from: its bytes on disk, hashed a piece at a time.
+
+    The key is per source (like a file with no line of its source), so a copy of the same bytes
+    in another source's folder is that source's own quarantine row.
+    """
     with item.path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+        sha = hashlib.file_digest(handle, "sha256").hexdigest()
+    return warehouse.no_lines_key(item.source, sha)
 
 
 def parse_files(
