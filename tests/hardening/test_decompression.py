@@ -3,7 +3,7 @@
 A landing file that inflates past the archive limits (``RELIA_ARCHIVE_*``), a binary file in a
 tailed folder and an archive that ends early and stays quiet are each one quarantine row naming
 the problem; every other file loads as it would without them, and re-ingesting adds nothing. The
-limits are set low (a few MiB) so the bombs here are small; the memory test runs a 256 MiB bomb
+limits are set low (a few MiB) so the bombs here are small; the memory test runs a 1 GiB bomb
 under an address-space cap.
 """
 
@@ -281,15 +281,18 @@ def _vm_peak(done: subprocess.CompletedProcess[str]) -> int:
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc (Linux)")
 def test_a_bomb_is_read_within_a_bounded_address_space(tmp_path: Path) -> None:
-    """A 256 MiB-zeros gzip with a 16 MiB limit, under an address-space cap 256 MiB above what
-    ingesting a normal landing takes: the run ends normally with the bomb's quarantine row (the
-    whole-file inflate this replaces needed the 256 MiB and a copy)."""
+    """A 1 GiB-zeros gzip with a 16 MiB limit, under an address-space cap 256 MiB above what
+    ingesting a normal landing takes: the run ends normally with the bomb's quarantine row naming
+    the limit (inflating it whole needs the 1 GiB: a MemoryError under this cap)."""
     small = _base_landing(tmp_path / "small")
     baseline = _probe(0, small, tmp_path / "small.duckdb")
     assert baseline.returncode == 0, baseline.stderr[-2000:]
 
     landing = _base_landing(tmp_path / "bomb")
-    (landing / "slurm" / "sacct_20260609.txt.gz").write_bytes(_zeros_archive(".gz", 256))
+    member = _zeros_archive(".gz", 64)
+    with (landing / "slurm" / "sacct_20260609.txt.gz").open("wb") as bomb:
+        for _ in range(16):  # 16 gzip members of 64 MiB of zeros: 1 GiB, as `cat` joins them
+            bomb.write(member)
     cap = _vm_peak(baseline) + 256 * MIB
     done = _probe(cap, landing, tmp_path / "w.duckdb")
     assert done.returncode == 0, done.stderr[-2000:]
