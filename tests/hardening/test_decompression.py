@@ -28,7 +28,14 @@ import zstandard
 from typer.testing import CliRunner
 
 from pipelines import warehouse
+from pipelines.archives import (
+    ArchiveLimitError,
+    ArchiveLimits,
+    IncompleteCompressedError,
+    decompress,
+)
 from pipelines.cli import app
+from pipelines.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -304,3 +311,68 @@ def test_a_bomb_is_read_within_a_bounded_address_space(tmp_path: Path) -> None:
         "select reason from raw_quarantine where source_file like '%sacct_20260609.txt.gz'",
     )
     assert "inflates past 16.0 MiB" in str(reason)
+
+
+@pytest.mark.parametrize("suffix", list(CODECS))
+def test_an_archive_past_the_size_limit_is_refused_and_one_at_it_reads(suffix: str) -> None:
+    """4 MiB of zeros with a 1 MiB size limit: refused, naming the size limit; 1 MiB passes."""
+    bomb = _zeros_archive(suffix, 4)
+    limits = ArchiveLimits(max_bytes=MIB, max_ratio=1e9, ratio_after_bytes=MIB)
+    with pytest.raises(ArchiveLimitError, match=r"inflates past 1\.0 MiB, the size limit"):
+        decompress(bomb, limits=limits)
+    assert decompress(_zeros_archive(suffix, 1), limits=limits)[0] == bytes(MIB)
+
+
+@pytest.mark.parametrize("suffix", list(CODECS))
+def test_members_padding_and_cuts_of_every_codec(suffix: str) -> None:
+    compress = CODECS[suffix]
+    one, two = b"first line\n" * 5000, b"second line\n" * 3000
+    joined = compress(one) + compress(two)  # as `cat a.gz b.gz` writes
+    assert decompress(joined)[0] == one + two
+    assert decompress(compress(one) + bytes(512))[0] == one  # zero padding after the last
+    with pytest.raises(IncompleteCompressedError, match=r"archive of .* ends early"):
+        decompress(joined[:-7])
+    with pytest.raises(ValueError, match="bytes after the end of the"):
+        decompress(compress(one) + b"trailing text")
+
+
+def test_the_ratio_limit_applies_only_past_its_floor() -> None:
+    """100 KiB of one repeated line compresses about 1,000x: under a 2x ratio it still reads
+    while under the floor (1 MiB), and is refused once the floor is lower than its content."""
+    text = b"2026-06-01T00:00:00+00:00 gpu0001 kernel: eth0: link up\n" * 1800
+    packed = gzip.compress(text)
+    assert len(text) > 100 * len(packed)
+    floor_above = ArchiveLimits(max_bytes=8 * MIB, max_ratio=2, ratio_after_bytes=MIB)
+    assert decompress(packed, limits=floor_above)[0] == text
+    floor_below = ArchiveLimits(max_bytes=8 * MIB, max_ratio=2, ratio_after_bytes=4096)
+    with pytest.raises(ArchiveLimitError, match="the ratio limit"):
+        decompress(packed, limits=floor_below)
+
+
+def test_archive_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings.from_env().archive_limits == ArchiveLimits(4 * 2**30, 200.0, 64 * MIB)
+    for name, value in LOW_LIMITS.items():
+        monkeypatch.setenv(name, value)
+    assert Settings.from_env().archive_limits == ArchiveLimits(8 * MIB, 100.0, MIB)
+    monkeypatch.setenv("RELIA_ARCHIVE_MAX_RATIO", "lots")
+    with pytest.raises(SettingsError, match="RELIA_ARCHIVE_MAX_RATIO='lots'"):
+        Settings.from_env()
+
+
+@pytest.mark.slow
+def test_the_cli_options_set_the_limits(tmp_path: Path) -> None:
+    """``--archive-max-bytes`` wins over the default: 3 MiB of text in a 2 MiB limit is refused."""
+    landing = _base_landing(tmp_path)
+    text = (SAMPLES / "slurm" / "sacct_20260602.txt").read_bytes()
+    big = text + text.split(b"\n", 1)[1] * (3 * MIB // len(text))
+    (landing / "slurm" / "sacct_20260611.txt.xz").write_bytes(lzma.compress(big))
+    code, counts = _ingest(landing, tmp_path / "w.duckdb", "--archive-max-bytes", str(2 * MIB))
+    assert code == 0
+    (row,) = [c for c in counts if str(c["path"]).endswith("sacct_20260611.txt.xz")]
+    assert (row["n_loaded"], row["n_quarantined"]) == (0, 1)
+    ((reason,),) = _rows(
+        tmp_path / "w.duckdb",
+        "select reason from raw_quarantine where source_file like '%sacct_20260611.txt.xz'",
+    )
+    assert str(reason).startswith("xz archive of ")
+    assert "inflates past 2.0 MiB, the size limit" in str(reason)
