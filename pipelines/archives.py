@@ -143,14 +143,21 @@ def read_plain(
         head = os.pread(fd, 8, 0)
         codec = codec_of(head)
         if codec is None:
-            from pipelines.streams import read_file
-
-            return read_file(path), None
+            return _read_rest(fd), None
         size = os.fstat(fd).st_size
         pieces = iter(lambda: os.read(fd, READ_BYTES), b"")
         return _inflate(codec, pieces, size, limits or ArchiveLimits()), codec
     finally:
         os.close(fd)
+
+
+def _read_rest(fd: int) -> bytes:
+    """Return a plain file's bytes (all of them, if it grew while it was read)."""
+    size = os.fstat(fd).st_size
+    parts = [os.pread(fd, size + 1, 0)]  # one byte more: a file that grew is read on
+    while parts[-1] and len(parts[-1]) == (size + 1 if len(parts) == 1 else READ_BYTES):
+        parts.append(os.pread(fd, READ_BYTES, sum(len(p) for p in parts)))
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _inflate(codec: str, pieces: Iterable[bytes], size: int, limits: ArchiveLimits) -> bytes:
