@@ -70,11 +70,12 @@ def _zeros_archive(suffix: str, n_mib: int) -> bytes:
     if suffix == ".zst":
         compressor = zstandard.ZstdCompressor().compressobj()
         return b"".join([*(compressor.compress(block) for _ in range(n_mib)), compressor.flush()])
-    streaming: Any = {
+    makers: dict[str, Callable[[], Any]] = {
         ".gz": lambda: zlib.compressobj(wbits=31),  # a gzip member
         ".bz2": bz2.BZ2Compressor,
         ".xz": lzma.LZMACompressor,
-    }[suffix]()
+    }
+    streaming = makers[suffix]()
     return b"".join([*(streaming.compress(block) for _ in range(n_mib)), streaming.flush()])
 
 
