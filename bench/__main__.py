@@ -27,6 +27,7 @@ BENCHES = (
     "bench_goodput",
     "bench_cli",
     "bench_validate",
+    "bench_bombs",
 )
 
 TITLE = "# Benchmark results"

@@ -13,9 +13,10 @@ Two kinds of source:
 - **whole-file** sources (sacct dumps, kubectl JSON, CSVs, scrapes) are keyed by the hash of their
   plain content: the same content is never loaded twice, compressed or not.
 
-Compressed files (gzip, bzip2, xz, zstd) are read transparently, told by their magic bytes. A file
-a parser fails on, a binary file or a broken archive becomes one quarantine row naming the
-problem; every other file of the batch loads.
+Compressed files (gzip, bzip2, xz, zstd) are read transparently, told by their magic bytes, and
+inflated within limits (:mod:`pipelines.archives`). A file a parser fails on, a binary file, a
+broken archive or one past its limits becomes one quarantine row naming the problem; every other
+file of the batch loads.
 
 Finding files and their parser options is :mod:`pipelines.landing`; reading, hashing and
 parsing whole files :mod:`pipelines.ingest_parse`; deciding what to read (new content, new
@@ -55,6 +56,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     import duckdb
+
+    from pipelines.archives import ArchiveLimits
 
 __all__ = [
     "BATCH_BYTES_PER_ROW",
@@ -247,6 +250,7 @@ def ingest(
     parse_many: Callable[[list[LandingFile]], Iterable[ParsedFile]] | None = None,
     force: bool = False,
     hold_quiet_s: float = HOLD_QUIET_S,
+    archive_limits: ArchiveLimits | None = None,
 ) -> list[warehouse.LoadCounts]:
     """Ingest ``files`` into the warehouse at ``db_path`` and rebuild the views.
 
@@ -269,7 +273,13 @@ def ingest(
     Tailed sources (:data:`TAILED`) are read as streams
     (:func:`pipelines.ingest_plan.tailed_reads`): only new complete lines; a last line without
     its newline is held until it is complete, its file is compressed or renamed, or it has been
-    quiet for ``hold_quiet_s`` seconds.
+    quiet for ``hold_quiet_s`` seconds. An archive that ends early is held likewise, and is one
+    quarantine row once it has been quiet for ``hold_quiet_s`` seconds.
+
+    An archive that inflates past ``archive_limits`` (default
+    :class:`pipelines.archives.ArchiveLimits`), a binary file and a file too big for memory are
+    one quarantine row each, and the run goes on: the ingest's memory is bounded by the batch and
+    by the limits, not by any one file.
 
     A file the landing fence refused (:attr:`LandingFile.refused`: outside its landing root, a
     named pipe, a link loop...) is never opened: it comes back first, nothing read, its
@@ -308,9 +318,24 @@ def ingest(
         forced = {str(f.path.resolve()) for f in files} if force else set()
         parsed = itertools.chain(
             parsed_new_files(
-                con, whole, extra, parse_many, on_known=emit, force=force, quiet_s=hold_quiet_s
+                con,
+                whole,
+                extra,
+                parse_many,
+                on_known=emit,
+                force=force,
+                limits=archive_limits,
+                quiet_s=hold_quiet_s,
             ),
-            tailed_reads(con, tailed, extra, quiet_s=hold_quiet_s, on_known=emit, forced=forced),
+            tailed_reads(
+                con,
+                tailed,
+                extra,
+                quiet_s=hold_quiet_s,
+                on_known=emit,
+                forced=forced,
+                limits=archive_limits,
+            ),
         )
         for pending in parsed:
             if force:

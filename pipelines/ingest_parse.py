@@ -1,13 +1,15 @@
 """Read, hash and parse whole landing files into ``ParsedFile``s (the step that fans out).
 
 A file's bytes are decompressed (gzip, bzip2, xz, zstd, told by their magic bytes) and hashed;
-a binary file or a broken archive becomes one file-level reject. Small files of one kind are
-parsed joined (:mod:`pipelines.sources.batch`), files of a parser that reads many in one pass
-(``parse_many``) together; a parser that fails on a file quarantines that file only.
+a binary file, a broken archive or one that inflates past its limits
+(:class:`pipelines.archives.ArchiveLimits`) becomes one file-level reject. Small files of one
+kind are parsed joined (:mod:`pipelines.sources.batch`), files of a parser that reads many in one
+pass (``parse_many``) together; a parser that fails on a file quarantines that file only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -136,7 +138,7 @@ def _file_reject(parser: Any, source_file: str, reason: str) -> Parsed:
     return Parsed(rows, rejects, 0)
 
 
-def _looks_binary(data: bytes) -> bool:
+def looks_binary(data: bytes) -> bool:
     """Return True when the head holds NUL bytes or is mostly control bytes.
 
     Such a file is not a text log or table.
@@ -148,15 +150,25 @@ def _looks_binary(data: bytes) -> bool:
     return controls * 10 >= len(head)
 
 
-def _plain_whole(item: LandingFile, raw: bytes) -> tuple[bytes, str, str | None]:
-    """Return a whole-file source's plain content, its key and a file-level problem (or None)."""
+def _plain_whole(
+    item: LandingFile, limits: streams.ArchiveLimits | None
+) -> tuple[bytes, str, str | None]:
+    """Return a whole-file source's plain content, its key and a file-level problem (or None).
+
+    A file with a problem (an archive past its limits, cut short or broken; a file too big for
+    memory) gives no bytes and is keyed by its bytes on disk (:func:`_disk_key`); an archive cut
+    short has a problem that starts with ``held:``.
+    """
     try:
-        data, _codec = streams.decompress(raw)
+        data, _codec = streams.read_plain(item.path, limits=limits)
     except streams.IncompleteCompressedError as error:
-        return raw, warehouse.file_sha256(raw), f"held: {error}"
-    except ValueError as error:
-        return raw, warehouse.file_sha256(raw), str(error)
-    if _looks_binary(data):
+        return b"", _disk_key(item), f"held: {error}"
+    except ValueError as error:  # past a limit of pipelines.archives, or not a valid archive
+        return b"", _disk_key(item), str(error)
+    except MemoryError:
+        problem = "not enough memory to read this file: split it, or ingest it on a bigger host"
+        return b"", _disk_key(item), problem
+    if looks_binary(data):
         return (
             data,
             warehouse.file_sha256(data),
@@ -168,18 +180,34 @@ def _plain_whole(item: LandingFile, raw: bytes) -> tuple[bytes, str, str | None]
     return data, warehouse.file_sha256(data), None
 
 
+def _disk_key(item: LandingFile) -> str:
+    """Return the key of a file nothing is read from: its bytes on disk, hashed a piece at a time.
+
+    The key is per source (like a file with no line of its source), so a copy of the same bytes
+    in another source's folder is that source's own quarantine row.
+    """
+    with item.path.open("rb") as handle:
+        sha = hashlib.file_digest(handle, "sha256").hexdigest()
+    return warehouse.no_lines_key(item.source, sha)
+
+
 def parse_files(
-    items: list[LandingFile], parser_options: dict[str, dict[str, Any]] | None = None
+    items: list[LandingFile],
+    parser_options: dict[str, dict[str, Any]] | None = None,
+    *,
+    limits: streams.ArchiveLimits | None = None,
 ) -> list[ParsedFile]:
     """Read, hash and parse whole-file landing files.
 
     This is the step an ingest can fan out to workers; small files of one kind are parsed joined.
     ``parser_options`` maps a source to extra parser keyword arguments, as in
     :func:`pipelines.ingest.ingest`. Archives still being written are left out (the ingest reports
-    them held).
+    them held); an archive that inflates past ``limits`` (default
+    :class:`pipelines.archives.ArchiveLimits`) is one file-level reject.
     """
     extra = parser_options or {}
-    return [parsed for chunk in hashed_chunks(items) for parsed in parse_read(chunk, extra)]
+    chunks = hashed_chunks(items, limits=limits)
+    return [parsed for chunk in chunks for parsed in parse_read(chunk, extra)]
 
 
 def parse_read(read: list[FileRead], extra: dict[str, dict[str, Any]]) -> Iterator[ParsedFile]:
@@ -228,13 +256,17 @@ def parse_read(read: list[FileRead], extra: dict[str, dict[str, Any]]) -> Iterat
         yield from parse_together(items, extra)
 
 
-def hashed_chunks(files: Iterable[LandingFile]) -> Iterator[list[FileRead]]:
+def hashed_chunks(
+    files: Iterable[LandingFile], *, limits: streams.ArchiveLimits | None = None
+) -> Iterator[list[FileRead]]:
     """Read, decompress and key whole files, a chunk at a time.
 
     Parameters
     ----------
     files
         Whole-file landing files.
+    limits
+        How far an archive may inflate (default :class:`pipelines.archives.ArchiveLimits`).
 
     Yields
     ------
@@ -245,7 +277,7 @@ def hashed_chunks(files: Iterable[LandingFile]) -> Iterator[list[FileRead]]:
     chunk: list[FileRead] = []
     size = 0
     for item in files:
-        data, sha, problem = _plain_whole(item, item.path.read_bytes())
+        data, sha, problem = _plain_whole(item, limits)
         chunk.append((item, data, keyed(item, sha), problem))
         size += len(data)
         if len(chunk) >= LOOKUP_FILES or size >= LOOKUP_BYTES:

@@ -22,6 +22,7 @@ from pipelines.ingest_parse import (
     ParsedFile,
     hashed_chunks,
     keyed,
+    looks_binary,
     parse_file,
     parse_read,
     parse_together,
@@ -58,6 +59,7 @@ def parsed_new_files(
     *,
     on_known: Callable[[list[warehouse.LoadCounts]], None],
     force: bool = False,
+    limits: streams.ArchiveLimits | None = None,
     quiet_s: float = HOLD_QUIET_S,
 ) -> Iterator[ParsedFile]:
     """Parse the whole files whose content was not loaded before (nor seen earlier in this run).
@@ -72,13 +74,18 @@ def parsed_new_files(
     written) replaces that load (:func:`_growth`); its last line without a newline is held
     until the file has been quiet for ``quiet_s`` seconds. Such files are parsed here, not by
     ``parse_many``.
+
+    An archive that ends early is held while it is written to, and is one quarantine row once it
+    has been quiet for ``quiet_s`` seconds; an archive that inflates past ``limits`` is one
+    quarantine row at once.
     """
     queued: set[tuple[str, str]] = set()
     new: list[LandingFile] = []
     stats: dict[str, tuple[int, int]] = {}
     growths: dict[str, Growth] = {}
     now_ns = time.time_ns()
-    for chunk in hashed_chunks(_changed_files(con, files, stats, on_known, force=force)):
+    changed = _changed_files(con, files, stats, on_known, force=force)
+    for chunk in hashed_chunks(changed, limits=limits):
         keys = [
             k for item, _, sha, _ in chunk for k in (sha, warehouse.no_lines_key(item.source, sha))
         ]
@@ -95,8 +102,16 @@ def parsed_new_files(
         for item, data, sha, problem in chunk:
             previous = before.get(sha) or before.get(warehouse.no_lines_key(item.source, sha))
             if problem is not None and problem.startswith("held:"):
-                on_known([_status(item, "held (compressed file still being written)", n_held=1)])
-                continue
+                quiet_for_s = (now_ns - stats[item.resolved][1]) / 1e9
+                if quiet_for_s < quiet_s:
+                    on_known(
+                        [_status(item, "held (compressed file still being written)", n_held=1)]
+                    )
+                    continue
+                problem = (
+                    f"{problem.removeprefix('held:').strip()} and has been quiet for "
+                    f"{quiet_for_s:.0f} s (more than {quiet_s:g} s, --hold-quiet-s): not read"
+                )
             growth = None
             if problem is None:
                 quiet = now_ns - stats[item.resolved][1] >= quiet_s * 1e9
@@ -110,7 +125,11 @@ def parsed_new_files(
             if growth is not None:
                 growths[item.resolved] = growth
                 data = data[: growth.content_bytes - growth.n_held_bytes]
-            if parse_many is None or (growth is not None and growth.in_place_only):
+            if (
+                parse_many is None
+                or problem is not None  # one reject here, never read again
+                or (growth is not None and growth.in_place_only)
+            ):
                 by_self.append((item, data, sha, problem))
             else:
                 fresh.append((item, data, sha, problem))
@@ -206,6 +225,7 @@ def tailed_reads(
     quiet_s: float,
     on_known: Callable[[list[warehouse.LoadCounts]], None],
     forced: set[str] | frozenset[str] = frozenset(),
+    limits: streams.ArchiveLimits | None = None,
 ) -> Iterator[ParsedFile]:
     """Plan and parse the reads of tailed files (:data:`TAILED`), one source at a time.
 
@@ -215,11 +235,16 @@ def tailed_reads(
     rest, re-read (only new and rewritten logs, a few a run), so a run holds one file at a time.
     Only a read's new complete lines are parsed, many files' in one pass
     (:data:`PARSE_TOGETHER_FILES`). Streams whose rows carry a ``forced`` path are forgotten:
-    their files are read as new streams.
+    their files are read as new streams. A file that is no log of lines (a binary file, an
+    archive past ``limits``, broken, or cut short and quiet for ``quiet_s``) is one quarantine
+    row, keyed like a whole file, and is not read again while its size and mtime stay.
     """
     planned: list[ParsedFile] = []
     size = 0
-    for pending in _planned_reads(con, files, quiet_s=quiet_s, on_known=on_known, forced=forced):
+    reads = _planned_reads(
+        con, files, quiet_s=quiet_s, on_known=on_known, forced=forced, limits=limits
+    )
+    for pending in reads:
         if pending.stream is None or not pending.data:  # a broken archive, or nothing to parse
             yield pending
             continue
@@ -257,6 +282,7 @@ def _planned_reads(
     quiet_s: float,
     on_known: Callable[[list[warehouse.LoadCounts]], None],
     forced: set[str] | frozenset[str],
+    limits: streams.ArchiveLimits | None,
 ) -> Iterator[ParsedFile]:
     """Return the reads of tailed files, planned but not parsed (:func:`tailed_reads`)."""
     now_ns = time.time_ns()
@@ -269,8 +295,11 @@ def _planned_reads(
         known = warehouse.stream_states(con, source)
         index = streams.StreamIndex(s for s in known if s.rows_path not in forced)
         deferred: list[tuple[LandingFile, os.stat_result]] = []
+        quarantined = _quarantined_before(con, items, index, forced, on_known)
         for item in items:
             path = item.resolved
+            if path in quarantined:
+                continue
             stat = item.path.stat()
             here = index.at_path(path)
             if here is not None and streams.unchanged_since(
@@ -293,7 +322,7 @@ def _planned_reads(
             if here is None and not (index.has_unclaimed() and _may_continue(index, item)):
                 deferred.append((item, stat))  # read once, in the second pass
                 continue
-            read = _tailed_content(item, on_known, broken)
+            read = _tailed_content(item, on_known, broken, limits, now_ns - int(quiet_s * 1e9))
             if read is None:
                 continue
             content, codec = read
@@ -305,7 +334,7 @@ def _planned_reads(
                 index, item, content, codec, stat, before, table, now_ns, quiet_s, on_known
             )
         for item, stat in deferred:
-            read = _tailed_content(item, on_known, broken)
+            read = _tailed_content(item, on_known, broken, limits, now_ns - int(quiet_s * 1e9))
             if read is None:
                 continue
             content, codec = read
@@ -320,8 +349,36 @@ def _planned_reads(
             yield from _planned(
                 index, item, content, codec, stat, before, table, now_ns, quiet_s, on_known
             )
-    # broken archives: one quarantine row each, keyed by their bytes like a whole file
-    yield from parsed_new_files(con, broken, {}, None, on_known=on_known)
+    # binary files and broken archives: one quarantine row each, keyed like a whole file
+    yield from parsed_new_files(
+        con, broken, {}, None, on_known=on_known, limits=limits, quiet_s=quiet_s
+    )
+
+
+def _quarantined_before(
+    con: duckdb.DuckDBPyConnection,
+    items: list[LandingFile],
+    index: streams.StreamIndex,
+    forced: set[str] | frozenset[str],
+    on_known: Callable[[list[warehouse.LoadCounts]], None],
+) -> set[str]:
+    """Return the paths of files at no stream's path quarantined whole before, unchanged since.
+
+    Their counts go to ``on_known``: a binary file or an archive past its limits is not read (nor
+    inflated) again on every run.
+    """
+    candidates = [
+        item
+        for item in items
+        if index.at_path(item.resolved) is None and item.resolved not in forced
+    ]
+    looked_up = []
+    for item in candidates:
+        st = item.path.stat()
+        looked_up.append((item.resolved, item.source, st.st_size, st.st_mtime_ns))
+    known = warehouse.loaded_unchanged(con, looked_up)
+    on_known(list(known.values()))
+    return set(known)
 
 
 def _same_source(
@@ -368,18 +425,27 @@ def _tailed_content(
     item: LandingFile,
     on_known: Callable[[list[warehouse.LoadCounts]], None],
     broken: list[LandingFile],
+    limits: streams.ArchiveLimits | None,
+    quiet_since_ns: int,
 ) -> tuple[bytes, str | None] | None:
     """Return a tailed file's plain bytes and codec.
 
-    None for an empty file or an unfinished archive (reported to ``on_known``) and for a broken
-    archive (added to ``broken``).
+    None for an empty file or an unfinished archive written to since ``quiet_since_ns``
+    (reported to ``on_known``) and for a file that is no log of lines (added to ``broken``): a
+    binary file, an archive past ``limits``, broken or cut short and quiet since then.
     """
     try:
-        content, codec = streams.decompress(streams.read_file(item.path))
+        content, codec = streams.read_plain(item.path, limits=limits)
     except streams.IncompleteCompressedError:
-        on_known([_status(item, "held (compressed file still being written)", n_held=1)])
+        if item.path.stat().st_mtime_ns <= quiet_since_ns:
+            broken.append(item)
+        else:
+            on_known([_status(item, "held (compressed file still being written)", n_held=1)])
         return None
-    except ValueError:
+    except (ValueError, MemoryError):
+        broken.append(item)
+        return None
+    if looks_binary(content):
         broken.append(item)
         return None
     if not content:

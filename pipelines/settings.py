@@ -14,6 +14,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipelines.archives import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_RATIO,
+    DEFAULT_RATIO_AFTER_BYTES,
+    ArchiveLimits,
+)
 from pipelines.path_patterns import PathPattern, PathPatternError, parse_patterns
 
 if TYPE_CHECKING:
@@ -98,6 +104,16 @@ class Settings:
     landing_max_depth
         Folder levels below a source folder an ingest walks; a deeper folder is reported as
         refused (``RELIA_LANDING_MAX_DEPTH``, default :data:`DEFAULT_LANDING_MAX_DEPTH`).
+    archive_max_bytes
+        Most plain bytes one compressed landing file may inflate to; past it the file is one
+        quarantine row (``RELIA_ARCHIVE_MAX_BYTES``, default 4 GiB; see
+        :mod:`pipelines.archives`).
+    archive_max_ratio
+        Most plain bytes per compressed byte of one archive, once its plain content passes
+        ``archive_ratio_after_bytes`` (``RELIA_ARCHIVE_MAX_RATIO``, default 200).
+    archive_ratio_after_bytes
+        Plain bytes any archive may inflate to whatever its ratio
+        (``RELIA_ARCHIVE_RATIO_AFTER_BYTES``, default 64 MiB).
     """
 
     db_path: Path = Path(DEFAULT_DB)
@@ -112,6 +128,18 @@ class Settings:
     ingest_batch_rows: int = DEFAULT_INGEST_BATCH_ROWS
     allow_outside_root: bool = False
     landing_max_depth: int = DEFAULT_LANDING_MAX_DEPTH
+    archive_max_bytes: int = DEFAULT_MAX_BYTES
+    archive_max_ratio: float = DEFAULT_MAX_RATIO
+    archive_ratio_after_bytes: int = DEFAULT_RATIO_AFTER_BYTES
+
+    @property
+    def archive_limits(self) -> ArchiveLimits:
+        """How far one compressed landing file may inflate (the ``archive_*`` settings)."""
+        return ArchiveLimits(
+            max_bytes=self.archive_max_bytes,
+            max_ratio=self.archive_max_ratio,
+            ratio_after_bytes=self.archive_ratio_after_bytes,
+        )
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:
@@ -149,6 +177,11 @@ class Settings:
             landing_max_depth=_positive_int(
                 env, "RELIA_LANDING_MAX_DEPTH", DEFAULT_LANDING_MAX_DEPTH
             ),
+            archive_max_bytes=_positive_int(env, "RELIA_ARCHIVE_MAX_BYTES", DEFAULT_MAX_BYTES),
+            archive_max_ratio=_positive_float(env, "RELIA_ARCHIVE_MAX_RATIO", DEFAULT_MAX_RATIO),
+            archive_ratio_after_bytes=_positive_int(
+                env, "RELIA_ARCHIVE_RATIO_AFTER_BYTES", DEFAULT_RATIO_AFTER_BYTES
+            ),
         )
         given: dict[str, Any] = {
             k: (Path(v) if k.endswith(("_path", "_dir")) else v)
@@ -182,6 +215,21 @@ def _switch(env: Mapping[str, str], name: str) -> bool:
         return True
     msg = f"{name}={text!r}: expected 1, true, yes or on (or 0, false, no, off)"
     raise SettingsError(msg)
+
+
+def _positive_float(env: Mapping[str, str], name: str, default: float) -> float:
+    """Return the environment's number ``name`` (``default`` when unset); refuse others."""
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text.replace("_", ""))
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        msg = f"{name}={text!r}: expected a number above 0"
+        raise SettingsError(msg)
+    return value
 
 
 def apply_prefect_defaults(

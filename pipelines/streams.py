@@ -3,9 +3,10 @@
 Log shippers that operators trust (Vector's ``file`` source, Fluent Bit's ``tail`` input,
 Filebeat's registry) identify a file by a fingerprint of its first bytes, not by its name, and
 checkpoint how far they have read. This module does the same for the warehouse, on bytes alone (no
-I/O, no DuckDB): the ingest reads a file, :func:`decompress` makes its content plain,
-:class:`StreamIndex` finds the stream the content continues, and :func:`plan_read` says which bytes
-are new, which complete lines to parse and what to hold back.
+I/O, no DuckDB): the ingest reads a file, :func:`decompress` makes its content plain (within the
+limits of :mod:`pipelines.archives`), :class:`StreamIndex` finds the stream the content continues,
+and :func:`plan_read` says which bytes are new, which complete lines to parse and what to hold
+back.
 
 A **stream** is one log's life across renames and compression. Its state (:class:`StreamState`)
 is what the warehouse records with the rows of each read, in the same transaction:
@@ -33,14 +34,20 @@ it is complete, or until its file was compressed, renamed (rotated) or has been 
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import hashlib
-import lzma
 import os
-import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from pipelines.archives import (
+    COMPRESSED_SUFFIXES,
+    ArchiveLimitError,
+    ArchiveLimits,
+    IncompleteCompressedError,
+    codec_of,
+    decompress,
+    read_plain,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -55,77 +62,31 @@ APPEND = "append"
 REPLACE = "replace"
 UNCHANGED = "unchanged"
 
-_MAGIC: tuple[tuple[bytes, str], ...] = (
-    (b"\x1f\x8b", "gzip"),
-    (b"BZh", "bzip2"),
-    (b"\xfd7zXZ\x00", "xz"),
-    (b"\x28\xb5\x2f\xfd", "zstd"),
-)
-COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst")
-
-
-class IncompleteCompressedError(ValueError):
-    """A compressed file that ends before its archive does (still being written)."""
-
-
-def codec_of(data: bytes) -> str | None:
-    """Return the compression a file's magic bytes announce.
-
-    ``gzip``, ``bzip2``, ``xz`` or ``zstd``.
-    """
-    for magic, codec in _MAGIC:
-        if data.startswith(magic):
-            return codec
-    return None
-
-
-def decompress(data: bytes) -> tuple[bytes, str | None]:
-    """Return the plain content of a file and the codec it was compressed with (None: plain).
-
-    Compression is recognised by magic bytes, not by the file name. Several gzip members, as
-    ``cat a.gz b.gz`` writes, are read as one stream.
-
-    Raises
-    ------
-    IncompleteCompressedError
-        When the archive is cut short (a compressor still writing it): try again later.
-    ValueError
-        When the bytes announce a codec but are not a valid archive of it.
-    """
-    codec = codec_of(data)
-    if codec is None:
-        return data, None
-    try:
-        if codec == "gzip":
-            return gzip.decompress(data), codec
-        if codec == "bzip2":
-            return bz2.decompress(data), codec
-        if codec == "xz":
-            return lzma.decompress(data), codec
-        return _zstd(data), codec
-    except EOFError as error:
-        msg = f"{codec} archive ends early (still being written?): {error}"
-        raise IncompleteCompressedError(msg) from error
-    except (OSError, lzma.LZMAError, zlib.error) as error:
-        msg = f"not a valid {codec} archive: {error}"
-        raise ValueError(msg) from error
-
-
-def _zstd(data: bytes) -> bytes:
-    import zstandard
-
-    reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True)
-    try:
-        out = reader.read()
-    except zstandard.ZstdError as error:
-        text = str(error)
-        if "incomplete" in text or "truncated" in text:
-            raise EOFError(text) from error
-        raise OSError(text) from error
-    if not out and data:
-        # a frame cut before its first block decodes to nothing: the archive is not complete
-        raise EOFError("zstd frame has no complete block")
-    return out
+__all__ = [
+    "APPEND",
+    "COMPRESSED_SUFFIXES",
+    "HEAD_BYTES",
+    "NEW",
+    "REPLACE",
+    "TAIL_BYTES",
+    "UNCHANGED",
+    "ArchiveLimitError",
+    "ArchiveLimits",
+    "IncompleteCompressedError",
+    "Partial",
+    "StreamIndex",
+    "StreamRead",
+    "StreamState",
+    "codec_of",
+    "decompress",
+    "new_stream_id",
+    "plan_read",
+    "read_file",
+    "read_partial",
+    "read_plain",
+    "sha256_hex",
+    "unchanged_since",
+]
 
 
 def sha256_hex(*parts: bytes) -> str:

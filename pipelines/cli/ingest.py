@@ -50,6 +50,8 @@ def _run_ingest(
     hold_quiet_s: float | None = None,
     job: str | None = None,
     allow_outside_root: bool = False,
+    archive_max_bytes: int | None = None,
+    archive_max_ratio: float | None = None,
 ) -> list[dict[str, Any]]:
     """Ingest ``paths`` into ``db`` directly (no flow run), with a progress bar on stderr.
 
@@ -64,7 +66,12 @@ def _run_ingest(
 
     from pipelines import ingest as ingest_mod
 
-    settings = load_settings(db_path=db, lake_dir=lake)
+    settings = load_settings(
+        db_path=db,
+        lake_dir=lake,
+        archive_max_bytes=archive_max_bytes,
+        archive_max_ratio=archive_max_ratio,
+    )
     files = ingest_mod.discover(
         paths,
         source=source,
@@ -91,6 +98,7 @@ def _run_ingest(
             lake_dir=settings.lake_dir,
             force=force,
             hold_quiet_s=ingest_mod.HOLD_QUIET_S if hold_quiet_s is None else hold_quiet_s,
+            archive_limits=settings.archive_limits,
         )
     return [asdict(c) | {"status": c.outcome} for c in counts]
 
@@ -160,7 +168,24 @@ def ingest(
         float | None,
         typer.Option(
             help="Seconds a live log must be quiet before its last line without a newline is "
-            "read as a line (default 300)."
+            "read as a line, and a compressed file that ends early is quarantined (default 300)."
+        ),
+    ] = None,
+    archive_max_bytes: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Most plain bytes one compressed file may inflate to; past it the file is one "
+            "quarantine row (default: $RELIA_ARCHIVE_MAX_BYTES, else 4 GiB).",
+        ),
+    ] = None,
+    archive_max_ratio: Annotated[
+        float | None,
+        typer.Option(
+            min=1,
+            help="Most plain bytes per compressed byte of a compressed file once past "
+            "$RELIA_ARCHIVE_RATIO_AFTER_BYTES (64 MiB); past it the file is one quarantine row "
+            "(default: $RELIA_ARCHIVE_MAX_RATIO, else 200).",
         ),
     ] = None,
     gpus_per_node: Annotated[
@@ -207,6 +232,12 @@ def ingest(
         if is_tracked(tracked) and job is not None:
             msg = "--job is not passed to tracked runs yet; ingest these files without --tracked"
             raise ValueError(msg)
+        if is_tracked(tracked) and (archive_max_bytes, archive_max_ratio) != (None, None):
+            msg = (
+                "--archive-max-bytes/--archive-max-ratio are not passed to tracked runs: set "
+                "RELIA_ARCHIVE_MAX_BYTES / RELIA_ARCHIVE_MAX_RATIO for the flow instead"
+            )
+            raise ValueError(msg)
         if is_tracked(tracked):
             prefect_defaults()
             from pipelines.flows.ingest_telemetry import ingest_paths_flow
@@ -238,6 +269,8 @@ def ingest(
                 hold_quiet_s=hold_quiet_s,
                 job=job,
                 allow_outside_root=allow_outside_root,
+                archive_max_bytes=archive_max_bytes,
+                archive_max_ratio=archive_max_ratio,
             )
     except ValueError as error:
         err.print(error_text("error", "red", error))

@@ -21,6 +21,8 @@ from pipelines.sources import fault_log
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
+    from pipelines.archives import ArchiveLimits
+
 
 @task
 def find_landing_files(
@@ -76,10 +78,12 @@ _warehouse_busy = warehouse_busy  # the old name, imported by tests/hardening/te
 
 @task(cache_policy=NO_CACHE, persist_result=False)
 def parse_files(
-    files: list[ingest.LandingFile], parser_options: dict[str, dict[str, Any]]
+    files: list[ingest.LandingFile],
+    parser_options: dict[str, dict[str, Any]],
+    limits: ArchiveLimits | None = None,
 ) -> list[ingest.ParsedFile]:
     """Parse a share of the new files, on the flow's task runner (threads or Dask workers)."""
-    return ingest.parse_files(files, parser_options)
+    return ingest.parse_files(files, parser_options, limits=limits)
 
 
 WAVE_BYTES = 256 * 2**20
@@ -87,13 +91,13 @@ WAVE_BYTES = 256 * 2**20
 
 
 def _fan_out(
-    n_tasks: int, options: dict[str, dict[str, Any]]
+    n_tasks: int, options: dict[str, dict[str, Any]], limits: ArchiveLimits | None = None
 ) -> Callable[[list[ingest.LandingFile]], Iterator[ingest.ParsedFile]]:
     def parse_many(items: list[ingest.LandingFile]) -> Iterator[ingest.ParsedFile]:
         files = [replace(f, path=f.path.resolve()) for f in items]
         for wave in dask_runner.waves([f.path for f in files], WAVE_BYTES):
             shares = dask_runner.chunks([files[i] for i in wave], n_tasks)
-            futures = list(parse_files.map(shares, unmapped(options)))
+            futures = list(parse_files.map(shares, unmapped(options), unmapped(limits)))
             while futures:  # hand each share over and let it go
                 yield from futures.pop(0).result()
 
@@ -121,15 +125,18 @@ def load_files(
     options = ingest.identity_options(files, host=host, run=run, time_from_mtime=time_from_mtime)
     if mapping is not None:
         options.setdefault("fault_log", {})["mapping"] = fault_log.load_mapping(mapping)
+    settings = Settings.from_env()  # RELIA_INGEST_BATCH_ROWS, RELIA_ARCHIVE_*
+    limits = settings.archive_limits
     counts = ingest.ingest(
         db_path,
         files,
         lock_timeout_s=lock_timeout_s,
         parser_options=options,
         lake_dir=lake_dir,
-        parse_many=_fan_out(parse_tasks, options) if parse_tasks > 0 else None,
+        parse_many=_fan_out(parse_tasks, options, limits) if parse_tasks > 0 else None,
         force=force,
-        batch_rows=Settings.from_env().ingest_batch_rows,  # RELIA_INGEST_BATCH_ROWS
+        batch_rows=settings.ingest_batch_rows,
+        archive_limits=limits,
     )
     return [asdict(c) | {"status": c.outcome} for c in counts]
 
