@@ -74,7 +74,6 @@ __all__ = [
     "ingest",
     "landing_files",
     "parse_files",
-    "refused_counts",
 ]
 
 BATCH_BYTES_PER_ROW = 256
@@ -189,12 +188,55 @@ REFUSED = "refused: "
 """How the ``status`` of a file the landing fence refused starts; the reason follows."""
 
 
-def refused_counts(item: LandingFile) -> warehouse.LoadCounts:
-    """Return the counts of a file the landing fence refused: nothing read, the reason."""
-    table, _ = PARSERS[item.source]
-    return warehouse.LoadCounts(
-        item.resolved, item.source, table, 0, 0, 0, 0, False, status=REFUSED + item.refused
-    )
+def _refusal_key(item: LandingFile) -> str:
+    """Return the lineage key of a refusal: its source, path and reason (never the content)."""
+    return warehouse.file_sha256(f"refused\0{item.source}\0{item.path}\0{item.refused}".encode())
+
+
+def _record_refused(
+    con: duckdb.DuckDBPyConnection, refused: list[LandingFile], lake_dir: Path | None
+) -> list[warehouse.LoadCounts]:
+    """Record each refused file once, with its reason and no byte of its content.
+
+    A lineage row and a file-level quarantine row (stage ``fence``), keyed by source, path and
+    reason, never by content (the file is not opened); a refusal recorded before is not recorded
+    again. Returns their counts, each with the status ``refused: <reason>``.
+    """
+    keys = {_refusal_key(item): item for item in refused}
+    before = warehouse.loaded_before(con, list(keys))
+    loads = []
+    for key, item in keys.items():
+        if key in before:
+            continue
+        table, parser = PARSERS[item.source]
+        rejects = pl.DataFrame(
+            {
+                "source_file": [str(item.path)],
+                "line_no": [0],
+                "raw": [""],
+                "reason": [REFUSED + item.refused],
+            },
+            schema=REJECT_SCHEMA,
+        ).with_columns(stage=pl.lit("fence"))
+        loads.append(
+            warehouse.FileLoad(
+                path=str(item.path),
+                source=item.source,
+                table=table,
+                sha256=key,
+                rows=pl.DataFrame(schema=parser.SCHEMA),
+                rejects=rejects,
+                n_ignored=0,
+            )
+        )
+    write_parts = None if lake_dir is None else functools.partial(lake.write_parts, lake_dir)
+    recorded = iter(warehouse.load_files(con, loads, write_parts=write_parts) if loads else [])
+    return [
+        dataclasses.replace(
+            before[key] if key in before else next(recorded), status=REFUSED + item.refused
+        )
+        for key, item in keys.items()
+    ]
 
 
 def _validate_and_load(
@@ -282,14 +324,15 @@ def ingest(
     by the limits, not by any one file.
 
     A file the landing fence refused (:attr:`LandingFile.refused`: outside its landing root, a
-    named pipe, a link loop...) is never opened: it comes back first, nothing read, its
-    ``status`` ``refused: <reason>`` (:func:`refused_counts`), and nothing of it is stored.
+    named pipe, a link loop...) is never opened: it comes back first with the status
+    ``refused: <reason>``, recorded once as a lineage row and a file-level quarantine row (stage
+    ``fence``, the reason, no content; keyed by source, path and reason).
 
     With ``force``, whatever the named files loaded before (under any source, as a whole file or
     as a stream) is replaced by this load, in the same transaction (``relia ingest --force``: a
     file ingested under the wrong ``--source``).
     """
-    refused = [refused_counts(f) for f in files if f.refused]
+    refused = [f for f in files if f.refused]
     files = [f for f in files if not f.refused]
     extra = parser_options or {}
     if any(f.source == "fault_log" for f in files) and "mapping" not in extra.get("fault_log", {}):
@@ -304,10 +347,10 @@ def ingest(
             for c in counts:
                 on_file(c)
 
-    emit(refused)
     with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
         warehouse.apply_schema(con)
         lake.check_warehouse(con, lake_dir)
+        emit(_record_refused(con, refused, lake_dir) if refused else [])
         classes = _component_classes(con)
         queues: dict[str, list[ParsedFile]] = {}
         queued_rows: dict[str, int] = {}

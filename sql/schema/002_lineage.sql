@@ -19,7 +19,7 @@ create table if not exists raw_quarantine (
     target_table varchar not null,
     raw varchar,
     reason varchar not null,
-    stage varchar not null,            -- parse (the parser rejected it) or validate (an expectation failed)
+    stage varchar not null,            -- parse (the parser rejected it), validate (an expectation failed) or fence (the landing fence refused the file, never opened)
     loaded_at timestamptz not null
 );
 

@@ -115,7 +115,8 @@ def test_named_file_linking_out_of_its_root_is_refused_and_the_rest_loads(tmp_pa
     assert first.exit_code == 0, first.output
     counts = {Path(c["path"]).name: c for c in json.loads(first.stdout)}
     assert counts["sacct_link.txt"]["status"] == "refused: resolves outside the landing root"
-    assert counts["sacct_link.txt"]["n_read"] == 0
+    refusal = counts["sacct_link.txt"]
+    assert (refusal["n_loaded"], refusal["n_quarantined"]) == (0, 1)  # one row with the reason
     assert counts["sacct_a.txt"]["n_loaded"] == 1
     assert f"warning: refused {link}: resolves outside the landing root" in first.stderr
     assert MARKER not in first.output
@@ -149,6 +150,32 @@ def test_a_glob_through_the_api_refuses_the_outside_link_only(tmp_path: Path) ->
         ("sacct_c.txt", "refused: resolves outside the landing root"),
     ]
     assert _job_ids(db) == ["101", "102"]
+    assert _marker_rows(db) == []
+
+
+def test_a_refusal_is_one_lineage_and_quarantine_row_without_content(tmp_path: Path) -> None:
+    landing, outside = _landing(tmp_path)
+    link = landing / "slurm" / "sacct_c.txt"
+    link.symlink_to(outside)
+    db = tmp_path / "w.duckdb"
+    files = ingest.discover([landing / "slurm" / "sacct_a.txt", link])
+    reason = "refused: resolves outside the landing root"
+    for _ in range(2):  # the second run finds the refusal recorded and adds nothing
+        counts = {Path(c.path).name: c for c in ingest.ingest(db, files)}
+        assert counts["sacct_c.txt"].outcome == reason
+    with warehouse.connect(db, read_only=True) as con:
+        quarantined = con.execute(
+            "select source_file, line_no, raw, reason, stage, target_table from raw_quarantine"
+        ).fetchall()
+        lineage = con.execute(
+            "select path, n_read, n_loaded, n_quarantined from raw_ingest_files order by path"
+        ).fetchall()
+    assert quarantined == [(str(link), 0, "", reason, "fence", "raw_slurm_jobs")]
+    assert lineage == [
+        (str(landing / "slurm" / "sacct_a.txt"), 1, 1, 0),
+        (str(link), 1, 0, 1),  # one file-level reject, as for an empty or binary file
+    ]
+    assert _job_ids(db) == ["101"]
     assert _marker_rows(db) == []
 
 
