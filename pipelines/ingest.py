@@ -259,6 +259,7 @@ def ingest(
     with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
         warehouse.apply_schema(con)
         lake.check_warehouse(con, lake_dir)
+        warehouse.start_ingest(con)  # until the views are rebuilt, commands say to rerun
         classes = _component_classes(con)
         queues: dict[str, list[ParsedFile]] = {}
         queued_rows: dict[str, int] = {}
@@ -294,7 +295,9 @@ def ingest(
                         con, queue, now=now, component_classes=classes, lake_dir=lake_dir
                     )
                 )
-        if lake_dir is not None:
-            lake.attach(con, lake_dir)
-        warehouse.create_views(con, only_if_changed=True)
+        with warehouse.transaction(con):  # the views, their snapshots and the marker: all or none
+            if lake_dir is not None:
+                lake.attach(con, lake_dir)
+            warehouse.create_views(con, only_if_changed=True)
+            warehouse.finish_ingest(con)
     return results

@@ -33,6 +33,10 @@ DEFAULT_INGEST_BATCH_ROWS = 200_000
 """Rows of one raw table an ingest parses, validates and loads as one batch
 (``RELIA_INGEST_BATCH_ROWS``): the ingest's memory is bounded by the batch, not by the landing
 (see :func:`pipelines.ingest.ingest`)."""
+DEFAULT_VERIFY_MAX_MB = 1024.0
+"""Every open of the warehouse checks the checksum of each of its blocks when the file is at most
+this many MiB (``RELIA_VERIFY_MAX_MB``; a larger file gets its headers checked): under 1 s a GiB
+read from the page cache."""
 CONNECT_LOCK_TIMEOUT_S = 0.0
 """``warehouse.connect``'s own default: no wait (a caller that may wait passes a timeout)."""
 PREFECT_DEFAULTS: dict[str, str] = {
