@@ -259,8 +259,20 @@ def ingest(
     with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
         warehouse.apply_schema(con)
         lake.check_warehouse(con, lake_dir)
-        warehouse.start_ingest(con)  # until the views are rebuilt, commands say to rerun
         classes = _component_classes(con)
+        marked = False
+
+        def load(queue: list[ParsedFile]) -> None:
+            nonlocal marked
+            with warehouse.transaction(con):
+                if not marked:  # the first batch commits it: until the views are made again,
+                    warehouse.start_ingest(con)  # commands say to rerun the ingest
+                counts = _validate_and_load(
+                    con, queue, now=now, component_classes=classes, lake_dir=lake_dir
+                )
+            marked = True
+            emit(counts)
+
         queues: dict[str, list[ParsedFile]] = {}
         queued_rows: dict[str, int] = {}
         queued_bytes: dict[str, int] = {}
@@ -281,20 +293,12 @@ def ingest(
             n_bytes = queued_bytes.get(pending.table, 0) + len(pending.data)
             queued_rows[pending.table], queued_bytes[pending.table] = n_rows, n_bytes
             if n_rows >= batch_rows or n_bytes >= batch_bytes or len(queue) >= BATCH_FILES:
-                emit(
-                    _validate_and_load(
-                        con, queue, now=now, component_classes=classes, lake_dir=lake_dir
-                    )
-                )
+                load(queue)
                 queue.clear()
                 queued_rows[pending.table] = queued_bytes[pending.table] = 0
         for queue in queues.values():
             if queue:
-                emit(
-                    _validate_and_load(
-                        con, queue, now=now, component_classes=classes, lake_dir=lake_dir
-                    )
-                )
+                load(queue)
         with warehouse.transaction(con):  # the views, their snapshots and the marker: all or none
             if lake_dir is not None:
                 lake.attach(con, lake_dir)

@@ -108,8 +108,8 @@ def connect(
         try:
             con = duckdb.connect(str(db_path), read_only=read_only)
             break
-        except duckdb.IOException as error:
-            if not _is_lock_error(error):
+        except duckdb.Error as error:  # also a bare Error: "Corrupt database file" on open
+            if not (isinstance(error, duckdb.IOException) and _is_lock_error(error)):
                 _reraise(error, db_path)
             now = time.monotonic()
             if now >= deadline:

@@ -1,8 +1,9 @@
 """Ingests under way: tell an ingest that stopped half-way from a warehouse never ingested into.
 
 An ingest commits its files batch by batch (each file whole), then rebuilds the views and drops
-their snapshots in one transaction. :func:`start_ingest` commits a row of ``ingest_pending``
-before the first batch; :func:`finish_ingest` deletes it in the views' transaction. A row left
+their snapshots in one transaction. :func:`start_ingest` adds a row to ``ingest_pending`` in the
+first batch's transaction (an ingest that loads nothing leaves none); :func:`finish_ingest`
+deletes it in the views' transaction. A row left
 behind (the process was killed, the disk filled) is what :func:`unfinished_ingest` returns: the
 views or snapshots may not show the files loaded since, and rerunning the ingest finishes it.
 """
@@ -24,7 +25,7 @@ __all__ = ["check_finished", "finish_ingest", "start_ingest", "unfinished_ingest
 
 
 def start_ingest(con: duckdb.DuckDBPyConnection) -> None:
-    """Record (committed at once, outside any transaction) that an ingest has started."""
+    """Record that an ingest has started loading; run it in its first batch's transaction."""
     con.execute("insert into ingest_pending values (now(), $pid)", {"pid": os.getpid()})
 
 

@@ -1,5 +1,5 @@
--- Ingests under way (pipelines.warehouse.pending): a row is committed before an ingest loads its
--- first batch and deleted in the transaction that rebuilds the views after its last. A row left
+-- Ingests under way (pipelines.warehouse.pending): a row is committed with an ingest's first batch
+-- and deleted in the transaction that rebuilds the views after its last. A row left
 -- behind is an ingest that stopped half-way (killed, disk full): its files are whole, but the
 -- views and their snapshots may not show them; commands say so until `relia ingest` reruns.
 
