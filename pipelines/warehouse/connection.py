@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import duckdb
 
-from pipelines.errors import ReliaError
+from pipelines.errors import ReliaError, WarehouseCorruptError
 from pipelines.lock_wait import WAIT_REPORT_EVERY_S, WAIT_REPORTER, WaitStatus
 from pipelines.settings import CONNECT_LOCK_TIMEOUT_S
 from pipelines.warehouse.failures import environment_failure, verify
@@ -134,7 +134,12 @@ def connect(
         )
     try:
         if Path(db_path).is_file():
-            verify(db_path)
+            try:
+                verify(db_path)
+            except WarehouseCorruptError:
+                # another connection of this process may have rewritten a block while it was
+                # read (other processes are kept out by the lock): damage reads the same twice
+                verify(db_path)
         con.execute("set autoinstall_known_extensions = false")
         con.execute("set autoload_known_extensions = false")
         con.execute("set TimeZone = 'UTC'")
