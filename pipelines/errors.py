@@ -34,6 +34,37 @@ class WarehouseEmptyError(ReliaError, ValueError):
     """The warehouse exists but lacks what a command reads (no views, no lives, no fit run)."""
 
 
+class IngestInterruptedError(WarehouseEmptyError):
+    """An ingest stopped before it finished (killed, disk full): views or snapshots are stale."""
+
+    def __init__(self, db_path: object, started: str) -> None:
+        super().__init__(
+            f"{db_path}: an ingest {started} did not finish (it stopped before it rebuilt the "
+            "views, so they may not show what it loaded; every file it recorded is whole): "
+            f"rerun `relia ingest LANDING --db {db_path}` to finish it"
+        )
+
+
+class WarehouseEnvironmentError(ReliaError, RuntimeError):
+    """The warehouse's file or disk failed a command; what the command was writing is undone.
+
+    One subclass per cause, so a caller (or a test) can tell them apart:
+    :class:`WarehouseFullError`, :class:`WarehouseReadOnlyError`, :class:`WarehouseCorruptError`.
+    """
+
+
+class WarehouseFullError(WarehouseEnvironmentError):
+    """The disk (or quota) of the warehouse is full."""
+
+
+class WarehouseReadOnlyError(WarehouseEnvironmentError):
+    """The warehouse file or its folder cannot be written (read-only mount, immutable, denied)."""
+
+
+class WarehouseCorruptError(WarehouseEnvironmentError):
+    """The warehouse file is damaged: a block or header fails its checksum, or DuckDB rejects it."""
+
+
 class MissingDataError(WarehouseEmptyError):
     """The warehouse lacks the data a step needs: what is missing, and what would supply it.
 

@@ -352,6 +352,19 @@ def ingest(
         lake.check_warehouse(con, lake_dir)
         emit(_record_refused(con, refused, lake_dir) if refused else [])
         classes = _component_classes(con)
+        marked = False
+
+        def load(queue: list[ParsedFile]) -> None:
+            nonlocal marked
+            with warehouse.transaction(con):
+                if not marked:  # the first batch commits it: until the views are made again,
+                    warehouse.start_ingest(con)  # commands say to rerun the ingest
+                counts = _validate_and_load(
+                    con, queue, now=now, component_classes=classes, lake_dir=lake_dir
+                )
+            marked = True
+            emit(counts)
+
         queues: dict[str, list[ParsedFile]] = {}
         queued_rows: dict[str, int] = {}
         queued_bytes: dict[str, int] = {}
@@ -389,21 +402,15 @@ def ingest(
             n_bytes = queued_bytes.get(pending.table, 0) + len(pending.data)
             queued_rows[pending.table], queued_bytes[pending.table] = n_rows, n_bytes
             if n_rows >= batch_rows or n_bytes >= batch_bytes or len(queue) >= BATCH_FILES:
-                emit(
-                    _validate_and_load(
-                        con, queue, now=now, component_classes=classes, lake_dir=lake_dir
-                    )
-                )
+                load(queue)
                 queue.clear()
                 queued_rows[pending.table] = queued_bytes[pending.table] = 0
         for queue in queues.values():
             if queue:
-                emit(
-                    _validate_and_load(
-                        con, queue, now=now, component_classes=classes, lake_dir=lake_dir
-                    )
-                )
-        if lake_dir is not None:
-            lake.attach(con, lake_dir)
-        warehouse.create_views(con, only_if_changed=True)
+                load(queue)
+        with warehouse.transaction(con):  # the views, their snapshots and the marker: all or none
+            if lake_dir is not None:
+                lake.attach(con, lake_dir)
+            warehouse.create_views(con, only_if_changed=True)
+            warehouse.finish_ingest(con)
     return results

@@ -42,6 +42,10 @@ DEFAULT_INGEST_BATCH_ROWS = 200_000
 DEFAULT_LANDING_MAX_DEPTH = 32
 """Folder levels below a source folder an ingest walks (``RELIA_LANDING_MAX_DEPTH``): a folder
 deeper than that is reported as refused, not read (see :mod:`pipelines.fence`)."""
+DEFAULT_VERIFY_MAX_MB = 256.0
+"""Every open of the warehouse checks the checksum of each of its blocks when the file is at most
+this many MiB (``RELIA_VERIFY_MAX_MB``; a larger file gets its headers checked): 0.5 to 1.3 GB/s
+read from the page cache, so at most about 0.5 s an open."""
 CONNECT_LOCK_TIMEOUT_S = 0.0
 """``warehouse.connect``'s own default: no wait (a caller that may wait passes a timeout)."""
 PREFECT_DEFAULTS: dict[str, str] = {

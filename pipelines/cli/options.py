@@ -143,6 +143,8 @@ def require_warehouse(
         When there is no file at ``db_path`` (a command must not create an empty warehouse).
     WarehouseEmptyError
         When the file lacks ``relation``: nothing was ingested into it yet.
+    IngestInterruptedError
+        When an ingest into it stopped half-way (rerun it).
     """
     from pipelines import warehouse
     from pipelines.errors import WarehouseEmptyError, WarehouseMissingError
@@ -150,6 +152,7 @@ def require_warehouse(
     if not Path(db_path).exists():
         raise WarehouseMissingError(db_path)
     with warehouse.connect(db_path, read_only=True, lock_timeout_s=lock_timeout_s) as con:
+        warehouse.check_finished(con, db_path)
         found = con.execute(
             "select count(*) from information_schema.tables where table_name = $name",
             {"name": relation},

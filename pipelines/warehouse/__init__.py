@@ -43,6 +43,12 @@ from pipelines.warehouse.materialize import (
     materialized,
     set_param,
 )
+from pipelines.warehouse.pending import (
+    check_finished,
+    finish_ingest,
+    start_ingest,
+    unfinished_ingest,
+)
 from pipelines.warehouse.ready import prepare
 from pipelines.warehouse.records import FileLoad, LoadCounts, PartWriter, file_sha256, no_lines_key
 from pipelines.warehouse.schema import (
@@ -78,12 +84,14 @@ __all__ = [
     "apply_schema",
     "base_tables",
     "busy_spinner",
+    "check_finished",
     "connect",
     "create_views",
     "dematerialize",
     "describe_wait",
     "duckdb",
     "file_sha256",
+    "finish_ingest",
     "identifier",
     "init",
     "load_file",
@@ -98,7 +106,9 @@ __all__ = [
     "query",
     "reporting_waits",
     "set_param",
+    "start_ingest",
     "stream_states",
     "transaction",
+    "unfinished_ingest",
     "view_files",
 ]

@@ -5,6 +5,12 @@ turns DuckDB's lock error into :class:`WarehouseBusyError`; ``on_wait`` lets a c
 wait (see :mod:`pipelines.warehouse.waiting`). :func:`identifier` guards every name put into SQL
 text; :func:`query` is the bound-parameter helper; :func:`transaction` makes a block of writes
 all or nothing, and lets a caller wrap several such blocks in one.
+
+A full disk, a read-only or immutable file or folder and a damaged file are one line each
+(:mod:`pipelines.warehouse.failures`): :func:`connect` checks the file's checksums when it opens
+it and turns such an error, raised anywhere while the warehouse is open, into the
+:class:`~pipelines.errors.WarehouseEnvironmentError` of its cause; a rollback that fails after
+one never hides it.
 """
 
 from __future__ import annotations
@@ -12,18 +18,19 @@ from __future__ import annotations
 import re
 import time
 import weakref
-from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import duckdb
 
-from pipelines.errors import ReliaError
+from pipelines.errors import ReliaError, WarehouseCorruptError
 from pipelines.lock_wait import WAIT_REPORT_EVERY_S, WAIT_REPORTER, WaitStatus
 from pipelines.settings import CONNECT_LOCK_TIMEOUT_S
+from pipelines.warehouse.failures import environment_failure, verify
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
-    from pathlib import Path
 
     import polars as pl
 
@@ -87,6 +94,9 @@ def connect(
     ------
     WarehouseBusyError
         When another process still holds the lock after ``lock_timeout_s`` seconds.
+    WarehouseEnvironmentError
+        When the disk is full, the file or its folder cannot be written, or the file is damaged
+        (on opening it or while it is open): its subclass names the cause.
     """
     if on_wait is None:
         on_wait = WAIT_REPORTER.get()
@@ -98,9 +108,9 @@ def connect(
         try:
             con = duckdb.connect(str(db_path), read_only=read_only)
             break
-        except duckdb.IOException as error:
-            if not _is_lock_error(error):
-                raise
+        except duckdb.Error as error:  # also a bare Error: "Corrupt database file" on open
+            if not (isinstance(error, duckdb.IOException) and _is_lock_error(error)):
+                _reraise(error, db_path)
             now = time.monotonic()
             if now >= deadline:
                 msg = (
@@ -123,11 +133,40 @@ def connect(
             )
         )
     try:
+        if Path(db_path).is_file():
+            try:
+                verify(db_path)
+            except WarehouseCorruptError:
+                # another connection of this process may have rewritten a block while it was
+                # read (other processes are kept out by the lock): damage reads the same twice
+                verify(db_path)
         con.execute("set autoinstall_known_extensions = false")
         con.execute("set autoload_known_extensions = false")
         con.execute("set TimeZone = 'UTC'")
         yield con
-    finally:
+    except (duckdb.Error, OSError) as error:
+        _close_quietly(con)
+        _reraise(error, db_path)
+    except BaseException:
+        _close_quietly(con)
+        raise
+    try:
+        con.close()  # a checkpoint: it writes, so it can fail for want of space
+    except (duckdb.Error, OSError) as error:
+        _reraise(error, db_path)
+
+
+def _reraise(error: BaseException, db_path: Path | str) -> NoReturn:
+    """Raise the one-line error of ``error``'s cause when it is an environment failure, else it."""
+    failure = environment_failure(error, db_path)
+    if failure is None:
+        raise error
+    raise failure from error
+
+
+def _close_quietly(con: duckdb.DuckDBPyConnection) -> None:
+    """Close ``con`` after a failure, which stays the error raised (a second one never hides it)."""
+    with suppress(duckdb.Error, OSError):
         con.close()
 
 
@@ -151,12 +190,15 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     _IN_TRANSACTION.add(con)
     try:
         yield
+        con.execute("commit")
     except BaseException:
-        _IN_TRANSACTION.discard(con)
-        con.execute("rollback")
+        # a failed commit has ended the transaction already ("cannot rollback - no transaction
+        # is active"): the error raised is the one that stopped the block, never the rollback's
+        with suppress(duckdb.Error):
+            con.execute("rollback")
         raise
-    _IN_TRANSACTION.discard(con)
-    con.execute("commit")
+    finally:
+        _IN_TRANSACTION.discard(con)
 
 
 def query(

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from pipelines.sources import PARSERS
+from pipelines.warehouse.connection import transaction
 from pipelines.warehouse.schema import apply_schema
 
 if TYPE_CHECKING:
@@ -264,17 +265,10 @@ def attach(
     if not temporary:
         check_warehouse(con, root)
     lineage = not temporary if recorded_only is None else recorded_only
-    if not temporary:
-        con.execute("begin transaction")
-    try:
-        made = _create_views(con, root, temporary=temporary, lineage=lineage)
-    except BaseException:
-        if not temporary:
-            con.execute("rollback")
-        raise
-    if not temporary:
-        con.execute("commit")
-    return made
+    if temporary:
+        return _create_views(con, root, temporary=temporary, lineage=lineage)
+    with transaction(con):
+        return _create_views(con, root, temporary=temporary, lineage=lineage)
 
 
 def _create_views(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from pipelines.warehouse.connection import identifier as _identifier  # a SQL guard by that name
+from pipelines.warehouse.connection import transaction
 from pipelines.warehouse.load_streams import load_stream_reads
 from pipelines.warehouse.records import (
     FileLoad,
@@ -172,8 +173,7 @@ def load_files(
         quarantine_rows(load, load.sha256, now) for load in fresh.values() if load.rejects.height
     ]
     checks = checks_frame(list(fresh.values()), now)
-    con.execute("begin transaction")
-    try:
+    with transaction(con):
         for load in loads:
             if load.forget:
                 _forget(con, load.path, load.sha256, lake=write_parts is not None)
@@ -195,10 +195,6 @@ def load_files(
         insert(con, "raw_quality_results", checks)
         insert(con, "raw_ingest_files", files)
         load_stream_reads(con, tailed, now, lake=write_parts is not None)
-        con.execute("commit")
-    except BaseException:
-        con.execute("rollback")
-        raise
     out = []
     seen: set[str] = set()
     for original in loads:

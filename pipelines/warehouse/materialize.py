@@ -20,6 +20,7 @@ import time
 from typing import TYPE_CHECKING
 
 from pipelines.warehouse.connection import identifier as _identifier  # a SQL guard by that name
+from pipelines.warehouse.connection import transaction
 from pipelines.warehouse.schema import base_tables, create_views, view_files
 
 if TYPE_CHECKING:
@@ -71,8 +72,7 @@ def materialize(con: duckdb.DuckDBPyConnection) -> dict[str, float]:
     """
     done = set(materialized(con))
     seconds: dict[str, float] = {}
-    con.execute("begin transaction")
-    try:
+    with transaction(con):
         for name in _in_view_order():
             if name in done:
                 continue
@@ -82,10 +82,6 @@ def materialize(con: duckdb.DuckDBPyConnection) -> dict[str, float]:
             con.execute(f"drop view {_identifier(name)}")
             con.execute(f"alter table {snapshot} rename to {_identifier(name)}")
             seconds[name] = time.perf_counter() - started
-        con.execute("commit")
-    except BaseException:
-        con.execute("rollback")
-        raise
     return seconds
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from pipelines.errors import WarehouseMissingError
 from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S
 from pipelines.warehouse.connection import connect
+from pipelines.warehouse.pending import check_finished
 from pipelines.warehouse.schema import init, view_files
 
 __all__ = ["prepare"]
@@ -39,11 +40,14 @@ def prepare(db_path: Path | str, *, lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT
     ------
     WarehouseMissingError
         When there is no file at ``db_path``.
+    IngestInterruptedError
+        When an ingest into it stopped half-way (rerun it).
     """
     if not Path(db_path).exists():
         raise WarehouseMissingError(db_path)
     last_view = view_files()[-1].stem
     with connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+        check_finished(con, db_path)
         (found,) = con.execute(
             "select count(*) from information_schema.tables where table_name = $name",
             {"name": last_view},

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipelines.warehouse.connection import identifier as _identifier  # a SQL guard by that name
+from pipelines.warehouse.connection import transaction
 
 if TYPE_CHECKING:
     import duckdb
@@ -75,8 +76,7 @@ def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
 
     All in one transaction: a process killed half-way leaves the schema as it was.
     """
-    con.execute("begin transaction")
-    try:
+    with transaction(con):
         for path in sorted((SQL_DIR / "schema").glob("*.sql")):
             con.execute(path.read_text())
         # one look at the catalog: which tables are base tables, and the columns they have
@@ -101,10 +101,6 @@ def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
                 "select * from read_csv($path, header = true, auto_detect = true)",
                 {"path": str(seed)},
             )
-        con.execute("commit")
-    except BaseException:
-        con.execute("rollback")
-        raise
 
 
 def view_files() -> list[Path]:
@@ -153,6 +149,9 @@ def create_views(con: duckdb.DuckDBPyConnection, *, only_if_changed: bool = Fals
     columns, and nobody replaced one since (a snapshot table in a view's place counts as a
     change): a digest of all that is kept as the comment of the last view made, and checked
     first (a few milliseconds instead of binding every view).
+
+    In one transaction (or the caller's): a process killed or a disk filled half-way leaves the
+    views and snapshots as they were.
     """
     files = view_files()
     names = [_identifier(path.stem) for path in files]
@@ -164,15 +163,16 @@ def create_views(con: duckdb.DuckDBPyConnection, *, only_if_changed: bool = Fals
     ):
         return names
     tables = base_tables(con)
-    for path, body in zip(files, bodies, strict=True):
-        name = _identifier(path.stem)
-        if path.stem in tables:
-            con.execute(f"drop table {name}")
-        con.execute(f"create or replace view {name} as\n{body}")
-    if names:
-        digest = _views_digest(con, names, bodies)
-        # the digest is a plain name (prefix and hex digits): guarded like one
-        con.execute(f"comment on view {_identifier(names[-1])} is '{_identifier(digest)}'")
+    with transaction(con):  # all the views or none: a failure half-way leaves them as they were
+        for path, body in zip(files, bodies, strict=True):
+            name = _identifier(path.stem)
+            if path.stem in tables:
+                con.execute(f"drop table {name}")
+            con.execute(f"create or replace view {name} as\n{body}")
+        if names:
+            digest = _views_digest(con, names, bodies)
+            # the digest is a plain name (prefix and hex digits): guarded like one
+            con.execute(f"comment on view {_identifier(names[-1])} is '{_identifier(digest)}'")
     return names
 
 

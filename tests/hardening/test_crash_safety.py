@@ -9,8 +9,10 @@ length of an uninterrupted run. After each kill:
 - every file in ``raw_ingest_files`` has exactly ``n_loaded`` rows in its raw table and
   ``n_quarantined`` rows in ``raw_quarantine``, and no raw or quarantine row belongs to a file
   missing from ``raw_ingest_files``;
+- the views are all there or the warehouse says an ingest did not finish (``ingest_pending``):
+  never views missing or stale without a word;
 - a rerun of the ingest leaves every ``raw_*`` table identical to an uninterrupted run (load
-  times aside).
+  times aside), every view made and nothing pending.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from pipelines import ingest, warehouse
+from pipelines.errors import IngestInterruptedError
 from synth import SynthConfig, synthesize
 
 pytestmark = pytest.mark.slow
@@ -77,6 +80,19 @@ def fingerprints(db_path: Path) -> dict[str, tuple[int, str]]:
             ).fetchone()
             out[table] = (n, digest)
     return out
+
+
+def views_state(db_path: Path) -> str:
+    """``done`` (every view, nothing pending), ``pending`` (an ingest said it did not finish)."""
+    names = {p.stem for p in warehouse.view_files()}
+    with warehouse.connect(db_path, read_only=True) as con:
+        try:
+            warehouse.check_finished(con, db_path)
+        except IngestInterruptedError:
+            return "pending"
+        made = {r[0] for r in con.execute("select view_name from duckdb_views()").fetchall()}
+    assert made >= names or not made & names, "some views made, no ingest pending"
+    return "done" if made >= names else "none"
 
 
 def assert_nothing_half_loaded(db_path: Path) -> int:
@@ -142,6 +158,7 @@ def test_sigkill_at_random_points_leaves_whole_files_and_a_rerun_matches(
 
     rng = random.Random(SEED)
     recorded = []
+    states: list[str] = []
     for i in range(N_KILLS):
         db = tmp_path / f"killed-{i}.duckdb"
         process = spawn.Process(target=_run_ingest, args=(str(db), str(landing)))
@@ -151,11 +168,17 @@ def test_sigkill_at_random_points_leaves_whole_files_and_a_rerun_matches(
             os.kill(process.pid, signal.SIGKILL)
         process.join()
         recorded.append(assert_nothing_half_loaded(db))
+        if db.exists():
+            states.append(views_state(db))
+            if states[-1] == "none":  # no view, no pending ingest: nothing may be recorded
+                assert recorded[-1] == 0, f"kill {i}: files recorded, no views, no word of it"
         ingest.ingest(db, ingest.landing_files(landing))  # the rerun after the crash
         assert fingerprints(db) == expected, f"kill {i}: rerun differs from an uninterrupted run"
+        assert views_state(db) == "done"
     # the kills fell before, during and (perhaps) after the loads
     assert min(recorded) < n_files
     assert any(0 < n < n_files for n in recorded)
+    assert "pending" in states  # some kills fell after the first load, before the views
 
 
 def _ingest_quietly(db_path: str, landing: str) -> None:
