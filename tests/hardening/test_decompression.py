@@ -377,3 +377,11 @@ def test_the_cli_options_set_the_limits(tmp_path: Path) -> None:
     )
     assert str(reason).startswith("xz archive of ")
     assert "inflates past 2.0 MiB, the size limit" in str(reason)
+
+
+def test_the_cli_limits_are_refused_with_tracked_runs(tmp_path: Path) -> None:
+    """A tracked run reads its limits from the environment: the options would be ignored."""
+    result = runner.invoke(app, ["ingest", str(tmp_path), "--tracked", "--archive-max-ratio", "50"])
+    assert result.exit_code == 2
+    assert "not passed to tracked runs: set RELIA_ARCHIVE_MAX_BYTES" in result.stderr
+    assert "Traceback" not in result.output
