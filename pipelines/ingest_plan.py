@@ -116,6 +116,9 @@ def parsed_new_files(
             if problem is None:
                 quiet = now_ns - stats[item.resolved][1] >= quiet_s * 1e9
                 growth = _growth(item, data, at_paths.get(item.resolved, []), quiet=quiet)
+                if 0 < growth.n_held_bytes == len(data):  # no complete line yet: nothing to record
+                    on_known([_status(item, "held (no complete line yet)", n_held=1)])
+                    continue
                 if growth.supersedes == sha and not growth.n_held:
                     previous = None  # its held last line is due: load it again, released
             if previous is not None or (sha, item.source) in queued:

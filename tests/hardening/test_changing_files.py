@@ -175,6 +175,23 @@ def test_a_held_last_line_of_a_quiet_dump_is_read_once(tmp_path: Path) -> None:
     assert _tables(db, landing, drop=set()) == _tables(once, landing, drop=set())
 
 
+def test_a_dump_with_no_complete_line_yet_is_held_and_records_nothing(tmp_path: Path) -> None:
+    header = _sacct_dump().split(b"\n", 1)[0]  # the writer has not finished the header line
+    landing, db = tmp_path / "landing", tmp_path / "w.duckdb"
+    (landing / "slurm").mkdir(parents=True)
+    path = landing / "slurm" / "sacct_live.txt"
+    path.write_bytes(header)
+    (held,) = _ingest(db, landing)
+    assert (held.outcome, held.n_held, held.n_quarantined) == ("held (no complete line yet)", 1, 0)
+    assert _count(db, "select count(*) from raw_quarantine") == 0  # no false "empty file" row
+    assert _count(db, "select count(*) from raw_ingest_files") == 0
+    path.write_bytes(_sacct_dump())  # finished: loads like the dump ingested once
+    _ingest(db, landing)
+    once = tmp_path / "once.duckdb"
+    _ingest(once, landing)
+    assert _tables(db, landing) == _tables(once, landing)
+
+
 def test_a_whole_file_rewritten_with_other_content_keeps_its_history(tmp_path: Path) -> None:
     dump = _sacct_dump()
     header, *jobs = dump.splitlines(keepends=True)
