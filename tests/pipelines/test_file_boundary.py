@@ -160,7 +160,9 @@ def test_the_cli_refuses_a_link_out_of_the_folder_it_was_given(tmp_path: Path) -
     assert "kern.log: resolves outside the landing root" in result.stderr
     assert "Traceback" not in result.output
     assert "root:x:0:0" not in result.output
-    assert _rows(db, "select count(*) from raw_quarantine") == [(0,)]
+    assert _rows(db, "select reason, raw, stage from raw_quarantine") == [
+        ("refused: resolves outside the landing root", "", "fence")  # the reason, no content
+    ]
     (landing / "kernel" / "kern.log").unlink()
     ok = runner.invoke(app, ["ingest", str(landing), "--db", str(db)])  # the link inside is fine
     assert ok.exit_code == 0, ok.output
