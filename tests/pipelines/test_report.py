@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 MARKUP = "<script>alert(1)</script>"
+HOST = "zz-markup-node"
+"""The markup job's host: a host name must be one (a hostile one is quarantined, issue 26)."""
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
 SACCT_HEADER = (
     "JobID|JobIDRaw|JobName|Partition|Account|User|AllocNodes|AllocTRES|NodeList|Submit|Start|"
@@ -53,9 +55,9 @@ def _window(db: Path) -> tuple[datetime, datetime]:
 
 
 def write_markup_landing(root: Path, week_start: datetime) -> None:
-    """A sacct dump and a kernel log whose job and host names are markup, failing in the week.
+    """A sacct dump whose job name is markup and a kernel log of its host, failing in the week.
 
-    The job runs a day and a half on the markup host and fails a minute after that host logs
+    The job runs a day and a half on its host and fails a minute after that host logs
     Xid 79 (GPU fallen off the bus), so it is a hardware-confirmed interruption of the week; a
     truncated sacct line goes to quarantine with its raw text.
     """
@@ -65,14 +67,14 @@ def write_markup_landing(root: Path, week_start: datetime) -> None:
     (root / "kernel").mkdir(parents=True)
     job = (
         f"990001|990001|{MARKUP}|batch|ml|mallory|1|billing=64,cpu=64,gres/gpu=8,mem=1000G,"
-        f"node=1|{MARKUP}|{_stamp(start - timedelta(hours=1))}|{_stamp(start)}|{_stamp(end)}|"
+        f"node=1|{HOST}|{_stamp(start - timedelta(hours=1))}|{_stamp(start)}|{_stamp(end)}|"
         "1-12:00:00|FAILED|1:0|0"
     )
     truncated = f"990002|990002|{MARKUP}|batch"
     (root / "slurm" / "sacct_zz_markup.txt").write_text(f"{SACCT_HEADER}\n{job}\n{truncated}\n")
     xid_ts = (end - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%S+0000")
     (root / "kernel" / "zz-markup.log").write_text(
-        f"{xid_ts} {MARKUP} kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=4242, name=python, "
+        f"{xid_ts} {HOST} kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=4242, name=python, "
         "GPU has fallen off the bus.\n"
     )
 
@@ -260,7 +262,8 @@ def test_report_escapes_markup_from_telemetry(html: str) -> None:
     assert MARKUP not in html
     interruptions = html[html.index('id="week-interruptions"') :]
     interruptions = interruptions[: interruptions.index("</table>")]
-    assert interruptions.count(ESCAPED) >= 2  # the job name and the suspect host
+    assert ESCAPED in interruptions  # the job name
+    assert HOST in interruptions  # the suspect host
     samples = html[html.index('id="quarantine-samples"') :]
     assert ESCAPED in samples[: samples.index("</table>")]
 
