@@ -11,15 +11,22 @@ A full disk, a read-only or immutable file or folder and a damaged file are one 
 it and turns such an error, raised anywhere while the warehouse is open, into the
 :class:`~pipelines.errors.WarehouseEnvironmentError` of its cause; a rollback that fails after
 one never hides it.
+
+DuckDB's lock is a POSIX record lock, and Linux drops every such lock a process holds on a file
+when the process closes *any* descriptor of that file. The checksum read therefore goes through
+one descriptor per file kept open while this process has the file open with :func:`connect`
+(:func:`_kept_descriptor`), closed only after the last of those connections: a check that
+opened and closed the file itself would let another process's writer in beside ours.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 import time
 import weakref
 from contextlib import contextmanager, suppress
-from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import duckdb
@@ -31,6 +38,7 @@ from pipelines.warehouse.failures import environment_failure, verify
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
+    from pathlib import Path
 
     import polars as pl
 
@@ -39,6 +47,50 @@ _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 
 class WarehouseBusyError(ReliaError, RuntimeError):
     """Another process holds the warehouse's write lock; retry later."""
+
+
+_KEPT: dict[tuple[int, int], list[int]] = {}
+"""(device, inode) of a warehouse file -> [descriptor, connections of this process using it]."""
+_KEPT_LOCK = threading.Lock()
+
+
+@contextmanager
+def _kept_descriptor(db_path: Path | str) -> Iterator[int | None]:
+    """Yield a read-only descriptor of ``db_path`` shared by the open connections to it.
+
+    It is closed when the last of them ends (after DuckDB closed its own), never before: closing a
+    descriptor of a file releases the process's POSIX locks on it, DuckDB's included. ``None``
+    when the file does not exist (DuckDB then keeps it in memory until its first checkpoint).
+    """
+    try:
+        fd = os.open(db_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        yield None
+        return
+    info = os.fstat(fd)
+    key = (info.st_dev, info.st_ino)
+    with _KEPT_LOCK:
+        kept = _KEPT.get(key)
+        if kept is None:
+            _KEPT[key] = kept = [fd, 0]
+            fd = -1  # kept: this one closes when its last user ends
+        kept[1] += 1
+    if fd >= 0:
+        # another connection of this process holds the file open: closing this duplicate would
+        # drop DuckDB's lock, so it joins the kept ones and is closed with them
+        kept.append(fd)
+    try:
+        yield kept[0]
+    finally:
+        with _KEPT_LOCK:
+            kept[1] -= 1
+            last = kept[1] == 0
+            if last:
+                del _KEPT[key]
+        if last:
+            for each in (kept[0], *kept[2:]):
+                with suppress(OSError):
+                    os.close(each)
 
 
 def _holder(error: Exception) -> str:
@@ -132,28 +184,30 @@ def connect(
                 last.path, last.holder, time.monotonic() - started, lock_timeout_s, done=True
             )
         )
-    try:
-        if Path(db_path).is_file():
-            try:
-                verify(db_path)
-            except WarehouseCorruptError:
-                # another connection of this process may have rewritten a block while it was
-                # read (other processes are kept out by the lock): damage reads the same twice
-                verify(db_path)
-        con.execute("set autoinstall_known_extensions = false")
-        con.execute("set autoload_known_extensions = false")
-        con.execute("set TimeZone = 'UTC'")
-        yield con
-    except (duckdb.Error, OSError) as error:
-        _close_quietly(con)
-        _reraise(error, db_path)
-    except BaseException:
-        _close_quietly(con)
-        raise
-    try:
-        con.close()  # a checkpoint: it writes, so it can fail for want of space
-    except (duckdb.Error, OSError) as error:
-        _reraise(error, db_path)
+    with _kept_descriptor(db_path) as fd:
+        try:
+            if fd is not None:
+                try:
+                    verify(db_path, fd=fd)
+                except WarehouseCorruptError:
+                    # another connection of this process may have rewritten a block while it
+                    # was read (other processes are kept out by the lock): damage reads the same
+                    # twice
+                    verify(db_path, fd=fd)
+            con.execute("set autoinstall_known_extensions = false")
+            con.execute("set autoload_known_extensions = false")
+            con.execute("set TimeZone = 'UTC'")
+            yield con
+        except (duckdb.Error, OSError) as error:
+            _close_quietly(con)
+            _reraise(error, db_path)
+        except BaseException:
+            _close_quietly(con)
+            raise
+        try:
+            con.close()  # a checkpoint: it writes, so it can fail for want of space
+        except (duckdb.Error, OSError) as error:
+            _reraise(error, db_path)
 
 
 def _reraise(error: BaseException, db_path: Path | str) -> NoReturn:

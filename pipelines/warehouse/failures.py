@@ -135,7 +135,7 @@ def verify_max_bytes() -> int:
         raise ValueError(msg) from None
 
 
-def verify(db_path: Path | str, *, max_bytes: int | None = None) -> int:
+def verify(db_path: Path | str, *, max_bytes: int | None = None, fd: int | None = None) -> int:
     """Check the checksums of the warehouse file's headers and blocks; return the blocks checked.
 
     A file that is not a DuckDB file (or an empty one) is left to DuckDB. A block of zeros is a
@@ -148,6 +148,10 @@ def verify(db_path: Path | str, *, max_bytes: int | None = None) -> int:
     max_bytes
         Read every block only when the file is at most this long (default:
         :func:`verify_max_bytes`); a longer file gets its headers and length checked.
+    fd
+        An open descriptor of the file to read through, left open (default: the file is opened
+        and closed here). A process holding DuckDB's lock on the file must pass one it keeps
+        open: closing any descriptor of a file drops the process's POSIX locks on it.
 
     Raises
     ------
@@ -156,7 +160,12 @@ def verify(db_path: Path | str, *, max_bytes: int | None = None) -> int:
     """
     path = Path(db_path)
     limit = verify_max_bytes() if max_bytes is None else max_bytes
-    with path.open("rb") as handle:
+    if fd is None:
+        handle = path.open("rb")
+    else:
+        handle = os.fdopen(fd, "rb", closefd=False)
+        handle.seek(0)
+    with handle:
         head = handle.read(3 * HEADER_BYTES)
         if len(head) < 3 * HEADER_BYTES or head[8:12] != _MAGIC:
             return 0
@@ -174,7 +183,7 @@ def verify(db_path: Path | str, *, max_bytes: int | None = None) -> int:
         block_count, block_size = int(current[4]), int(current[5])
         if block_size < 4096 or block_size % 8 or block_count == 0:
             return 0
-        size = path.stat().st_size
+        size = os.fstat(handle.fileno()).st_size
         if size > limit:
             return 0
         # DuckDB cuts free blocks off the end of the file without lowering the header's count

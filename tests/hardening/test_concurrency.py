@@ -72,6 +72,42 @@ def _writer(db: Path, landing: Path) -> multiprocessing.process.BaseProcess:
     return process
 
 
+OPEN_READ_ONLY = """
+import sys, duckdb
+try:
+    duckdb.connect(sys.argv[1], read_only=True).close()
+except duckdb.IOException as error:
+    print("locked" if "lock" in str(error).lower() else str(error))
+else:
+    print("opened")
+"""
+
+
+def _other_process_opens(db: Path) -> str:
+    run = subprocess.run(
+        [sys.executable, "-c", OPEN_READ_ONLY, str(db)], capture_output=True, text=True, check=True
+    )
+    return run.stdout.strip()
+
+
+def test_the_write_lock_holds_for_as_long_as_the_warehouse_is_open(tmp_path: Path) -> None:
+    """Opening checks the file's checksums; that read must not drop DuckDB's lock (closing any
+    descriptor of a file releases the process's POSIX locks on it), nor may a second connection
+    of the same process closing before the first."""
+    db = tmp_path / "relia.duckdb"
+    with warehouse.connect(db) as con:
+        con.execute("create table t as select 1 as a")
+    assert _other_process_opens(db) == "opened"
+    with warehouse.connect(db) as con:
+        assert _other_process_opens(db) == "locked"
+        with warehouse.connect(db) as inner:
+            inner.execute("select 1").fetchall()
+        assert _other_process_opens(db) == "locked"
+        con.execute("insert into t values (2)")
+        assert _other_process_opens(db) == "locked"
+    assert _other_process_opens(db) == "opened"
+
+
 @pytest.mark.slow
 def test_reader_process_gets_a_consistent_answer_or_a_clear_busy_error(
     landing: Path, tmp_path: Path
@@ -86,7 +122,9 @@ def test_reader_process_gets_a_consistent_answer_or_a_clear_busy_error(
                 answers.append(con.execute(CONSISTENT).fetchone())
         except warehouse.WarehouseBusyError as error:
             busy.append(str(error))
-        time.sleep(0.05)  # short reads, with room for the writer to take the lock
+        # a read holds the reader's lock for as long as DuckDB takes to open the file (a tenth of
+        # a second or more on a busy machine): the pause leaves the writer room to take it
+        time.sleep(0.3)
     writer.join()
     assert writer.exitcode == 0
     with warehouse.connect(db, read_only=True) as con:
