@@ -411,6 +411,8 @@ def ingest(
         with warehouse.transaction(con):  # the views, their snapshots and the marker: all or none
             if lake_dir is not None:
                 lake.attach(con, lake_dir)
-            warehouse.create_views(con, only_if_changed=True)
+            # the snapshots are taken here, once per ingest that changed rows, not by every
+            # reader: a query over the views alone binds the whole tree of views under it
+            warehouse.refresh(con, data_changed=marked or bool(refused))
             warehouse.finish_ingest(con)
     return results

@@ -41,6 +41,7 @@ from pipelines.warehouse.materialize import (
     dematerialize,
     materialize,
     materialized,
+    refresh,
     set_param,
 )
 from pipelines.warehouse.pending import (
@@ -104,6 +105,7 @@ __all__ = [
     "no_lines_key",
     "prepare",
     "query",
+    "refresh",
     "reporting_waits",
     "set_param",
     "start_ingest",

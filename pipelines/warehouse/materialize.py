@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING
 
 from pipelines.warehouse.connection import identifier as _identifier  # a SQL guard by that name
 from pipelines.warehouse.connection import transaction
-from pipelines.warehouse.schema import base_tables, create_views, view_files
+from pipelines.warehouse.schema import (
+    base_tables,
+    create_views,
+    snapshot_view,
+    store_digest,
+    view_files,
+)
 
 if TYPE_CHECKING:
     import duckdb
@@ -77,12 +83,21 @@ def materialize(con: duckdb.DuckDBPyConnection) -> dict[str, float]:
             if name in done:
                 continue
             started = time.perf_counter()
-            snapshot = _identifier(f"{name}__snapshot")
-            con.execute(f"create or replace table {snapshot} as select * from {_identifier(name)}")
-            con.execute(f"drop view {_identifier(name)}")
-            con.execute(f"alter table {snapshot} rename to {_identifier(name)}")
+            snapshot_view(con, _identifier(name))
             seconds[name] = time.perf_counter() - started
+        if seconds:  # the views as they are now (snapshots in place) are the current ones
+            store_digest(con)
     return seconds
+
+
+def refresh(con: duckdb.DuckDBPyConnection, *, data_changed: bool) -> None:
+    """Make the views current and snapshot :data:`MATERIALIZED` (the end of every ingest).
+
+    With ``data_changed`` (rows were loaded, replaced or quarantined) every view is made again
+    and the snapshots taken again; without, nothing is done when the views were made from the
+    same ``sql/`` text over the same tables and every snapshot is in place.
+    """
+    create_views(con, only_if_changed=not data_changed, snapshot=MATERIALIZED)
 
 
 def dematerialize(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -98,7 +113,15 @@ def dematerialize(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def set_param(con: duckdb.DuckDBPyConnection, name: str, value: float) -> None:
-    """Set a view parameter in ``cfg_params``; snapshots of the views become views again."""
+    """Set a view parameter in ``cfg_params``; snapshots of the views become views again.
+
+    A parameter set to the value it has already changes nothing (the snapshots stay).
+    """
+    current = con.execute(
+        "select value from cfg_params where name = $name", {"name": name}
+    ).fetchall()
+    if current and current[0][0] == float(value):
+        return
     con.execute(
         "insert or replace into cfg_params (name, value) values ($name, $value)",
         {"name": name, "value": float(value)},

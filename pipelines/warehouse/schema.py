@@ -16,6 +16,8 @@ from pipelines.warehouse.connection import identifier as _identifier  # a SQL gu
 from pipelines.warehouse.connection import transaction
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     import duckdb
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
@@ -138,17 +140,26 @@ def base_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
     return {r[0] for r in rows}
 
 
-def create_views(con: duckdb.DuckDBPyConnection, *, only_if_changed: bool = False) -> list[str]:
+def create_views(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    only_if_changed: bool = False,
+    snapshot: Collection[str] = (),
+) -> list[str]:
     """Create or replace every view; returns their names in creation order.
 
     A view snapshotted as a table (:func:`pipelines.warehouse.materialize.materialize`) is made a
-    view again: whoever creates the views has just changed what they read.
+    view again, unless it is named in ``snapshot``: those are snapshotted again as they are made
+    (a table of the view's rows under its name), so each view after them binds to a table, not to
+    the whole tree of views under it (DuckDB inlines a view wherever it is named: binding the
+    marts over views alone takes seconds even on a small fleet).
 
     With ``only_if_changed`` (the ingest, which runs every few minutes) the views are left as they
     are when they were made by this code from the same ``sql/`` text over the same tables and
-    columns, and nobody replaced one since (a snapshot table in a view's place counts as a
-    change): a digest of all that is kept as the comment of the last view made, and checked
-    first (a few milliseconds instead of binding every view).
+    columns, nobody replaced one since, and every view of ``snapshot`` is a snapshot: a digest of
+    all that is kept as the comment of the last view made, and checked first (a few milliseconds
+    instead of binding every view). Whether the rows under a snapshot changed is the caller's to
+    know: one that loaded rows calls without ``only_if_changed``.
 
     In one transaction (or the caller's): a process killed or a disk filled half-way leaves the
     views and snapshots as they were.
@@ -156,24 +167,50 @@ def create_views(con: duckdb.DuckDBPyConnection, *, only_if_changed: bool = Fals
     files = view_files()
     names = [_identifier(path.stem) for path in files]
     bodies = [path.read_text().strip().rstrip(";") for path in files]
+    wanted = set(snapshot)
+    tables = base_tables(con)
     if (
         only_if_changed
         and names
+        and wanted <= tables
         and _views_digest(con, names, bodies) == _stored_digest(con, names[-1])
     ):
         return names
-    tables = base_tables(con)
+    if names and names[-1] in wanted:
+        msg = f"the last view ({names[-1]}) keeps the views' digest: it cannot be snapshotted"
+        raise ValueError(msg)
     with transaction(con):  # all the views or none: a failure half-way leaves them as they were
         for path, body in zip(files, bodies, strict=True):
             name = _identifier(path.stem)
             if path.stem in tables:
                 con.execute(f"drop table {name}")
             con.execute(f"create or replace view {name} as\n{body}")
-        if names:
-            digest = _views_digest(con, names, bodies)
-            # the digest is a plain name (prefix and hex digits): guarded like one
-            con.execute(f"comment on view {_identifier(names[-1])} is '{_identifier(digest)}'")
+            if path.stem in wanted:
+                snapshot_view(con, name)
+        store_digest(con, names, bodies)
     return names
+
+
+def snapshot_view(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Replace the view ``name`` by a table of its rows under the same name."""
+    table = _identifier(f"{name}__snapshot")
+    con.execute(f"create or replace table {table} as select * from {_identifier(name)}")
+    con.execute(f"drop view {_identifier(name)}")
+    con.execute(f"alter table {table} rename to {_identifier(name)}")
+
+
+def store_digest(
+    con: duckdb.DuckDBPyConnection, names: list[str] | None = None, bodies: list[str] | None = None
+) -> None:
+    """Keep the digest of the views as they are now as the last view's comment."""
+    if names is None or bodies is None:
+        files = view_files()
+        names = [_identifier(path.stem) for path in files]
+        bodies = [path.read_text().strip().rstrip(";") for path in files]
+    if names:
+        digest = _views_digest(con, names, bodies)
+        # the digest is a plain name (prefix and hex digits): guarded like one
+        con.execute(f"comment on view {_identifier(names[-1])} is '{_identifier(digest)}'")
 
 
 _WORD = re.compile(r"\w+")
