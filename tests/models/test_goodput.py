@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import replace
 from typing import ClassVar
 
@@ -337,7 +336,9 @@ class TestSweep:
         steady = df.filter(pl.col("fleet_age") == "steady_state")["mtti_h"].to_list()
         assert new[0] < new[1] < steady[0] == steady[1]  # infant mortality fades over a longer job
 
-    def test_ten_thousand_point_grid_under_a_second(self) -> None:
+    def test_ten_thousand_point_grid(self) -> None:
+        # its speed (under a second) is bench/bench_sweep.py's target, measured beside a baseline
+        # in the same run: a timed test fails on a busy machine
         grid = {
             "n_gpus": [1024 * 2**i for i in range(10)],
             "checkpoint_s": list(np.linspace(5, 300, 10)),
@@ -345,11 +346,8 @@ class TestSweep:
             "hot_spares": list(range(10)),
         }
         base = Scenario(strategy="hot_spare")
-        start = time.perf_counter()
         df = sweep(base, grid)
-        elapsed = time.perf_counter() - start
         assert df.height == 10_000
-        assert elapsed < 1.0
         assert df["goodput"].is_between(0, 1).all()
 
     def test_unknown_knob_is_refused(self) -> None:
