@@ -18,6 +18,12 @@ if TYPE_CHECKING:
 _HOME = Path(tempfile.mkdtemp(prefix="relia-prefect-"))
 apply_prefect_defaults(os.environ, home=_HOME, override=True)
 os.environ["MPLBACKEND"] = "Agg"
+# The CLI's tables and messages are as wide as the terminal (Rich reads COLUMNS when the console is
+# made, 80 when output is not a terminal): the tests see 80 columns whatever the terminal running
+# them says, so no assertion depends on the width of the window `make test` was typed in. Tests of
+# narrow output set their own width.
+os.environ["COLUMNS"] = "80"
+os.environ.pop("LINES", None)
 os.environ.pop("PREFECT_API_URL", None)
 
 # CI (HYPOTHESIS_PROFILE=ci, set by .ci/run) replays the same examples on every run: a property test
