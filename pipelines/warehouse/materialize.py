@@ -113,9 +113,10 @@ def dematerialize(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def set_param(con: duckdb.DuckDBPyConnection, name: str, value: float) -> None:
-    """Set a view parameter in ``cfg_params``; snapshots of the views become views again.
+    """Set a view parameter in ``cfg_params``; snapshots of the views are taken again.
 
-    A parameter set to the value it has already changes nothing (the snapshots stay).
+    A parameter set to the value it has already changes nothing. A warehouse with snapshots gets
+    them again from the new value, as the views are made (:func:`refresh`); one without stays so.
     """
     current = con.execute(
         "select value from cfg_params where name = $name", {"name": name}
@@ -126,7 +127,8 @@ def set_param(con: duckdb.DuckDBPyConnection, name: str, value: float) -> None:
         "insert or replace into cfg_params (name, value) values ($name, $value)",
         {"name": name, "value": float(value)},
     )
-    dematerialize(con)
+    if materialized(con):
+        refresh(con, data_changed=True)
 
 
 def _in_view_order() -> list[str]:

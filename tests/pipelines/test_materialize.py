@@ -1,4 +1,8 @@
-"""Snapshots of the expensive views: the same rows as the views, and views again on any change."""
+"""Snapshots of the expensive views: the same rows as the views, taken again on any change.
+
+Every ingest that changed rows ends by taking them (the fixture's warehouse has them); one with
+nothing new, a fit's check of the views and a parameter set to its value keep them.
+"""
 
 from __future__ import annotations
 
@@ -43,6 +47,8 @@ def _kinds(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
 def test_snapshots_hold_the_views_rows_and_the_marts_above_read_them(fleet_db: Path) -> None:
     names = (*warehouse.MATERIALIZED, *READ_ABOVE)
     with warehouse.connect(fleet_db) as con:
+        assert set(warehouse.materialized(con)) == set(warehouse.MATERIALIZED)  # the ingest's
+        assert set(warehouse.dematerialize(con)) == set(warehouse.MATERIALIZED)
         before = {name: _rows(con, name) for name in names}
         assert all(_kinds(con)[n] == "VIEW" for n in warehouse.MATERIALIZED)
         seconds = warehouse.materialize(con)
@@ -59,11 +65,28 @@ def test_snapshots_hold_the_views_rows_and_the_marts_above_read_them(fleet_db: P
         assert warehouse.materialize(con) == {}
 
 
-def test_an_ingest_makes_the_snapshots_views_again_with_the_new_rows(
+def _mark(con: duckdb.DuckDBPyConnection) -> None:
+    """Put a comment on every snapshot: a snapshot taken again is a new table, without it."""
+    for name in warehouse.MATERIALIZED:
+        con.execute(f"comment on table {warehouse.identifier(name)} is 'seen'")
+
+
+def _snapshot_ids(con: duckdb.DuckDBPyConnection) -> dict[str, str | None]:
+    """Each snapshot's comment ('seen' when :func:`_mark` saw this one)."""
+    rows = con.execute(
+        "select table_name, comment from duckdb_tables() where table_name in "
+        "(select unnest($names))",
+        {"names": list(warehouse.MATERIALIZED)},
+    ).fetchall()
+    return dict(rows)
+
+
+def test_an_ingest_with_new_rows_takes_the_snapshots_again_and_one_without_keeps_them(
     fleet_db: Path, tmp_path: Path
 ) -> None:
     with warehouse.connect(fleet_db) as con:
-        warehouse.materialize(con)
+        _mark(con)
+        assert set(_snapshot_ids(con).values()) == {"seen"}
         n_jobs = con.execute("select count(*) from stg_slurm_jobs").fetchall()[0][0]
     landing = tmp_path / "more" / "slurm"
     landing.mkdir(parents=True)
@@ -76,12 +99,27 @@ def test_an_ingest_makes_the_snapshots_views_again_with_the_new_rows(
     counts = ingest.ingest(fleet_db, ingest.discover([tmp_path / "more"]))
     assert sum(c.n_loaded for c in counts) == 1
     with warehouse.connect(fleet_db) as con:
+        assert set(_snapshot_ids(con)) == set(warehouse.MATERIALIZED)
+        assert set(_snapshot_ids(con).values()) == {None}  # every one taken again
+        _mark(con)
+        second = _snapshot_ids(con)
+        assert con.execute("select count(*) from stg_slurm_jobs").fetchall()[0][0] == n_jobs + 1
+    again = ingest.ingest(fleet_db, ingest.discover([tmp_path / "more"]))
+    assert all(c.skipped for c in again)
+    with warehouse.connect(fleet_db) as con:
+        assert _snapshot_ids(con) == second  # nothing new: the same snapshots
+        warehouse.create_views(con, only_if_changed=True)  # what `relia fit` runs first
+        assert _snapshot_ids(con) == second
+        # views made again by hand: the next ingest with nothing new takes the snapshots again
+        warehouse.dematerialize(con)
         assert warehouse.materialized(con) == []
-        assert all(_kinds(con)[n] == "VIEW" for n in warehouse.MATERIALIZED)
+    ingest.ingest(fleet_db, ingest.discover([tmp_path / "more"]))
+    with warehouse.connect(fleet_db) as con:
+        assert set(warehouse.materialized(con)) == set(warehouse.MATERIALIZED)
         assert con.execute("select count(*) from stg_slurm_jobs").fetchall()[0][0] == n_jobs + 1
 
 
-def test_a_changed_parameter_makes_the_snapshots_views_again(fleet_db: Path) -> None:
+def test_a_changed_parameter_takes_the_snapshots_again_with_its_value(fleet_db: Path) -> None:
     sql = "select sum(startup_s) from fct_job_goodput where estimated"
     with warehouse.connect(fleet_db) as con:
         warehouse.materialize(con)
@@ -91,7 +129,13 @@ def test_a_changed_parameter_makes_the_snapshots_views_again(fleet_db: Path) -> 
         ).fetchall()[0][0]
         assert n_estimated > 0
         before = con.execute(sql).fetchall()[0][0]
+        _mark(con)
         warehouse.set_param(con, "assumed_startup_s", 400)
-        assert warehouse.materialized(con) == []
+        ids = _snapshot_ids(con)
+        assert set(ids) == set(warehouse.MATERIALIZED)
+        assert set(ids.values()) == {None}  # every one taken again, with the new value
         after = con.execute(sql).fetchall()[0][0]
+        _mark(con)
+        warehouse.set_param(con, "assumed_startup_s", 400)  # the value it has: nothing to do
+        assert set(_snapshot_ids(con).values()) == {"seen"}
     assert after - before == pytest.approx(100 * n_estimated, rel=0.02)
