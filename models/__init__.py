@@ -1,13 +1,14 @@
 """Reliability models: survival fits, repairable-system trends, goodput projection, simulation.
 
 Pure numpy / polars / lifelines / scikit-learn: nothing here touches files, DuckDB or Prefect.
-Each submodule lists its public names in ``__all__``; this package re-exports them all
-(``tests/test_layering.py`` checks that the lists agree).
+Each submodule lists its public names in ``__all__``; this package re-exports them all.
 
 The re-exports are lazy (PEP 562): ``from models import project`` imports ``models.goodput``
 and what it needs, not lifelines, scikit-learn or scipy.stats, so the interactive ``relia
-project`` starts fast.  ``_EXPORTS`` names each submodule's exports; the
-``TYPE_CHECKING`` imports below give type checkers the same names.
+project`` starts fast.  ``_EXPORTS`` is the package's one list of exported names, by submodule;
+the package's ``__all__`` is built from it, and type checkers read the same names through the
+``TYPE_CHECKING`` star imports, which take each submodule's ``__all__``
+(``tests/test_layering.py`` checks that ``_EXPORTS`` and the submodules agree).
 """
 
 from __future__ import annotations
@@ -18,176 +19,32 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from models.backtest import (
-        BACKTEST_PERIODS,
-        DEFAULT_RESTART_S,
-        GPU_BUCKETS,
-        AsofRates,
-        asof_pooled_ratio,
-        asof_rates,
-        backtest_jobs,
-        gpu_bucket,
-        poisson_ratio_interval,
-        predicted_wall_s,
-        weighted_poisson_interval,
-    )
-    from models.backtest_buckets import (
-        CLASS_SUMMARY_COLUMNS,
-        SUMMARY_COLUMNS,
-        backtest_class_summary,
-        backtest_summary,
-        expected_variance,
-        oe_interval_with_fit,
-    )
-    from models.checkpoint import (
-        daly_expected_wall_time_s,
-        daly_interval_s,
-        ettr_meta,
-        young_interval_s,
-    )
-    from models.cox import (
-        cox_ph,
-    )
-    from models.exceptions import (
-        ApproximationWarning,
-        ConvergenceWarning,
-        FewFailuresWarning,
-        ReliaWarning,
-    )
-    from models.failure_rates import (
-        FAILURE_RATE_COLUMNS,
-        UNIT_LEVELS,
-        failure_rates,
-    )
-    from models.fitter import (
-        MtbfFitter,
-    )
-    from models.gof import (
-        PAPERS,
-        ProbabilityPlot,
-        goodness_of_fit,
-        goodness_of_fit_families,
-        paper_transform,
-        probability_plot,
-    )
-    from models.goodput import (
-        expected_by_class,
-        project,
-    )
-    from models.lifetimes import (
-        Lifetimes,
-        check_lifetimes,
-    )
-    from models.mc_sweep import (
-        auto_sweep,
-        point_seed,
-        simulate_sweep,
-        switch_flagged,
-    )
-    from models.mtbf_summary import (
-        EXTRAPOLATED_SHARE,
-        HEADLINE_COLUMNS,
-        WEIBAYES_MAX_FAILURES,
-        ModelAverage,
-        Weibayes,
-        aic_weights,
-        family_mixture,
-        mixture_components,
-        mixture_quantile,
-        model_average,
-        observed_headline,
-        observed_rates,
-        poisson_count_bounds,
-        sampled_mean,
-        summarise_group,
-        weibayes,
-    )
-    from models.nonparametric import (
-        kaplan_meier,
-        nelson_aalen,
-    )
-    from models.parametric import (
-        FAMILIES,
-        HOURS_PER_YEAR,
-        exponential_mtbf,
-        restricted_mean,
-        survival_function,
-    )
-    from models.predict import (
-        FailurePredictor,
-        choose_threshold,
-        evaluate,
-        never_predict,
-        operating_curve,
-        pr_auc_null,
-        sbe_rule,
-    )
-    from models.predict_features import (
-        EXTRA_FEATURES,
-        FEATURES,
-        HISTORY_FEATURES,
-        KEYS,
-        LABEL_COLUMNS,
-        MONOTONIC,
-        SIGNAL_FEATURES,
-        LeakageError,
-        Split,
-        assert_same_features,
-        check_leakage,
-        labels,
-        split_bounds,
-        time_split,
-    )
-    from models.projector import (
-        GoodputProjector,
-    )
-    from models.ranking import (
-        KnobRanking,
-        knob_gains,
-        paired_goodput_samples,
-    )
-    from models.rates import (
-        rates_from_failure_rates,
-        rates_from_fits,
-    )
-    from models.repairable import (
-        lemon_nodes,
-        mean_cumulative_function,
-        period_mtbf,
-    )
-    from models.scenario import (
-        RSC1_NODE_FAILURES_PER_1000_NODE_DAYS,
-        ClassRate,
-        Projection,
-        Scenario,
-        age_mix,
-    )
-    from models.simulate import (
-        simulate_job,
-    )
-    from models.simulate_naive import (
-        simulate_job_naive,
-    )
-    from models.survival import (
-        fit_lives,
-    )
-    from models.sweep import (
-        drain_sweep,
-        knob_label,
-        sweep,
-    )
-    from models.trend import (
-        CrowAmsaaResult,
-        FleetTrend,
-        LaplaceResult,
-        MilHdbk189Result,
-        crow_amsaa,
-        crow_amsaa_fleet,
-        exposure_clock,
-        fleet_trend,
-        laplace_test,
-        mil_hdbk_189_test,
-    )
+    from models.backtest import *
+    from models.backtest_buckets import *
+    from models.checkpoint import *
+    from models.cox import *
+    from models.exceptions import *
+    from models.failure_rates import *
+    from models.fitter import *
+    from models.gof import *
+    from models.goodput import *
+    from models.lifetimes import *
+    from models.mc_sweep import *
+    from models.mtbf_summary import *
+    from models.nonparametric import *
+    from models.parametric import *
+    from models.predict import *
+    from models.predict_features import *
+    from models.projector import *
+    from models.ranking import *
+    from models.rates import *
+    from models.repairable import *
+    from models.scenario import *
+    from models.simulate import *
+    from models.simulate_naive import *
+    from models.survival import *
+    from models.sweep import *
+    from models.trend import *
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "backtest": (
@@ -356,6 +213,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 
 _SUBMODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
+if not TYPE_CHECKING:  # type checkers take the names from the imports above
+    __all__ = sorted(_SUBMODULE_OF)
+
 
 def __getattr__(name: str) -> Any:
     """Import the submodule that exports ``name`` on first use; keep the name on the package.
@@ -392,126 +252,4 @@ sys.modules[__name__].__class__ = _Package
 
 def __dir__() -> list[str]:
     """List the package's names, the lazy exports included."""
-    return sorted({*globals(), *__all__})
-
-
-__all__ = [
-    "BACKTEST_PERIODS",
-    "CLASS_SUMMARY_COLUMNS",
-    "DEFAULT_RESTART_S",
-    "EXTRAPOLATED_SHARE",
-    "EXTRA_FEATURES",
-    "FAILURE_RATE_COLUMNS",
-    "FAMILIES",
-    "FEATURES",
-    "GPU_BUCKETS",
-    "HEADLINE_COLUMNS",
-    "HISTORY_FEATURES",
-    "HOURS_PER_YEAR",
-    "KEYS",
-    "LABEL_COLUMNS",
-    "MONOTONIC",
-    "PAPERS",
-    "RSC1_NODE_FAILURES_PER_1000_NODE_DAYS",
-    "SIGNAL_FEATURES",
-    "SUMMARY_COLUMNS",
-    "UNIT_LEVELS",
-    "WEIBAYES_MAX_FAILURES",
-    "ApproximationWarning",
-    "AsofRates",
-    "ClassRate",
-    "ConvergenceWarning",
-    "CrowAmsaaResult",
-    "FailurePredictor",
-    "FewFailuresWarning",
-    "FleetTrend",
-    "GoodputProjector",
-    "KnobRanking",
-    "LaplaceResult",
-    "LeakageError",
-    "Lifetimes",
-    "MilHdbk189Result",
-    "ModelAverage",
-    "MtbfFitter",
-    "ProbabilityPlot",
-    "Projection",
-    "ReliaWarning",
-    "Scenario",
-    "Split",
-    "Weibayes",
-    "age_mix",
-    "aic_weights",
-    "asof_pooled_ratio",
-    "asof_rates",
-    "assert_same_features",
-    "auto_sweep",
-    "backtest_class_summary",
-    "backtest_jobs",
-    "backtest_summary",
-    "check_leakage",
-    "check_lifetimes",
-    "choose_threshold",
-    "cox_ph",
-    "crow_amsaa",
-    "crow_amsaa_fleet",
-    "daly_expected_wall_time_s",
-    "daly_interval_s",
-    "drain_sweep",
-    "ettr_meta",
-    "evaluate",
-    "expected_by_class",
-    "expected_variance",
-    "exponential_mtbf",
-    "exposure_clock",
-    "failure_rates",
-    "family_mixture",
-    "fit_lives",
-    "fleet_trend",
-    "goodness_of_fit",
-    "goodness_of_fit_families",
-    "gpu_bucket",
-    "kaplan_meier",
-    "knob_gains",
-    "knob_label",
-    "labels",
-    "laplace_test",
-    "lemon_nodes",
-    "mean_cumulative_function",
-    "mil_hdbk_189_test",
-    "mixture_components",
-    "mixture_quantile",
-    "model_average",
-    "nelson_aalen",
-    "never_predict",
-    "observed_headline",
-    "observed_rates",
-    "oe_interval_with_fit",
-    "operating_curve",
-    "paired_goodput_samples",
-    "paper_transform",
-    "period_mtbf",
-    "point_seed",
-    "poisson_count_bounds",
-    "poisson_ratio_interval",
-    "pr_auc_null",
-    "predicted_wall_s",
-    "probability_plot",
-    "project",
-    "rates_from_failure_rates",
-    "rates_from_fits",
-    "restricted_mean",
-    "sampled_mean",
-    "sbe_rule",
-    "simulate_job",
-    "simulate_job_naive",
-    "simulate_sweep",
-    "split_bounds",
-    "summarise_group",
-    "survival_function",
-    "sweep",
-    "switch_flagged",
-    "time_split",
-    "weibayes",
-    "weighted_poisson_interval",
-    "young_interval_s",
-]
+    return sorted({*globals(), *_SUBMODULE_OF})

@@ -16,10 +16,8 @@ Cluster events (no ``NodeName``) are not about a node and are only counted as ig
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING
 
-import hostlist
 import polars as pl
 
 from pipelines.sources.common import (
@@ -34,6 +32,7 @@ from pipelines.sources.common import (
     utc_now,
     with_reasons,
 )
+from pipelines.sources.hostlists import expand_hostlist
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -210,10 +209,6 @@ def _with_nodes(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-@functools.lru_cache(maxsize=1 << 14)
-def _expand(node_name: str) -> list[str] | None:
-    try:
-        nodes = [str(h) for h in hostlist.expand_hostlist(node_name)]
-    except hostlist.BadHostlist:
-        return None
-    return nodes or None
+def _expand(node_name: str) -> tuple[str, ...] | None:
+    """Return expanded host names, or None when the name is malformed or expands to no host."""
+    return expand_hostlist(node_name) or None

@@ -23,11 +23,9 @@ expansion of compressed host lists calls python-hostlist, once per distinct ``No
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import TYPE_CHECKING
 
-import hostlist
 import polars as pl
 
 from pipelines.sources.common import (
@@ -43,6 +41,7 @@ from pipelines.sources.common import (
     utc_now,
     with_reasons,
 )
+from pipelines.sources.hostlists import expand_hostlist
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -453,15 +452,8 @@ def _with_nodes(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-@functools.lru_cache(maxsize=1 << 16)
 def _expand(node_list: str) -> tuple[str, ...] | None:
-    """Return expanded host names, or None when python-hostlist cannot read the list.
-
-    Cached across files: daily exports of one cluster repeat the same host lists.
-    """
+    """Return expanded host names (none for ``None assigned``), or None for a malformed list."""
     if node_list in _NO_NODES:
         return ()
-    try:
-        return tuple(str(host) for host in hostlist.expand_hostlist(node_list))
-    except hostlist.BadHostlist:
-        return None
+    return expand_hostlist(node_list)

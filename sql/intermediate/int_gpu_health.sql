@@ -3,7 +3,8 @@
 -- Counters (energy, ECC single/double-bit volatile and aggregate, retired pages, remapped rows,
 -- NVLink CRC flit/data errors, PCIe replays) become deltas between consecutive samples of one GPU
 -- (the previous non-null value). A counter lower than before was reset (driver reload, reboot):
--- it restarted from zero, so its delta is its new value, never negative. A GPU replaced in the
+-- it restarted from zero, so its delta is its new value, never negative (the macros
+-- counter_delta and counter_reset of sql/schema/015_macros.sql). A GPU replaced in the
 -- slot (a new uuid) starts a new series: its first sample has no delta. A delta counts in the
 -- hour of the later sample.
 --
@@ -54,80 +55,40 @@ lagged as (
 deltas as (
     select
         lagged.*,
-        case
-            when lagged.energy_mj < lagged.prev_energy_mj then lagged.energy_mj
-            else lagged.energy_mj - lagged.prev_energy_mj
-        end as energy_mj_delta,
-        case
-            when lagged.ecc_sbe_volatile < lagged.prev_ecc_sbe_volatile then lagged.ecc_sbe_volatile
-            else lagged.ecc_sbe_volatile - lagged.prev_ecc_sbe_volatile
-        end as ecc_sbe_volatile_delta,
-        case
-            when lagged.ecc_dbe_volatile < lagged.prev_ecc_dbe_volatile then lagged.ecc_dbe_volatile
-            else lagged.ecc_dbe_volatile - lagged.prev_ecc_dbe_volatile
-        end as ecc_dbe_volatile_delta,
-        case
-            when
-                lagged.ecc_sbe_aggregate < lagged.prev_ecc_sbe_aggregate
-                then lagged.ecc_sbe_aggregate
-            else lagged.ecc_sbe_aggregate - lagged.prev_ecc_sbe_aggregate
-        end as ecc_sbe_aggregate_delta,
-        case
-            when
-                lagged.ecc_dbe_aggregate < lagged.prev_ecc_dbe_aggregate
-                then lagged.ecc_dbe_aggregate
-            else lagged.ecc_dbe_aggregate - lagged.prev_ecc_dbe_aggregate
-        end as ecc_dbe_aggregate_delta,
-        case
-            when lagged.retired_sbe < lagged.prev_retired_sbe then lagged.retired_sbe
-            else lagged.retired_sbe - lagged.prev_retired_sbe
-        end as retired_sbe_delta,
-        case
-            when lagged.retired_dbe < lagged.prev_retired_dbe then lagged.retired_dbe
-            else lagged.retired_dbe - lagged.prev_retired_dbe
-        end as retired_dbe_delta,
-        case
-            when
-                lagged.remapped_rows_correctable < lagged.prev_remapped_rows_correctable
-                then lagged.remapped_rows_correctable
-            else lagged.remapped_rows_correctable - lagged.prev_remapped_rows_correctable
-        end as remapped_rows_correctable_delta,
-        case
-            when
-                lagged.remapped_rows_uncorrectable < lagged.prev_remapped_rows_uncorrectable
-                then lagged.remapped_rows_uncorrectable
-            else lagged.remapped_rows_uncorrectable - lagged.prev_remapped_rows_uncorrectable
-        end as remapped_rows_uncorrectable_delta,
-        case
-            when
-                lagged.nvlink_crc_flit_errors < lagged.prev_nvlink_crc_flit_errors
-                then lagged.nvlink_crc_flit_errors
-            else lagged.nvlink_crc_flit_errors - lagged.prev_nvlink_crc_flit_errors
-        end as nvlink_crc_flit_errors_delta,
-        case
-            when
-                lagged.nvlink_crc_data_errors < lagged.prev_nvlink_crc_data_errors
-                then lagged.nvlink_crc_data_errors
-            else lagged.nvlink_crc_data_errors - lagged.prev_nvlink_crc_data_errors
-        end as nvlink_crc_data_errors_delta,
-        case
-            when lagged.pcie_replays < lagged.prev_pcie_replays then lagged.pcie_replays
-            else lagged.pcie_replays - lagged.prev_pcie_replays
-        end as pcie_replays_delta,
-        coalesce(lagged.energy_mj < lagged.prev_energy_mj, false)
-        or coalesce(lagged.ecc_sbe_volatile < lagged.prev_ecc_sbe_volatile, false)
-        or coalesce(lagged.ecc_dbe_volatile < lagged.prev_ecc_dbe_volatile, false)
-        or coalesce(lagged.ecc_sbe_aggregate < lagged.prev_ecc_sbe_aggregate, false)
-        or coalesce(lagged.ecc_dbe_aggregate < lagged.prev_ecc_dbe_aggregate, false)
-        or coalesce(lagged.retired_sbe < lagged.prev_retired_sbe, false)
-        or coalesce(lagged.retired_dbe < lagged.prev_retired_dbe, false)
-        or coalesce(lagged.remapped_rows_correctable < lagged.prev_remapped_rows_correctable, false)
-        or coalesce(
-            lagged.remapped_rows_uncorrectable < lagged.prev_remapped_rows_uncorrectable, false
+        counter_delta(lagged.energy_mj, lagged.prev_energy_mj) as energy_mj_delta,
+        counter_delta(lagged.ecc_sbe_volatile, lagged.prev_ecc_sbe_volatile)
+            as ecc_sbe_volatile_delta,
+        counter_delta(lagged.ecc_dbe_volatile, lagged.prev_ecc_dbe_volatile)
+            as ecc_dbe_volatile_delta,
+        counter_delta(lagged.ecc_sbe_aggregate, lagged.prev_ecc_sbe_aggregate)
+            as ecc_sbe_aggregate_delta,
+        counter_delta(lagged.ecc_dbe_aggregate, lagged.prev_ecc_dbe_aggregate)
+            as ecc_dbe_aggregate_delta,
+        counter_delta(lagged.retired_sbe, lagged.prev_retired_sbe) as retired_sbe_delta,
+        counter_delta(lagged.retired_dbe, lagged.prev_retired_dbe) as retired_dbe_delta,
+        counter_delta(lagged.remapped_rows_correctable, lagged.prev_remapped_rows_correctable)
+            as remapped_rows_correctable_delta,
+        counter_delta(lagged.remapped_rows_uncorrectable, lagged.prev_remapped_rows_uncorrectable)
+            as remapped_rows_uncorrectable_delta,
+        counter_delta(lagged.nvlink_crc_flit_errors, lagged.prev_nvlink_crc_flit_errors)
+            as nvlink_crc_flit_errors_delta,
+        counter_delta(lagged.nvlink_crc_data_errors, lagged.prev_nvlink_crc_data_errors)
+            as nvlink_crc_data_errors_delta,
+        counter_delta(lagged.pcie_replays, lagged.prev_pcie_replays) as pcie_replays_delta,
+        counter_reset(lagged.energy_mj, lagged.prev_energy_mj)
+        or counter_reset(lagged.ecc_sbe_volatile, lagged.prev_ecc_sbe_volatile)
+        or counter_reset(lagged.ecc_dbe_volatile, lagged.prev_ecc_dbe_volatile)
+        or counter_reset(lagged.ecc_sbe_aggregate, lagged.prev_ecc_sbe_aggregate)
+        or counter_reset(lagged.ecc_dbe_aggregate, lagged.prev_ecc_dbe_aggregate)
+        or counter_reset(lagged.retired_sbe, lagged.prev_retired_sbe)
+        or counter_reset(lagged.retired_dbe, lagged.prev_retired_dbe)
+        or counter_reset(lagged.remapped_rows_correctable, lagged.prev_remapped_rows_correctable)
+        or counter_reset(
+            lagged.remapped_rows_uncorrectable, lagged.prev_remapped_rows_uncorrectable
         )
-        or coalesce(lagged.nvlink_crc_flit_errors < lagged.prev_nvlink_crc_flit_errors, false)
-        or coalesce(lagged.nvlink_crc_data_errors < lagged.prev_nvlink_crc_data_errors, false)
-        or coalesce(lagged.pcie_replays < lagged.prev_pcie_replays, false) as is_reset,
+        or counter_reset(lagged.nvlink_crc_flit_errors, lagged.prev_nvlink_crc_flit_errors)
+        or counter_reset(lagged.nvlink_crc_data_errors, lagged.prev_nvlink_crc_data_errors)
+        or counter_reset(lagged.pcie_replays, lagged.prev_pcie_replays) as is_reset,
         coalesce(lagged.xid_last <> lagged.prev_xid_last and lagged.xid_last > 0, false)
             as xid_changed
     from lagged

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
+from models import ClassRate, Scenario, project
 from models.exceptions import FewFailuresWarning
 from pipelines import warehouse
 
@@ -66,7 +69,28 @@ def test_what_if_flow_ranks_knobs_from_the_latest_fit(
     assert result["fit_run_id"]
     table = pl.read_parquet(result["table"])
     assert table.height == result["n_points"] == 5 * 3 * 2 * 3
-    assert result["best_knob"]["knob"] in {"strategy", "checkpoint_s", "failure_domain_gpus"}
+    # the best knob computed here, straight from the projection: the baseline the flow reports
+    # (the file's baseline at its target scale, with the fitted rates), each knob changed alone
+    # to each of its grid values, the knob whose best value gains the most goodput
+    spec = yaml.safe_load((SWEEPS / "scale_checkpoint_domain.yaml").read_text())
+    fields = result["baseline"]
+    baseline = Scenario(**{**fields, "rates": tuple(ClassRate(**r) for r in fields["rates"])})
+    assert (baseline.n_gpus, baseline.checkpoint_s, baseline.failure_domain_gpus) == (
+        spec["target_gpus"],
+        spec["baseline"]["checkpoint_s"],
+        spec["baseline"]["failure_domain_gpus"],
+    )
+    assert baseline.strategy == spec["baseline"]["strategy"]
+    at_baseline = project(baseline)["goodput"]
+    gains = {
+        knob: max(project(replace(baseline, **{knob: v}))["goodput"] for v in values) - at_baseline
+        for knob, values in spec["grid"].items()
+        if knob != "n_gpus"
+    }
+    best = max(gains, key=lambda knob: gains[knob])
+    assert gains[best] > 0
+    assert result["best_knob"]["knob"] == best
+    assert result["best_knob"]["gain"] == pytest.approx(gains[best], rel=1e-9, abs=1e-12)
 
 
 @pytest.mark.parametrize("as_json", [False, True], ids=["table", "json"])

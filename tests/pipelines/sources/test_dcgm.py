@@ -13,6 +13,7 @@ import pytest
 from pipelines import warehouse
 from pipelines.sources.common import REJECT_SCHEMA, Parsed
 from pipelines.sources.dcgm import SCHEMA, parse
+from tests.pipelines.sources.helpers import reject_reasons
 
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
@@ -152,7 +153,7 @@ def test_dcgm_exporter_hostile_lines_are_rejected_with_a_reason() -> None:
     )
     result = _parse(text)
     assert result.rejects.schema == pl.Schema(REJECT_SCHEMA)
-    reasons = dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True))
+    reasons = reject_reasons(result)
     assert reasons[2].startswith("invalid sample line")
     assert reasons[3].startswith("invalid sample line")  # prometheus_client: duplicate label
     assert reasons[4] == "malformed value 'hot'"
@@ -195,7 +196,7 @@ def test_dmon_lines_become_rows_and_hostile_ones_rejects() -> None:
         (4, "gpu0002", T0, 1, 43.0, None, 2.0, 1.0, 79.0, "dmon"),
         (5, "gpu0002", T0 + timedelta(seconds=30), 0, 42.0, 300.1, 1.0, 0.0, 0.0, "dmon"),
     ]
-    reasons = dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True))
+    reasons = reject_reasons(result)
     assert reasons == {
         7: 'dmon line without a leading timestamp (collect with "dcgmi dmon ... | ts '
         "'%Y-%m-%dT%H:%M:%SZ'\")",

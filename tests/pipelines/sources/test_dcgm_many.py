@@ -10,6 +10,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from pipelines.sources import dcgm
+from tests.pipelines.sources.helpers import reject_reasons
 
 if TYPE_CHECKING:
     from pipelines.sources.common import Parsed
@@ -69,10 +70,6 @@ def _rows(parsed: Parsed) -> list[tuple[object, ...]]:
     ).rows()
 
 
-def _reasons(parsed: Parsed) -> dict[int, str]:
-    return dict(zip(parsed.rejects["line_no"], parsed.rejects["reason"], strict=True))
-
-
 @pytest.fixture(params=[1, 1 << 30], ids=["each-file-alone", "all-joined"])
 def results(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> list[Parsed]:
     monkeypatch.setattr(dcgm, "JOIN_BYTES", request.param)
@@ -92,7 +89,7 @@ def test_each_file_keeps_its_own_rows_hosts_and_headers(results: list[Parsed]) -
     assert _rows(b) == [
         (file_b, 3, "node-b", T0 + timedelta(milliseconds=500), 2, 45.0, 200.5, None)
     ]
-    assert _reasons(b) == {
+    assert reject_reasons(b) == {
         1: "dmon data line before any '#Entity' header",
         5: "expected 2 values after 'GPU <id>', found 3",
     }
@@ -110,7 +107,7 @@ def test_each_file_keeps_its_own_rows_hosts_and_headers(results: list[Parsed]) -
         (4, T0, 1, 43.0, None, 2.0, 79.0),
         (5, T0 + timedelta(seconds=30), 0, 42.0, 300.1, 1.0, 0.0),
     ]
-    assert _reasons(hostile) == {
+    assert reject_reasons(hostile) == {
         7: 'dmon line without a leading timestamp (collect with "dcgmi dmon ... | ts '
         "'%Y-%m-%dT%H:%M:%SZ'\")",
         8: "expected 6 values after 'GPU <id>', found 4",

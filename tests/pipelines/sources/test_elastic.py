@@ -6,13 +6,16 @@ The messages are those of ``torch/distributed/elastic/agent/server/api.py``,
 
 from __future__ import annotations
 
-import textwrap
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-from pipelines.sources.common import REJECT_SCHEMA, Parsed
 from pipelines.sources.elastic import SCHEMA, parse
+from tests.pipelines.sources.helpers import assert_accounted, raw_bytes, reject_reasons, utc
+
+if TYPE_CHECKING:
+    from pipelines.sources.common import Parsed
 
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 SOURCE = "/landing/elastic/llama-70b-1042__gpu0003.log"
@@ -22,19 +25,8 @@ MP = "torch.distributed.elastic.multiprocessing.api"
 
 
 def _parse(text: str, *, source_file: str = SOURCE, file_mtime: datetime | None = None) -> Parsed:
-    data = textwrap.dedent(text).lstrip("\n").encode()
+    data = raw_bytes(text)
     return parse(data, source_file=source_file, file_mtime=file_mtime, now=NOW)
-
-
-def _ts(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
-
-
-def _assert_accounted(result: Parsed, *, n_in_scope: int, n_ignored: int) -> None:
-    assert result.rows.height + result.rejects.height == n_in_scope
-    assert result.n_ignored == n_ignored
-    assert result.rows.schema == pl.Schema(SCHEMA)
-    assert result.rejects.schema == pl.Schema(REJECT_SCHEMA)
 
 
 TORCH_2_1_RUN = f"""
@@ -70,22 +62,22 @@ def test_elastic_torch_2_1_run_with_a_restart() -> None:
     assert set(rows["log_format"]) == {"torch_bracket"}
     events = rows.select("event", "round", "ts").rows()
     assert events == [
-        ("agent_start", None, _ts("2026-06-01T00:00:00.120")),
-        ("rendezvous_start", None, _ts("2026-06-01T00:00:00.121")),
-        ("rendezvous_join_attempt", None, _ts("2026-06-01T00:00:00.140")),
-        ("rendezvous_joined", 0, _ts("2026-06-01T00:00:21.512")),
-        ("rendezvous_complete", 0, _ts("2026-06-01T00:00:21.530")),
-        ("world_sizes", 0, _ts("2026-06-01T00:00:21.530")),
-        ("workers_started", 0, _ts("2026-06-01T00:00:21.533")),
-        ("closing_signal", 0, _ts("2026-06-01T05:12:09.004")),
-        ("worker_failed", 0, _ts("2026-06-01T05:12:09.871")),
-        ("group_restart", 0, _ts("2026-06-01T05:12:10.002")),
-        ("group_stopping", 0, _ts("2026-06-01T05:12:10.003")),
-        ("rendezvous_start", 0, _ts("2026-06-01T05:12:11")),
-        ("rendezvous_join_attempt", 0, _ts("2026-06-01T05:12:11.010")),
-        ("rendezvous_joined", 1, _ts("2026-06-01T05:13:40.100")),
-        ("workers_started", 1, _ts("2026-06-01T05:13:40.200")),
-        ("group_succeeded", 1, _ts("2026-06-01T09:00:00")),
+        ("agent_start", None, utc("2026-06-01T00:00:00.120")),
+        ("rendezvous_start", None, utc("2026-06-01T00:00:00.121")),
+        ("rendezvous_join_attempt", None, utc("2026-06-01T00:00:00.140")),
+        ("rendezvous_joined", 0, utc("2026-06-01T00:00:21.512")),
+        ("rendezvous_complete", 0, utc("2026-06-01T00:00:21.530")),
+        ("world_sizes", 0, utc("2026-06-01T00:00:21.530")),
+        ("workers_started", 0, utc("2026-06-01T00:00:21.533")),
+        ("closing_signal", 0, utc("2026-06-01T05:12:09.004")),
+        ("worker_failed", 0, utc("2026-06-01T05:12:09.871")),
+        ("group_restart", 0, utc("2026-06-01T05:12:10.002")),
+        ("group_stopping", 0, utc("2026-06-01T05:12:10.003")),
+        ("rendezvous_start", 0, utc("2026-06-01T05:12:11")),
+        ("rendezvous_join_attempt", 0, utc("2026-06-01T05:12:11.010")),
+        ("rendezvous_joined", 1, utc("2026-06-01T05:13:40.100")),
+        ("workers_started", 1, utc("2026-06-01T05:13:40.200")),
+        ("group_succeeded", 1, utc("2026-06-01T09:00:00")),
     ]
     joined = rows.filter(pl.col("event") == "rendezvous_joined").row(0, named=True)
     assert (joined["group_rank"], joined["n_nodes"]) == (1, 2)
@@ -101,7 +93,7 @@ def test_elastic_torch_2_1_run_with_a_restart() -> None:
     assert rows.filter(pl.col("event") == "world_sizes")["world_size"].to_list() == [16]
     assert rows.filter(pl.col("event") == "closing_signal")["signal_name"].to_list() == ["SIGTERM"]
     # the torch.distributed.run banner, restart_count/master_addr, worker output, the last line
-    _assert_accounted(result, n_in_scope=16, n_ignored=5)
+    assert_accounted(result, SCHEMA, n_in_scope=16, n_ignored=5)
 
 
 def test_elastic_glog_lines_take_their_year_from_the_file_mtime() -> None:
@@ -116,10 +108,10 @@ def test_elastic_glog_lines_take_their_year_from_the_file_mtime() -> None:
     )
     assert result.rejects.height == 0
     assert result.rows.select("ts", "level", "event", "round", "exit_code").rows() == [
-        (_ts("2025-12-31T23:59:58.12"), "INFO", "rendezvous_joined", 3, None),
-        (_ts("2025-12-31T23:59:59.5"), "INFO", "workers_started", 3, None),
-        (_ts("2026-01-01T02:00:00"), "ERROR", "worker_failed", 3, -9),
-        (_ts("2026-01-01T02:00:01"), "WARNING", "death_signal", 3, None),
+        (utc("2025-12-31T23:59:58.12"), "INFO", "rendezvous_joined", 3, None),
+        (utc("2025-12-31T23:59:59.5"), "INFO", "workers_started", 3, None),
+        (utc("2026-01-01T02:00:00"), "ERROR", "worker_failed", 3, -9),
+        (utc("2026-01-01T02:00:01"), "WARNING", "death_signal", 3, None),
     ]
     assert set(result.rows["logger"]) >= {"torch/distributed/elastic/agent/server/api.py"}
     assert result.rows["signal_name"][3] == "Signals.SIGTERM"
@@ -138,9 +130,9 @@ def test_elastic_v1_continuation_takes_the_time_of_the_line_before() -> None:
         source_file="/landing/elastic/11__master1.log",
     )
     assert result.rows.select("event", "ts", "world_size", "run_id", "host").rows() == [
-        ("rendezvous_complete", _ts("2021-06-29T12:05:25.634"), None, "11", "master1"),
-        ("world_sizes", _ts("2021-06-29T12:05:25.634"), 2, "11", "master1"),
-        ("workers_started", _ts("2021-06-29T12:05:25.640"), None, "11", "master1"),
+        ("rendezvous_complete", utc("2021-06-29T12:05:25.634"), None, "11", "master1"),
+        ("world_sizes", utc("2021-06-29T12:05:25.634"), 2, "11", "master1"),
+        ("workers_started", utc("2021-06-29T12:05:25.640"), None, "11", "master1"),
     ]
     assert set(result.rows["log_format"].drop_nulls()) == {"elastic_v1"}
 
@@ -156,13 +148,13 @@ def test_elastic_hostile_lines_are_rejected_with_a_reason() -> None:
         2026-06-01 worker said: [default] Starting worker group
         """  # noqa: E501
     )
-    reasons = dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True))
+    reasons = reject_reasons(result)
     assert reasons[2].startswith("unrecognised log prefix")  # basicConfig: no time at all
     assert reasons[3].startswith("impossible timestamp in '[2026-06-31 05:12:09,871]")
     assert reasons[4].startswith("timestamp in the future: 2099-06-01")
     assert reasons[6].startswith("unrecognised log prefix")
     assert result.rows["line_no"].to_list() == [1, 5]
-    _assert_accounted(result, n_in_scope=6, n_ignored=0)
+    assert_accounted(result, SCHEMA, n_in_scope=6, n_ignored=0)
 
 
 def test_elastic_without_run_and_host_rejects_the_agent_lines() -> None:

@@ -5,7 +5,6 @@ and logs without the ``<run>__<host>.log`` naming: run and host from the content
 
 from __future__ import annotations
 
-import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from pipelines.sources.elastic import parse
+from tests.pipelines.sources.helpers import raw_bytes, reject_reasons, utc
 
 if TYPE_CHECKING:
     from pipelines.sources.common import Parsed
@@ -29,12 +29,8 @@ def _sample(name: str, **options: object) -> Parsed:
 
 
 def _text(text: str, **options: object) -> Parsed:
-    data = textwrap.dedent(text).lstrip("\n").encode()
+    data = raw_bytes(text)
     return parse(data, source_file="/landing/elastic/agent.log", now=NOW, **options)
-
-
-def _ts(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
 def test_elastic_real_torch_1_10_run_id_from_launch_config_host_from_option() -> None:
@@ -48,7 +44,7 @@ def test_elastic_real_torch_1_10_run_id_from_launch_config_host_from_option() ->
         (
             20,
             "agent_start",
-            _ts("2021-12-08T12:28:26.101"),
+            utc("2021-12-08T12:28:26.101"),
             "v2-pytorch-1208202754389",
             host,
             "default",
@@ -56,7 +52,7 @@ def test_elastic_real_torch_1_10_run_id_from_launch_config_host_from_option() ->
         (
             21,
             "rendezvous_start",
-            _ts("2021-12-08T12:28:26.101"),
+            utc("2021-12-08T12:28:26.101"),
             "v2-pytorch-1208202754389",
             host,
             "default",
@@ -84,9 +80,9 @@ def test_elastic_real_torch_2_2_bracket_run_id_from_launch_config() -> None:
     assert result.rejects.height == 0
     assert result.n_ignored == 23
     assert result.rows.select("line_no", "event", "ts", "run_id", "host", "level").rows() == [
-        (16, "agent_start", _ts("2024-03-12T08:22:45.552"), "5982", "node-a", "INFO"),
-        (21, "group_succeeded", _ts("2024-03-12T08:22:56.574"), "5982", "node-a", "INFO"),
-        (23, "group_succeeded", _ts("2024-03-12T08:22:56.575"), "5982", "node-a", "INFO"),
+        (16, "agent_start", utc("2024-03-12T08:22:45.552"), "5982", "node-a", "INFO"),
+        (21, "group_succeeded", utc("2024-03-12T08:22:56.574"), "5982", "node-a", "INFO"),
+        (23, "group_succeeded", utc("2024-03-12T08:22:56.575"), "5982", "node-a", "INFO"),
     ]
     assert set(result.rows["log_format"]) == {"torch_bracket"}
     assert set(result.rows["logger"]) == {"torch.distributed.elastic.agent.server.api"}
@@ -106,10 +102,10 @@ def test_elastic_real_torch_2_glog_failure_and_restart() -> None:
     assert result.rows.select(
         "event", "ts", "level", "exit_code", "local_rank", "pid", "restarts_left", "max_restarts"
     ).rows() == [
-        ("worker_failed", _ts("2025-02-13T12:07:20.086"), "ERROR", 1, 0, 876053, None, None),
-        ("group_restart", _ts("2025-02-13T12:07:20.086"), "INFO", None, None, None, 3, 3),
-        ("group_stopping", _ts("2025-02-13T12:07:20.086"), "INFO", None, None, None, None, None),
-        ("rendezvous_start", _ts("2025-02-13T12:07:20.087"), "INFO", None, None, None, None, None),
+        ("worker_failed", utc("2025-02-13T12:07:20.086"), "ERROR", 1, 0, 876053, None, None),
+        ("group_restart", utc("2025-02-13T12:07:20.086"), "INFO", None, None, None, 3, 3),
+        ("group_stopping", utc("2025-02-13T12:07:20.086"), "INFO", None, None, None, None, None),
+        ("rendezvous_start", utc("2025-02-13T12:07:20.087"), "INFO", None, None, None, None, None),
     ]
     assert set(result.rows["run_id"]) == {"repro"}
     assert set(result.rows["host"]) == {"desktop"}
@@ -121,7 +117,7 @@ def test_elastic_real_torch_1_9_basicconfig_lines_carry_no_time() -> None:
     # default format), line 14 (global_world_sizes) continues a block that has none either
     result = _sample("doc2edag_24_torch1_9_basicconfig.log", host="node0", run="doc2edag")
     assert result.rows.height == 0
-    reasons = dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True))
+    reasons = reject_reasons(result)
     assert sorted(reasons) == [1, 2, 3, 4, 14, 16]
     for line_no in (1, 2, 3, 4, 16):
         assert reasons[line_no].startswith("unrecognised log prefix")
@@ -150,10 +146,10 @@ def test_elastic_real_torch_1_9_basicconfig_with_collector_stamps() -> None:
     assert result.rows.select(
         "event", "ts", "level", "round", "group_rank", "n_nodes", "world_size"
     ).rows() == [
-        ("group_restart", _ts("2021-08-13T10:46:01.1"), "INFO", None, None, None, None),
-        ("rendezvous_complete", _ts("2021-08-13T10:46:01.2"), "INFO", 1, 0, 1, None),
-        ("world_sizes", _ts("2021-08-13T10:46:01.2"), None, 1, None, None, 4),
-        ("workers_started", _ts("2021-08-13T10:46:01.3"), "INFO", 1, None, None, None),
+        ("group_restart", utc("2021-08-13T10:46:01.1"), "INFO", None, None, None, None),
+        ("rendezvous_complete", utc("2021-08-13T10:46:01.2"), "INFO", 1, 0, 1, None),
+        ("world_sizes", utc("2021-08-13T10:46:01.2"), None, 1, None, None, 4),
+        ("workers_started", utc("2021-08-13T10:46:01.3"), "INFO", 1, None, None, None),
     ]
     assert set(result.rows["log_format"]) == {"stamped_default"}
     assert result.n_ignored == 4  # restart_count, master_addr, group_rank, group_world_size
@@ -280,7 +276,7 @@ GLOG_STARTS_ONLY = """
 def test_elastic_without_blocks_or_joined_lines_counts_worker_group_starts() -> None:
     # no result block, no joined line: the attempt is the number of "Starting worker group"
     # lines so far, minus one (lines 1-6 belong to restart 0, 7-8 to restart 1)
-    data = textwrap.dedent(GLOG_STARTS_ONLY).lstrip("\n").encode()
+    data = raw_bytes(GLOG_STARTS_ONLY)
     result = parse(
         data,
         source_file="/landing/elastic/agent.log",

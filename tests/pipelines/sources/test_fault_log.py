@@ -15,6 +15,7 @@ from polars.testing import assert_frame_equal
 from pipelines.sources import fault_log
 from pipelines.sources.common import REJECT_SCHEMA
 from pipelines.sources.fault_log import SCHEMA, MappingError, load_mapping, mapping_from_dict, parse
+from tests.pipelines.sources.helpers import raw_bytes, reject_reasons
 
 REPO = Path(__file__).resolve().parents[3]
 MAPPINGS = REPO / "data_samples" / "mappings"
@@ -28,10 +29,6 @@ needs_hbd = pytest.mark.skipif(not HBD.is_dir(), reason=f"real data not at {HBD}
 
 def _mapping(text: str) -> fault_log.FaultLogMapping:
     return mapping_from_dict(yaml.safe_load(textwrap.dedent(text)), where="inline")
-
-
-def _bytes(text: str) -> bytes:
-    return textwrap.dedent(text).lstrip("\n").encode()
 
 
 def _ts(text: str) -> datetime:
@@ -69,7 +66,7 @@ LIVES_CSV = """
 
 
 def test_parse_lives_csv_rows_and_rejects() -> None:
-    result = parse(_bytes(LIVES_CSV), source_file="gc.csv", mapping=_mapping(LIVES_MAPPING))
+    result = parse(raw_bytes(LIVES_CSV), source_file="gc.csv", mapping=_mapping(LIVES_MAPPING))
 
     expected = pl.DataFrame(
         {
@@ -132,7 +129,7 @@ def test_parse_lives_csv_rows_and_rejects() -> None:
 
 
 def test_parse_missing_column_named_in_mapping_is_a_clear_error() -> None:
-    data = _bytes("""
+    data = raw_bytes("""
         serial,location,installed,removed,event
         0320117100060,c11-2c1s4n1,2017-04-09 21:36:19,2019-08-01 20:07:33,
     """)
@@ -157,7 +154,7 @@ def test_parse_quoted_line_breaks_keep_line_numbers() -> None:
         categories: [component, description]
         classes: {column: component, map: {psu: power, gpu: gpu}, default: unknown}
     """)
-    data = _bytes("""
+    data = raw_bytes("""
         node,component,opened,closed,description
         gpu0001,psu,2026-06-01T00:00:00Z,2026-06-01T06:30:00Z,"PSU 2 failed;
         replaced with spare"
@@ -191,7 +188,7 @@ def test_time_zone_and_dst_ambiguity() -> None:
         end: remove
         failed: {{column: event, true_values: [DBE]}}
     """
-    data = _bytes("""
+    data = raw_bytes("""
         SN,insert,remove,event
         a,2016-06-01 12:00:00,2016-11-06 01:30:00,DBE
         b,2016-03-13 02:30:00,2016-06-01 12:00:00,
@@ -441,7 +438,7 @@ def test_parse_summary_style_lives_with_strict_flag_and_bom() -> None:
         failed: {column: dead, true_values: ["TRUE"], false_values: ["FALSE"]}
         cohorts: [batch]
     """)
-    data = b"\xef\xbb\xbf" + _bytes("""
+    data = b"\xef\xbb\xbf" + raw_bytes("""
         SN,first,last,time,dead,batch
         a,,2019-08-01 20:07:33,843.5,FALSE,new
         b,2014-01-01 00:00:00,2014-01-11 00:00:00,10,TRUE,old
@@ -479,7 +476,7 @@ def test_parse_json_lines_and_instant_failures() -> None:
         start: failed_at
         categories: [model]
     """)
-    data = _bytes("""
+    data = raw_bytes("""
         {"enclosure": "e1", "slot": 3, "failed_at": "2021-05-01T10:00:00Z", "model": "X1"}
         {"enclosure": "e1", "slot": 4, "failed_at": "yesterday", "model": "X1"}
     """)
@@ -571,7 +568,7 @@ def test_parse_groups_blame_and_categories_12() -> None:
         # no blame column filled: the default class, no categories
         (5, "3/4", "3", "unknown", None, None, None, 8, jan[1], jan[2]),
     ]
-    reasons = dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True))
+    reasons = reject_reasons(result)
     assert reasons == {
         6: "several blame columns are filled (Hardware, Human Error); a record must name one cause",
         7: "bad population 'many' in column nodes (expected a positive whole number of units)",
@@ -667,13 +664,13 @@ def test_cohort_regex_named_groups_in_rust_syntax_12() -> None:
     raw = yaml.safe_load(textwrap.dedent(LIVES_MAPPING))
     raw["cohort_pattern"]["regex"] = r"^c(?<col>\d+)-(?<row>\d+)c(?<cage>\d)"  # not Python re
     mapping = mapping_from_dict(raw, where="inline")
-    result = parse(_bytes(LIVES_CSV), source_file="gc.csv", mapping=mapping)
+    result = parse(raw_bytes(LIVES_CSV), source_file="gc.csv", mapping=mapping)
     cohort = json.loads(result.rows["cohort_json"][0])
     assert cohort == {"location": "c11-2c1s4n1", "col": "11", "row": "2", "cage": "1"}
 
 
 def test_parse_time_range_uses_the_other_sources_bounds_12() -> None:
-    data = _bytes("""
+    data = raw_bytes("""
         node,down,up
         a,1999-12-31T23:00:00Z,2000-01-01T01:00:00Z
         b,2026-06-02T00:00:00Z,2026-06-02T01:00:00Z
@@ -705,7 +702,7 @@ def test_parse_blame_flags_with_empty_values_12() -> None:
           columns: {hw: unknown, sw: software, net: network}
           empty: ["0"]
     """)
-    data = _bytes("""
+    data = raw_bytes("""
         node,down,hw,sw,net
         a,2021-05-01T10:00:00Z,0,1,0
         b,2021-05-02T10:00:00Z,0,0,0
@@ -739,7 +736,7 @@ SERVICE_MAPPING = """
 
 
 def test_parse_group_windows_from_service_date_columns_12() -> None:
-    data = _bytes("""
+    data = raw_bytes("""
         sys,nodes,node,prod,decom,down,up
         s1,4,n1,01/01/2000,current,03/01/2000 10:00,03/01/2000 12:00
         s1,4,n2,02/01/2000,06/30/2000,03/02/2000 10:00,03/02/2000 12:00

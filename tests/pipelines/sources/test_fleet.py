@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from datetime import UTC, datetime
 
 import polars as pl
@@ -10,31 +9,16 @@ from polars.testing import assert_frame_equal
 
 from pipelines.sources.common import REJECT_SCHEMA, Parsed
 from pipelines.sources.fleet import SCHEMA, parse
+from tests.pipelines.sources.helpers import assert_accounted, raw_bytes, reject_reasons
 
 HEADER = "node,rack,cluster,batch,installed,removed"
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 SOURCE = "/landing/fleet/fleet.csv"
 
 
-def _raw(text: str) -> bytes:
-    return textwrap.dedent(text).lstrip("\n").encode()
-
-
 def _parse(text: str | bytes) -> Parsed:
-    data = _raw(text) if isinstance(text, str) else text
+    data = raw_bytes(text) if isinstance(text, str) else text
     return parse(data, source_file=SOURCE, now=NOW)
-
-
-def _assert_accounted(result: Parsed, *, n_in_scope: int, n_ignored: int) -> None:
-    """Every data line is a row or a reject; header and blank lines are only counted."""
-    assert result.rows.height + result.rejects.height == n_in_scope
-    assert result.n_ignored == n_ignored
-    assert result.rows.schema == pl.Schema(SCHEMA)
-    assert result.rejects.schema == pl.Schema(REJECT_SCHEMA)
-
-
-def _reasons(result: Parsed) -> dict[int, str]:
-    return dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True))
 
 
 def test_fleet_register_becomes_typed_rows() -> None:
@@ -74,7 +58,7 @@ def test_fleet_register_becomes_typed_rows() -> None:
         orient="row",
     )
     assert_frame_equal(result.rows, expected)
-    _assert_accounted(result, n_in_scope=3, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=3, n_ignored=1)
 
 
 def test_fleet_hostile_lines_are_rejected_with_a_reason() -> None:
@@ -92,7 +76,7 @@ def test_fleet_hostile_lines_are_rejected_with_a_reason() -> None:
         """
     )
     assert result.rows["node"].to_list() == ["gpu0001", "gpu0008"]  # removal before install: GX
-    assert _reasons(result) == {
+    assert reject_reasons(result) == {
         3: "malformed installed time '2025-13-03T00:00:00Z'",
         4: "malformed removed time 'soon'",
         5: "expected 6 fields separated by ',', found 5",
@@ -100,7 +84,7 @@ def test_fleet_hostile_lines_are_rejected_with_a_reason() -> None:
         7: "unbalanced double quotes",
         8: "installed time in the future: 2027-01-01T00:00:00Z",
     }
-    _assert_accounted(result, n_in_scope=8, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=8, n_ignored=1)
 
 
 def test_fleet_wrong_header_rejects_every_line() -> None:
@@ -114,20 +98,20 @@ def test_fleet_wrong_header_rejects_every_line() -> None:
     assert result.rejects["reason"][0].startswith(
         "fleet CSV header is missing columns node, rack, cluster, batch, installed, removed"
     )
-    _assert_accounted(result, n_in_scope=2, n_ignored=0)
+    assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=0)
 
 
 def test_fleet_non_utf8_line_is_rejected() -> None:
     data = f"{HEADER}\ngpu0001,r01,east,2025a,2025-11-03T00:00:00Z,\n".encode()
     data += "gpu0002,r\xf6,east,2025a,2025-11-03T00:00:00Z,\n".encode("latin-1")
     result = _parse(data)
-    assert _reasons(result) == {3: "line is not valid UTF-8"}
+    assert reject_reasons(result) == {3: "line is not valid UTF-8"}
     assert result.rejects["raw"].to_list() == ["gpu0002,r\\xf6,east,2025a,2025-11-03T00:00:00Z,"]
-    _assert_accounted(result, n_in_scope=2, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=1)
 
 
 def test_fleet_empty_file_is_one_reject() -> None:
     result = _parse(b"")
     expected = pl.DataFrame([(SOURCE, 0, "", "empty file")], schema=REJECT_SCHEMA, orient="row")
     assert_frame_equal(result.rejects, expected)
-    _assert_accounted(result, n_in_scope=1, n_ignored=0)
+    assert_accounted(result, SCHEMA, n_in_scope=1, n_ignored=0)

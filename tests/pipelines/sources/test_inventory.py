@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from datetime import UTC, datetime
 
 import polars as pl
@@ -11,31 +10,16 @@ from polars.testing import assert_frame_equal
 
 from pipelines.sources.common import REJECT_SCHEMA, Parsed
 from pipelines.sources.inventory import SCHEMA, host_of, parse
+from tests.pipelines.sources.helpers import assert_accounted, raw_bytes, reject_reasons
 
 HEADER = "timestamp, index, pci.bus_id, serial, uuid, name"
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 SOURCE = "/landing/nvidia_smi/gpu0001__20260601T000000Z.csv"
 
 
-def _raw(text: str) -> bytes:
-    return textwrap.dedent(text).lstrip("\n").encode()
-
-
 def _parse(text: str | bytes, *, source_file: str = SOURCE) -> Parsed:
-    data = _raw(text) if isinstance(text, str) else text
+    data = raw_bytes(text) if isinstance(text, str) else text
     return parse(data, source_file=source_file, now=NOW)
-
-
-def _assert_accounted(result: Parsed, *, n_in_scope: int, n_ignored: int) -> None:
-    """Every data line is a row or a reject; header and blank lines are only counted."""
-    assert result.rows.height + result.rejects.height == n_in_scope
-    assert result.n_ignored == n_ignored
-    assert result.rows.schema == pl.Schema(SCHEMA)
-    assert result.rejects.schema == pl.Schema(REJECT_SCHEMA)
-
-
-def _reasons(result: Parsed) -> dict[int, str]:
-    return dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True))
 
 
 def test_inventory_snapshot_becomes_one_row_per_gpu() -> None:
@@ -76,7 +60,7 @@ def test_inventory_snapshot_becomes_one_row_per_gpu() -> None:
         orient="row",
     )
     assert_frame_equal(result.rows, expected)
-    _assert_accounted(result, n_in_scope=2, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=1)
 
 
 @pytest.mark.parametrize(
@@ -105,7 +89,7 @@ def test_inventory_hostile_lines_are_rejected_with_a_reason() -> None:
         """
     )
     assert result.rows["gpu_index"].to_list() == [0]
-    assert _reasons(result) == {
+    assert reject_reasons(result) == {
         3: "malformed index 'zero'",
         4: "malformed timestamp '2026/13/01 00:00:00.000'",
         5: "malformed pci.bus_id '0000:2A'",
@@ -113,7 +97,7 @@ def test_inventory_hostile_lines_are_rejected_with_a_reason() -> None:
         7: "expected 6 fields separated by ',', found 1",
         8: "timestamp in the future: 2027/01/01 00:00:00.000",
     }
-    _assert_accounted(result, n_in_scope=7, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=7, n_ignored=1)
 
 
 def test_inventory_wrong_header_rejects_every_line() -> None:
@@ -128,19 +112,19 @@ def test_inventory_wrong_header_rejects_every_line() -> None:
         "nvidia-smi CSV header is missing columns timestamp, uuid, name: expected a first line "
         "naming timestamp,index,pci.bus_id,serial,uuid,name (separated by ',')"
     }
-    _assert_accounted(result, n_in_scope=2, n_ignored=0)
+    assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=0)
 
 
 def test_inventory_non_utf8_line_is_rejected() -> None:
     line = "2026/06/01 00:00:00.000, 0, 00000000:18:00.0, 1650124014249, GPU-a, NVIDIA H100"
     data = f"{HEADER}\n{line}\n".encode() + line.replace("NVIDIA", "NVIDI\xc4").encode("latin-1")
     result = _parse(data)
-    assert _reasons(result) == {3: "line is not valid UTF-8"}
-    _assert_accounted(result, n_in_scope=2, n_ignored=1)
+    assert reject_reasons(result) == {3: "line is not valid UTF-8"}
+    assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=1)
 
 
 def test_inventory_empty_file_is_one_reject() -> None:
     result = _parse(b"")
     expected = pl.DataFrame([(SOURCE, 0, "", "empty file")], schema=REJECT_SCHEMA, orient="row")
     assert_frame_equal(result.rejects, expected)
-    _assert_accounted(result, n_in_scope=1, n_ignored=0)
+    assert_accounted(result, SCHEMA, n_in_scope=1, n_ignored=0)

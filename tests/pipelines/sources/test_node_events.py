@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import textwrap
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import polars as pl
 from polars.testing import assert_frame_equal
 
-from pipelines.sources.common import REJECT_SCHEMA, Parsed
 from pipelines.sources.node_events import SCHEMA, parse
+from tests.pipelines.sources.helpers import assert_accounted, raw_bytes, reject_reasons, utc
+
+if TYPE_CHECKING:
+    from pipelines.sources.common import Parsed
 
 HEADER = "Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User"
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
@@ -17,19 +21,8 @@ SOURCE = "/landing/node_events/sacctmgr_events_20260830.txt"
 
 
 def _parse(text: str | bytes) -> Parsed:
-    data = textwrap.dedent(text).lstrip("\n").encode() if isinstance(text, str) else text
+    data = raw_bytes(text) if isinstance(text, str) else text
     return parse(data, source_file=SOURCE, now=NOW)
-
-
-def _ts(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
-
-
-def _assert_accounted(result: Parsed, *, n_in_scope: int, n_ignored: int) -> None:
-    assert result.rows.height + result.rejects.height == n_in_scope
-    assert result.n_ignored == n_ignored
-    assert result.rows.schema == pl.Schema(SCHEMA)
-    assert result.rejects.schema == pl.Schema(REJECT_SCHEMA)
 
 
 def test_node_events_become_typed_rows() -> None:
@@ -52,8 +45,8 @@ def test_node_events_become_typed_rows() -> None:
                 "alpha",
                 "gpu0007",
                 ["gpu0007"],
-                _ts("2026-06-02T10:00:12"),
-                _ts("2026-06-02T10:20:00"),
+                utc("2026-06-02T10:00:12"),
+                utc("2026-06-02T10:20:00"),
                 "DOWN*",
                 "down",
                 "Not responding",
@@ -65,7 +58,7 @@ def test_node_events_become_typed_rows() -> None:
                 "alpha",
                 "gpu0007",
                 ["gpu0007"],
-                _ts("2026-06-02T10:20:00"),
+                utc("2026-06-02T10:20:00"),
                 None,
                 "DRAIN",
                 "drain",
@@ -78,8 +71,8 @@ def test_node_events_become_typed_rows() -> None:
                 "alpha",
                 "gpu[0011-0012]",
                 ["gpu0011", "gpu0012"],
-                _ts("2026-06-03T08:00:00"),
-                _ts("2026-06-03T09:30:00"),
+                utc("2026-06-03T08:00:00"),
+                utc("2026-06-03T09:30:00"),
                 "IDLE+DRAIN",
                 "drain",
                 "NHC: Xid 79: GPU gpu3 has fallen off the bus",
@@ -91,8 +84,8 @@ def test_node_events_become_typed_rows() -> None:
                 "alpha",
                 "gpu0013",
                 ["gpu0013"],
-                _ts("2026-06-04T01:00:00"),
-                _ts("2026-06-04T02:00:00"),
+                utc("2026-06-04T01:00:00"),
+                utc("2026-06-04T02:00:00"),
                 "MAINT+RESERVED",
                 "maint",
                 "planned maintenance",
@@ -104,7 +97,7 @@ def test_node_events_become_typed_rows() -> None:
     )
     assert_frame_equal(result.rows, expected)
     # header, blank line and the cluster event are outside the table
-    _assert_accounted(result, n_in_scope=4, n_ignored=3)
+    assert_accounted(result, SCHEMA, n_in_scope=4, n_ignored=3)
 
 
 def test_node_events_without_cluster_and_user_columns() -> None:
@@ -172,7 +165,7 @@ def test_node_events_hostile_lines_are_rejected_with_a_reason() -> None:
         alpha|gpu0001|2026-06-02T10:00:00||DRAIN|ok|root(0)
         """
     )
-    assert dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True)) == {
+    assert reject_reasons(result) == {
         2: "malformed TimeStart time '2026-06-31T10:00:00'",
         3: "malformed TimeEnd time 'tomorrow'",
         4: "TimeStart time in the future: 2099-01-01T00:00:00",
@@ -184,7 +177,7 @@ def test_node_events_hostile_lines_are_rejected_with_a_reason() -> None:
         (7, "a | in the reason"),
         (8, "ok"),
     ]
-    _assert_accounted(result, n_in_scope=7, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=7, n_ignored=1)
 
 
 def test_node_events_wrong_header_rejects_every_line() -> None:

@@ -15,6 +15,7 @@ from polars.testing import assert_frame_equal
 
 from pipelines.sources.common import REJECT_SCHEMA, Parsed
 from pipelines.sources.node_events import SCHEMA, parse
+from tests.pipelines.sources.helpers import reject_reasons
 
 SAMPLES = Path(__file__).parent / "samples" / "sacctmgr"
 # the samples were captured on 2026-11-25 (container clock); a day later nothing is in the future
@@ -37,10 +38,6 @@ def _parse(name: str) -> Parsed:
 
 def _ts(clock: str) -> datetime:
     return datetime.fromisoformat(f"2026-11-25T{clock}").replace(tzinfo=UTC)
-
-
-def _reasons(result: Parsed) -> dict[int, str]:
-    return dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True))
 
 
 def _assert_accounted(result: Parsed, *, n_lines: int) -> None:
@@ -112,7 +109,7 @@ def test_real_parsable_formats_give_the_same_events(
     assert_frame_equal(result.rows, _expected(name, cluster=cluster, with_user=with_user))
     assert result.n_ignored == 2
     _assert_accounted(result, n_lines=12)
-    assert _reasons(result) == {}
+    assert reject_reasons(result) == {}
 
 
 def test_real_parsable2_open_events_and_nodes() -> None:

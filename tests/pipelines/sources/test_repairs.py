@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from datetime import UTC, datetime
 
 import polars as pl
@@ -10,31 +9,16 @@ from polars.testing import assert_frame_equal
 
 from pipelines.sources.common import REJECT_SCHEMA, Parsed
 from pipelines.sources.repairs import SCHEMA, parse
+from tests.pipelines.sources.helpers import assert_accounted, raw_bytes, reject_reasons
 
 HEADER = "ticket_id,node,component_class,slot,serial_out,serial_in,opened,closed,action,description"
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 SOURCE = "/landing/repairs/tickets.csv"
 
 
-def _raw(text: str) -> bytes:
-    return textwrap.dedent(text).lstrip("\n").encode()
-
-
 def _parse(text: str | bytes) -> Parsed:
-    data = _raw(text) if isinstance(text, str) else text
+    data = raw_bytes(text) if isinstance(text, str) else text
     return parse(data, source_file=SOURCE, now=NOW)
-
-
-def _assert_accounted(result: Parsed, *, n_in_scope: int, n_ignored: int) -> None:
-    """Every data line is a row or a reject; header and blank lines are only counted."""
-    assert result.rows.height + result.rejects.height == n_in_scope
-    assert result.n_ignored == n_ignored
-    assert result.rows.schema == pl.Schema(SCHEMA)
-    assert result.rejects.schema == pl.Schema(REJECT_SCHEMA)
-
-
-def _reasons(result: Parsed) -> dict[int, str]:
-    return dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True))
 
 
 def test_repairs_tickets_become_typed_rows() -> None:
@@ -111,7 +95,7 @@ def test_repairs_tickets_become_typed_rows() -> None:
         orient="row",
     )
     assert_frame_equal(result.rows, expected)
-    _assert_accounted(result, n_in_scope=4, n_ignored=2)
+    assert_accounted(result, SCHEMA, n_in_scope=4, n_ignored=2)
 
 
 def test_repairs_hostile_lines_are_rejected_with_a_reason() -> None:
@@ -128,7 +112,7 @@ def test_repairs_hostile_lines_are_rejected_with_a_reason() -> None:
         """
     )
     assert result.rows["ticket_id"].to_list() == ["T-7"]  # class and close order: validation
-    assert _reasons(result) == {
+    assert reject_reasons(result) == {
         2: "unknown action 'swap' (expected one of replace, planned_replace, reseat, "
         "no_fault_found)",
         3: "malformed opened time '2026-06-31T00:00:00Z'",
@@ -137,7 +121,7 @@ def test_repairs_hostile_lines_are_rejected_with_a_reason() -> None:
         6: "unbalanced double quotes",
         7: "opened time in the future: 2026-12-10T00:00:00Z",
     }
-    _assert_accounted(result, n_in_scope=7, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=7, n_ignored=1)
 
 
 def test_repairs_wrong_delimiter_rejects_every_line() -> None:
@@ -152,19 +136,19 @@ def test_repairs_wrong_delimiter_rejects_every_line() -> None:
     assert result.rejects["reason"][1].startswith(
         "tickets CSV header is missing columns ticket_id, node, component_class"
     )
-    _assert_accounted(result, n_in_scope=2, n_ignored=0)
+    assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=0)
 
 
 def test_repairs_non_utf8_line_is_rejected() -> None:
     data = f"{HEADER}\n".encode()
     data += "T-1,gpu0001,gpu,gpu0,,,2026-06-10T00:00:00Z,,replace,r\xe9sum\xe9\n".encode("latin-1")
     result = _parse(data)
-    assert _reasons(result) == {2: "line is not valid UTF-8"}
-    _assert_accounted(result, n_in_scope=1, n_ignored=1)
+    assert reject_reasons(result) == {2: "line is not valid UTF-8"}
+    assert_accounted(result, SCHEMA, n_in_scope=1, n_ignored=1)
 
 
 def test_repairs_empty_file_is_one_reject() -> None:
     result = _parse(b"")
     expected = pl.DataFrame([(SOURCE, 0, "", "empty file")], schema=REJECT_SCHEMA, orient="row")
     assert_frame_equal(result.rejects, expected)
-    _assert_accounted(result, n_in_scope=1, n_ignored=0)
+    assert_accounted(result, SCHEMA, n_in_scope=1, n_ignored=0)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from datetime import UTC, datetime
 
 import polars as pl
@@ -14,6 +13,7 @@ from polars.testing import assert_frame_equal
 from pipelines.sources import sacct
 from pipelines.sources.common import REJECT_SCHEMA, Parsed
 from pipelines.sources.sacct import SCHEMA, parse
+from tests.pipelines.sources.helpers import assert_accounted, raw_bytes, reject_reasons, utc
 
 HEADER = (
     "JobID|JobIDRaw|JobName|Partition|Account|User|AllocNodes|AllocTRES|NodeList|Submit|Start|End|"
@@ -23,29 +23,9 @@ NOW = datetime(2026, 9, 1, tzinfo=UTC)
 SOURCE = "/landing/slurm/sacct_20260601.txt"
 
 
-def _raw(text: str) -> bytes:
-    return textwrap.dedent(text).lstrip("\n").encode()
-
-
 def _parse(text: str | bytes) -> Parsed:
-    data = _raw(text) if isinstance(text, str) else text
+    data = raw_bytes(text) if isinstance(text, str) else text
     return parse(data, source_file=SOURCE, now=NOW)
-
-
-def _ts(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
-
-
-def _assert_accounted(result: Parsed, *, n_in_scope: int, n_ignored: int) -> None:
-    """Every in-scope line is a row or a reject; the others are only counted."""
-    assert result.rows.height + result.rejects.height == n_in_scope
-    assert result.n_ignored == n_ignored
-    assert result.rows.schema == pl.Schema(SCHEMA)
-    assert result.rejects.schema == pl.Schema(REJECT_SCHEMA)
-
-
-def _reasons(result: Parsed) -> dict[int, str]:
-    return dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True))
 
 
 def test_sacct_allocation_and_steps_become_typed_rows() -> None:
@@ -58,7 +38,7 @@ def test_sacct_allocation_and_steps_become_typed_rows() -> None:
         1042.0|1042.0|python||ml||2|cpu=128,gres/gpu=16,mem=1000G,node=2|gpu[0001-0002]|2026-06-01T00:01:05|2026-06-01T00:01:05|2026-06-02T01:01:00|1-00:59:55|FAILED|1:0|
         """
     )
-    start, end = _ts("2026-06-01T00:01:00"), _ts("2026-06-02T01:01:00")
+    start, end = utc("2026-06-01T00:01:00"), utc("2026-06-02T01:01:00")
     both = ["gpu0001", "gpu0002"]
     tres = "billing=128,cpu=128,gres/gpu=16,mem=1000G,node=2"
     expected = pl.DataFrame(
@@ -79,7 +59,7 @@ def test_sacct_allocation_and_steps_become_typed_rows() -> None:
                 16,
                 "gpu[0001-0002]",
                 both,
-                _ts("2026-06-01T00:00:00"),
+                utc("2026-06-01T00:00:00"),
                 start,
                 end,
                 90000,
@@ -157,8 +137,8 @@ def test_sacct_allocation_and_steps_become_typed_rows() -> None:
                 16,
                 "gpu[0001-0002]",
                 both,
-                _ts("2026-06-01T00:01:05"),
-                _ts("2026-06-01T00:01:05"),
+                utc("2026-06-01T00:01:05"),
+                utc("2026-06-01T00:01:05"),
                 end,
                 89995,
                 "FAILED",
@@ -172,7 +152,7 @@ def test_sacct_allocation_and_steps_become_typed_rows() -> None:
         orient="row",
     )
     assert_frame_equal(result.rows, expected)
-    _assert_accounted(result, n_in_scope=4, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=4, n_ignored=1)
 
 
 def test_sacct_job_arrays_and_heterogeneous_jobs_keep_their_ids() -> None:
@@ -196,8 +176,8 @@ def test_sacct_job_arrays_and_heterogeneous_jobs_keep_their_ids() -> None:
             "n_gpus": [8, 8, 0, 8, 0, 8],
             "nodes": [["gpu0003"], ["gpu0003"], [], ["gpu0004"], ["cpu0001"], ["gpu0004"]],
             "end_ts": [
-                _ts("2026-06-01T00:10:10"),
-                _ts("2026-06-01T00:10:10"),
+                utc("2026-06-01T00:10:10"),
+                utc("2026-06-01T00:10:10"),
                 None,
                 None,
                 None,
@@ -207,7 +187,7 @@ def test_sacct_job_arrays_and_heterogeneous_jobs_keep_their_ids() -> None:
         schema={c: SCHEMA[c] for c in got.columns},
     )
     assert_frame_equal(got, expected)
-    _assert_accounted(result, n_in_scope=6, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=6, n_ignored=1)
 
 
 @pytest.mark.parametrize(
@@ -240,7 +220,7 @@ def test_sacct_state_keeps_base_word_and_cancelling_uid(
         """
     )
     assert result.rows.select("state", "state_by_uid").row(0) == (state, uid)
-    _assert_accounted(result, n_in_scope=1, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=1, n_ignored=1)
 
 
 def test_sacct_unknown_state_words_are_rejected() -> None:
@@ -252,12 +232,12 @@ def test_sacct_unknown_state_words_are_rejected() -> None:
         11|11|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|CANCELLED by alice|0:0|0
         """  # noqa: E501
     )
-    assert _reasons(result) == {
+    assert reject_reasons(result) == {
         2: "unknown State 'EXPLODED'",
         3: "unknown State 'completed'",
         4: "malformed uid in State 'CANCELLED by alice'",
     }
-    _assert_accounted(result, n_in_scope=3, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=3, n_ignored=1)
 
 
 def test_sacct_unknown_and_none_times_are_null() -> None:
@@ -273,7 +253,7 @@ def test_sacct_unknown_and_none_times_are_null() -> None:
         schema={c: SCHEMA[c] for c in ("start_ts", "end_ts", "nodes")},
     )
     assert_frame_equal(result.rows.select("start_ts", "end_ts", "nodes"), expected)
-    _assert_accounted(result, n_in_scope=2, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=1)
 
 
 def test_sacct_gpus_come_from_plain_or_typed_gres() -> None:
@@ -287,8 +267,8 @@ def test_sacct_gpus_come_from_plain_or_typed_gres() -> None:
         """
     )
     assert result.rows["n_gpus"].to_list() == [8, 4, 0]
-    assert _reasons(result) == {5: "malformed AllocTRES 'cpu=8,gres/gpu=lots'"}
-    _assert_accounted(result, n_in_scope=4, n_ignored=1)
+    assert reject_reasons(result) == {5: "malformed AllocTRES 'cpu=8,gres/gpu=lots'"}
+    assert_accounted(result, SCHEMA, n_in_scope=4, n_ignored=1)
 
 
 def test_sacct_hostlists_expand_with_several_brackets_and_zero_padding() -> None:
@@ -310,7 +290,7 @@ def test_sacct_hostlists_expand_with_several_brackets_and_zero_padding() -> None
         "rack[1-2]-gpu[01-02]",
         "gpu[9-10]",
     ]
-    _assert_accounted(result, n_in_scope=3, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=3, n_ignored=1)
 
 
 def test_sacct_malformed_hostlists_are_rejected() -> None:
@@ -321,11 +301,11 @@ def test_sacct_malformed_hostlists_are_rejected() -> None:
         2|2|j|gpu|ml|ana|4|gres/gpu=32|gpu[a-c]|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0
         """
     )
-    assert _reasons(result) == {
+    assert reject_reasons(result) == {
         2: "malformed NodeList 'gpu[008-'",
         3: "malformed NodeList 'gpu[a-c]'",
     }
-    _assert_accounted(result, n_in_scope=2, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=1)
 
 
 def test_sacct_malformed_fields_are_rejected_with_the_field_named() -> None:
@@ -342,7 +322,7 @@ def test_sacct_malformed_fields_are_rejected_with_the_field_named() -> None:
         8|8.|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0
         """
     )
-    assert _reasons(result) == {
+    assert reject_reasons(result) == {
         2: "malformed Submit time '2026-06-31T00:00:00'",
         3: "malformed Start time 'yesterday'",
         4: "malformed Elapsed '1h'",
@@ -352,7 +332,7 @@ def test_sacct_malformed_fields_are_rejected_with_the_field_named() -> None:
         8: "malformed JobID '7x'",
         9: "malformed JobIDRaw '8.'",
     }
-    _assert_accounted(result, n_in_scope=8, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=8, n_ignored=1)
 
 
 def test_sacct_end_before_start_is_left_to_validation() -> None:
@@ -363,10 +343,10 @@ def test_sacct_end_before_start_is_left_to_validation() -> None:
         """
     )
     assert result.rows.select("start_ts", "end_ts").row(0) == (
-        _ts("2026-06-01T02:00:00"),
-        _ts("2026-06-01T01:00:00"),
+        utc("2026-06-01T02:00:00"),
+        utc("2026-06-01T01:00:00"),
     )
-    _assert_accounted(result, n_in_scope=1, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=1, n_ignored=1)
 
 
 def test_sacct_future_timestamps_are_rejected() -> None:
@@ -378,8 +358,8 @@ def test_sacct_future_timestamps_are_rejected() -> None:
         """
     )
     assert result.rows["job_id"].to_list() == ["1"]  # within a day of now
-    assert _reasons(result) == {3: "Submit time in the future: 2026-09-03T00:00:00"}
-    _assert_accounted(result, n_in_scope=2, n_ignored=1)
+    assert reject_reasons(result) == {3: "Submit time in the future: 2026-09-03T00:00:00"}
+    assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=1)
 
 
 def test_sacct_wrong_number_of_fields_is_rejected() -> None:
@@ -390,12 +370,12 @@ def test_sacct_wrong_number_of_fields_is_rejected() -> None:
         2|2|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0|
         """
     )
-    assert _reasons(result) == {
+    assert reject_reasons(result) == {
         2: "expected 16 fields separated by '|', found 12",
         3: "expected 16 fields separated by '|', found 17",
     }
     assert result.rejects["raw"][0].endswith("2026-06-01T01:0")
-    _assert_accounted(result, n_in_scope=2, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=1)
 
 
 def test_sacct_comma_delimiter_reads_lines_whose_fields_hold_no_comma() -> None:
@@ -410,8 +390,8 @@ def test_sacct_comma_delimiter_reads_lines_whose_fields_hold_no_comma() -> None:
         """
     )
     assert result.rows.select("job_id", "n_gpus", "nodes").rows() == [("1", 8, ["gpu0001"])]
-    assert _reasons(result) == {3: "expected 16 fields separated by ',', found 17"}
-    _assert_accounted(result, n_in_scope=2, n_ignored=1)
+    assert reject_reasons(result) == {3: "expected 16 fields separated by ',', found 17"}
+    assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=1)
 
 
 def test_sacct_missing_header_rejects_every_line() -> None:
@@ -426,7 +406,7 @@ def test_sacct_missing_header_rejects_every_line() -> None:
         "sacct header is missing columns JobID, State, Start, End, NodeList: expected a first "
         "line naming JobID|State|Start|End|NodeList"
     )
-    _assert_accounted(result, n_in_scope=2, n_ignored=0)
+    assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=0)
 
 
 def test_sacct_header_with_other_order_and_extra_columns_is_read_by_name() -> None:
@@ -437,7 +417,7 @@ def test_sacct_header_with_other_order_and_extra_columns_is_read_by_name() -> No
         """
     )
     assert result.rows.select("job_id", "state", "exit_signal").row(0) == ("5", "TIMEOUT", 1)
-    _assert_accounted(result, n_in_scope=1, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=1, n_ignored=1)
 
 
 def test_sacct_non_utf8_line_is_rejected() -> None:
@@ -445,34 +425,34 @@ def test_sacct_non_utf8_line_is_rejected() -> None:
     data = f"{HEADER}\n{good}\n".encode() + good.replace("|j|", "|caf\xe9|").encode("latin-1")
     result = _parse(data)
     assert result.rows["line_no"].to_list() == [2]
-    assert _reasons(result) == {3: "line is not valid UTF-8"}
+    assert reject_reasons(result) == {3: "line is not valid UTF-8"}
     assert "|caf\\xe9|" in result.rejects["raw"][0]
-    _assert_accounted(result, n_in_scope=2, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=1)
 
 
 def test_sacct_blank_lines_and_repeated_headers_are_ignored() -> None:
     line = "1|1|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T01:00:00|01:00:00|COMPLETED|0:0|0"  # noqa: E501
     result = _parse(f"\n{HEADER}\n{line}\n\n{HEADER}\r\n{line}\r\n".encode())
     assert result.rows["line_no"].to_list() == [3, 6]
-    _assert_accounted(result, n_in_scope=2, n_ignored=4)
+    assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=4)
 
 
 def test_sacct_empty_file_is_one_reject() -> None:
     result = _parse(b"")
     expected = pl.DataFrame([(SOURCE, 0, "", "empty file")], schema=REJECT_SCHEMA, orient="row")
     assert_frame_equal(result.rejects, expected)
-    _assert_accounted(result, n_in_scope=1, n_ignored=0)
+    assert_accounted(result, SCHEMA, n_in_scope=1, n_ignored=0)
 
 
 def test_sacct_header_only_file_has_no_rows() -> None:
     result = _parse(f"{HEADER}\n".encode())
-    _assert_accounted(result, n_in_scope=0, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=0, n_ignored=1)
 
 
 def test_sacct_now_defaults_to_the_current_time() -> None:
     line = "1|1|j|gpu|ml|ana|1|gres/gpu=8|gpu0001|2999-06-01T00:00:00|Unknown|Unknown|00:00:00|PENDING|0:0|0"  # noqa: E501
     result = parse(f"{HEADER}\n{line}\n".encode(), source_file=SOURCE)
-    assert _reasons(result) == {2: "Submit time in the future: 2999-06-01T00:00:00"}
+    assert reject_reasons(result) == {2: "Submit time in the future: 2999-06-01T00:00:00"}
 
 
 @settings(max_examples=60, deadline=None)

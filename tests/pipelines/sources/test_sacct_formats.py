@@ -6,7 +6,6 @@ README); every expectation below was read off the sample lines by hand."""
 
 from __future__ import annotations
 
-import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +14,7 @@ import polars as pl
 
 from pipelines import ingest, warehouse
 from pipelines.sources.sacct import parse
+from tests.pipelines.sources.helpers import raw_bytes, reject_reasons, utc
 
 if TYPE_CHECKING:
     from pipelines.sources.common import Parsed
@@ -24,16 +24,8 @@ NOW = datetime(2026, 9, 1, tzinfo=UTC)
 
 
 def _parse(text: str | bytes, name: str = "sacct.txt") -> Parsed:
-    data = textwrap.dedent(text).lstrip("\n").encode() if isinstance(text, str) else text
+    data = raw_bytes(text) if isinstance(text, str) else text
     return parse(data, source_file=name, now=NOW)
-
-
-def _ts(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
-
-
-def _reasons(result: Parsed) -> dict[int, str]:
-    return dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True))
 
 
 def test_real_simulator_dump_with_cluster_nnodes_and_reqtres() -> None:
@@ -77,8 +69,8 @@ def test_real_simulator_dump_with_cluster_nnodes_and_reqtres() -> None:
             1,
             0,
             ["b1"],
-            _ts("2022-01-01T05:01:14"),
-            _ts("2022-01-01T05:01:14"),
+            utc("2022-01-01T05:01:14"),
+            utc("2022-01-01T05:01:14"),
             0,
             "COMPLETED",
             0,
@@ -98,8 +90,8 @@ def test_real_simulator_dump_with_cluster_nnodes_and_reqtres() -> None:
             1,
             0,
             ["n1"],
-            _ts("2022-01-01T05:01:16"),
-            _ts("2022-01-01T05:02:16"),
+            utc("2022-01-01T05:01:16"),
+            utc("2022-01-01T05:02:16"),
             60,
             "TIMEOUT",
             0,
@@ -119,8 +111,8 @@ def test_real_simulator_dump_with_cluster_nnodes_and_reqtres() -> None:
             1,
             0,
             ["b1"],
-            _ts("2022-01-01T05:01:16"),
-            _ts("2022-01-01T05:01:21"),
+            utc("2022-01-01T05:01:16"),
+            utc("2022-01-01T05:01:21"),
             5,
             "COMPLETED",
             0,
@@ -141,8 +133,8 @@ def test_real_simulator_dump_with_cluster_nnodes_and_reqtres() -> None:
             2,
             0,
             ["b1", "g1"],
-            _ts("2022-01-01T05:01:30"),
-            _ts("2022-01-01T05:01:51"),
+            utc("2022-01-01T05:01:30"),
+            utc("2022-01-01T05:01:51"),
             21,
             "COMPLETED",
             0,
@@ -151,7 +143,7 @@ def test_real_simulator_dump_with_cluster_nnodes_and_reqtres() -> None:
         ),
     ]
     assert result.rows["alloc_tres"][3] == "billing=24,cpu=24,mem=67200M,node=1"
-    assert result.rows["submit_ts"][1] == _ts("2022-01-01T05:01:15")
+    assert result.rows["submit_ts"][1] == utc("2022-01-01T05:01:15")
 
 
 def test_real_table_output_is_refused_line_by_line_with_the_fix() -> None:
@@ -218,7 +210,7 @@ def test_parsable_trailing_delimiter_is_one_more_empty_field() -> None:
         """
     )
     assert result.rows.select("job_id", "n_gpus", "alloc_nodes").rows() == [("9", 16, 2)]
-    assert _reasons(result) == {3: "expected 7 fields separated by '|', found 5"}
+    assert reject_reasons(result) == {3: "expected 7 fields separated by '|', found 5"}
 
 
 def test_gpus_counted_once_from_typed_and_untyped_entries_and_from_reqtres() -> None:
@@ -239,7 +231,7 @@ def test_gpus_counted_once_from_typed_and_untyped_entries_and_from_reqtres() -> 
     assert (
         result.rows.filter(pl.col("job_id") == "3")["alloc_tres"][0] == "cpu=64,gres/gpu=16,node=2"
     )
-    assert _reasons(result) == {6: "malformed AllocTRES 'gres/gpu=many'"}
+    assert reject_reasons(result) == {6: "malformed AllocTRES 'gres/gpu=many'"}
 
 
 def test_times_printed_with_a_utc_offset_are_honoured() -> None:
@@ -251,8 +243,8 @@ def test_times_printed_with_a_utc_offset_are_honoured() -> None:
         """
     )
     assert result.rows.select("start_ts", "end_ts", "alloc_nodes", "elapsed_s").row(0) == (
-        _ts("2023-02-21T12:49:26"),
-        _ts("2023-02-21T14:10:23"),
+        utc("2023-02-21T12:49:26"),
+        utc("2023-02-21T14:10:23"),
         3,
         4857,
     )

@@ -7,14 +7,14 @@ that prints one (Megatron's checkpoint lines), or a save start's time plus the t
 
 from __future__ import annotations
 
-import textwrap
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from pipelines.sources.training import SCHEMA, job_from_name, parse
+from tests.pipelines.sources.helpers import raw_bytes, utc
 
 if TYPE_CHECKING:
     from pipelines.sources.common import Parsed
@@ -28,12 +28,8 @@ def _sample(name: str) -> Parsed:
 
 
 def _text(text: str, **options: str) -> Parsed:
-    body = textwrap.dedent(text).lstrip("\n").encode()
+    body = raw_bytes(text)
     return parse(body, source_file="/landing/training/train.log", **options)
-
-
-def _ts(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
 def test_training_real_torchtitan_last_step_save_with_the_missing_space() -> None:
@@ -45,17 +41,17 @@ def test_training_real_torchtitan_last_step_save_with_the_missing_space() -> Non
     rows = result.rows
     assert dict(rows.schema) == SCHEMA
     assert rows.select(*COLUMNS).rows() == [
-        (1, "step", "torchtitan", 640, _ts("2025-04-01 00:25:47.084"), False, None),
+        (1, "step", "torchtitan", 640, utc("2025-04-01 00:25:47.084"), False, None),
         (
             2,
             "checkpoint_save_start",
             "torchtitan",
             644,
-            _ts("2025-04-01 00:25:54.090"),
+            utc("2025-04-01 00:25:54.090"),
             False,
             None,
         ),
-        (3, "checkpoint_save_end", "torchtitan", 644, _ts("2025-04-01 00:25:59.616"), False, 5.53),
+        (3, "checkpoint_save_end", "torchtitan", 644, utc("2025-04-01 00:25:59.616"), False, 5.53),
     ]
     assert rows["loss"].to_list() == [6.2116, None, None]
     assert rows["job_id"].to_list() == [None] * 3
@@ -87,7 +83,7 @@ def test_training_real_megatron_minmax_timer_block_after_a_datetime_banner() -> 
     result = _sample("megatron_gpt2_note_save_timer.log")
     assert result.rejects.height == 0
     assert result.n_ignored == 22 - 4
-    start = _ts("2024-01-24 11:10:16")
+    start = utc("2024-01-24 11:10:16")
     rows = result.rows
     assert rows.select(*COLUMNS, "checkpoint_path").rows() == [
         (7, "train_start", "megatron", None, start, False, None, None),
@@ -146,14 +142,14 @@ def test_training_torchtitan_load_and_older_save_messages() -> None:
     assert result.rejects.height == 0
     assert result.n_ignored == 0
     assert result.rows.select(*COLUMNS).rows() == [
-        (1, "checkpoint_load_start", "torchtitan", 500, _ts("2025-06-16 22:00:00"), False, None),
-        (2, "checkpoint_load_end", "torchtitan", 500, _ts("2025-06-16 22:00:03.21"), False, 3.21),
-        (3, "step", "torchtitan", 600, _ts("2025-06-16 22:10:00"), False, None),
+        (1, "checkpoint_load_start", "torchtitan", 500, utc("2025-06-16 22:00:00"), False, None),
+        (2, "checkpoint_load_end", "torchtitan", 500, utc("2025-06-16 22:00:03.21"), False, 3.21),
+        (3, "step", "torchtitan", 600, utc("2025-06-16 22:10:00"), False, None),
         # "Saving the checkpoint" names no step, so neither does its end
-        (4, "checkpoint_save_start", "torchtitan", None, _ts("2025-06-16 22:10:00.1"), False, None),
-        (5, "checkpoint_save_end", "torchtitan", None, _ts("2025-06-16 22:10:04.1"), False, 4.0),
-        (6, "checkpoint_save_start", "torchtitan", 700, _ts("2025-06-16 22:20:00"), False, None),
-        (7, "checkpoint_save_end", "torchtitan", 700, _ts("2025-06-16 22:20:02.5"), False, 2.5),
+        (4, "checkpoint_save_start", "torchtitan", None, utc("2025-06-16 22:10:00.1"), False, None),
+        (5, "checkpoint_save_end", "torchtitan", None, utc("2025-06-16 22:10:04.1"), False, 4.0),
+        (6, "checkpoint_save_start", "torchtitan", 700, utc("2025-06-16 22:20:00"), False, None),
+        (7, "checkpoint_save_end", "torchtitan", 700, utc("2025-06-16 22:20:02.5"), False, 2.5),
     ]
 
 
@@ -172,7 +168,7 @@ def test_training_megatron_max_only_timer_and_a_save_without_timer() -> None:
     )
     assert result.rejects.height == 0
     assert result.n_ignored == 2  # the header line and the first "successfully saved"
-    t100, t110 = _ts("2024-07-15 15:27:27"), _ts("2024-07-15 15:28:05")
+    t100, t110 = utc("2024-07-15 15:27:27"), utc("2024-07-15 15:28:05")
     assert result.rows.select(*COLUMNS).rows() == [
         (1, "step", "megatron", 100, t100, False, None),
         (2, "checkpoint_save_start", "megatron", 100, t100, True, None),
@@ -266,5 +262,5 @@ def test_training_real_torchtitan_fork_training_start_line() -> None:
     assert result.rejects.height == 0
     assert result.n_ignored == 2
     assert result.rows.select(*COLUMNS).rows() == [
-        (2, "train_start", "torchtitan", 1, _ts("2025-02-03 09:19:51"), False, None),
+        (2, "train_start", "torchtitan", 1, utc("2025-02-03 09:19:51"), False, None),
     ]

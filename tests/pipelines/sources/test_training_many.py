@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import codecs
 import random
-import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +24,7 @@ from polars.testing import assert_frame_equal
 from pipelines.sources import training
 from pipelines.sources.training import parse, parse_many
 from synth import SynthConfig, synthesize
+from tests.pipelines.sources.helpers import raw_bytes
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -57,17 +57,13 @@ def _assert_same_as_one_by_one(
     return many
 
 
-def _dedent(text: str) -> bytes:
-    return textwrap.dedent(text).lstrip("\n").encode()
-
-
-MEGATRON_END_OF_A = _dedent(
+MEGATRON_END_OF_A = raw_bytes(
     """
     [2024-05-01 12:00:00] iteration      200/  500000 | elapsed time per iteration (ms): 1000.0 |
     saving checkpoint at iteration     200 to /ckpt/a
     """
 )
-MEGATRON_HEAD_OF_B = _dedent(
+MEGATRON_HEAD_OF_B = raw_bytes(
     """
     saving checkpoint at iteration     100 to /ckpt/b
       successfully saved checkpoint at iteration     100 to /ckpt/b
@@ -75,7 +71,7 @@ MEGATRON_HEAD_OF_B = _dedent(
         save-checkpoint ................................: (2000.00, 2500.00)
     """
 )
-LOOK_ALIKES = _dedent(
+LOOK_ALIKES = raw_bytes(
     """
     [2024-05-01 12:00:00] iteration      abc/  500000 | elapsed time per iteration (ms): 1000.0 |
     [2024-05-01 12:00:01] iteration      201/  500000 | elapsed time per iteration (ms): 1000.0

@@ -5,13 +5,13 @@ and a few synthetic edge cases. Expectations are read off the sample lines by ha
 from __future__ import annotations
 
 import textwrap
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from pipelines.sources.training import SCHEMA, parse
+from tests.pipelines.sources.helpers import utc
 
 if TYPE_CHECKING:
     from pipelines.sources.common import Parsed
@@ -28,10 +28,6 @@ def _text(text: str, *, crlf: bool = False) -> Parsed:
     if crlf:
         body = body.replace("\n", "\r\n")
     return parse(body.encode(), source_file="/landing/training/train.log")
-
-
-def _ts(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
 def test_training_real_megatron_iterations_without_date_prefix() -> None:
@@ -78,9 +74,9 @@ def test_training_real_megatron_date_prefix() -> None:
     assert rows["line_no"].to_list() == [2, 3, 4]
     assert rows["step"].to_list() == [1, 2, 3]
     assert rows["ts"].to_list() == [
-        _ts("2025-05-09 06:11:17"),
-        _ts("2025-05-09 06:11:20"),
-        _ts("2025-05-09 06:11:23"),
+        utc("2025-05-09 06:11:17"),
+        utc("2025-05-09 06:11:20"),
+        utc("2025-05-09 06:11:23"),
     ]
     assert rows["step_time_s"].to_list() == pytest.approx([21.8479, 3.2866, 3.1824])
     # lm loss: 1.186396E+01, 1.186432E+01, 8.431922E+00 (not load_balancing_loss)
@@ -112,12 +108,12 @@ def test_training_real_torchtitan_rank_prefixed_steps() -> None:
     assert rows["step"].to_list() == [200, 210, 220, 230, 240, 250]
     assert rows["loss"].to_list() == pytest.approx([6.1384, 6.0388, 6.0348, 5.9670, 5.8311, 5.8383])
     assert rows["ts"].to_list() == [
-        _ts("2025-06-16 22:30:50.322"),
-        _ts("2025-06-16 22:31:04.970"),
-        _ts("2025-06-16 22:31:18.934"),
-        _ts("2025-06-16 22:31:32.895"),
-        _ts("2025-06-16 22:31:46.869"),
-        _ts("2025-06-16 22:32:00.846"),
+        utc("2025-06-16 22:30:50.322"),
+        utc("2025-06-16 22:31:04.970"),
+        utc("2025-06-16 22:31:18.934"),
+        utc("2025-06-16 22:31:32.895"),
+        utc("2025-06-16 22:31:46.869"),
+        utc("2025-06-16 22:32:00.846"),
     ]
     assert rows["step_time_s"].null_count() == 6
 
@@ -130,8 +126,8 @@ def test_training_real_torchtitan_without_rank_prefix_every_rank_repeats() -> No
     rows = result.rows
     assert rows["step"].to_list() == [4, 4, 4, 4, 4, 4, 4, 5]
     assert rows["loss"].to_list() == pytest.approx([7.62585] * 7 + [7.07623])
-    assert rows["ts"].to_list() == [_ts("2026-02-24 19:46:17.508")] * 7 + [
-        _ts("2026-02-24 19:46:19.145")
+    assert rows["ts"].to_list() == [utc("2026-02-24 19:46:17.508")] * 7 + [
+        utc("2026-02-24 19:46:19.145")
     ]
 
 
@@ -186,7 +182,7 @@ def test_training_megatron_date_prefix_and_checkpoint_lines() -> None:
     assert result.n_ignored == 1
     # the save lines print no time: both take the iteration line's (docs/goodput.md §1); the
     # load lines take none
-    noon = _ts("2024-05-01 12:00:00")
+    noon = utc("2024-05-01 12:00:00")
     assert result.rows.select(
         "event", "step", "ts", "ts_inferred", "step_time_s", "loss", "checkpoint_path"
     ).rows() == [
@@ -235,7 +231,7 @@ def test_training_crlf_lines_parse_like_lf() -> None:
     crlf, lf = _text(text, crlf=True), _text(text)
     assert crlf.rejects.height == 0
     assert crlf.rows.select("framework", "step", "ts", "step_time_s", "loss").rows() == [
-        ("torchtitan", 5, _ts("2026-02-24 19:46:19.145"), None, 7.07623),
+        ("torchtitan", 5, utc("2026-02-24 19:46:19.145"), None, 7.07623),
         ("megatron", 202, None, 1.5, 2.5),
     ]
     assert crlf.rows.equals(lf.rows)
@@ -260,11 +256,11 @@ def test_training_hf_trainer_dict_without_step_and_checkpoint_save() -> None:
             "checkpoint_save_start",
             "hf_trainer",
             500,
-            _ts("2024-05-01 12:00:00.123"),
+            utc("2024-05-01 12:00:00.123"),
             None,
             "out/checkpoint-500",
         ),
-        ("checkpoint_save_start", "hf_trainer", None, _ts("2024-05-01 12:30:00"), None, "out"),
+        ("checkpoint_save_start", "hf_trainer", None, utc("2024-05-01 12:30:00"), None, "out"),
     ]
 
 

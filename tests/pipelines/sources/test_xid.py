@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,37 +13,22 @@ from polars.testing import assert_frame_equal
 
 from pipelines.sources.common import REJECT_SCHEMA, Parsed
 from pipelines.sources.xid import SCHEMA, parse
+from tests.pipelines.sources.helpers import assert_accounted, raw_bytes, reject_reasons
 
 REAL = Path(__file__).resolve().parents[3].parent / "shared" / "real" / "nvidia-xid-dmesg-samples"
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 SOURCE = "/landing/kernel/gpu0007.log"
 
 
-def _raw(text: str) -> bytes:
-    return textwrap.dedent(text).lstrip("\n").encode()
-
-
 def _parse(
     text: str | bytes, *, source_file: str = SOURCE, file_mtime: datetime | None = None
 ) -> Parsed:
-    data = _raw(text) if isinstance(text, str) else text
+    data = raw_bytes(text) if isinstance(text, str) else text
     return parse(data, source_file=source_file, file_mtime=file_mtime, now=NOW)
 
 
 def _ts(text: str) -> datetime:
     return datetime.fromisoformat(text).astimezone(UTC)
-
-
-def _assert_accounted(result: Parsed, *, n_in_scope: int, n_ignored: int) -> None:
-    """Every line with ``NVRM: Xid`` is a row or a reject; the others are only counted."""
-    assert result.rows.height + result.rejects.height == n_in_scope
-    assert result.n_ignored == n_ignored
-    assert result.rows.schema == pl.Schema(SCHEMA)
-    assert result.rejects.schema == pl.Schema(REJECT_SCHEMA)
-
-
-def _reasons(result: Parsed) -> dict[int, str]:
-    return dict(zip(result.rejects["line_no"], result.rejects["reason"], strict=True))
 
 
 def _frame(rows: list[tuple[object, ...]]) -> pl.DataFrame:
@@ -89,7 +73,7 @@ def test_xid_dmesg_t_lines_take_the_host_from_the_file_name() -> None:
         ]
     )
     assert_frame_equal(result.rows, expected)
-    _assert_accounted(result, n_in_scope=2, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=1)
 
 
 def test_xid_journal_iso_lines_carry_host_and_offset() -> None:
@@ -116,7 +100,7 @@ def test_xid_journal_iso_lines_carry_host_and_offset() -> None:
         ]
     )
     assert_frame_equal(result.rows, expected)
-    _assert_accounted(result, n_in_scope=1, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=1, n_ignored=1)
 
 
 def test_xid_rfc3339_lines_keep_fractions() -> None:
@@ -142,7 +126,7 @@ def test_xid_rfc3339_lines_keep_fractions() -> None:
         ]
     )
     assert_frame_equal(result.rows, expected)
-    _assert_accounted(result, n_in_scope=1, n_ignored=0)
+    assert_accounted(result, SCHEMA, n_in_scope=1, n_ignored=0)
 
 
 def test_xid_dmesg_iso_lines_with_and_without_facility() -> None:
@@ -182,7 +166,7 @@ def test_xid_dmesg_iso_lines_with_and_without_facility() -> None:
         ]
     )
     assert_frame_equal(result.rows, expected)
-    _assert_accounted(result, n_in_scope=2, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=1)
 
 
 def test_xid_syslog_lines_take_the_year_from_the_file_mtime() -> None:
@@ -236,7 +220,7 @@ def test_xid_syslog_lines_take_the_year_from_the_file_mtime() -> None:
         ]
     )
     assert_frame_equal(result.rows, expected)
-    _assert_accounted(result, n_in_scope=3, n_ignored=0)
+    assert_accounted(result, SCHEMA, n_in_scope=3, n_ignored=0)
 
 
 def test_xid_syslog_year_defaults_to_now_without_mtime() -> None:
@@ -250,7 +234,7 @@ def test_xid_syslog_year_defaults_to_now_without_mtime() -> None:
         _ts("2026-08-31T10:00:00Z"),
         _ts("2025-09-05T10:00:00Z"),
     ]
-    _assert_accounted(result, n_in_scope=2, n_ignored=0)
+    assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=0)
 
 
 def test_xid_pci_ids_are_normalised() -> None:
@@ -268,7 +252,7 @@ def test_xid_pci_ids_are_normalised() -> None:
         "0000:cb:00",
         "0001:ab:01",
     ]
-    _assert_accounted(result, n_in_scope=4, n_ignored=0)
+    assert_accounted(result, SCHEMA, n_in_scope=4, n_ignored=0)
 
 
 def test_xid_host_falls_back_to_the_file_stem() -> None:
@@ -277,13 +261,13 @@ def test_xid_host_falls_back_to_the_file_stem() -> None:
         source_file="/landing/kernel/gpu0042.kern.log.1",
     )
     assert result.rows["host"].to_list() == ["gpu0042"]
-    _assert_accounted(result, n_in_scope=1, n_ignored=0)
+    assert_accounted(result, SCHEMA, n_in_scope=1, n_ignored=0)
 
 
 def test_xid_hostile_lines_are_rejected_with_a_reason() -> None:
     good = "[Mon Jun  1 00:00:00 2026] NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=x, Off the bus."
     data = (
-        _raw(
+        raw_bytes(
             f"""
         {good}
         [Mon Jun  1 00:00:00 2026] NVRM: Xid (PCI:0000:18:0
@@ -301,7 +285,7 @@ def test_xid_hostile_lines_are_rejected_with_a_reason() -> None:
     )
     result = _parse(data)
     assert result.rows["line_no"].to_list() == [1]
-    assert _reasons(result) == {
+    assert reject_reasons(result) == {
         2: "malformed or truncated PCI bus id",
         3: "malformed or truncated Xid code",
         4: "malformed or truncated Xid code",
@@ -317,7 +301,7 @@ def test_xid_hostile_lines_are_rejected_with_a_reason() -> None:
         .item()
         .endswith("name=\\xff\\xfe, Off the bus.")
     )
-    _assert_accounted(result, n_in_scope=9, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=9, n_ignored=1)
 
 
 def test_xid_mixed_styles_in_one_file_are_all_read() -> None:
@@ -334,19 +318,19 @@ def test_xid_mixed_styles_in_one_file_are_all_read() -> None:
         "gpu0001",
         "gpu0001",
     ]
-    _assert_accounted(result, n_in_scope=299, n_ignored=1)
+    assert_accounted(result, SCHEMA, n_in_scope=299, n_ignored=1)
 
 
 def test_xid_empty_file_is_one_reject() -> None:
     result = _parse(b"")
     expected = pl.DataFrame([(SOURCE, 0, "", "empty file")], schema=REJECT_SCHEMA, orient="row")
     assert_frame_equal(result.rejects, expected)
-    _assert_accounted(result, n_in_scope=1, n_ignored=0)
+    assert_accounted(result, SCHEMA, n_in_scope=1, n_ignored=0)
 
 
 def test_xid_file_without_xid_lines_is_all_ignored() -> None:
     result = _parse(b"\n[Mon Jun  1 00:00:00 2026] eth0: link up\n\n")
-    _assert_accounted(result, n_in_scope=0, n_ignored=3)
+    assert_accounted(result, SCHEMA, n_in_scope=0, n_ignored=3)
 
 
 def test_xid_real_dmesg_ctime_capture_with_gsp_dump() -> None:
@@ -418,7 +402,7 @@ def test_xid_real_dmesg_ctime_capture_with_gsp_dump() -> None:
         ]
     )
     assert_frame_equal(result.rows, expected)
-    _assert_accounted(result, n_in_scope=5, n_ignored=38)
+    assert_accounted(result, SCHEMA, n_in_scope=5, n_ignored=38)
 
 
 def test_xid_real_dmesg_decode_iso_capture() -> None:
@@ -460,7 +444,7 @@ def test_xid_real_dmesg_decode_iso_capture() -> None:
     )
     assert rows["pid"].null_count() == 16
     # the OOM-killer lines that follow are kernel noise
-    _assert_accounted(result, n_in_scope=17, n_ignored=7)
+    assert_accounted(result, SCHEMA, n_in_scope=17, n_ignored=7)
 
 
 @pytest.mark.parametrize("mtime", [None, datetime(2026, 3, 1, tzinfo=UTC)])
@@ -500,9 +484,9 @@ def test_xid_any_input_is_accounted_for_without_raising(lines: list[str]) -> Non
     result = parse(data, source_file=SOURCE, now=NOW)
     n_marked = sum(1 for line in lines if "NVRM: Xid" in line)
     if data:
-        _assert_accounted(result, n_in_scope=n_marked, n_ignored=len(lines) - n_marked)
+        assert_accounted(result, SCHEMA, n_in_scope=n_marked, n_ignored=len(lines) - n_marked)
     else:
-        _assert_accounted(result, n_in_scope=1, n_ignored=0)  # the empty-file reject
+        assert_accounted(result, SCHEMA, n_in_scope=1, n_ignored=0)  # the empty-file reject
 
 
 _STYLE_LINES = [
@@ -600,7 +584,7 @@ def _journal_record(message: object, *, stamp_us: str, host: str | None = "gpu00
 def test_xid_journald_json_real_export_is_recognised_and_out_of_scope() -> None:
     """The real export (two EXT4 records, no Xid): read as journald JSON, nothing rejected."""
     result = parse(JOURNAL.read_bytes(), source_file="/landing/kernel/journal.json", now=NOW)
-    _assert_accounted(result, n_in_scope=0, n_ignored=2)
+    assert_accounted(result, SCHEMA, n_in_scope=0, n_ignored=2)
 
 
 def test_xid_journald_json_records_give_host_and_time_from_their_fields() -> None:
