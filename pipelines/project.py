@@ -33,7 +33,7 @@ from pipelines.project_inputs import (
 
 # re-exported: callers read it as ``pipelines.project.projection_fits``
 from pipelines.project_inputs import projection_fits as projection_fits
-from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S, DEFAULT_READ_LOCK_TIMEOUT_S
+from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S, read_lock_timeout_s
 from pipelines.sweep_outputs import drain_thresholds, plot_sweep
 
 if TYPE_CHECKING:
@@ -144,7 +144,7 @@ def run_projection(
         from pipelines import warehouse
 
         with warehouse.connect(
-            db_path, read_only=True, lock_timeout_s=DEFAULT_READ_LOCK_TIMEOUT_S
+            db_path, read_only=True, lock_timeout_s=read_lock_timeout_s()
         ) as con:
             if fit_run is not None:
                 at_ages = knobs.get("fleet_age", "steady_state") != "steady_state"
@@ -439,7 +439,7 @@ def run_sweep(
         from pipelines import warehouse
 
         with warehouse.connect(
-            db_path, read_only=True, lock_timeout_s=DEFAULT_READ_LOCK_TIMEOUT_S
+            db_path, read_only=True, lock_timeout_s=read_lock_timeout_s()
         ) as con:
             if spec.from_fits is not None:
                 # one set of rates for the grid: at ages unless the base is the steady state

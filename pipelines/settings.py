@@ -32,6 +32,24 @@ DEFAULT_LOCK_TIMEOUT_S = 60.0
 DEFAULT_READ_LOCK_TIMEOUT_S = 30.0
 """Seconds a reader (report, summary, Cox fit) waits for a writer's lock on the warehouse
 (``RELIA_READ_LOCK_TIMEOUT_S``)."""
+
+
+def read_lock_timeout_s(env: Mapping[str, str] | None = None) -> float:
+    """Seconds a reader waits for the warehouse's lock: ``RELIA_READ_LOCK_TIMEOUT_S`` if set.
+
+    For the stages a command calls without its settings (a projection, the report's figures):
+    they read the variable when they open the warehouse, as :meth:`Settings.from_env` does.
+    """
+    given = (os.environ if env is None else env).get("RELIA_READ_LOCK_TIMEOUT_S", "").strip()
+    if not given:
+        return DEFAULT_READ_LOCK_TIMEOUT_S
+    try:
+        return float(given)
+    except ValueError:
+        msg = f"RELIA_READ_LOCK_TIMEOUT_S must be a number of seconds, not {given!r}"
+        raise SettingsError(msg) from None
+
+
 DEFAULT_BACKTEST_MIN_GPUS = 1
 """Smallest job (GPUs) the scheduled back-test of the projection covers
 (``RELIA_BACKTEST_MIN_GPUS``; ``relia goodput --min-gpus`` for one run)."""
@@ -167,9 +185,7 @@ class Settings:
             landing_dir=Path(env.get("RELIA_LANDING", "landing")),
             reports_dir=Path(env.get("RELIA_REPORTS", "reports")),
             lock_timeout_s=float(env.get("RELIA_LOCK_TIMEOUT_S", DEFAULT_LOCK_TIMEOUT_S)),
-            read_lock_timeout_s=float(
-                env.get("RELIA_READ_LOCK_TIMEOUT_S", DEFAULT_READ_LOCK_TIMEOUT_S)
-            ),
+            read_lock_timeout_s=read_lock_timeout_s(env),
             lake_dir=Path(env["RELIA_LAKE"]) if env.get("RELIA_LAKE") else None,
             dask_address=env.get("RELIA_DASK_ADDRESS") or None,
             path_patterns=patterns,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pipelines.report.format import fmt_sig
 from pipelines.report.goodput import realised_figures
 from pipelines.report.period import MIN_AT_RISK
-from pipelines.settings import DEFAULT_READ_LOCK_TIMEOUT_S
+from pipelines.settings import read_lock_timeout_s
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -442,9 +442,7 @@ def write_fit_plots(
     from pipelines.fit import read_lives
     from pipelines.report.curves import probability_plots
 
-    with warehouse.connect(
-        db_path, read_only=True, lock_timeout_s=DEFAULT_READ_LOCK_TIMEOUT_S
-    ) as con:
+    with warehouse.connect(db_path, read_only=True, lock_timeout_s=read_lock_timeout_s()) as con:
         frame = read_lives(con, view=lives, dataset=dataset)
     return write_probability_plots(probability_plots(frame, results, alpha=alpha), out_dir)
 

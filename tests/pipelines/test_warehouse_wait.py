@@ -180,3 +180,28 @@ def test_apply_prefect_defaults_keeps_or_overrides(tmp_path: Path) -> None:
     env = {}
     apply_prefect_defaults(env)
     assert env["PREFECT_HOME"] == str(Path.cwd() / ".prefect")
+
+
+@pytest.mark.parametrize("given", ["0", "0.5"])
+def test_stages_called_without_settings_wait_as_long_as_the_read_setting_says(
+    held: tuple[Path, int], monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    """A projection from a warehouse and the report's figures open it themselves: they wait
+    ``RELIA_READ_LOCK_TIMEOUT_S``, as every other reader does, not a number of their own."""
+    import polars as pl
+
+    from pipelines.project import SweepSpec, run_projection, run_sweep
+    from pipelines.report.figures import write_fit_plots
+    from pipelines.settings import read_lock_timeout_s
+
+    db, _ = held
+    monkeypatch.setenv("RELIA_READ_LOCK_TIMEOUT_S", given)
+    assert read_lock_timeout_s() == float(given)
+    waited = f"waited {float(given):g} s"
+    with pytest.raises(warehouse.WarehouseBusyError, match=waited):
+        run_projection(db, {"n_gpus": 1024}, fit_run="latest")
+    spec = SweepSpec(base={}, grid={"n_gpus": [1024]}, target_gpus=1024, from_fits="latest")
+    with pytest.raises(warehouse.WarehouseBusyError, match=waited):
+        run_sweep(spec, db_path=db, out_dir=db.parent / "sweep")
+    with pytest.raises(warehouse.WarehouseBusyError, match=waited):
+        write_fit_plots(db, pl.DataFrame(), db.parent / "plots")
