@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from models.cox import *
     from models.exceptions import *
     from models.failure_rates import *
+    from models.families import *
     from models.fitter import *
     from models.gof import *
     from models.goodput import *
@@ -86,6 +87,20 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "UNIT_LEVELS",
         "failure_rates",
     ),
+    "families": (
+        "B10_SURVIVAL",
+        "FAMILY_REGISTRY",
+        "Exponential",
+        "Family",
+        "LogLogistic",
+        "LogNormal",
+        "ShapeFamily",
+        "Weibull",
+        "closed_form_family",
+        "family_of",
+        "renewal_family",
+        "weibayes_family",
+    ),
     "fitter": ("MtbfFitter",),
     "gof": (
         "PAPERS",
@@ -99,6 +114,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "expected_by_class",
         "project",
     ),
+    "laws": (),
     "lifetimes": (
         "Lifetimes",
         "check_lifetimes",

@@ -12,44 +12,30 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from lifelines import (
-    ExponentialFitter,
-    LogLogisticFitter,
-    LogNormalFitter,
-    WeibullFitter,
-)
 from lifelines import exceptions as lifelines_exceptions
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from models.exceptions import ConvergenceWarning, FewFailuresWarning
+from models.families import family_of
 from models.lifetimes import Lifetimes, LogLives, check_lifetimes
 from models.mle import fit_family_fast
 from models.parametric import (
     MIN_FAILURES,
-    PARAM_NAMES,
     annual_rates,
-    b10_h,
     check_alpha,
     check_family,
     delta_interval,
     exponential_log_likelihood,
     exponential_mtbf,
-    mean_life_h,
-    survival_function,
 )
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["MtbfFitter"]
+    from models.families import Family
 
-_LIFELINES_FITTERS: dict[str, type[Any]] = {
-    "exponential": ExponentialFitter,
-    "weibull": WeibullFitter,
-    "lognormal": LogNormalFitter,
-    "loglogistic": LogLogisticFitter,
-}
+__all__ = ["MtbfFitter"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -85,9 +71,9 @@ def reemit_warnings(caught: list[warnings.WarningMessage], where: str, stackleve
 
 
 def _lifelines_fit(
-    family: str, lives: Lifetimes, alpha: float, initial_point: NDArray[np.float64] | None
+    family: Family, lives: Lifetimes, alpha: float, initial_point: NDArray[np.float64] | None
 ) -> Any:
-    fitter = _LIFELINES_FITTERS[family](alpha=alpha)
+    fitter = family.lifelines_fitter()(alpha=alpha)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fitter.fit(
@@ -209,7 +195,7 @@ class MtbfFitter(BaseEstimator):  # type: ignore[misc]
         MtbfFitter
             ``self``, with the fitted attributes set.
         """
-        family = check_family(self.family)
+        family = family_of(check_family(self.family))
         alpha = check_alpha(self.alpha)
         if self.ci_method not in ("delta", "bootstrap"):
             msg = f"ci_method must be 'delta' or 'bootstrap'; got {self.ci_method!r}."
@@ -222,37 +208,35 @@ class MtbfFitter(BaseEstimator):  # type: ignore[misc]
         if not total > 0:
             msg = "These lives have no time at risk (every exit_h equals its entry_h)."
             raise ValueError(msg)
-        if family == "exponential":
-            self._fit_exponential(lives, alpha)
+        if not family.has_shape:  # the exponential: closed form, exact bounds
+            self._fit_exponential(family, lives, alpha)
         else:
             if r < MIN_FAILURES:
                 msg = (
-                    f"A {family} fit needs at least {MIN_FAILURES} failures; these lives have "
+                    f"A {family.name} fit needs at least {MIN_FAILURES} failures; these lives have "
                     f"{r}. Use family='exponential' for the exact chi-square bound, or pool "
                     "classes / cohorts."
                 )
                 raise ValueError(msg)
-            fast = fit_family_fast(family, LogLives(lives))
+            fast = fit_family_fast(family.name, LogLives(lives))
             start = np.array(list(fast.params.values())) if fast.converged else None
             if not fast.converged:
                 warnings.warn(
-                    f"The {family} likelihood of these lives has no interior maximum (flat or "
+                    f"The {family.name} likelihood of these lives has no interior maximum (flat or "
                     "singular information, typical of a few failures on late entries); the "
                     "lifelines estimate may sit on a boundary. Prefer family='exponential'.",
                     ConvergenceWarning,
                     stacklevel=2,
                 )
             self.fitter_ = _lifelines_fit(family, lives, alpha, start)
-            self.params_ = {
-                name: float(getattr(self.fitter_, name)) for name in PARAM_NAMES[family]
-            }
+            self.params_ = {name: float(getattr(self.fitter_, name)) for name in family.param_names}
             cov = np.asarray(self.fitter_.variance_matrix_, dtype=np.float64)
-            self.mtbf_h_, lo, hi = delta_interval(family, self.params_, cov, alpha)
+            self.mtbf_h_, lo, hi = delta_interval(family.name, self.params_, cov, alpha)
             self.log_likelihood_ = float(self.fitter_.log_likelihood_)
             self.aic_ = float(self.fitter_.AIC_)
-            self.b10_h_ = b10_h(family, self.params_)
+            self.b10_h_ = family.b10_h(self.params_)
             if self.ci_method == "bootstrap":
-                lo, hi = self._bootstrap(lives, alpha)
+                lo, hi = self._bootstrap(family, lives, alpha)
             self.mtbf_ci_h_ = (lo, hi)
         self.n_units_ = lives.n_units
         self.n_failures_ = r
@@ -260,7 +244,7 @@ class MtbfFitter(BaseEstimator):  # type: ignore[misc]
         self.afr_pct_, self.fit_per_1e9h_ = annual_rates(self.mtbf_h_)
         return self
 
-    def _fit_exponential(self, lives: Lifetimes, alpha: float) -> None:
+    def _fit_exponential(self, family: Family, lives: Lifetimes, alpha: float) -> None:
         r, total = lives.n_failures, lives.exposure_h
         mtbf, lo, hi = exponential_mtbf(r, total, alpha=alpha)
         if r < MIN_FAILURES:
@@ -270,32 +254,30 @@ class MtbfFitter(BaseEstimator):  # type: ignore[misc]
                 FewFailuresWarning,
                 stacklevel=3,
             )
-        self.fitter_ = (
-            _lifelines_fit("exponential", lives, alpha, np.array([mtbf])) if r > 0 else None
-        )
-        self.params_ = {"lambda_": mtbf}
+        self.fitter_ = _lifelines_fit(family, lives, alpha, np.array([mtbf])) if r > 0 else None
+        self.params_ = dict(zip(family.param_names, [mtbf], strict=True))
         self.mtbf_h_ = mtbf
         if self.ci_method == "bootstrap" and r > 0:
-            lo, hi = self._bootstrap(lives, alpha)
+            lo, hi = self._bootstrap(family, lives, alpha)
         self.mtbf_ci_h_ = (lo, hi)
         self.log_likelihood_ = exponential_log_likelihood(r, total)
         self.aic_ = 2.0 - 2.0 * self.log_likelihood_
-        self.b10_h_ = b10_h("exponential", self.params_) if r > 0 else math.nan
+        self.b10_h_ = family.b10_h(self.params_) if r > 0 else math.nan
 
-    def _bootstrap(self, lives: Lifetimes, alpha: float) -> tuple[float, float]:
+    def _bootstrap(self, family: Family, lives: Lifetimes, alpha: float) -> tuple[float, float]:
         rng = np.random.default_rng(self.random_state)
         n = lives.n_units
         means = np.empty(int(self.n_bootstrap))
         for b in range(means.size):
             sample = lives.take(rng.integers(0, n, n))
             r = sample.n_failures
-            if self.family == "exponential":
+            if not family.has_shape:  # the exponential MLE T / r
                 means[b] = sample.exposure_h / r if r > 0 else math.inf
             elif r < MIN_FAILURES:
                 means[b] = math.nan
             else:
-                fit = fit_family_fast(self.family, LogLives(sample))
-                means[b] = mean_life_h(self.family, fit.params) if fit.converged else math.nan
+                fit = fit_family_fast(family.name, LogLives(sample))
+                means[b] = family.mean_life_h(fit.params) if fit.converged else math.nan
         n_failed = int(np.count_nonzero(np.isnan(means)))
         if n_failed > 0.01 * means.size:
             warnings.warn(
@@ -324,4 +306,6 @@ class MtbfFitter(BaseEstimator):  # type: ignore[misc]
             Survival probabilities, same shape as ``times_h``.
         """
         check_is_fitted(self, "params_")
-        return survival_function(self.family, self.params_, np.asarray(times_h, dtype=np.float64))
+        return family_of(self.family).survival_function(
+            self.params_, np.asarray(times_h, dtype=np.float64)
+        )

@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
-from scipy import special, stats
+from scipy import stats
 
+from models.families import family_of
 from models.lifetimes import Lifetimes, LogLives, check_lifetimes
 from models.mle import fit_family_fast
 from models.parametric import (
     MIN_FAILURES,
-    PARAM_NAMES,
     check_alpha,
     check_family,
     location_scale,
@@ -61,7 +61,9 @@ __all__ = [
 ]
 
 PAPERS: tuple[str, ...] = ("weibull", "lognormal")
-"""Probability papers: ``x = ln t`` and ``y = ln(-ln(1 - F))`` (Weibull) or ``Phi^-1(F)``."""
+"""Probability papers: ``x = ln t`` and ``y = ln(-ln(1 - F))`` (Weibull) or ``Phi^-1(F)``.
+
+Each is named after the family it linearises (:meth:`~models.families.Family.paper_y`)."""
 
 
 def paper_transform(probability: ArrayLike, paper: str) -> NDArray[np.float64]:
@@ -76,14 +78,10 @@ def paper_transform(probability: ArrayLike, paper: str) -> NDArray[np.float64]:
 
 def _paper_y(log_s: NDArray[np.float64], paper: str) -> NDArray[np.float64]:
     """Paper y from ``log S = log(1 - F)``, accurate near ``F = 0`` and ``F = 1``."""
-    with np.errstate(all="ignore"):
-        if paper == "weibull":
-            return np.log(-log_s)
-        if paper == "lognormal":
-            paper_y: NDArray[np.float64] = -special.ndtri(np.exp(log_s))
-            return paper_y
-    msg = f"Unknown paper {paper!r}; choose one of {', '.join(PAPERS)}."
-    raise ValueError(msg)
+    if paper not in PAPERS:
+        msg = f"Unknown paper {paper!r}; choose one of {', '.join(PAPERS)}."
+        raise ValueError(msg)
+    return family_of(paper).paper_y(log_s)
 
 
 # --------------------------------------------------------------------------------------------
@@ -258,7 +256,7 @@ def _lifetimes(lives: pl.DataFrame | Lifetimes) -> Lifetimes:
 
 
 def _check_params(family: str, params: Mapping[str, float]) -> dict[str, float]:
-    names = PARAM_NAMES[family]
+    names = family_of(family).param_names
     missing = [n for n in names if n not in params or params[n] is None]
     if missing:
         msg = (
@@ -394,9 +392,11 @@ class ProbabilityPlot:
 
 def _fit(family: str, lives: Lifetimes) -> tuple[dict[str, float], NDArray[np.float64]]:
     """MLE and covariance in lifelines' names (the same fitter as :func:`fit_lives`)."""
-    if family == "exponential":
+    law = family_of(family)
+    if not law.has_shape:  # the exponential: T / r, variance lambda^2 / r
         lam = lives.exposure_h / lives.n_failures
-        return {"lambda_": lam}, np.array([[lam * lam / lives.n_failures]])
+        params = dict(zip(law.param_names, [lam], strict=True))
+        return params, np.array([[lam * lam / lives.n_failures]])
     fit = fit_family_fast(family, LogLives(lives))
     if not fit.converged:
         msg = (

@@ -1,7 +1,8 @@
 """Fast maximum likelihood for the log-location-scale families (Weibull, log-normal, log-logistic).
 
 :func:`fit_family_fast` maximises the left-truncated, right-censored likelihood of one family with
-a damped Newton solver in numpy (analytic gradient and Hessian), because lifelines' Nelder-Mead
+a damped Newton solver in numpy (analytic gradient and Hessian of the family's standard law,
+:mod:`models.laws`), because lifelines' Nelder-Mead
 start plus autograd takes seconds per family on 10^5 lives. :func:`~models.survival.fit_lives`,
 the bootstrap of :class:`~models.fitter.MtbfFitter` and :mod:`models.gof` use it.
 """
@@ -13,114 +14,25 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import special
+
+from models.families import ShapeFamily, family_of
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from numpy.typing import NDArray
 
     from models.lifetimes import LogLives
 
-    _Terms = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]
-    _TermFn = Callable[[NDArray[np.float64]], _Terms]
-    _ValueFn = Callable[[NDArray[np.float64]], NDArray[np.float64]]
-
 __all__: list[str] = []
 
 
-# --------------------------------------------------------------------------------------------
-# Fast maximum likelihood for the log-location-scale families
-# --------------------------------------------------------------------------------------------
-# With u = log t and z = (u - mu) / sigma, Weibull, log-normal and log-logistic lives are
-# log-location-scale: log f(t) = g_f(z) - log sigma - u and log S(t) = g_s(z), where g_f, g_s
-# are the log density / log survival of the standard minimum-extreme-value, normal and logistic
-# distributions. Each helper returns (g, g', g'') on an array of z.
-_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-
-
-def _gumbel_f(z: NDArray[np.float64]) -> _Terms:
-    ez = np.exp(z)
-    return z - ez, 1.0 - ez, -ez
-
-
-def _gumbel_s(z: NDArray[np.float64]) -> _Terms:
-    ez = -np.exp(z)
-    return ez, ez, ez
-
-
-def _normal_f(z: NDArray[np.float64]) -> _Terms:
-    return -0.5 * z * z - _HALF_LOG_2PI, -z, np.full_like(z, -1.0)
-
-
-def _normal_s(z: NDArray[np.float64]) -> _Terms:
-    g = _normal_s_value(z)
-    mills = np.exp(-0.5 * z * z - _HALF_LOG_2PI - g)  # phi(z) / Phi(-z)
-    return g, -mills, -mills * (mills - z)
-
-
-def _logistic_parts(
-    z: NDArray[np.float64],
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``softplus(z) = log(1 + e^z)`` and ``expit(z)`` from a single exponential."""
-    e = np.exp(-np.abs(z))
-    softplus = np.maximum(z, 0.0) + np.log1p(e)
-    p = np.where(z >= 0, 1.0, e) / (1.0 + e)
-    return softplus, p
-
-
-def _logistic_f(z: NDArray[np.float64]) -> _Terms:
-    softplus, p = _logistic_parts(z)
-    return z - 2.0 * softplus, 1.0 - 2.0 * p, -2.0 * p * (1.0 - p)
-
-
-def _logistic_s(z: NDArray[np.float64]) -> _Terms:
-    softplus, p = _logistic_parts(z)
-    return -softplus, -p, -p * (1.0 - p)
-
-
-def _gumbel_f_value(z: NDArray[np.float64]) -> NDArray[np.float64]:
-    return z - np.exp(z)
-
-
-def _gumbel_s_value(z: NDArray[np.float64]) -> NDArray[np.float64]:
-    return -np.exp(z)
-
-
-def _normal_f_value(z: NDArray[np.float64]) -> NDArray[np.float64]:
-    return -0.5 * z * z - _HALF_LOG_2PI
-
-
-def _normal_s_value(z: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``log Phi(-z)``: ``log(ndtr(-z))`` (2x faster) except in the far tail."""
-    g: NDArray[np.float64] = np.log(special.ndtr(-z))
-    tail = z > 5.0
-    if tail.any():
-        g[tail] = special.log_ndtr(-z[tail])
-    return g
-
-
-def _logistic_f_value(z: NDArray[np.float64]) -> NDArray[np.float64]:
-    return z - 2.0 * np.logaddexp(0.0, z)
-
-
-def _logistic_s_value(z: NDArray[np.float64]) -> NDArray[np.float64]:
-    return -np.logaddexp(0.0, z)
-
-
-_STANDARD: dict[str, tuple[_TermFn, _TermFn, _ValueFn, _ValueFn]] = {
-    "weibull": (_gumbel_f, _gumbel_s, _gumbel_f_value, _gumbel_s_value),
-    "lognormal": (_normal_f, _normal_s, _normal_f_value, _normal_s_value),
-    "loglogistic": (_logistic_f, _logistic_s, _logistic_f_value, _logistic_s_value),
-}
-
-
 class _LogLikelihood:
-    """Left-truncated, right-censored log-likelihood of one family in (mu, log sigma)."""
+    """Left-truncated, right-censored log-likelihood of one family, in (mu, log sigma)."""
 
-    def __init__(self, family: str, data: LogLives) -> None:
+    def __init__(self, family: ShapeFamily, data: LogLives) -> None:
         self.data = data
-        self.f_terms, self.s_terms, self.f_value, self.s_value = _STANDARD[family]
+        law = family.law
+        self.f_terms, self.s_terms = law.density_terms, law.survival_terms
+        self.f_value, self.s_value = law.log_density, law.log_survival
 
     def value(self, theta: NDArray[np.float64]) -> float:
         mu, log_sigma = float(theta[0]), float(theta[1])
@@ -240,18 +152,23 @@ class ParametricFit:
         return 2.0 * len(self.params) - 2.0 * self.log_likelihood
 
 
-def _start_point(family: str, data: LogLives, weibull: ParametricFit | None) -> NDArray[np.float64]:
-    """Return the starting (mu, log sigma): the exponential MLE, or a moment-matched Weibull fit."""
+def _start_point(
+    family: ShapeFamily, data: LogLives, reference: ParametricFit | None
+) -> NDArray[np.float64]:
+    """Return the starting (mu, log sigma): the exponential MLE, or matched to the reference fit.
+
+    The family that starts the others (:attr:`~models.families.Family.starts_others`, the
+    Weibull) starts from the exponential MLE; the others from the median and the standard
+    deviation of log life under the reference family's converged fit, when there is one.
+    """
     mu_exp = math.log(data.exposure_h / max(data.n_failures, 1))
-    if family == "weibull" or weibull is None or not weibull.converged:
+    if family.starts_others or reference is None or not reference.converged:
         return np.array([mu_exp, 0.0])
-    mu_w = math.log(weibull.params["lambda_"])
-    sigma_w = 1.0 / weibull.params["rho_"]
-    median = mu_w + sigma_w * math.log(math.log(2.0))
-    # match the standard deviation of log life: Gumbel pi/sqrt(6), logistic pi/sqrt(3)
-    sd = sigma_w * math.pi / math.sqrt(6.0)
-    sigma = sd if family == "lognormal" else sd * math.sqrt(3.0) / math.pi
-    return np.array([median, math.log(sigma)])
+    shaped = family_of(reference.family)
+    if not isinstance(shaped, ShapeFamily):
+        return np.array([mu_exp, 0.0])
+    median, sd = shaped.log_life_median_sd(reference.params)
+    return np.array([median, math.log(family.start_sigma(sd))])
 
 
 def fit_family_fast(
@@ -265,11 +182,12 @@ def fit_family_fast(
     Parameters
     ----------
     family
-        ``"weibull"``, ``"lognormal"`` or ``"loglogistic"``.
+        The name of a family with a shape (:class:`~models.families.ShapeFamily`).
     data
         The group's log ages (:class:`~models.lifetimes.LogLives`).
     weibull
-        A Weibull fit of the same lives, used to start the other families near it.
+        A fit of the same lives by the family that starts the others (the Weibull), used to
+        start the other families near it.
 
     Returns
     -------
@@ -277,17 +195,19 @@ def fit_family_fast(
         Parameters, covariance (NaN when the information is singular), log-likelihood and
         whether the solver converged.
     """
-    objective = _LogLikelihood(family, data)
-    theta, ll, hess, converged = _newton_maximise(objective, _start_point(family, data, weibull))
-    if not converged and family != "weibull":
+    shaped = family_of(family)
+    if not isinstance(shaped, ShapeFamily):
+        msg = f"{family} has no shape to fit by Newton steps; fit it in closed form."
+        raise ValueError(msg)
+    objective = _LogLikelihood(shaped, data)
+    theta, ll, hess, converged = _newton_maximise(objective, _start_point(shaped, data, weibull))
+    if not converged and not shaped.starts_others:
         # second chance from the exponential start
         theta2, ll2, hess2, converged2 = _newton_maximise(
-            objective, _start_point(family, data, None)
+            objective, _start_point(shaped, data, None)
         )
         if converged2 or ll2 > ll:
             theta, ll, hess, converged = theta2, ll2, hess2, converged2
-    with np.errstate(over="ignore"):  # a run-away fit may overflow; it is flagged below
-        mu, sigma, scale = float(theta[0]), float(np.exp(theta[1])), float(np.exp(theta[0]))
     information = -hess
     eigen = np.linalg.eigvalsh(information) if np.all(np.isfinite(information)) else [0.0, 0.0]
     if eigen[0] > 1e-10 * eigen[-1] > 0:
@@ -297,15 +217,7 @@ def fit_family_fast(
         # on the boundary and the parameters are not identifiable
         cov_theta = np.full((2, 2), np.nan)
         converged = False
-    if family == "lognormal":
-        params = {"mu_": mu, "sigma_": sigma}
-        jac = np.diag([1.0, sigma])
-    elif family == "weibull":
-        params = {"lambda_": scale, "rho_": 1.0 / sigma}
-        jac = np.diag([scale, -1.0 / sigma])
-    else:
-        params = {"alpha_": scale, "beta_": 1.0 / sigma}
-        jac = np.diag([scale, -1.0 / sigma])
+    params, jac = shaped.from_theta(theta)  # a run-away fit may overflow; flagged above
     with np.errstate(all="ignore"):
         cov = jac @ cov_theta @ jac.T
     return ParametricFit(family, params, cov, ll, converged, np.asarray(theta), cov_theta)

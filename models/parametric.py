@@ -1,31 +1,23 @@
-"""The lifetime families: one home for their survival, mean, quantile and rate formulas.
+"""Closed forms of the lifetime families by name, and the exact exponential bounds.
 
-Parametric families (lifelines parameter names):
-
-=============  =========================  ===============================================
-family         parameters                 survival function
-=============  =========================  ===============================================
-exponential    ``lambda_`` (mean, h)      ``exp(-t / lambda_)``
-weibull        ``lambda_`` (h), ``rho_``  ``exp(-(t / lambda_) ** rho_)``
-lognormal      ``mu_``, ``sigma_``        ``1 - Phi((log t - mu_) / sigma_)``
-loglogistic    ``alpha_`` (h), ``beta_``  ``1 / (1 + (t / alpha_) ** beta_)``
-=============  =========================  ===============================================
-
-Everything here is a closed form (or a one-dimensional quadrature) of fitted parameters: the
-survival function and its log-location-scale form, the mean life and its delta-method interval,
-the B10 life, the restricted mean, the exact exponential bounds and the annualised rates. The
-fitters (:mod:`models.mle`, :mod:`models.fitter`, :mod:`models.survival`) and the checks
-(:mod:`models.gof`, :mod:`models.mtbf_summary`) read them from here.
+The formulas themselves live in one class per family (:mod:`models.families`: survival, mean,
+B10, restricted mean, log-location-scale form); the functions here take a family *name* and
+ask its :class:`~models.families.Family`, for callers that hold names (tables, JSON, the
+report). Here too: the argument checks, the exact exponential MTBF bounds, the delta-method
+interval of the mean and the annualised rates. The fitters (:mod:`models.mle`,
+:mod:`models.fitter`, :mod:`models.survival`) and the checks (:mod:`models.gof`,
+:mod:`models.mtbf_summary`) read them from here.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import integrate, special, stats
+from scipy import special, stats
+
+from models.families import FAMILY_REGISTRY, ShapeFamily, family_of
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -40,25 +32,15 @@ __all__ = [
     "survival_function",
 ]
 
-FAMILIES: tuple[str, ...] = ("exponential", "weibull", "lognormal", "loglogistic")
-"""Parametric lifetime families, in the order :func:`~models.survival.fit_lives` reports them."""
+FAMILIES: tuple[str, ...] = tuple(FAMILY_REGISTRY)
+"""Names of the registered families (:data:`models.families.FAMILY_REGISTRY`), in the order
+:func:`~models.survival.fit_lives` reports them."""
 
 HOURS_PER_YEAR = 8766.0
 """Hours in a mean Julian year (365.25 days), the base of the annualised failure rate."""
 
-B10_SURVIVAL = 0.9
-"""Survival probability at the B10 life (10 % of units failed)."""
 MIN_FAILURES = 2
 """Fewest failures a two-parameter family is fitted to by maximum likelihood."""
-PARAM_NAMES: dict[str, tuple[str, ...]] = {
-    "exponential": ("lambda_",),
-    "weibull": ("lambda_", "rho_"),
-    "lognormal": ("mu_", "sigma_"),
-    "loglogistic": ("alpha_", "beta_"),
-}
-"""Each family's parameters under lifelines' names, in lifelines' order."""
-SHAPE_PARAM = {"weibull": "rho_", "lognormal": "sigma_", "loglogistic": "beta_"}
-"""The shape parameter of each two-parameter family."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -106,9 +88,7 @@ def check_family(family: str) -> str:
     ValueError
         When ``family`` is not one of :data:`FAMILIES`.
     """
-    if family not in FAMILIES:
-        msg = f"Unknown family {family!r}; choose one of {', '.join(FAMILIES)}."
-        raise ValueError(msg)
+    family_of(family)
     return family
 
 
@@ -199,26 +179,14 @@ def mean_life_h(family: str, params: dict[str, float]) -> float:
     family
         One of :data:`FAMILIES`.
     params
-        Fitted parameters under lifelines' names (:data:`PARAM_NAMES`).
+        Fitted parameters under lifelines' names (:attr:`~models.families.Family.param_names`).
 
     Returns
     -------
     float
         Mean life in hours; ``inf`` for a log-logistic shape ``beta_ <= 1``.
     """
-    with np.errstate(over="ignore"):
-        if family == "exponential":
-            return params["lambda_"]
-        if family == "weibull":
-            rho = params["rho_"]
-            return float(np.exp(np.log(params["lambda_"]) + special.gammaln(1.0 + 1.0 / rho)))
-        if family == "lognormal":
-            return float(np.exp(params["mu_"] + 0.5 * params["sigma_"] ** 2))
-        beta = params["beta_"]
-        if beta <= 1.0:
-            return math.inf
-        x = math.pi / beta
-        return params["alpha_"] * x / math.sin(x)
+    return family_of(family).mean_life_h(params)
 
 
 def log_mean_gradient(family: str, params: dict[str, float]) -> NDArray[np.float64]:
@@ -229,25 +197,14 @@ def log_mean_gradient(family: str, params: dict[str, float]) -> NDArray[np.float
     family
         One of :data:`FAMILIES`.
     params
-        Fitted parameters under lifelines' names (:data:`PARAM_NAMES`).
+        Fitted parameters under lifelines' names (:attr:`~models.families.Family.param_names`).
 
     Returns
     -------
     numpy.ndarray
-        One derivative per parameter of :data:`PARAM_NAMES`.
+        One derivative per parameter, in lifelines' order.
     """
-    if family == "exponential":
-        return np.array([1.0 / params["lambda_"]])
-    if family == "weibull":
-        rho = params["rho_"]
-        return np.array(
-            [1.0 / params["lambda_"], -float(special.digamma(1.0 + 1.0 / rho)) / rho**2]
-        )
-    if family == "lognormal":
-        return np.array([1.0, params["sigma_"]])
-    beta = params["beta_"]
-    x = math.pi / beta
-    return np.array([1.0 / params["alpha_"], (1.0 / x - 1.0 / math.tan(x)) * (-math.pi / beta**2)])
+    return family_of(family).log_mean_gradient(params)
 
 
 def b10_h(family: str, params: dict[str, float]) -> float:
@@ -258,24 +215,14 @@ def b10_h(family: str, params: dict[str, float]) -> float:
     family
         One of :data:`FAMILIES`.
     params
-        Fitted parameters under lifelines' names (:data:`PARAM_NAMES`).
+        Fitted parameters under lifelines' names (:attr:`~models.families.Family.param_names`).
 
     Returns
     -------
     float
         The B10 life in hours.
     """
-    q = 1.0 - B10_SURVIVAL
-    if family == "exponential":
-        return -params["lambda_"] * math.log(B10_SURVIVAL)
-    if family == "weibull":
-        b10: float = params["lambda_"] * (-math.log(B10_SURVIVAL)) ** (1.0 / params["rho_"])
-        return b10
-    if family == "lognormal":
-        with np.errstate(over="ignore"):
-            return float(np.exp(params["mu_"] + params["sigma_"] * float(special.ndtri(q))))
-    b10 = params["alpha_"] * (q / B10_SURVIVAL) ** (1.0 / params["beta_"])
-    return b10
+    return family_of(family).b10_h(params)
 
 
 def delta_interval(
@@ -288,7 +235,7 @@ def delta_interval(
     family
         One of :data:`FAMILIES`.
     params
-        Fitted parameters under lifelines' names (:data:`PARAM_NAMES`).
+        Fitted parameters under lifelines' names (:attr:`~models.families.Family.param_names`).
     cov
         Covariance of ``params`` (lifelines order).
     alpha
@@ -340,7 +287,7 @@ def survival_function(
 ) -> NDArray[np.float64]:
     """Survival function of a family at ages ``t`` (lifelines parameter names).
 
-    The one implementation of the table in this module's docstring;
+    The family's :meth:`~models.families.Family.survival_function`;
     ``MtbfFitter.survival_function_at`` and the report's fitted curves use it.
 
     Parameters
@@ -348,7 +295,7 @@ def survival_function(
     family
         One of :data:`FAMILIES`.
     params
-        Fitted parameters under lifelines' names (:data:`PARAM_NAMES`).
+        Fitted parameters under lifelines' names (:attr:`~models.families.Family.param_names`).
     t
         Ages in hours.
 
@@ -357,18 +304,7 @@ def survival_function(
     numpy.ndarray
         ``S(t)``, same shape as ``t``.
     """
-    t = np.asarray(t, dtype=np.float64)
-    with np.errstate(divide="ignore", over="ignore"):
-        if family == "exponential":
-            return np.exp(-t / params["lambda_"])
-        if family == "weibull":
-            return np.exp(-((t / params["lambda_"]) ** params["rho_"]))
-        if family == "lognormal":
-            survival: NDArray[np.float64] = special.ndtr(
-                -(np.log(t) - params["mu_"]) / params["sigma_"]
-            )
-            return survival
-        return 1.0 / (1.0 + (t / params["alpha_"]) ** params["beta_"])
+    return family_of(family).survival_function(params, t)
 
 
 def restricted_mean(family: str, params: Mapping[str, float], tau_h: float) -> float:
@@ -380,37 +316,7 @@ def restricted_mean(family: str, params: Mapping[str, float], tau_h: float) -> f
     tau (1 - Phi((ln tau - mu)/sigma))``); adaptive quadrature on a log-age scale for the
     log-logistic.
     """
-    tau = float(tau_h)
-    if not tau > 0:
-        return 0.0
-    if family == "exponential":
-        lam = params["lambda_"]
-        return float(lam * -math.expm1(-tau / lam))
-    if family == "weibull":
-        lam, rho = params["lambda_"], params["rho_"]
-        a = 1.0 / rho
-        return float(
-            lam * math.exp(special.gammaln(1.0 + a)) * special.gammainc(a, (tau / lam) ** rho)
-        )
-    if family == "lognormal":
-        mu, sigma = params["mu_"], params["sigma_"]
-        z = (math.log(tau) - mu) / sigma
-        return float(
-            math.exp(mu + 0.5 * sigma**2 + special.log_ndtr(z - sigma)) + tau * special.ndtr(-z)
-        )
-    # log-logistic: integral over u = ln t of S(e^u) e^u, split at the scale
-    alpha, beta = params["alpha_"], params["beta_"]
-
-    def integrand(u: float) -> float:
-        return math.exp(u - math.log1p(math.exp(min(beta * (u - math.log(alpha)), 700.0))))
-
-    low = math.log(tau) - 60.0
-    edges = sorted({low, min(math.log(alpha), math.log(tau)), math.log(tau)})
-    total = 0.0
-    for a, b in itertools.pairwise(edges):
-        if b > a:
-            total += integrate.quad(integrand, a, b, epsabs=0.0, epsrel=1e-12, limit=200)[0]
-    return total
+    return family_of(family).restricted_mean(params, tau_h)
 
 
 def log_mean_of_theta(
@@ -421,7 +327,7 @@ def log_mean_of_theta(
     Parameters
     ----------
     family
-        ``"weibull"``, ``"lognormal"`` or ``"loglogistic"``.
+        A family with a shape (:class:`~models.families.ShapeFamily`).
     mu, sigma
         Location and scale of ``ln T`` (arrays of equal shape).
 
@@ -430,15 +336,11 @@ def log_mean_of_theta(
     numpy.ndarray
         log(mean life in hours) per element.
     """
-    if family == "weibull":
-        log_mean: NDArray[np.float64] = mu + special.gammaln(1.0 + sigma)
-        return log_mean
-    if family == "lognormal":
-        return mu + 0.5 * sigma**2
-    x = math.pi * sigma  # log-logistic: mean alpha * x / sin(x), finite for sigma < 1
-    with np.errstate(all="ignore"):
-        out = mu + np.log(x / np.sin(x))
-    return np.where(sigma < 1.0, out, np.inf)
+    shaped = family_of(family)
+    if not isinstance(shaped, ShapeFamily):
+        msg = f"{family} has no shape, so no (mu, sigma) law of its mean; pass a family with one."
+        raise ValueError(msg)
+    return shaped.log_mean_of_theta(mu, sigma)
 
 
 # --------------------------------------------------------------------------------------------
@@ -452,20 +354,14 @@ def location_scale(family: str, params: Mapping[str, float]) -> tuple[float, flo
     family
         One of :data:`FAMILIES`.
     params
-        Fitted parameters under lifelines' names (:data:`PARAM_NAMES`).
+        Fitted parameters under lifelines' names (:attr:`~models.families.Family.param_names`).
 
     Returns
     -------
     tuple of float
         Location and scale of log life (the exponential has ``sigma = 1``).
     """
-    if family == "exponential":
-        return math.log(params["lambda_"]), 1.0
-    if family == "weibull":
-        return math.log(params["lambda_"]), 1.0 / params["rho_"]
-    if family == "lognormal":
-        return float(params["mu_"]), float(params["sigma_"])
-    return math.log(params["alpha_"]), 1.0 / params["beta_"]
+    return family_of(family).location_scale(params)
 
 
 def location_scale_cov(
@@ -478,7 +374,7 @@ def location_scale_cov(
     family
         One of :data:`FAMILIES`.
     params
-        Fitted parameters under lifelines' names (:data:`PARAM_NAMES`).
+        Fitted parameters under lifelines' names (:attr:`~models.families.Family.param_names`).
     cov
         Covariance of ``params`` (lifelines order).
 
@@ -487,18 +383,7 @@ def location_scale_cov(
     numpy.ndarray
         The 2 x 2 covariance of :func:`location_scale` (delta method).
     """
-    if family == "exponential":  # sigma is fixed at 1
-        lam = params["lambda_"]
-        return np.array([[cov[0, 0] / lam**2, 0.0], [0.0, 0.0]])
-    if family == "lognormal":
-        return np.asarray(cov, dtype=np.float64)
-    scale, shape = (
-        (params["lambda_"], params["rho_"])
-        if family == "weibull"
-        else (params["alpha_"], params["beta_"])
-    )
-    jac = np.diag([1.0 / scale, -1.0 / shape**2])
-    return jac @ np.asarray(cov, dtype=np.float64) @ jac.T
+    return family_of(family).location_scale_cov(params, cov)
 
 
 def log_sf_cdf_standard(
@@ -521,13 +406,7 @@ def log_sf_cdf_standard(
     tuple of numpy.ndarray
         ``(log S(z), log F(z))``.
     """
-    with np.errstate(all="ignore"):
-        if family in ("exponential", "weibull"):
-            ez = np.exp(z)
-            return -ez, np.log(-np.expm1(-ez))
-        if family == "lognormal":
-            return special.log_ndtr(-z), special.log_ndtr(z)
-        return -np.logaddexp(0.0, z), -np.logaddexp(0.0, -z)
+    return family_of(family).log_sf_cdf_standard(z)
 
 
 def log_sf_cdf(
@@ -540,7 +419,7 @@ def log_sf_cdf(
     family
         One of :data:`FAMILIES`.
     params
-        Fitted parameters under lifelines' names (:data:`PARAM_NAMES`).
+        Fitted parameters under lifelines' names (:attr:`~models.families.Family.param_names`).
     age_h
         Ages in hours.
 
@@ -570,7 +449,7 @@ def log_survival(
     family
         One of :data:`FAMILIES`.
     params
-        Fitted parameters under lifelines' names (:data:`PARAM_NAMES`).
+        Fitted parameters under lifelines' names (:attr:`~models.families.Family.param_names`).
     age_h
         Ages in hours.
 

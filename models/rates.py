@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from models.exceptions import ApproximationWarning, FewFailuresWarning
+from models.families import FAMILY_REGISTRY, renewal_family
 from models.scenario import MTBF_CAP_H, ClassRate
 
 __all__ = ["rates_from_failure_rates", "rates_from_fits"]
@@ -63,8 +64,9 @@ def rates_from_fits(fit_results: pl.DataFrame, *, at_ages: bool = False) -> tupl
     Returns
     -------
     tuple of ClassRate
-        The Weibull shape is kept for ``family == "weibull"``; every other family is projected
-        as exponential with the same MTBF.
+        A projection simulates Weibull renewals: a family's
+        :meth:`~models.families.Family.renewal_shape` gives the shape kept (the Weibull's own,
+        the exponential's 1); every other family is projected as exponential with the same MTBF.
 
     Raises
     ------
@@ -100,9 +102,11 @@ def rates_from_fits(fit_results: pl.DataFrame, *, at_ages: bool = False) -> tupl
     for row in fit_results.select(required).iter_rows(named=True):
         name = str(row["component_class"])
         family = str(row["family"] or "exponential").lower()
-        shape = float(row["shape"]) if family == "weibull" and row["shape"] is not None else 1.0
-        if family not in ("weibull", "exponential"):
+        known = FAMILY_REGISTRY.get(family)
+        renewal_shape = known.renewal_shape(row["shape"]) if known is not None else None
+        if renewal_shape is None:
             approximated.append(f"{name} ({family})")
+        shape = 1.0 if renewal_shape is None else renewal_shape
         lo = _finite_or_none(row["mtbf_lo_h"])
         hi = _finite_or_none(row["mtbf_hi_h"])
         mtbf = _finite_or_none(row["mtbf_h"])
@@ -188,7 +192,9 @@ def _rates_from_headlines(fits: pl.DataFrame, *, at_ages: bool) -> tuple[ClassRa
             bounded.append(str(name))
             out.append(_bounded(str(name), level, head["headline_mtbf_lo_h"]))
             continue
-        weibull = rows.filter((pl.col("family") == "weibull") & pl.col("mtbf_h").is_finite())
+        weibull = rows.filter(
+            (pl.col("family") == renewal_family().name) & pl.col("mtbf_h").is_finite()
+        )
         if at_ages and weibull.height:
             out.append(_weibull_rate(str(name), level, head, weibull.row(0, named=True)))
         else:

@@ -20,6 +20,7 @@ import polars as pl
 from scipy import special
 
 from models.exceptions import ConvergenceWarning, FewFailuresWarning
+from models.families import FAMILY_REGISTRY, Family, closed_form_family, family_of, weibayes_family
 from models.lifetimes import Lifetimes, LogLives, lives_frame
 from models.mle import ParametricFit, fit_family_fast
 from models.mtbf_summary import (
@@ -31,10 +32,7 @@ from models.mtbf_summary import (
 from models.parametric import (
     FAMILIES,
     MIN_FAILURES,
-    PARAM_NAMES,
-    SHAPE_PARAM,
     annual_rates,
-    b10_h,
     check_alpha,
     check_family,
     delta_interval,
@@ -112,14 +110,16 @@ def _json(params: dict[str, float]) -> str:
     return json.dumps({k: (v if math.isfinite(v) else None) for k, v in params.items()})
 
 
-def _exponential_row(data: LogLives, alpha: float) -> dict[str, Any]:
+def _exponential_row(family: Family, data: LogLives, alpha: float) -> dict[str, Any]:
+    """Return the closed-form row of a family with no shape (the exponential: exact bounds)."""
     r, total = data.n_failures, data.exposure_h
     mtbf, lo, hi = exponential_mtbf(r, total, alpha=alpha)
     ll = exponential_log_likelihood(r, total)
     afr, fit = annual_rates(mtbf)
+    params = dict(zip(family.param_names, [mtbf], strict=True))
     return {
-        "family": "exponential",
-        "params_json": _json({"lambda_": mtbf}),
+        "family": family.name,
+        "params_json": _json(params),
         "shape": 1.0,
         "log_likelihood": ll,
         "aic": 2.0 - 2.0 * ll,
@@ -128,11 +128,11 @@ def _exponential_row(data: LogLives, alpha: float) -> dict[str, Any]:
         "mtbf_hi_h": hi,
         "afr_pct": afr,
         "fit_per_1e9h": fit,
-        "b10_h": b10_h("exponential", {"lambda_": mtbf}) if r > 0 else math.nan,
+        "b10_h": family.b10_h(params) if r > 0 else math.nan,
         "method": "chi_square",
         "shape_lo": math.nan,
         "shape_hi": math.nan,
-        "_params": {"lambda_": mtbf},
+        "_params": params,
         "mtbf_sampled_h": mtbf,
         "mtbf_sampled_lo_h": lo,
         "mtbf_sampled_hi_h": hi,
@@ -141,12 +141,12 @@ def _exponential_row(data: LogLives, alpha: float) -> dict[str, Any]:
 
 
 def _parametric_row(fit: ParametricFit, alpha: float) -> dict[str, Any]:
-    family = fit.family
+    family = family_of(fit.family)
     if not fit.converged:
         nan = math.nan
         return {
-            "family": family,
-            "params_json": _json(dict.fromkeys(PARAM_NAMES[family], nan)),
+            "family": family.name,
+            "params_json": _json(dict.fromkeys(family.param_names, nan)),
             "shape": nan,
             "log_likelihood": nan,
             "aic": nan,
@@ -165,16 +165,17 @@ def _parametric_row(fit: ParametricFit, alpha: float) -> dict[str, Any]:
             "mtbf_sampled_hi_h": nan,
             "mtbf_sampled_inf_share": nan,
         }
-    mtbf, lo, hi = delta_interval(family, fit.params, fit.cov, alpha)
-    shape = fit.params[SHAPE_PARAM[family]]
+    mtbf, lo, hi = delta_interval(family.name, fit.params, fit.cov, alpha)
+    shape_param = family.shape_param or ""  # a fitted family has a shape
+    shape = fit.params[shape_param]
     # delta method on log shape (the shape is the second lifelines parameter of every family)
     sd_log_shape = math.sqrt(fit.cov[1, 1]) / shape if fit.cov[1, 1] >= 0 else math.nan
     half = float(special.ndtri(1.0 - alpha / 2.0)) * sd_log_shape
     afr, fit_rate = annual_rates(mtbf)
     return {
-        "family": family,
+        "family": family.name,
         "params_json": _json(fit.params),
-        "shape": fit.params[SHAPE_PARAM[family]],
+        "shape": fit.params[shape_param],
         "log_likelihood": fit.log_likelihood,
         "aic": fit.aic,
         "mtbf_h": mtbf,
@@ -182,12 +183,12 @@ def _parametric_row(fit: ParametricFit, alpha: float) -> dict[str, Any]:
         "mtbf_hi_h": hi,
         "afr_pct": afr,
         "fit_per_1e9h": fit_rate,
-        "b10_h": b10_h(family, fit.params),
+        "b10_h": family.b10_h(fit.params),
         "method": "mle_delta",
         "shape_lo": shape * math.exp(-half),
         "shape_hi": shape * math.exp(half),
         "_params": fit.params,
-        **sampled_mean(family, fit.theta, fit.cov_theta, alpha=alpha),
+        **sampled_mean(family.name, fit.theta, fit.cov_theta, alpha=alpha),
     }
 
 
@@ -196,8 +197,10 @@ def _weibayes_row(
 ) -> dict[str, Any]:
     """Fit the Weibayes row of a group with 1 to 5 failures.
 
-    A Weibull at a known shape, with likelihood-ratio (LR) bounds.
+    A Weibull (:func:`~models.families.weibayes_family`) at a known shape, with
+    likelihood-ratio (LR) bounds.
     """
+    family = weibayes_family()
     beta, _ = shape
     fit = weibayes(
         part.get_column("exit_h").to_numpy(),
@@ -206,10 +209,10 @@ def _weibayes_row(
         beta,
         alpha=alpha,
     )
-    params = {"lambda_": fit.scale_h, "rho_": beta}
+    params = dict(zip(family.param_names, [fit.scale_h, beta], strict=True))
     afr, fit_rate = annual_rates(fit.mtbf_h)
     return {
-        "family": "weibull",
+        "family": family.name,
         "params_json": _json(params),
         "shape": beta,
         "log_likelihood": fit.log_likelihood,
@@ -219,7 +222,7 @@ def _weibayes_row(
         "mtbf_hi_h": fit.mtbf_hi_h,
         "afr_pct": afr,
         "fit_per_1e9h": fit_rate,
-        "b10_h": b10_h("weibull", params) if data.n_failures else math.nan,
+        "b10_h": family.b10_h(params) if data.n_failures else math.nan,
         "method": "weibayes_lr",
         "shape_lo": math.nan,
         "shape_hi": math.nan,
@@ -271,9 +274,11 @@ class _WeibayesShapes:
             )
             found = (1.0, "assumed (no fleet-wide fit)")
             if data.n_failures > WEIBAYES_MAX_FAILURES:
-                fit = fit_family_fast("weibull", data)
+                family = weibayes_family()
+                fit = fit_family_fast(family.name, data)
                 if fit.converged:
-                    found = (fit.params["rho_"], f"fleet-wide {self.by[0]} fit")
+                    shape = fit.params[family.shape_param or ""]
+                    found = (shape, f"fleet-wide {self.by[0]} fit")
             self.pooled[key[0]] = found
         return self.pooled[key[0]]
 
@@ -380,9 +385,9 @@ def fit_lives(
         msg = f"headline must be one of {list(_HEADLINES)}, got {headline!r}."
         raise ValueError(msg)
     by = list(by)
-    wanted = [check_family(f) for f in dict.fromkeys(families)]
+    wanted = [family_of(check_family(f)) for f in dict.fromkeys(families)]
     if not wanted:
-        msg = "families is empty; pass at least one of " + ", ".join(FAMILIES) + "."
+        msg = "families is empty; pass at least one of " + ", ".join(FAMILY_REGISTRY) + "."
         raise ValueError(msg)
     frame = lives_frame(lives, by)
     schema = {c: lives.schema[c] for c in by} | _RESULT_COLUMNS
@@ -416,24 +421,24 @@ def fit_lives(
         elif r <= WEIBAYES_MAX_FAILURES:
             weibayes_groups.append(key)
         if r == 0:
-            rows.append(_exponential_row(data, alpha) | {"chosen": True})
+            rows.append(_exponential_row(closed_form_family(), data, alpha) | {"chosen": True})
         else:
-            weibull: ParametricFit | None = None
+            reference: ParametricFit | None = None  # the fit that starts the others
             for family in wanted:
-                if family == "exponential":
-                    rows.append(_exponential_row(data, alpha))
+                if not family.has_shape:
+                    rows.append(_exponential_row(family, data, alpha))
                     continue
-                if r <= WEIBAYES_MAX_FAILURES and family == "weibull":
+                if r <= WEIBAYES_MAX_FAILURES and family.weibayes:
                     shape = shapes.weibayes_shape(key)
                     rows.append(_weibayes_row(part, shape, data, alpha))
                     continue
                 if r < MIN_FAILURES:
                     continue
-                fit = fit_family_fast(family, data, weibull)
-                if family == "weibull":
-                    weibull = fit
+                fit = fit_family_fast(family.name, data, reference)
+                if family.starts_others:
+                    reference = fit
                 if not fit.converged:
-                    not_converged.append(f"{family} for {dict(zip(by, key, strict=True))}")
+                    not_converged.append(f"{family.name} for {dict(zip(by, key, strict=True))}")
                 rows.append(_parametric_row(fit, alpha))
             if r <= WEIBAYES_MAX_FAILURES:
                 if not any(row["method"] == "weibayes_lr" for row in rows):

@@ -124,6 +124,17 @@ def _rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
     return frame.to_dicts() if frame.height else []
 
 
+def _class_rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
+    """Return the class table's rows, each with ``family_has_shape`` (is a shape shown)."""
+    from models.families import FAMILY_REGISTRY  # numpy and scipy: only when a page is rendered
+
+    rows = _rows(frame)
+    for row in rows:
+        family = FAMILY_REGISTRY.get(str(row.get("family")))
+        row["family_has_shape"] = family is None or family.has_shape  # a stored unknown name too
+    return rows
+
+
 def render_html(data: ReportData, figures: dict[str, str]) -> str:
     """Render the report page.
 
@@ -153,7 +164,7 @@ def render_html(data: ReportData, figures: dict[str, str]) -> str:
         figures={k: Markup(v) for k, v in figures.items()},
         probability_key=probability_figure_key,
         min_plot_failures=MIN_PLOT_FAILURES,
-        classes=_rows(data.classes),
+        classes=_class_rows(data.classes),
         causes=_rows(data.causes),
         restart=_rows(data.restart),
         interruptions=_rows(data.interruptions),
