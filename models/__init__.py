@@ -197,8 +197,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "period_mtbf",
     ),
     "scenario": (
+        "KNOBS",
         "RSC1_NODE_FAILURES_PER_1000_NODE_DAYS",
         "ClassRate",
+        "Knob",
         "Projection",
         "Scenario",
         "age_mix",

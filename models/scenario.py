@@ -5,14 +5,15 @@ checkpoint and restart costs, spares, recovery strategy, fleet age, proactive dr
 predictor's warnings); :func:`models.goodput.project` turns it into a :class:`Projection`.
 :func:`age_mix` validates a fleet-age mix. The unit constants shared by the projection modules
 (``SECONDS_PER_HOUR``, ``SECONDS_PER_DAY``, ``MTBF_CAP_H``, ``CATEGORICAL_KNOBS``) live here.
+:data:`KNOBS` is the knob table, read from the Scenario fields' metadata.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 import numpy as np
 
@@ -22,8 +23,10 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 __all__ = [
+    "KNOBS",
     "RSC1_NODE_FAILURES_PER_1000_NODE_DAYS",
     "ClassRate",
+    "Knob",
     "Projection",
     "Scenario",
     "age_mix",
@@ -41,10 +44,33 @@ hours: the class then fails about never within any job."""
 _STRATEGIES = ("restart", "hot_spare", "elastic")
 _LEVELS = ("gpu", "node")
 _FLEET_AGES = ("steady_state", "new")
-CATEGORICAL_KNOBS = ("strategy", "fleet_age", "rates", "weibull_shape", "node_groups")
-"""Scenario fields :func:`~models.sweep.sweep` loops over (the others it evaluates as arrays in one
-pass)."""
-_CATEGORICAL = CATEGORICAL_KNOBS  # the old name, read by tests/hardening/test_scale_out.py
+KnobKind = Literal[
+    "int", "float", "optional_float", "text", "rates", "fleet_age", "weibull_shape", "node_groups"
+]
+"""How a knob's value is written and read (:func:`pipelines.knobs.knob_value` parses each kind):
+a whole number, a number, a number or None, a word, or one of the structured knobs."""
+
+
+def _knob(
+    kind: KnobKind,
+    unit: str,
+    *,
+    option: str | None = "",
+    categorical: bool = False,
+    bound: Literal["positive", "non_negative"] | None = None,
+) -> dict[str, Any]:
+    """Return the metadata of a :class:`Scenario` field: its row of the knob table (:class:`Knob`).
+
+    ``option`` is the ``relia project`` option, ``""`` for ``--`` and the name with dashes,
+    None for a knob with no option.
+    """
+    return {
+        "kind": kind,
+        "unit": unit,
+        "option": option,
+        "categorical": categorical,
+        "bound": bound,
+    }
 
 
 @dataclass(frozen=True)
@@ -236,46 +262,61 @@ class Scenario:
         units fail at the given rates. Simulations give a group ``round(share * units)`` units.
     """
 
-    n_gpus: int = 16_384
-    gpus_per_node: int = 8
-    failure_domain_gpus: int = 8
-    rates: tuple[ClassRate, ...] = ()
-    node_failures_per_1000_node_days: float | None = None
-    checkpoint_s: float = 60.0
-    checkpoint_interval_s: float | None = None
-    detect_s: float = 120.0
-    reschedule_s: float = 300.0
-    reload_s: float = 180.0
-    warmup_s: float = 120.0
-    hot_spares: int = 0
-    repair_h: float = 24.0
-    strategy: str = "restart"
-    replica_gpus: int = 512
-    job_days: float = 30.0
-    gpu_power_w: float = 700.0
-    pue: float = 1.2
-    fleet_age: str | float | tuple[tuple[float, float], ...] = "steady_state"
-    drain_recall: float = 0.0
-    drain_precision: float = 1.0
-    drain_migration_s: float = 300.0
-    weibull_shape: float | tuple[tuple[str, float], ...] | None = None
-    hang_share: float = 0.0
-    detect_hang_s: float = 600.0
-    repair_sigma: float = 0.0
-    job_interruptions_per_h: float = 0.0
-    node_groups: tuple[tuple[float, float], ...] = ()
+    n_gpus: int = field(
+        default=16_384, metadata=_knob("int", "GPUs", option="--gpus", bound="positive")
+    )
+    gpus_per_node: int = field(default=8, metadata=_knob("int", "GPUs", bound="positive"))
+    failure_domain_gpus: int = field(default=8, metadata=_knob("int", "GPUs", bound="positive"))
+    rates: tuple[ClassRate, ...] = field(
+        default=(), metadata=_knob("rates", "", option=None, categorical=True)
+    )
+    node_failures_per_1000_node_days: float | None = field(
+        default=None, metadata=_knob("optional_float", "failures per 1000 node-days")
+    )
+    checkpoint_s: float = field(default=60.0, metadata=_knob("float", "s", bound="non_negative"))
+    checkpoint_interval_s: float | None = field(default=None, metadata=_knob("optional_float", "s"))
+    detect_s: float = field(default=120.0, metadata=_knob("float", "s", bound="non_negative"))
+    reschedule_s: float = field(default=300.0, metadata=_knob("float", "s", bound="non_negative"))
+    reload_s: float = field(default=180.0, metadata=_knob("float", "s", bound="non_negative"))
+    warmup_s: float = field(default=120.0, metadata=_knob("float", "s", bound="non_negative"))
+    hot_spares: int = field(default=0, metadata=_knob("int", "domains", bound="non_negative"))
+    repair_h: float = field(default=24.0, metadata=_knob("float", "h", bound="positive"))
+    strategy: str = field(default="restart", metadata=_knob("text", "", categorical=True))
+    replica_gpus: int = field(default=512, metadata=_knob("int", "GPUs", bound="positive"))
+    job_days: float = field(default=30.0, metadata=_knob("float", "days", bound="positive"))
+    gpu_power_w: float = field(
+        default=700.0, metadata=_knob("float", "W", option=None, bound="positive")
+    )
+    pue: float = field(default=1.2, metadata=_knob("float", "", option=None))
+    fleet_age: str | float | tuple[tuple[float, float], ...] = field(
+        default="steady_state", metadata=_knob("fleet_age", "h", categorical=True)
+    )
+    drain_recall: float = field(default=0.0, metadata=_knob("float", "share"))
+    drain_precision: float = field(default=1.0, metadata=_knob("float", "share"))
+    drain_migration_s: float = field(
+        default=300.0, metadata=_knob("float", "s", bound="non_negative")
+    )
+    weibull_shape: float | tuple[tuple[str, float], ...] | None = field(
+        default=None, metadata=_knob("weibull_shape", "", categorical=True)
+    )
+    hang_share: float = field(default=0.0, metadata=_knob("float", "share"))
+    detect_hang_s: float = field(default=600.0, metadata=_knob("float", "s", bound="non_negative"))
+    repair_sigma: float = field(default=0.0, metadata=_knob("float", "", bound="non_negative"))
+    job_interruptions_per_h: float = field(
+        default=0.0, metadata=_knob("float", "1/h", bound="non_negative")
+    )
+    node_groups: tuple[tuple[float, float], ...] = field(
+        default=(), metadata=_knob("node_groups", "", option="--node-group", categorical=True)
+    )
 
     def __post_init__(self) -> None:
         """Store mappings and lists as tuples, check every knob; a bad one raises ``ValueError``."""
         self._normalise_groups_and_shapes()
-        _check_non_negative(self, "detect_hang_s", "repair_sigma", "job_interruptions_per_h")
+        _check_positive(self, *_POSITIVE)
+        _check_non_negative(self, *_NON_NEGATIVE)
         if not (math.isfinite(self.hang_share) and 0 <= self.hang_share <= 1):
             msg = f"hang_share is a share of interruptions, from 0 to 1, got {self.hang_share}."
             raise ValueError(msg)
-        _check_positive(self, "n_gpus", "gpus_per_node", "failure_domain_gpus", "replica_gpus")
-        _check_positive(self, "job_days", "repair_h", "gpu_power_w")
-        _check_non_negative(self, "checkpoint_s", "detect_s", "reschedule_s", "reload_s")
-        _check_non_negative(self, "warmup_s", "hot_spares", "drain_migration_s")
         if not (math.isfinite(self.drain_recall) and 0 <= self.drain_recall <= 1):
             msg = (
                 "drain_recall is the share of failures warned in time to drain, from 0 to 1 "
@@ -428,6 +469,69 @@ class Scenario:
             replace(r, weibull_shape=by_class.get(r.component_class, r.weibull_shape))
             for r in rates
         )
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One knob of the projection: a :class:`Scenario` field as users set it.
+
+    Parameters
+    ----------
+    name
+        The Scenario field (and the sweep YAML key).
+    kind
+        How its value is written and read (:data:`KnobKind`).
+    default
+        The Scenario default.
+    unit
+        Unit of a number (``s``, ``h``, ``GPUs``, ``share``...); empty when it has none.
+    option
+        The ``relia project`` option that sets it (``--gpus``), None when the CLI has none.
+    categorical
+        Whether :func:`~models.sweep.sweep` loops over its values instead of evaluating them as
+        an array in one pass (:data:`CATEGORICAL_KNOBS`).
+    bound
+        ``"positive"`` or ``"non_negative"``: checked as such by :class:`Scenario`; None when the
+        knob has its own check (a share, a keyword) or none.
+    """
+
+    name: str
+    kind: KnobKind
+    default: Any
+    unit: str
+    option: str | None
+    categorical: bool
+    bound: str | None
+
+    @property
+    def parameter(self) -> str | None:
+        """The option as a Python parameter name (``--node-group`` -> ``node_group``)."""
+        return None if self.option is None else self.option.removeprefix("--").replace("-", "_")
+
+
+KNOBS = tuple(
+    Knob(
+        name=f.name,
+        kind=f.metadata["kind"],
+        default=f.default,
+        unit=f.metadata["unit"],
+        option=(
+            "--" + f.name.replace("_", "-") if f.metadata["option"] == "" else f.metadata["option"]
+        ),
+        categorical=f.metadata["categorical"],
+        bound=f.metadata["bound"],
+    )
+    for f in fields(Scenario)
+)
+"""The knob table, one row per :class:`Scenario` field in field order: the one list of knob names,
+kinds, defaults, units, ``relia project`` options and bounds that the CLI, the sweep YAML and the
+sweeps read."""
+CATEGORICAL_KNOBS = tuple(k.name for k in KNOBS if k.categorical)
+"""Scenario fields :func:`~models.sweep.sweep` loops over (the others it evaluates as arrays in one
+pass)."""
+_CATEGORICAL = CATEGORICAL_KNOBS  # the old name, read by tests/hardening/test_scale_out.py
+_POSITIVE = tuple(k.name for k in KNOBS if k.bound == "positive")
+_NON_NEGATIVE = tuple(k.name for k in KNOBS if k.bound == "non_negative")
 
 
 def _number_pair(
