@@ -9,25 +9,48 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-#: Knob names users may write besides the Scenario field names.
-ALIASES = {"gpus": "n_gpus", "node_group": "node_groups"}
+from models import KNOBS
+
+#: Knob names users may write besides the Scenario field names: the ``relia project`` options
+#: named otherwise (``--gpus``, ``--node-group``), from the knob table.
+ALIASES = {k.parameter: k.name for k in KNOBS if k.parameter not in (None, k.name)}
 #: Not a Scenario field: the whole restart time, split by :func:`restart_shorthand`.
 RESTART_S = "restart_s"
 #: A ``fleet_age`` read from the warehouse's inventory (the ages of the units in service).
 INVENTORY = "inventory"
-_INT_KNOBS = ("n_gpus", "gpus_per_node", "failure_domain_gpus", "hot_spares", "replica_gpus")
-_OPTIONAL_KNOBS = ("checkpoint_interval_s", "node_failures_per_1000_node_days")
-_TEXT_KNOBS = ("strategy",)
+_KINDS = {k.name: k.kind for k in KNOBS}
 
 
 def scenario_fields() -> set[str]:
-    """Names of every :class:`models.Scenario` field."""
-    from models import Scenario
+    """Names of every :class:`models.Scenario` field (the knob table's names)."""
+    return set(_KINDS)
 
-    return {f.name for f in dataclasses.fields(Scenario)}
+
+def cli_knobs(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the knobs ``relia project`` was given, from its parameters (``ctx.params``).
+
+    Every knob of the table with an option, plus ``restart_s``; an option left at None (not
+    given) is left out, so the Scenario default or a measured value holds. Repeated options
+    (``--node-group``, ``--weibull-shape``) are joined with commas; ``failure_domain_gpus``
+    defaults to ``gpus_per_node`` (a node).
+    """
+    out: dict[str, Any] = {}
+    for knob in KNOBS:
+        if knob.parameter is None:
+            continue
+        value = params[knob.parameter]
+        if isinstance(value, (list, tuple)):
+            value = ",".join(value) if value else None
+        if value is not None:
+            out[knob.name] = value
+    if params[RESTART_S] is not None:
+        out[RESTART_S] = params[RESTART_S]
+    if not out.get("failure_domain_gpus"):
+        out["failure_domain_gpus"] = out["gpus_per_node"]
+    return out
 
 
 def knob_name(name: str, *, where: str = "knob") -> str:
@@ -47,22 +70,20 @@ def knob_name(name: str, *, where: str = "knob") -> str:
 
 
 def knob_value(key: str, value: Any, *, where: str = "knob") -> Any:
-    """Normalise one value of knob ``key`` (a Scenario field name) from CLI text or YAML."""
+    """Normalise one value of knob ``key`` (a Scenario field name) from CLI text or YAML.
+
+    The knob's kind in the table (:data:`models.KNOBS`) chooses the parser.
+    """
     label = f"{where}: {key} = {value!r}"
-    if key == "weibull_shape":
-        return weibull_shape(value, where=label)
-    if key == "node_groups":
-        return node_groups(value, where=label)
-    if key == "fleet_age":
-        return fleet_age(value, where=label)
-    if key == "rates":
-        return class_rates(value, where=label)
-    if key in _TEXT_KNOBS:
+    kind = _KINDS.get(key)  # restart_s, not a Scenario field, is a number
+    if kind in _PARSERS:
+        return _PARSERS[kind](value, where=label)
+    if kind == "text":
         return str(value)
-    if key in _OPTIONAL_KNOBS and value is None:
+    if kind == "optional_float" and value is None:
         return None
     number = _number(value, where=label)
-    if key in _INT_KNOBS:
+    if kind == "int":
         if number != int(number):
             msg = f"{label} must be a whole number"
             raise ValueError(msg)
@@ -230,6 +251,15 @@ def class_rates(value: Any, *, where: str = "rates") -> tuple[Any, ...]:
             msg = f"{where}: {error}"
             raise ValueError(msg) from None
     return tuple(out)
+
+
+#: The parser of each structured kind of knob (the others are numbers or text).
+_PARSERS: dict[str, Callable[..., Any]] = {
+    "weibull_shape": weibull_shape,
+    "node_groups": node_groups,
+    "fleet_age": fleet_age,
+    "rates": class_rates,
+}
 
 
 def restart_shorthand(given: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:

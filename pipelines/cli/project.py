@@ -72,6 +72,7 @@ _PROJECTION_KEYS = (
 
 @app.command()
 def project(
+    ctx: typer.Context,
     gpus: Annotated[int, typer.Option(min=1, help="GPUs in the job.")] = 16_384,
     gpus_per_node: Annotated[int, typer.Option(min=1)] = 8,
     failure_domain_gpus: Annotated[
@@ -228,41 +229,14 @@ def project(
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Project MTTI, checkpoint intervals, ETTR and goodput for a job at a given scale."""
+    from pipelines import knobs as knob_text
     from pipelines import project as project_mod
 
     shown = output_format(fmt, as_json)
 
-    knobs: dict[str, Any] = {
-        "n_gpus": gpus,
-        "gpus_per_node": gpus_per_node,
-        "failure_domain_gpus": failure_domain_gpus or gpus_per_node,
-        "checkpoint_s": checkpoint_s,
-        "checkpoint_interval_s": checkpoint_interval_s,
-        "strategy": strategy,
-        "hot_spares": hot_spares,
-        "repair_h": repair_h,
-        "job_days": job_days,
-        "fleet_age": fleet_age,
-        "drain_recall": drain_recall,
-        "drain_precision": drain_precision,
-        "drain_migration_s": drain_migration_s,
-    }
-    optional = {
-        "node_failures_per_1000_node_days": node_failures_per_1000_node_days,
-        "restart_s": restart_s,
-        "detect_s": detect_s,
-        "detect_hang_s": detect_hang_s,
-        "hang_share": hang_share,
-        "reschedule_s": reschedule_s,
-        "reload_s": reload_s,
-        "warmup_s": warmup_s,
-        "repair_sigma": repair_sigma,
-        "replica_gpus": replica_gpus,
-        "job_interruptions_per_h": job_interruptions_per_h,
-        "node_groups": ",".join(node_group) if node_group else None,
-        "weibull_shape": ",".join(weibull_shape) if weibull_shape else None,
-    }
-    knobs |= {k: v for k, v in optional.items() if v is not None}
+    # the knob options by the knob table (models.KNOBS); tests/pipelines/test_cli_knobs.py
+    # keeps the options above and the table in step
+    knobs = knob_text.cli_knobs(ctx.params)
     if weibull_shape and len(weibull_shape) > 1 and any("=" not in w for w in weibull_shape):
         err.print(
             error_text(
