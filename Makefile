@@ -34,11 +34,13 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium chromium-driver; \
 	fi
 
+# one test worker per core (pytest-xdist): the suite is many independent warehouses, each test
+# with its own temporary folder and Prefect home
 test: install browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 test-fast: install
-	$(BIN)/python -m pytest -m "not slow"
+	$(BIN)/python -m pytest -n auto -m "not slow"
 
 # what CI runs before the tests (.ci/run): lint, format, types, spelling, SQL style
 lint: install
