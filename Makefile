@@ -34,13 +34,13 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium chromium-driver; \
 	fi
 
-# one test worker per core (pytest-xdist): the suite is many independent warehouses, each test
-# with its own temporary folder and Prefect home
+# one test worker per core (pytest-xdist), each taking whole files (a module's fixtures are built
+# once, its tests run in their order): every test has its own folders and Prefect home
 test: install browser
-	$(BIN)/python -m pytest -n auto
+	$(BIN)/python -m pytest -n auto --dist loadfile
 
 test-fast: install
-	$(BIN)/python -m pytest -n auto -m "not slow"
+	$(BIN)/python -m pytest -n auto --dist loadfile -m "not slow"
 
 # what CI runs before the tests (.ci/run): lint, format, types, spelling, SQL style
 lint: install
