@@ -352,6 +352,8 @@ def ingest(
         lake.check_warehouse(con, lake_dir)
         emit(_record_refused(con, refused, lake_dir) if refused else [])
         classes = _component_classes(con)
+        # an ingest that stopped half-way loaded rows its views and snapshots never saw
+        resumed = warehouse.unfinished_ingest(con) is not None
         marked = False
 
         def load(queue: list[ParsedFile]) -> None:
@@ -413,6 +415,6 @@ def ingest(
                 lake.attach(con, lake_dir)
             # the snapshots are taken here, once per ingest that changed rows, not by every
             # reader: a query over the views alone binds the whole tree of views under it
-            warehouse.refresh(con, data_changed=marked or bool(refused))
+            warehouse.refresh(con, data_changed=marked or resumed or bool(refused))
             warehouse.finish_ingest(con)
     return results

@@ -24,7 +24,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from pipelines import ingest
+from pipelines import ingest, warehouse
 from pipelines.cli import app
 from pipelines.warehouse import identifier, load, schema
 
@@ -186,25 +186,25 @@ def test_a_full_disk_while_the_views_are_made_leaves_them_and_summary_says_rerun
     rerun finishes it."""
     db = tmp_path / "w.duckdb"
     shutil.copy(base, db)
-    real = schema._views_digest
-    calls = []
+    real = schema.store_digest
 
-    def full_disk(*args: object, **kwargs: object) -> str:
-        calls.append(1)
-        if len(calls) == 2:  # the first call compares; the second runs after the views are made
-            msg = f'IO Error: Could not write file "{db}.wal": No space left on device'
-            raise duckdb.IOException(msg)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
+    def full_disk(*args: object, **kwargs: object) -> None:
+        # the views' digest is stored after every view and snapshot is made, in their transaction
+        msg = f'IO Error: Could not write file "{db}.wal": No space left on device'
+        raise duckdb.IOException(msg)
 
-    views_before = digest(db)["<views>"]
-    monkeypatch.setattr(schema, "_views_digest", full_disk)
+    before = digest(db)
+    views_before = before["<views>"]
+    monkeypatch.setattr(schema, "store_digest", full_disk)
     result = CliRunner().invoke(app, ["ingest", str(landings["more"]), "--db", str(db)])
     assert result.exit_code == 1
     assert "Traceback" not in result.output
     assert "No space left on device" in result.output
-    monkeypatch.setattr(schema, "_views_digest", real)
+    monkeypatch.setattr(schema, "store_digest", real)
     after = digest(db)
     assert after["<views>"] == views_before
+    for name in warehouse.MATERIALIZED:  # the snapshots, too, are those of before: rolled back
+        assert after[name] == before[name], name
     assert after["ingest_pending"][0] == 1  # the ingest that stopped is on record
     # the files loaded before the failure are kept, whole: more recorded than before
     assert after["raw_ingest_files"][0] > digest(base)["raw_ingest_files"][0]
@@ -224,8 +224,10 @@ def test_a_never_finished_ingest_is_not_an_empty_warehouse(
     ingest.ingest(db, ingest.discover([landings["first"]]))
     con = duckdb.connect(str(db))
     names = [p.stem for p in schema.view_files()]
-    for name in reversed(names):
-        con.execute(f"drop view if exists {identifier(name)}")
+    snapshots = {r[0] for r in con.execute("select table_name from duckdb_tables()").fetchall()}
+    for name in reversed(names):  # the views, and the snapshots the ingest took in their place
+        kind = "table" if name in snapshots else "view"
+        con.execute(f"drop {kind} if exists {identifier(name)}")
     con.execute("insert into ingest_pending values (timestamptz '2026-06-01 12:00:00+00', 1)")
     con.close()
     line = one_line_error(relia("summary", "--db", db))

@@ -139,3 +139,39 @@ def test_a_changed_parameter_takes_the_snapshots_again_with_its_value(fleet_db: 
         warehouse.set_param(con, "assumed_startup_s", 400)  # the value it has: nothing to do
         assert set(_snapshot_ids(con).values()) == {"seen"}
     assert after - before == pytest.approx(100 * n_estimated, rel=0.02)
+
+
+def test_the_ingest_that_finishes_a_stopped_one_takes_the_snapshots_of_its_rows(
+    fleet_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ingest stopped after loading (killed before its views) left snapshots older than its
+    rows; the next ingest, though it loads nothing new, takes them again."""
+    with warehouse.connect(fleet_db) as con:
+        n_jobs = con.execute("select count(*) from stg_slurm_jobs").fetchall()[0][0]
+    landing = tmp_path / "more" / "slurm"
+    landing.mkdir(parents=True)
+    (landing / "extra.txt").write_text(
+        "JobID|JobIDRaw|JobName|Partition|Account|User|AllocNodes|AllocTRES|NodeList|Submit|"
+        "Start|End|Elapsed|State|ExitCode|Restarts\n"
+        "99000002|99000002|extra|gpu|ml|ada|1|gres/gpu=8|node0001|2026-03-05T00:00:00|"
+        "2026-03-05T00:10:00|2026-03-05T01:00:00|00:50:00|COMPLETED|0:0|0\n"
+    )
+
+    def killed(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt  # the process stops before it makes the views
+
+    monkeypatch.setattr(warehouse, "refresh", killed)
+    with pytest.raises(KeyboardInterrupt):
+        ingest.ingest(fleet_db, ingest.discover([tmp_path / "more"]))
+    monkeypatch.undo()
+    with warehouse.connect(fleet_db) as con:
+        assert warehouse.unfinished_ingest(con) is not None
+        assert con.execute("select count(*) from raw_slurm_jobs where job_id_raw = '99000002'")
+        # the snapshot is the one from before the stopped ingest
+        assert con.execute("select count(*) from stg_slurm_jobs").fetchall()[0][0] == n_jobs
+    again = ingest.ingest(fleet_db, ingest.discover([tmp_path / "more"]))
+    assert all(c.skipped for c in again)  # nothing new: the file was loaded whole before
+    with warehouse.connect(fleet_db) as con:
+        assert warehouse.unfinished_ingest(con) is None
+        assert set(warehouse.materialized(con)) == set(warehouse.MATERIALIZED)
+        assert con.execute("select count(*) from stg_slurm_jobs").fetchall()[0][0] == n_jobs + 1
