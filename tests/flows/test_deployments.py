@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -42,6 +43,11 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+RETRIED = (429, 502, 503)
+"""What Prefect's own client retries (``PREFECT_CLIENT_RETRY_EXTRA_CODES`` aside): a busy server
+(its SQLite database locked by another request on a loaded machine) answers 503 for a moment."""
+
+
 def _api(url: str, path: str, body: dict | None = None) -> object:
     request = urllib.request.Request(
         f"{url}{path}",
@@ -49,8 +55,15 @@ def _api(url: str, path: str, body: dict | None = None) -> object:
         headers={"Content-Type": "application/json"},
         method="GET" if body is None else "POST",
     )
-    with urllib.request.urlopen(request, timeout=10) as response:  # loopback only
-        return json.loads(response.read() or b"null")
+    for delay in (1, 2, 4, 8, 16, 0):
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:  # loopback only
+                return json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            if error.code not in RETRIED or not delay:
+                raise
+            time.sleep(delay)
+    raise AssertionError  # unreachable: the last attempt returns or raises
 
 
 def _wait(predicate, timeout_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
