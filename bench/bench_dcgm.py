@@ -13,7 +13,7 @@ Steps, all in one run so the ratios compare like with like on this machine:
    (``--format prometheus``: the same fields as text exposition with millisecond timestamps).
    Values follow the generator's shapes (temperature, power, counters that grow and reset).
 2. Our parser on every file: bytes to typed rows, as the ingest calls it
-   (``pipelines.sources.dcgm.parse_many`` on the chunks of files the ingest reads at once).
+   (``pipelines.ingest.sources.dcgm.parse_many`` on the chunks of files the ingest reads at once).
 3. Our whole ingest (``pipelines.ingest.ingest``: parse, Great Expectations, load into a fresh
    warehouse) on the same files, unless ``--no-ingest``, with the time of each step
    (:data:`PHASES`).
@@ -39,8 +39,8 @@ import numpy as np
 
 from bench import phases
 from pipelines import ingest
-from pipelines.ingest_parse import LOOKUP_BYTES, LOOKUP_FILES
-from pipelines.sources import dcgm as dcgm_parser
+from pipelines.ingest.parse import LOOKUP_BYTES, LOOKUP_FILES
+from pipelines.ingest.sources import dcgm as dcgm_parser
 from synth.dcgm import DMON_TAGS, EXPORTED, dmon_text, exposition
 from synth.fleet import PCI_BUSES
 
@@ -48,8 +48,8 @@ START = datetime(2026, 6, 1, tzinfo=UTC)
 DAY_S = 86_400
 
 PHASES = {
-    "parse": [("pipelines.ingest_parse", "parse_together")],
-    "Great Expectations": [("pipelines.quality", "validate")],
+    "parse": [("pipelines.ingest.parse", "parse_together")],
+    "Great Expectations": [("pipelines.ingest.quality", "validate")],
     "load": [("pipelines.warehouse", "load_files")],
     "views": [("pipelines.warehouse", "create_views")],
 }
@@ -267,7 +267,7 @@ def main() -> None:
         rows = [
             ("DuckDB read_csv, lines only", raw_s, n_lines),
             ("DuckDB read_csv + SQL parse to typed rows", duck_s, duck_rows),
-            ("relia parser (pipelines.sources.dcgm.parse_many)", ours_s, n_rows),
+            ("relia parser (pipelines.ingest.sources.dcgm.parse_many)", ours_s, n_rows),
         ]
         if not args.no_ingest:
             db = root / "bench.duckdb"

@@ -109,9 +109,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from pipelines import ingest, warehouse
-    from pipelines.backtest import run_backtest
+    from pipelines.analysis.backtest import run_backtest
     from pipelines.report import build_report
-    from pipelines.report_inputs import fit_for_report, project_for_report
+    from pipelines.report.inputs import fit_for_report, project_for_report
 
     keep = args.landing is not None
     landing = args.landing or Path(tempfile.mkdtemp(prefix="relia-goodput-")) / "landing"

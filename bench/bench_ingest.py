@@ -115,13 +115,13 @@ def landing_stats(landing: Path) -> dict[str, dict[str, int]]:
 # --------------------------------------------------------------------------------------------
 PHASES = {
     "parse": [
-        ("pipelines.ingest_parse", "parse_file"),
-        ("pipelines.ingest_plan", "parse_file"),
-        ("pipelines.sources.batch", "parse_joined"),
-        ("pipelines.ingest_parse", "parse_together"),
-        ("pipelines.ingest_plan", "parse_together"),
+        ("pipelines.ingest.parse", "parse_file"),
+        ("pipelines.ingest.plan", "parse_file"),
+        ("pipelines.ingest.sources.batch", "parse_joined"),
+        ("pipelines.ingest.parse", "parse_together"),
+        ("pipelines.ingest.plan", "parse_together"),
     ],
-    "validate": [("pipelines.quality", "validate")],
+    "validate": [("pipelines.ingest.quality", "validate")],
     "load": [("pipelines.warehouse", "load_files")],
     "views": [
         ("pipelines.warehouse", "create_views"),
@@ -280,10 +280,10 @@ def views_and_counts(db_path: Path) -> int:
 
 
 def run_fit(db_path: Path) -> Any:
-    """``pipelines.fit.run_fit`` (warnings about few failures in small classes silenced)."""
+    """``pipelines.analysis.fit.run_fit``, warnings about few failures in small classes silenced."""
     import warnings
 
-    from pipelines import fit
+    from pipelines.analysis import fit
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -48,11 +48,11 @@ def _baseline_batches() -> Any:
 def baseline_validate(
     rows: pl.DataFrame, *, table: str, now: datetime, component_classes: list[str]
 ) -> Any:
-    """Validate as ``pipelines.quality.validate`` did before this benchmark (the baseline)."""
+    """Validate as ``pipelines.ingest.quality.validate`` did before this benchmark (baseline)."""
     import great_expectations as gx
     import great_expectations.expectations as gxe
 
-    from pipelines import quality
+    from pipelines.ingest import quality
 
     checks = quality.suite_for(table, now=now, component_classes=component_classes)
     read = {
@@ -93,7 +93,7 @@ def baseline_validate(
 
 def sacct_rows(n: int, seed: int = 0) -> pl.DataFrame:
     """``n`` sacct job rows with the parser's schema, one in 5,000 failing each kind of check."""
-    from pipelines.sources import sacct
+    from pipelines.ingest.sources import sacct
 
     rng = np.random.default_rng(seed)
     start = np.datetime64("2025-01-01T00:00:00", "us") + rng.integers(0, 365 * 86_400, n).astype(
@@ -148,7 +148,7 @@ def sacct_rows(n: int, seed: int = 0) -> pl.DataFrame:
 
 def parsed_sacct(folder: Path) -> pl.DataFrame:
     """Every ``*.txt`` sacct export under ``folder``, parsed and stacked."""
-    from pipelines.sources import sacct
+    from pipelines.ingest.sources import sacct
 
     parts = [
         sacct.parse(f.read_bytes(), source_file=str(f), now=NOW).rows
@@ -159,7 +159,7 @@ def parsed_sacct(folder: Path) -> pl.DataFrame:
 
 def dcgm_rows(n: int, seed: int = 0) -> pl.DataFrame:
     """``n`` DCGM samples (256 nodes x 8 GPUs, 30 s apart), one in 5,000 failing each check."""
-    from pipelines.sources import dcgm
+    from pipelines.ingest.sources import dcgm
 
     rng = np.random.default_rng(seed)
     busy = rng.random(n) < 0.7
@@ -210,7 +210,7 @@ def _timed(fn: Any) -> tuple[Any, float]:
 
 def compare(name: str, rows: pl.DataFrame, table: str) -> None:
     """Time the baseline, today's pandas path and today's SQL path on ``rows``; print ratios."""
-    from pipelines import quality
+    from pipelines.ingest import quality
 
     base, base_s = _timed(
         lambda: baseline_validate(rows, table=table, now=NOW, component_classes=[])
@@ -246,7 +246,7 @@ def main() -> None:
     import great_expectations  # noqa: F401
 
     import_s = time.perf_counter() - started
-    from pipelines import quality
+    from pipelines.ingest import quality
 
     _, context_s = _timed(
         lambda: quality.validate(sacct_rows(1_000), table="raw_slurm_jobs", engine="pandas")

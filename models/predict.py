@@ -509,7 +509,7 @@ class FailurePredictor(BaseEstimator):  # type: ignore[misc]
         if missing:
             msg = (
                 f"the frame lacks feature column(s) {missing}; read rows from "
-                "fct_gpu_hour_features (pipelines.predict.read_features)."
+                "fct_gpu_hour_features (pipelines.analysis.predict.read_features)."
             )
             raise ValueError(msg)
         return (

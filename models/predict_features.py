@@ -13,7 +13,7 @@ purges rows whose label window reaches into the next period. The model and its m
 Leakage guards: :func:`check_leakage` refuses label columns as features and any single feature
 that separates the label almost perfectly (a label copied or shifted into a feature);
 :func:`assert_same_features` compares features recomputed from data truncated at the prediction
-time with the stored ones (``pipelines.predict.check_as_of`` does the I/O).
+time with the stored ones (``pipelines.analysis.predict.check_as_of`` does the I/O).
 """
 
 from __future__ import annotations

@@ -47,8 +47,8 @@ _FLEET_AGES = ("steady_state", "new")
 KnobKind = Literal[
     "int", "float", "optional_float", "text", "rates", "fleet_age", "weibull_shape", "node_groups"
 ]
-"""How a knob's value is written and read (:func:`pipelines.knobs.knob_value` parses each kind):
-a whole number, a number, a number or None, a word, or one of the structured knobs."""
+"""How a knob's value is written and read (:func:`pipelines.analysis.knobs.knob_value` parses
+each kind): a whole number, a number, a number or None, a word, or one of the structured knobs."""
 
 
 def _knob(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from pipelines.settings import apply_prefect_defaults
+from pipelines.runtime.settings import apply_prefect_defaults
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

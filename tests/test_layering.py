@@ -359,6 +359,53 @@ def test_synth_imports_nothing_from_pipelines() -> None:
     assert not problems, "synth/ must not import pipelines/:\n" + "\n".join(sorted(problems))
 
 
+# --- the stages, bottom up ---------------------------------------------------------------------
+STAGES = (
+    "pipelines.ingest.sources",
+    "pipelines.runtime",
+    "pipelines.warehouse",
+    "pipelines.ingest",
+    "pipelines.analysis",
+    "pipelines.report",
+    "pipelines.flows",
+    "pipelines.cli",
+)
+"""The packages of ``pipelines/`` from the bottom up (``docs/architecture.md``). A module imports
+its own stage and the stages below it, never one above. The parsers (``pipelines.ingest.sources``:
+bytes in, polars frames out) sit at the bottom: the settings check a path pattern against their
+registry and the warehouse makes their raw tables; the rest of the ingest loads through the
+warehouse. Imports under ``if TYPE_CHECKING:`` name a type for an
+annotation and never run; they are left out, as in the cycle check."""
+
+
+def _stage(module: str) -> int | None:
+    """Index in :data:`STAGES` of the stage holding ``module`` (the longest match), or None."""
+    best: tuple[int, int] | None = None
+    for i, stage in enumerate(STAGES):
+        if (module == stage or module.startswith(stage + ".")) and (
+            best is None or len(stage) > best[1]
+        ):
+            best = (i, len(stage))
+    return None if best is None else best[0]
+
+
+def test_every_pipelines_module_sits_in_a_stage() -> None:
+    loose = sorted(m for m in MODULES if m.startswith("pipelines.") and _stage(m) is None)
+    assert not loose, f"modules of pipelines/ outside every stage package: {loose}"
+
+
+def test_stages_import_downwards() -> None:
+    problems = sorted(
+        f"{edge.where()} imports {edge.target} ({STAGES[target]} is above {STAGES[source]})"
+        for edge in PARSED.edges
+        if not edge.type_checking
+        and (source := _stage(edge.source)) is not None
+        and (target := _stage(edge.target)) is not None
+        and target > source
+    )
+    assert not problems, "imports that run up the stages:\n" + "\n".join(problems)
+
+
 def test_no_private_names_across_modules() -> None:
     found = [
         (edge.source, edge.target, name, edge.where())
@@ -464,9 +511,10 @@ def test_report_queries_read_marts_only() -> None:
 
 
 def test_cli_report_summary_reads_marts_only() -> None:
-    """The fleet summary ``relia summary`` and ``relia demo`` print (``pipelines/summary.py``)
-    reads marts only, like the report; the CLI itself holds no query below the marts."""
-    n_queries, problems = _below_marts([ROOT / "pipelines" / "summary.py"])
+    """The fleet summary ``relia summary`` and ``relia demo`` print
+    (``pipelines/analysis/summary.py``) reads marts only, like the report; the CLI itself holds no
+    query below the marts."""
+    n_queries, problems = _below_marts([ROOT / "pipelines" / "analysis" / "summary.py"])
     assert n_queries >= 3, f"the walker found only {n_queries} summary queries"
     _, cli_problems = _below_marts(sorted((ROOT / "pipelines" / "cli").rglob("*.py")))
     assert not problems + cli_problems, "summary queries below the marts:\n" + "\n".join(
@@ -536,17 +584,3 @@ def test_models_package_exports_every_public_name_of_its_modules() -> None:
         submodule = importlib.import_module(f"models.{module}")
         for name in names:
             assert getattr(models, name) is getattr(submodule, name), f"models.{name}"
-
-
-# --- module size ---------------------------------------------------------------------------------
-MAX_MODULE_LINES = 700
-"""No module of the project is longer (STYLE.md section 1: one concern per module)."""
-
-
-def test_no_module_over_700_lines() -> None:
-    too_long = {
-        str(path.relative_to(ROOT)): n
-        for path in MODULES.values()
-        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
-    }
-    assert not too_long, f"modules over {MAX_MODULE_LINES} lines: {too_long}"

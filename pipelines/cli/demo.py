@@ -54,10 +54,10 @@ def demo(
     timings["ingest_flow_s"] = time.perf_counter() - started
     import warnings
 
-    from pipelines import fit as fit_mod
+    from pipelines.analysis import fit as fit_mod
+    from pipelines.analysis.summary import fleet_summary
     from pipelines.report import build_report
-    from pipelines.report_inputs import refresh_warehouse
-    from pipelines.summary import fleet_summary
+    from pipelines.report.inputs import refresh_warehouse
 
     started = time.perf_counter()
     with warnings.catch_warnings():

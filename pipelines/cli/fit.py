@@ -69,7 +69,7 @@ def _repair_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _span(value: Any, lo: Any, hi: Any, digits: int) -> str:
     """``value (lo-hi)`` for a table cell to ``digits`` decimals; open ends as ``≥ lo``."""
-    from pipelines.headline import span_text
+    from pipelines.analysis.headline import span_text
 
     return span_text(value, lo, hi, fmt=lambda x: f"{x:,.{digits}f}")
 
@@ -124,7 +124,7 @@ def rate_rows(rates: Any) -> list[dict[str, Any]]:
     ``replacements``, unit-years, replacements per 1000 node-days, the replacement AFR (% per
     unit-year) and the mean time between replacements (``mtbr_h``).
     """
-    from pipelines.headline import hours_text, span_text, trend_text
+    from pipelines.analysis.headline import hours_text, span_text, trend_text
 
     if rates.height == 0:
         return []
@@ -350,7 +350,7 @@ def fit(
     """
     import warnings
 
-    from pipelines.fit import LIVES_VIEWS, parse_weibayes_shape, quantity_of
+    from pipelines.analysis.fit import LIVES_VIEWS, parse_weibayes_shape, quantity_of
 
     shown = output_format(fmt, as_json)
 
@@ -381,7 +381,7 @@ def fit(
                 weibayes_shape=shapes,
             )
         else:
-            from pipelines import fit as fit_mod
+            from pipelines.analysis import fit as fit_mod
 
             outcome = fit_mod.run_fit(
                 settings.db_path,
@@ -395,7 +395,7 @@ def fit(
         run_id, results = outcome["run_id"], outcome["results"]
         cox_table = None
         if cox:
-            from pipelines import fit as fit_mod
+            from pipelines.analysis import fit as fit_mod
 
             cox_table = fit_mod.run_cox(
                 settings.db_path,
@@ -429,7 +429,7 @@ def fit(
             raise typer.Exit(2)
         rows = _repair_rows(results.to_dicts()) if all_families else _repair_table_rows(results)
     elif all_families:
-        from pipelines.headline import replacement_names
+        from pipelines.analysis.headline import replacement_names
 
         rows = [replacement_names(r) if replacement else r for r in results.to_dicts()]
     else:
@@ -441,8 +441,8 @@ def fit(
     if quantity == "repair_time":
         json_rows = _repair_rows(json_rows)
     if shown is OutputFormat.json:
-        from pipelines.fit import OPEN_END, PROCESSES
-        from pipelines.headline import replacement_names
+        from pipelines.analysis.fit import OPEN_END, PROCESSES
+        from pipelines.analysis.headline import replacement_names
 
         rename = replacement_names if replacement else dict
         print_json(
@@ -464,7 +464,7 @@ def fit(
         )
         return
     if shown is OutputFormat.csv:
-        from pipelines.headline import replacement_names
+        from pipelines.analysis.headline import replacement_names
 
         if quantity == "repair_time":
             print_csv(rows)
@@ -535,7 +535,7 @@ def fit(
     for note in notes:
         err.print(error_text("note", "yellow", note))
     if outside:
-        from pipelines.lives_coverage import outside_lives_text
+        from pipelines.analysis.lives_coverage import outside_lives_text
 
         for line in outside_lives_text(outside):
             err.print(error_text("note", "yellow", line))
@@ -550,7 +550,7 @@ def _counted(text: str, quantity: str) -> str:
 
 def _print_rates(run_id: str, lives: str, rates: Any, *, replacement: bool) -> None:
     """Print a run's rates table, then one line when no class has any failure (replacement)."""
-    from pipelines.headline import process_words
+    from pipelines.analysis.headline import process_words
 
     words = process_words("replacement" if replacement else "failure")
     if replacement:
@@ -592,9 +592,9 @@ def trend(
     """
     from dataclasses import asdict
 
-    from pipelines import fit as fit_mod
-    from pipelines import offenders as offenders_mod
     from pipelines import warehouse
+    from pipelines.analysis import fit as fit_mod
+    from pipelines.analysis import offenders as offenders_mod
 
     shown = output_format(fmt, as_json)
     settings = load_settings(db_path=db)

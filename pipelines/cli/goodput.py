@@ -5,7 +5,7 @@ job count side by side, with the measured and estimated job counts; then where t
 went, per category) and the back-test (``rpt_projection_backtest``, and per component class
 ``rpt_projection_backtest_classes``). ``--json`` prints ``jobs``, ``fleet``, ``backtest`` and
 ``backtest_classes``; ``--format csv --table NAME`` one of them. The rows and their order are
-:mod:`pipelines.goodput_summary`'s.
+:mod:`pipelines.analysis.goodput_summary`'s.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def fleet_display(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], lis
     Parameters
     ----------
     rows
-        :func:`pipelines.goodput_summary.fleet_rows`.
+        :func:`pipelines.analysis.goodput_summary.fleet_rows`.
 
     Returns
     -------
@@ -126,7 +126,7 @@ def fleet_display(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], lis
 
 
 def _backtest_display(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from pipelines.goodput_summary import nothing_expected, oe_verdict
+    from pipelines.analysis.goodput_summary import nothing_expected, oe_verdict
 
     return [
         {
@@ -149,7 +149,7 @@ def _backtest_display(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _backtest_class_display(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from pipelines.goodput_summary import oe_verdict
+    from pipelines.analysis.goodput_summary import oe_verdict
 
     return [
         {
@@ -174,7 +174,7 @@ def print_goodput(db_path: Path, result: dict[str, Any], *, min_gpus: int) -> No
     db_path
         The warehouse the rows were read from.
     result
-        :func:`pipelines.goodput_summary.goodput_summary`'s rows, and ``backtest_missing``
+        :func:`pipelines.analysis.goodput_summary.goodput_summary`'s rows, and ``backtest_missing``
         (why the back-test could not run now, or None).
     min_gpus
         The ``--min-gpus`` the job list was filtered with.
@@ -253,8 +253,8 @@ def _print_ties(logs: list[dict[str, Any]], shown: int = 20) -> None:
 
 def _columns(db_path: Path, table: GoodputTable, *, lock_timeout_s: float) -> list[str]:
     """Return the columns of ``table`` (``fct_job_goodput``'s own for ``jobs``)."""
-    from pipelines import goodput_summary as summary_mod
     from pipelines import warehouse
+    from pipelines.analysis import goodput_summary as summary_mod
 
     if table is GoodputTable.fleet:
         return list(summary_mod.FLEET_COLUMNS)
@@ -306,9 +306,9 @@ def goodput(
     without unit lives or without such jobs has no back-test: the roll-up is printed and the
     back-test says what is missing (``backtest_missing`` in the JSON), exit 0.
     """
-    from pipelines import goodput_summary as summary_mod
     from pipelines import warehouse
-    from pipelines.errors import WarehouseEmptyError
+    from pipelines.analysis import goodput_summary as summary_mod
+    from pipelines.runtime.errors import WarehouseEmptyError
 
     shown = output_format(fmt, as_json)
     settings = load_settings(db_path=db)
@@ -324,8 +324,8 @@ def goodput(
         raise WarehouseEmptyError(msg)
     lack: str | None = None
     if not stored:
-        from pipelines.backtest import run_backtest
-        from pipelines.errors import MissingDataError
+        from pipelines.analysis.backtest import run_backtest
+        from pipelines.runtime.errors import MissingDataError
 
         with warehouse.connect(db_path, lock_timeout_s=settings.lock_timeout_s) as con:
             warehouse.apply_schema(con)

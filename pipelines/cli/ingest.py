@@ -83,7 +83,7 @@ def _run_ingest(
         files, host=host, run=run, time_from_mtime=time_from_mtime, job=job
     )
     if mapping is not None:
-        from pipelines.sources.fault_log import load_mapping
+        from pipelines.ingest.sources.fault_log import load_mapping
 
         options.setdefault("fault_log", {})["mapping"] = load_mapping(mapping)
     with Progress(console=err, transient=True, disable=quiet) as progress:
@@ -303,7 +303,7 @@ def ingest(
         else:
             console.print(rows_table(f"ingest into {settings.db_path}", rows))
         return
-    from pipelines.summary import outcomes_by_source
+    from pipelines.analysis.summary import outcomes_by_source
 
     summed = outcomes_by_source(rows)
     if shown is OutputFormat.csv:

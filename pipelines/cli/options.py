@@ -16,7 +16,7 @@ import typer
 from pipelines.cli.render import OutputFormat, err, error_text
 
 if TYPE_CHECKING:
-    from pipelines.settings import Settings
+    from pipelines.runtime.settings import Settings
 
 __all__ = [
     "DbOption",
@@ -93,11 +93,11 @@ def set_window(db_path: Path, start: str | None, end: str | None) -> None:
         msg = f"--window-end {end} is not after --window-start {start}: swap or widen them"
         raise typer.BadParameter(msg, param_hint="--window-end")
     if not db_path.exists():
-        from pipelines.errors import WarehouseMissingError
+        from pipelines.runtime.errors import WarehouseMissingError
 
         raise WarehouseMissingError(db_path)
     from pipelines import warehouse
-    from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S
+    from pipelines.runtime.settings import DEFAULT_LOCK_TIMEOUT_S
 
     with warehouse.connect(db_path, lock_timeout_s=DEFAULT_LOCK_TIMEOUT_S) as con:
         for name, value in bounds.items():
@@ -106,7 +106,7 @@ def set_window(db_path: Path, start: str | None, end: str | None) -> None:
 
 def load_settings(**overrides: Any) -> Settings:
     """``Settings.from_env(**overrides)``; a setting that cannot be used is one line, exit 2."""
-    from pipelines.settings import Settings, SettingsError
+    from pipelines.runtime.settings import Settings, SettingsError
 
     try:
         return Settings.from_env(**overrides)
@@ -118,9 +118,9 @@ def load_settings(**overrides: Any) -> Settings:
 def prefect_defaults() -> None:
     """Keep Prefect local and quiet: no analytics, a project-local home, a patient server start.
 
-    The values are :data:`pipelines.settings.PREFECT_DEFAULTS`; the user's environment wins.
+    The values are :data:`pipelines.runtime.settings.PREFECT_DEFAULTS`; the user's environment wins.
     """
-    from pipelines.settings import apply_prefect_defaults
+    from pipelines.runtime.settings import apply_prefect_defaults
 
     apply_prefect_defaults()
 
@@ -147,7 +147,7 @@ def require_warehouse(
         When an ingest into it stopped half-way (rerun it).
     """
     from pipelines import warehouse
-    from pipelines.errors import WarehouseEmptyError, WarehouseMissingError
+    from pipelines.runtime.errors import WarehouseEmptyError, WarehouseMissingError
 
     if not Path(db_path).exists():
         raise WarehouseMissingError(db_path)

@@ -1,4 +1,4 @@
-"""``relia predict train|score``: failure prediction (:mod:`pipelines.predict`) as a sub-app."""
+"""``relia predict train|score``: failure prediction (:mod:`~pipelines.analysis.predict`)."""
 
 from __future__ import annotations
 
@@ -86,8 +86,8 @@ def predict_train(
 
     ``--format csv`` writes the table of the classifier and its baselines.
     """
-    from pipelines import predict as predict_mod
     from pipelines import warehouse
+    from pipelines.analysis import predict as predict_mod
 
     shown = output_format(fmt, as_json)
 
@@ -160,8 +160,8 @@ def predict_score(
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Score every GPU at one hour with a stored model, store the scores, print the riskiest."""
-    from pipelines import predict as predict_mod
     from pipelines import warehouse
+    from pipelines.analysis import predict as predict_mod
 
     shown = output_format(fmt, as_json)
 

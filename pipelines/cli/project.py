@@ -229,8 +229,8 @@ def project(
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Project MTTI, checkpoint intervals, ETTR and goodput for a job at a given scale."""
-    from pipelines import knobs as knob_text
-    from pipelines import project as project_mod
+    from pipelines.analysis import knobs as knob_text
+    from pipelines.analysis import project as project_mod
 
     shown = output_format(fmt, as_json)
 
@@ -468,7 +468,7 @@ def whatif(
             default_rates_if_none=default_rates_if_none,
         )
     else:
-        from pipelines import project as project_mod
+        from pipelines.analysis import project as project_mod
 
         # what the flow's function runs untracked, without importing Prefect
         result = project_mod.run_sweep_file(

@@ -3,12 +3,12 @@ r"""How ``relia`` prints: Rich tables (or record blocks), strict JSON, CSV, one-
 Every command prints through this module, so ``--format table|json|csv`` (``--json`` is
 ``--format json``) means the same everywhere: the table's rows, as a Rich table on a terminal,
 as CSV with a header, or the command's whole result as strict JSON (no ``NaN``/``Infinity``:
-they become ``null``, see :func:`pipelines.jsonsafe.json_ready`).
+they become ``null``, see :func:`pipelines.runtime.jsonsafe.json_ready`).
 
 Whatever the format, the output is terminal-safe: telemetry text passes through
-:func:`pipelines.text.printable` (no escape sequence, no C0/C1 control character, bidi controls
-shown as ``<U+202E>``). Table cells and error messages are made inert before Rich lays them out
-(:func:`inert`); :data:`console` and :data:`err` pass every other text they print (titles,
+:func:`pipelines.runtime.text.printable` (no escape sequence, no C0/C1 control character, bidi
+controls shown as ``<U+202E>``). Table cells and error messages are made inert before Rich lays them
+out (:func:`inert`); :data:`console` and :data:`err` pass every other text they print (titles,
 markdown, notes) through it too, and CSV fields go through it before the ``csv`` module quotes
 them. JSON is ASCII: every non-ASCII character, bidi controls included, is a ``\uXXXX`` escape.
 """
@@ -28,8 +28,8 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from pipelines.jsonsafe import json_ready
-from pipelines.text import printable, printable_values
+from pipelines.runtime.jsonsafe import json_ready
+from pipelines.runtime.text import printable, printable_values
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -51,7 +51,7 @@ __all__ = [
 
 
 class SafeConsole(Console):
-    """A Rich console whose every printed text passes through :func:`pipelines.text.printable`.
+    """A Rich console whose printed text all passes :func:`pipelines.runtime.text.printable`.
 
     Rich's own control segments (cursor moves of a progress bar) and styles are kept; the text
     of every other segment loses escape sequences and control characters (tabs and line breaks
@@ -128,7 +128,7 @@ def print_csv(rows: list[dict[str, Any]]) -> None:
 
     The columns are the keys of the rows in order of first appearance. The CSV is strict: a
     null, NaN or infinite value is an empty field; a list or mapping is its JSON text. Every
-    field is terminal-safe (:func:`pipelines.text.printable`: no escape sequence or control
+    field is terminal-safe (:func:`pipelines.runtime.text.printable`: no escape sequence or control
     character, line breaks become spaces, bidi controls shown as ``<U+202E>``), so each record
     is one line and the file can be ``cat`` safely; the ``csv`` module quotes what needs it.
 
@@ -189,7 +189,7 @@ def inert(text: str, *, lines: bool = False) -> Text:
     """Return telemetry text made safe for the terminal.
 
     Telemetry text for the terminal: no Rich markup, no escape sequences or C0/C1 control
-    characters (``lines``: keep tabs and line breaks); see :func:`pipelines.text.printable`.
+    characters (``lines``: keep tabs and line breaks); see :func:`pipelines.runtime.text.printable`.
     """
     return Text(printable(text, lines=lines))
 

@@ -41,7 +41,7 @@ def report(
     """Write the weekly reliability report (self-contained HTML) and print its headline."""
     from rich.markdown import Markdown
 
-    from pipelines.text import printable
+    from pipelines.runtime.text import printable
 
     settings = load_settings(db_path=db, reports_dir=reports_dir)
     scales = tuple(target_gpus or (16_384, 100_000))
@@ -72,7 +72,7 @@ def report(
         )
         return
     from pipelines.report import build_report
-    from pipelines.report_inputs import refresh_warehouse
+    from pipelines.report.inputs import refresh_warehouse
 
     # the fit, project and back-test stages first: the report reads what they store
     refresh_warehouse(

@@ -20,7 +20,7 @@ import typer.main
 from typer.core import TyperCommand, TyperGroup
 
 from pipelines.cli.render import console, err, error_text
-from pipelines.errors import ReliaError
+from pipelines.runtime.errors import ReliaError
 
 if TYPE_CHECKING:
     # Typer 0.29 vendors click; its commands take the vendored Context (typer.Context subclasses it)
@@ -78,10 +78,10 @@ shows; ``tests/pipelines/test_cli_imports.py`` checks it against the command's o
 def _expected_exit_code(error: BaseException) -> int | None:
     """Return the exit code of an expected failure (one line, no traceback), or None for a bug.
 
-    Our own :class:`~pipelines.errors.ReliaError` (missing, empty or busy warehouse) carries its
-    code; a ``ValueError`` from validating what the user gave (an option value, a sweep file) and
-    a file that is not valid YAML exit 2, like a usage error; an input file that does not exist
-    exits 1.
+    Our own :class:`~pipelines.runtime.errors.ReliaError` (missing, empty or busy warehouse)
+    carries its code; a ``ValueError`` from validating what the user gave (an option value, a sweep
+    file) and a file that is not valid YAML exit 2, like a usage error; an input file that does not
+    exist exits 1.
     """
     if isinstance(error, ReliaError):
         return error.exit_code
@@ -150,7 +150,7 @@ class _ReliaGroup(TyperGroup):
 
     def invoke(self, ctx: Context) -> Any:
         """Run the command; a wait for the warehouse's lock shows as a spinner on stderr."""
-        from pipelines.lock_wait import busy_spinner, reporting_waits
+        from pipelines.runtime.lock_wait import busy_spinner, reporting_waits
 
         try:
             with busy_spinner(err) as on_wait, reporting_waits(on_wait):
@@ -207,7 +207,7 @@ def _main(
     ] = False,
 ) -> None:
     """Reliability analytics for GPU clusters: ingest telemetry, fit MTBF, project goodput."""
-    from pipelines.text import install_log_sanitiser
+    from pipelines.runtime.text import install_log_sanitiser
 
     install_log_sanitiser()  # log lines built from telemetry reach stderr printable
     ctx.meta["relia.debug"] = debug

@@ -64,11 +64,11 @@ def print_summary(db_path: Path, summary: dict[str, list[dict[str, Any]]]) -> No
     db_path
         The warehouse the summary was read from.
     summary
-        :func:`pipelines.summary.fleet_summary`'s rows, one list per table.
+        :func:`pipelines.analysis.summary.fleet_summary`'s rows, one list per table.
     """
     for name, title in _TITLES.items():
         if name is SummaryTable.replacements_by_class and not summary[name.value]:
-            from pipelines.headline import NO_TICKETS
+            from pipelines.analysis.headline import NO_TICKETS
 
             console.print(f"replacements: {NO_TICKETS[0]}; {NO_TICKETS[1]}", highlight=False)
             continue
@@ -83,7 +83,7 @@ def print_summary(db_path: Path, summary: dict[str, list[dict[str, Any]]]) -> No
 
 def _replacement_cells(row: dict[str, Any]) -> dict[str, Any]:
     """Return a replacements row for the table: the AFR and its bounds in one cell."""
-    from pipelines.headline import span_text
+    from pipelines.analysis.headline import span_text
 
     afr = ("replacement_afr_pct", "replacement_afr_lo_pct", "replacement_afr_hi_pct")
     cells = {k: v for k, v in row.items() if k not in afr}
@@ -103,7 +103,7 @@ def summary(
     ] = SummaryTable.failures_by_class,
 ) -> None:
     """Print the fleet summary from the warehouse."""
-    from pipelines import summary as summary_mod
+    from pipelines.analysis import summary as summary_mod
 
     shown = output_format(fmt, as_json)
     settings = load_settings(db_path=db)

@@ -5,7 +5,7 @@ of one key, so this week's table sits next to last week's in the UI. The row bui
 and return JSON-safe values (a NaN or an infinite bound becomes ``None``); the ``publish_*``
 functions create the artifacts and must run inside a flow or task run, which they attach to.
 What they publish is terminal-safe, as the CLI's output: every text (cells, descriptions, the
-headline markdown) passes through :func:`pipelines.text.printable`.
+headline markdown) passes through :func:`pipelines.runtime.text.printable`.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import polars as pl
 from prefect import artifacts
 
 from pipelines import warehouse
-from pipelines.goodput_summary import BACKTEST_COLUMNS
-from pipelines.jsonsafe import json_ready
-from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S
-from pipelines.text import printable_values
+from pipelines.analysis.goodput_summary import BACKTEST_COLUMNS
+from pipelines.runtime.jsonsafe import json_ready
+from pipelines.runtime.settings import DEFAULT_LOCK_TIMEOUT_S
+from pipelines.runtime.text import printable_values
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -51,7 +51,7 @@ def json_safe(value: Any) -> Any:
     """Return ``value`` with only JSON types.
 
     NaN and infinities become None, dates ISO strings, paths and anything else unknown their
-    ``str`` (:func:`pipelines.jsonsafe.json_ready`).
+    ``str`` (:func:`pipelines.runtime.jsonsafe.json_ready`).
     """
     return json_ready(value, _plain)
 
@@ -244,9 +244,9 @@ def rate_rows(
     (``family``, ``shape``, ``lifetime_*``). Most failures first. ``None`` stands for a missing
     number or an open interval end (with no failure the MTBF has only its lower bound;
     ``method`` ``chi_square_bound`` says so). A replacement run's names say replacements
-    (:func:`pipelines.headline.replacement_names`).
+    (:func:`pipelines.analysis.headline.replacement_names`).
     """
-    from pipelines.headline import replacement_names
+    from pipelines.analysis.headline import replacement_names
 
     frame = rates.sort(
         "n_failures", "component_class", "cohort", descending=[True, False, False]
@@ -323,7 +323,7 @@ def publish_backtest(run_id: str, buckets: Iterable[Mapping[str, Any]], min_gpus
 
 
 def ranking_rows(gains: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Return the knob ranking (``gains`` of :func:`pipelines.project.run_sweep`), JSON-safe."""
+    """Return the knob ranking (:func:`pipelines.analysis.project.run_sweep`'s gains), JSON-safe."""
     return [json_safe(dict(g)) for g in gains]
 
 

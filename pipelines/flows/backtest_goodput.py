@@ -1,8 +1,8 @@
 """Flow ``backtest-goodput``: back-test the goodput projection on the fleet's own jobs.
 
 For every finished job of at least ``min_gpus`` GPUs, the projection made from the fits as of
-the job's start is compared with what happened (``pipelines.backtest``); the run is stored in
-``backtest_runs`` / ``backtest_jobs`` / ``backtest_buckets`` and read through
+the job's start is compared with what happened (``pipelines.analysis.backtest``); the run is stored
+in ``backtest_runs`` / ``backtest_jobs`` / ``backtest_buckets`` and read through
 ``rpt_projection_backtest``. Scheduled daily (``prefect.yaml``) and run by ``weekly-report``
 before the report, so the report's calibration section is current.
 """
@@ -16,7 +16,7 @@ from prefect import flow, get_run_logger, task
 from pipelines import warehouse
 from pipelines.flows.artifacts import publish_backtest
 from pipelines.flows.ingest_telemetry import warehouse_busy
-from pipelines.settings import Settings
+from pipelines.runtime.settings import Settings
 
 
 @task(retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=warehouse_busy)
@@ -26,10 +26,10 @@ def backtest_projection(
     """Back-test stage: store a back-test run of the jobs of at least ``min_gpus`` GPUs.
 
     A warehouse without unit lives or such jobs raises
-    :class:`~pipelines.errors.MissingDataError`; with ``skip_missing`` (the weekly report,
+    :class:`~pipelines.runtime.errors.MissingDataError`; with ``skip_missing`` (the weekly report,
     whose section says what is missing) the stage logs it and returns None instead.
     """
-    from pipelines.backtest import missing_inputs, run_backtest
+    from pipelines.analysis.backtest import missing_inputs, run_backtest
 
     with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
         warehouse.apply_schema(con)

@@ -6,9 +6,10 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 
-from pipelines import fit, warehouse
+from pipelines import warehouse
+from pipelines.analysis import fit
 from pipelines.flows.artifacts import publish_fit
-from pipelines.settings import Settings
+from pipelines.runtime.settings import Settings
 
 
 @flow(name="fit-reliability")
@@ -23,9 +24,9 @@ def fit_reliability(
     """Fit every component class (split by ``by`` cohorts) and store the run; returns its rows.
 
     ``lives`` is a lifetime view (MTBF) or a repair view (``stg_repairs``, ``int_fault_repairs``,
-    ``int_node_unavailability``: repair times, MTTR); see :mod:`pipelines.fit`. A warehouse
+    ``int_node_unavailability``: repair times, MTTR); see :mod:`pipelines.analysis.fit`. A warehouse
     that lacks the lives fails the run with one line naming what is missing
-    (:class:`~pipelines.errors.MissingDataError`); no run is stored.
+    (:class:`~pipelines.runtime.errors.MissingDataError`); no run is stored.
     """
     settings = Settings.from_env(db_path=db_path)
     warehouse.prepare(settings.db_path, lock_timeout_s=settings.lock_timeout_s)

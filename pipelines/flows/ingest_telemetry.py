@@ -12,16 +12,17 @@ from prefect import State, flow, get_run_logger, task, unmapped
 from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
 
-from pipelines import dask_runner, ingest, warehouse
+from pipelines import ingest, warehouse
 from pipelines.flows.artifacts import publish_ingest
-from pipelines.path_patterns import parse_patterns
-from pipelines.settings import DEFAULT_LANDING_MAX_DEPTH, Settings
-from pipelines.sources import fault_log
+from pipelines.ingest.sources import fault_log
+from pipelines.runtime import dask_runner
+from pipelines.runtime.path_patterns import parse_patterns
+from pipelines.runtime.settings import DEFAULT_LANDING_MAX_DEPTH, Settings
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from pipelines.archives import ArchiveLimits
+    from pipelines.runtime.archive_limits import ArchiveLimits
 
 
 @task

@@ -11,7 +11,7 @@ from pipelines.flows.artifacts import publish_report
 from pipelines.flows.backtest_goodput import backtest_projection
 from pipelines.flows.ingest_telemetry import warehouse_busy
 from pipelines.report import DEFAULT_TARGET_GPUS, build_report
-from pipelines.settings import Settings
+from pipelines.runtime.settings import Settings
 
 
 @task(retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=warehouse_busy)
@@ -20,7 +20,7 @@ def score_fleet(db_path: Path, lock_timeout_s: float) -> int | None:
 
     Returns None (and scores nothing) when no model exists or there is no GPU telemetry.
     """
-    from pipelines import predict
+    from pipelines.analysis import predict
 
     with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
         warehouse.apply_schema(con)
@@ -49,7 +49,7 @@ def fit_lives(db_path: Path, lock_timeout_s: float) -> str | None:
 
     None, storing nothing, when the warehouse has no unit lives (the report says so).
     """
-    from pipelines.report_inputs import fit_for_report
+    from pipelines.report.inputs import fit_for_report
 
     with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
         warehouse.apply_schema(con)
@@ -61,7 +61,7 @@ def project_goodput(
     db_path: Path, lock_timeout_s: float, week: str | None, target_gpus: tuple[int, ...]
 ) -> str | None:
     """Project stage: the report's goodput projection and knob ranking, stored."""
-    from pipelines.report_inputs import project_for_report
+    from pipelines.report.inputs import project_for_report
 
     with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
         warehouse.apply_schema(con)

@@ -12,9 +12,10 @@ from prefect import flow, get_run_logger, task, unmapped
 from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
 
-from pipelines import dask_runner, project
+from pipelines.analysis import project
 from pipelines.flows.artifacts import publish_what_if
-from pipelines.settings import Settings
+from pipelines.runtime import dask_runner
+from pipelines.runtime.settings import Settings
 
 
 @task(cache_policy=NO_CACHE, persist_result=False)

@@ -6,7 +6,7 @@ Modules: :mod:`~pipelines.report.period` (the week, constants, shared helpers),
 :mod:`~pipelines.report.curves`, :mod:`~pipelines.report.nodes`, :mod:`~pipelines.report.format`,
 :mod:`~pipelines.report.figures` and :mod:`~pipelines.report.render` (HTML, markdown and
 :func:`build_report`). The inputs the report reads (its fit run and goodput projection) are
-made by :func:`pipelines.report_inputs.refresh_inputs`, the fit and project stages.
+made by :func:`pipelines.report.inputs.refresh_inputs`, the fit and project stages.
 """
 
 from __future__ import annotations

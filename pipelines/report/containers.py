@@ -32,9 +32,9 @@ class FitInfo:
         One sentence saying where the fits come from, for the report's assumptions.
     rates
         The run's interruption rates and headline per class (cohort ``all``): its
-        ``rpt_class_rates`` rows (:func:`pipelines.fit.read_rates`), or, for fits computed for
-        the report or a stored run that stored no rates (an older relia), the same rows
-        computed from the lives (:func:`pipelines.fit.rate_table`); None with no lives.
+        ``rpt_class_rates`` rows (:func:`pipelines.analysis.fit.read_rates`), or, for fits computed
+        for the report or a stored run that stored no rates (an older relia), the same rows
+        computed from the lives (:func:`pipelines.analysis.fit.rate_table`); None with no lives.
     """
 
     source: str

@@ -84,7 +84,7 @@ def probability_plots(
     lives
         Unit lives (``component_class``, ``entry_h``, ``exit_h``, ``failed``).
     fits
-        A fit table (``fit_results`` rows or :func:`pipelines.fit.fit_table`); its
+        A fit table (``fit_results`` rows or :func:`pipelines.analysis.fit.fit_table`); its
         ``cohort = 'all'`` rows give each family's AD statistic. A class without such rows
         (a fit split by cohort) is fitted here.
     min_failures

@@ -96,7 +96,7 @@ def read_report_data(
     period = report_period(*read_window(con), week)
     params = period.params()
     lives = query(con, "select * from fct_component_lives")
-    from pipelines.report_inputs import read_fits
+    from pipelines.report.inputs import read_fits
 
     fits, fit = read_fits(con, lives, notes)
     fleet = _fleet_numbers(con, params)
@@ -425,9 +425,9 @@ def read_replacements(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     -------
     dict
         ``rows`` (a list of dicts, most replacements first), and ``missing`` / ``supply``
-        (:data:`pipelines.headline.NO_TICKETS`) when the warehouse holds no repair ticket.
+        (:data:`pipelines.analysis.headline.NO_TICKETS`) when the warehouse holds no repair ticket.
     """
-    from pipelines.headline import NO_TICKETS, replacement_afr
+    from pipelines.analysis.headline import NO_TICKETS, replacement_afr
 
     rows = query(con, "select * from rpt_replacements_by_class").to_dicts()
     out = replacement_afr(rows)
@@ -507,7 +507,7 @@ def read_goodput(
 ) -> dict[str, Any]:
     """Return the goodput section: the stored projection of the project stage, else one made now.
 
-    The project stage (:func:`pipelines.report_inputs.refresh_inputs`, run by the
+    The project stage (:func:`pipelines.report.inputs.refresh_inputs`, run by the
     ``weekly-report`` flow before the report) writes the projection for the fit run, week and
     target scales into ``report_projections``; it is read when its inputs still match. A
     read-only caller with no such row (``relia report`` on a warehouse nobody refreshed, or
@@ -519,8 +519,8 @@ def read_goodput(
         ``headline``, ``curve``, ``targets``, ``knobs``, ``scenario``; the notes the models
         raised are added to ``notes``.
     """
+    from pipelines.report.inputs import goodput_projection
     from pipelines.report.projection_store import read_report_projection
-    from pipelines.report_inputs import goodput_projection
 
     stored = None
     if fit.run_id is not None:

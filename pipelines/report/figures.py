@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pipelines.report.format import fmt_sig
 from pipelines.report.goodput import realised_figures
 from pipelines.report.period import MIN_AT_RISK
-from pipelines.settings import read_lock_timeout_s
+from pipelines.runtime.settings import read_lock_timeout_s
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -439,7 +439,7 @@ def write_fit_plots(
     at least ``MIN_PLOT_FAILURES`` failures.
     """
     from pipelines import warehouse
-    from pipelines.fit import read_lives
+    from pipelines.analysis.fit import read_lives
     from pipelines.report.curves import probability_plots
 
     with warehouse.connect(db_path, read_only=True, lock_timeout_s=read_lock_timeout_s()) as con:

@@ -82,7 +82,7 @@ def fmt_headline(point: Any, lo: Any) -> str:
     """Return a headline MTBF: ``80,729 h``; ``≥ 16,858 h`` with no point (no failure).
 
     With no failure the headline has no point and no upper bound (null in the data): its answer
-    is the one-sided lower bound ``lo``, written ``≥ lo`` (:data:`pipelines.fit.OPEN_END`).
+    is the one-sided lower bound ``lo``, written ``≥ lo`` (:data:`pipelines.analysis.fit.OPEN_END`).
     """
     if is_missing(point):
         return "–" if is_missing(lo) else f"≥ {fmt_hours(lo)}"

@@ -2,7 +2,7 @@
 
 :func:`read_realised_goodput` reads the goodput marts (``rpt_fleet_goodput``,
 ``fct_job_goodput``, ``rpt_projection_backtest``; docs/goodput.md §3 to §5) through
-:mod:`pipelines.goodput_summary`, the queries ``relia goodput`` prints. A warehouse without
+:mod:`pipelines.analysis.goodput_summary`, the queries ``relia goodput`` prints. A warehouse without
 them, or with no ledger row, gives a section that says so; a back-test with no row says it has
 not been run yet. :func:`realised_figures` draws the section's two figures (matplotlib, no
 pyplot state): realised goodput per GPU bucket with both weightings next to where the
@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from pipelines.goodput_summary import (
+from pipelines.analysis.goodput_summary import (
     GPU_BUCKETS,
     PERIODS,
     backtest_class_rows,
@@ -103,10 +103,10 @@ def read_realised_goodput(con: duckdb.DuckDBPyConnection, week: str) -> dict[str
         ``week`` (the report week's row, or None), ``n_jobs``, ``n_measured``, ``n_estimated``,
         ``assumptions`` (the assumed values of estimated ledgers and how many jobs use each set),
         ``untied`` (training logs not used: ``ambiguous`` and ``none`` counts) and
-        ``backtest`` (rows of :func:`pipelines.goodput_summary.backtest_rows`, each with its
-        ``verdict`` from :func:`oe_verdict`), ``backtest_classes`` (the same run per component
-        class over all its jobs, :func:`pipelines.goodput_summary.backtest_class_rows`, classes
-        that observed or expected an interruption), and ``backtest_missing`` (``{"missing",
+        ``backtest`` (rows of :func:`pipelines.analysis.goodput_summary.backtest_rows`, each with
+        its ``verdict`` from :func:`oe_verdict`), ``backtest_classes`` (the same run per component
+        class over all its jobs, :func:`pipelines.analysis.goodput_summary.backtest_class_rows`,
+        classes that observed or expected an interruption), and ``backtest_missing`` (``{"missing",
         "supply"}`` when no back-test is stored because the warehouse lacks unit lives or
         finished jobs; else None). Goodput and shares are fractions.
     """
@@ -132,7 +132,7 @@ def read_realised_goodput(con: duckdb.DuckDBPyConnection, week: str) -> dict[str
         ]
     lack = None
     if not backtest and not missing:
-        from pipelines.backtest import missing_inputs
+        from pipelines.analysis.backtest import missing_inputs
 
         lack = missing_inputs(con)
     return {

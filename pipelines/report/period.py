@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, TypeVar
 
 from pipelines import warehouse
-from pipelines.errors import WarehouseEmptyError
+from pipelines.runtime.errors import WarehouseEmptyError
 
 if TYPE_CHECKING:
     from collections.abc import Callable

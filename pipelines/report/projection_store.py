@@ -1,6 +1,6 @@
 """The weekly report's stored goodput projections (``report_projections``): read back and keyed.
 
-:func:`pipelines.report_inputs.project_for_report` writes a projection with the inputs it
+:func:`pipelines.report.inputs.project_for_report` writes a projection with the inputs it
 depended on (:func:`projection_inputs`); :func:`read_report_projection` finds it again while
 those inputs still match. Frames travel through JSON as Arrow IPC text.
 """

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 from markupsafe import Markup
 
-from pipelines.errors import WarehouseMissingError
 from pipelines.report.containers import SECTIONS
 from pipelines.report.data import read_report_data
 from pipelines.report.figures import probability_figure_key, report_figures
@@ -34,7 +33,8 @@ from pipelines.report.format import (
     fmt_time,
 )
 from pipelines.report.period import DEFAULT_TARGET_GPUS, MIN_AT_RISK, MIN_PLOT_FAILURES
-from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S
+from pipelines.runtime.errors import WarehouseMissingError
+from pipelines.runtime.settings import DEFAULT_LOCK_TIMEOUT_S
 
 if TYPE_CHECKING:
     import polars as pl
@@ -84,11 +84,11 @@ def _printable(value: object) -> object:
     """Return every value the template prints, made safe to show.
 
     Every value the template prints, without escape sequences or control characters
-    (telemetry text; :func:`pipelines.text.printable`); already-safe markup stays markup.
+    (telemetry text; :func:`pipelines.runtime.text.printable`); already-safe markup stays markup.
     """
     from markupsafe import Markup
 
-    from pipelines.text import printable
+    from pipelines.runtime.text import printable
 
     if isinstance(value, Markup):
         return Markup(printable(str(value), lines=True))
@@ -343,7 +343,7 @@ def build_report(
     """Read the warehouse, render the report and write ``<reports_dir>/<ISO week>.html``.
 
     The report reads the fit run and goodput projection that the fit and project stages stored
-    (:func:`pipelines.report_inputs.refresh_inputs`, run first by the ``weekly-report`` flow;
+    (:func:`pipelines.report.inputs.refresh_inputs`, run first by the ``weekly-report`` flow;
     callers with a writable warehouse should run it before this). The warehouse is opened
     read-only, so when those inputs are missing (no stored fit run matching the lives, or no
     projection for this fit run, week and targets) the report computes them in memory, says so in

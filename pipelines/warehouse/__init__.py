@@ -5,7 +5,7 @@ Modules: :mod:`~pipelines.warehouse.connection` (connect, the lock wait, ``ident
 :mod:`~pipelines.warehouse.records` and :mod:`~pipelines.warehouse.load` (loading parsed files,
 one transaction per batch), :mod:`~pipelines.warehouse.load_streams` (reads of tailed streams),
 :mod:`~pipelines.warehouse.lake` (raw rows as a Parquet lake) and
-:mod:`~pipelines.lock_wait` (a spinner while the lock is awaited). This package
+:mod:`~pipelines.runtime.lock_wait` (a spinner while the lock is awaited). This package
 re-exports what callers use, so ``from pipelines import warehouse`` then ``warehouse.connect``.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import duckdb
 
-from pipelines.lock_wait import (
+from pipelines.runtime.lock_wait import (
     WAIT_REPORT_EVERY_S,
     WaitStatus,
     busy_spinner,

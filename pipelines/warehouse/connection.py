@@ -9,8 +9,8 @@ all or nothing, and lets a caller wrap several such blocks in one.
 A full disk, a read-only or immutable file or folder and a damaged file are one line each
 (:mod:`pipelines.warehouse.failures`): :func:`connect` checks the file's checksums when it opens
 it and turns such an error, raised anywhere while the warehouse is open, into the
-:class:`~pipelines.errors.WarehouseEnvironmentError` of its cause; a rollback that fails after
-one never hides it.
+:class:`~pipelines.runtime.errors.WarehouseEnvironmentError` of its cause; a rollback that fails
+after one never hides it.
 
 DuckDB's lock is a POSIX record lock, and Linux drops every such lock a process holds on a file
 when the process closes *any* descriptor of that file. The checksum read therefore goes through
@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, NoReturn
 
 import duckdb
 
-from pipelines.errors import ReliaError, WarehouseCorruptError
-from pipelines.lock_wait import WAIT_REPORT_EVERY_S, WAIT_REPORTER, WaitStatus
-from pipelines.settings import CONNECT_LOCK_TIMEOUT_S
+from pipelines.runtime.errors import ReliaError, WarehouseCorruptError
+from pipelines.runtime.lock_wait import WAIT_REPORT_EVERY_S, WAIT_REPORTER, WaitStatus
+from pipelines.runtime.settings import CONNECT_LOCK_TIMEOUT_S
 from pipelines.warehouse.failures import environment_failure, verify
 
 if TYPE_CHECKING:

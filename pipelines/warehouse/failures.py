@@ -4,7 +4,7 @@ DuckDB reports them as ``IOException``, ``TransactionException`` or a bare ``Err
 holds the operating system's words (``No space left on device``, ``Read-only file system``,
 ``Operation not permitted``) or its own (``Corrupt database file: computed checksum ...``).
 :func:`environment_failure` turns such an error into the
-:class:`~pipelines.errors.WarehouseEnvironmentError` of its cause, with what to do;
+:class:`~pipelines.runtime.errors.WarehouseEnvironmentError` of its cause, with what to do;
 :func:`pipelines.warehouse.connection.connect` applies it to everything run on a connection, so
 every command and flow says the same.
 
@@ -15,8 +15,9 @@ file's three 4 KiB headers and every block of the database header's ``block_coun
 each block's checksum the way DuckDB does (the first 8 bytes of a block are a checksum of the
 rest: 5381 xor-ed with every other 8-byte word times ``0xbf58476d1ce4e5b9``). It reads the whole
 file (8 to 17 ms for the 7 MB demo warehouse, 0.1 to 0.3 s for 130 MB); files larger than
-``RELIA_VERIFY_MAX_MB`` (default :data:`~pipelines.settings.DEFAULT_VERIFY_MAX_MB`) get their
-headers checked only. A block cut off the end of the file is DuckDB's to find when it reads it.
+``RELIA_VERIFY_MAX_MB`` (default :data:`~pipelines.runtime.settings.DEFAULT_VERIFY_MAX_MB`) get
+their headers checked only. A block cut off the end of the file is DuckDB's to find when it reads
+it.
 """
 
 from __future__ import annotations
@@ -28,13 +29,13 @@ from pathlib import Path
 
 import numpy as np
 
-from pipelines.errors import (
+from pipelines.runtime.errors import (
     WarehouseCorruptError,
     WarehouseEnvironmentError,
     WarehouseFullError,
     WarehouseReadOnlyError,
 )
-from pipelines.settings import DEFAULT_VERIFY_MAX_MB
+from pipelines.runtime.settings import DEFAULT_VERIFY_MAX_MB
 
 __all__ = ["environment_failure", "verify"]
 

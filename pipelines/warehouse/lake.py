@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from pipelines.sources import PARSERS
+from pipelines.ingest.sources import PARSERS
 from pipelines.warehouse.connection import transaction
 from pipelines.warehouse.schema import apply_schema
 

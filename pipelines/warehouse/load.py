@@ -133,7 +133,7 @@ def load_files(
     Reads of tailed streams (``FileLoad.stream``) are applied in order in the same transaction:
     the stream's rows follow it to the path that holds it now, a rewritten stream's earlier rows
     are deleted first, and ``raw_streams`` records how far its rows go
-    (:mod:`pipelines.warehouse.load_streams`, :mod:`pipelines.streams`).
+    (:mod:`pipelines.warehouse.load_streams`, :mod:`pipelines.ingest.streams`).
 
     With ``write_parts`` (``functools.partial(lake.write_parts, lake_dir)``, passed in so that
     loading needs no :mod:`pipelines.warehouse.lake`, which reads the schema) the rows are

@@ -2,7 +2,7 @@
 
 A stream's rows follow it to the path that holds it now (:func:`_move_stream`), a rewritten
 stream's earlier rows are deleted first, and ``raw_streams`` records how far its rows go
-(:mod:`pipelines.streams`). Everything here runs inside the transaction of
+(:mod:`pipelines.ingest.streams`). Everything here runs inside the transaction of
 :func:`pipelines.warehouse.load.load_files`.
 """
 
@@ -15,6 +15,7 @@ import polars as pl
 
 from pipelines.warehouse.connection import identifier as _identifier  # a SQL guard by that name
 from pipelines.warehouse.records import (
+    StreamState,
     checks_frame,
     file_record,
     files_frame,
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     import duckdb
     from polars._typing import SchemaDict
 
-    from pipelines.streams import StreamState
     from pipelines.warehouse.records import FileLoad
 
 log = logging.getLogger(__name__)
@@ -36,8 +36,6 @@ log = logging.getLogger(__name__)
 
 def stream_states(con: duckdb.DuckDBPyConnection, source: str) -> list[StreamState]:
     """Read the recorded streams of a tailed source (``raw_streams``)."""
-    from pipelines.streams import StreamState
-
     con.complete()
     rows = con.execute(
         "select stream_id, source, target_table, rows_path, head_len, head_sha, consumed_bytes, "

@@ -14,7 +14,7 @@ import os
 from datetime import UTC
 from typing import TYPE_CHECKING
 
-from pipelines.errors import IngestInterruptedError
+from pipelines.runtime.errors import IngestInterruptedError
 
 if TYPE_CHECKING:
     from datetime import datetime

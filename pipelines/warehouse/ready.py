@@ -2,8 +2,8 @@
 
 The scheduled flows (``fit-reliability``, ``backtest-goodput``, ``weekly-report``) may run on a
 machine where nothing was ingested yet. :func:`prepare` is their first step: no file is a
-:class:`~pipelines.errors.WarehouseMissingError` (a flow never creates an empty warehouse); a
-file without the views (a schema only, or an empty DuckDB file) gets the schema and the views
+:class:`~pipelines.runtime.errors.WarehouseMissingError` (a flow never creates an empty warehouse);
+a file without the views (a schema only, or an empty DuckDB file) gets the schema and the views
 over its empty tables, so every stage after it finds its views and says which data is missing
 instead of failing on a missing table.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines.errors import WarehouseMissingError
-from pipelines.settings import DEFAULT_LOCK_TIMEOUT_S
+from pipelines.runtime.errors import WarehouseMissingError
+from pipelines.runtime.settings import DEFAULT_LOCK_TIMEOUT_S
 from pipelines.warehouse.connection import connect
 from pipelines.warehouse.pending import check_finished
 from pipelines.warehouse.schema import init, view_files

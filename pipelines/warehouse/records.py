@@ -20,7 +20,26 @@ if TYPE_CHECKING:
     import duckdb
     from polars._typing import SchemaDict
 
-    from pipelines.streams import StreamRead
+    from pipelines.ingest.streams import StreamRead
+
+
+@dataclass(frozen=True)
+class StreamState:
+    """One stream as the warehouse knows it: a row of ``raw_streams`` (see ``ingest.streams``)."""
+
+    stream_id: str
+    source: str
+    table: str
+    rows_path: str
+    head_len: int
+    head_sha: str
+    consumed_bytes: int
+    consumed_lines: int
+    prefix_sha: str
+    held_bytes: int = 0
+    file_size: int = -1
+    file_mtime_ns: int = -1
+    tail_sha: str = ""
 
 
 def file_sha256(data: bytes) -> str:

@@ -1,4 +1,4 @@
--- Fault-log records loaded through a column mapping (pipelines/sources/fault_log.py): one row per
+-- Fault-log records loaded through a column mapping (pipelines/ingest/sources/fault_log.py): one row per
 -- unit life (record_kind = 'life'), fault interval ('fault': the unit was down from start_ts to
 -- end_ts) or failure instant with no interval ('event': start_ts = end_ts). Timestamps are UTC.
 

@@ -1,5 +1,5 @@
 -- Raw tables of the Kubernetes, PyTorch elastic, DCGM and Slurm node-event sources
--- (pipelines/sources/{k8s_events,k8s_pods,elastic,dcgm,node_events}.py). One row per parsed item:
+-- (pipelines/ingest/sources/{k8s_events,k8s_pods,elastic,dcgm,node_events}.py). One row per parsed item:
 -- an event, a container run, an agent log line, a GPU sample, a node event. Timestamps are UTC.
 
 create table if not exists raw_k8s_events (

@@ -1,4 +1,4 @@
--- Failure prediction (pipelines/predict.py): trained models with their data windows and test
+-- Failure prediction (pipelines/analysis/predict.py): trained models with their data windows and test
 -- metrics, and the scores they gave. Probabilities are of a failure of the GPU or its node within
 -- horizon_h hours of prediction_ts.
 

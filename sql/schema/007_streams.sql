@@ -1,4 +1,4 @@
--- Streams: files that grow, get rotated and get compressed, read exactly once (pipelines/streams.py).
+-- Streams: files that grow, get rotated and get compressed, read exactly once (pipelines/ingest/streams.py).
 -- A stream is one log's life across renames and compression, found again by the fingerprint of
 -- its head; the warehouse records how far its rows go in the same transaction as the rows.
 

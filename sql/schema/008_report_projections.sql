@@ -1,5 +1,5 @@
 -- The weekly report's goodput projection, written by the project stage before a report
--- (pipelines.report_inputs.refresh_inputs) and read by the report (pipelines.report.data).
+-- (pipelines.report.inputs.refresh_inputs) and read by the report (pipelines.report.data).
 
 create table if not exists report_projections (
     run_id varchar primary key,

@@ -1,4 +1,4 @@
--- Raw training-log events (pipelines/sources/training.py, docs/goodput.md §1): one row per step or
+-- Raw training-log events (pipelines/ingest/sources/training.py, docs/goodput.md §1): one row per step or
 -- checkpoint line of a job's training log (landing/training/, e.g. Slurm's slurm-%j.out), as
 -- parsed. Timestamps are UTC. A log is read as a stream: a grown log adds its new lines only.
 

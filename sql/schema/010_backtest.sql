@@ -1,4 +1,4 @@
--- The projection back-test (docs/goodput.md §5), written by pipelines.backtest.run_backtest and
+-- The projection back-test (docs/goodput.md §5), written by pipelines.analysis.backtest.run_backtest and
 -- read through rpt_projection_backtest (the latest run). Keyed by run id; times UTC, durations
 -- in seconds, rates per hour.
 

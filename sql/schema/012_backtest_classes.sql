@@ -1,5 +1,5 @@
 -- The projection back-test per component class (docs/goodput.md §5), written with its run by
--- pipelines.backtest.run_backtest (models.backtest_class_summary) and read through
+-- pipelines.analysis.backtest.run_backtest (models.backtest_class_summary) and read through
 -- rpt_projection_backtest_classes (the latest run). One row per run, class of the failure process
 -- and GPU-size bucket (or 'all'), over the whole window: the interruptions attributed to the class
 -- against those its as-of rate predicted, with O/E and its exact Poisson interval.

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 def small_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A warehouse of a small synthetic fleet (24 nodes, 30 days) with one fit run stored."""
     from models.exceptions import FewFailuresWarning
-    from pipelines import fit, ingest
+    from pipelines import ingest
+    from pipelines.analysis import fit
     from synth import SynthConfig, synthesize
 
     root = tmp_path_factory.mktemp("flows")

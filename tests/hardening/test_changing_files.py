@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pipelines import ingest, warehouse
-from pipelines.path_patterns import parse_patterns
+from pipelines.runtime.path_patterns import parse_patterns
 
 pytestmark = pytest.mark.slow
 

@@ -66,7 +66,9 @@ def _ingest(db: Path, landing: Path) -> None:
 def _writer(db: Path, landing: Path) -> multiprocessing.process.BaseProcess:
     """The ingest in another process (forked from a server that imported the pipeline once)."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["great_expectations", "pipelines.ingest", "pipelines.quality"])
+    context.set_forkserver_preload(
+        ["great_expectations", "pipelines.ingest", "pipelines.ingest.quality"]
+    )
     process = context.Process(target=_ingest, args=(db, landing))
     process.start()
     return process

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from pipelines import ingest, warehouse
-from pipelines.errors import IngestInterruptedError
+from pipelines.runtime.errors import IngestInterruptedError
 from synth import SynthConfig, synthesize
 
 pytestmark = pytest.mark.slow
@@ -55,7 +55,9 @@ def landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def spawn() -> multiprocessing.context.ForkServerContext:
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["great_expectations", "pipelines.ingest", "pipelines.quality"])
+    context.set_forkserver_preload(
+        ["great_expectations", "pipelines.ingest", "pipelines.ingest.quality"]
+    )
     return context
 
 

@@ -28,14 +28,14 @@ import zstandard
 from typer.testing import CliRunner
 
 from pipelines import warehouse
-from pipelines.archives import (
+from pipelines.cli import app
+from pipelines.ingest.archives import (
     ArchiveLimitError,
-    ArchiveLimits,
     IncompleteCompressedError,
     decompress,
 )
-from pipelines.cli import app
-from pipelines.settings import Settings, SettingsError
+from pipelines.runtime.archive_limits import ArchiveLimits
+from pipelines.runtime.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
     from collections.abc import Callable

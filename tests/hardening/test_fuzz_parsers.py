@@ -29,9 +29,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pipelines import ingest, warehouse
-from pipelines.sources import PARSERS, batch, fault_log
-from pipelines.sources.common import REJECT_SCHEMA, Parsed, lines_containing, split_lines
-from pipelines.streams import codec_of
+from pipelines.ingest.sources import PARSERS, batch, fault_log
+from pipelines.ingest.sources.common import REJECT_SCHEMA, Parsed, lines_containing, split_lines
+from pipelines.ingest.streams import codec_of
 
 REPO = Path(__file__).resolve().parents[2]
 LANDING = REPO / "data_samples" / "landing"
@@ -271,7 +271,7 @@ def test_some_parser_is_parsed_joined() -> None:
 
 @pytest.mark.parametrize("source", BATCHED)
 def test_joined_parse_equals_file_by_file(source: str) -> None:
-    """Files parsed joined (``pipelines.sources.batch``) give exactly the per-file results."""
+    """Files parsed joined (``pipelines.ingest.sources.batch``) give exactly the per-file result."""
     _, parser = PARSERS[source]
     hosts = st.sampled_from(["gpu0001", "gpu0002", "gpu0100", "node-a"])
 

@@ -22,8 +22,10 @@ import pytest
 import yaml
 from polars.testing import assert_frame_equal
 
-from pipelines import dask_runner, ingest, project, warehouse
-from pipelines.settings import Settings
+from pipelines import ingest, warehouse
+from pipelines.analysis import project
+from pipelines.runtime import dask_runner
+from pipelines.runtime.settings import Settings
 from pipelines.warehouse import lake
 from synth import SynthConfig, synthesize
 
@@ -214,7 +216,7 @@ def test_without_the_dask_extra_an_address_is_a_one_line_error(
 
     from prefect.task_runners import ThreadPoolTaskRunner
 
-    from pipelines.errors import ReliaError
+    from pipelines.runtime.errors import ReliaError
 
     for name in ("prefect_dask", "prefect_dask.task_runners"):  # importing them -> ImportError
         monkeypatch.setitem(sys.modules, name, None)

@@ -39,7 +39,7 @@ TRUSTED = {
         "view SQL read from the repository's sql/"
     ),
     ("pipelines/warehouse/schema.py", "apply_schema", "path.read_text()"): "DDL from sql/schema/",
-    ("pipelines/predict.py", "_features_at", "sql"): (
+    ("pipelines/analysis/predict.py", "_features_at", "sql"): (
         "the feature view's select from sql/marts/ (check_as_of's feature_sql: a test's variant)"
     ),
 }
@@ -383,7 +383,7 @@ def test_hostile_strings_land_as_inert_data(
 
 @pytest.mark.slow
 def test_report_shows_hostile_text_escaped(tmp_path: Path) -> None:
-    from pipelines import fit
+    from pipelines.analysis import fit
     from pipelines.report import build_report
     from synth import SynthConfig, synthesize
 

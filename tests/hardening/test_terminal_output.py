@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 import pytest
 from typer.testing import CliRunner
 
-from pipelines import quality
 from pipelines.cli import app
-from pipelines.text import install_log_sanitiser, printable
+from pipelines.ingest import quality
+from pipelines.runtime.text import install_log_sanitiser, printable
 
 if TYPE_CHECKING:
     from typer.testing import Result

@@ -15,7 +15,7 @@ import pytest
 
 from models import Scenario, age_mix, knob_label, project, simulate_job_naive, sweep
 from models.simulate_plan import build_plan as _plan
-from pipelines import knobs
+from pipelines.analysis import knobs
 from tests.models import eventsim
 from tests.models.test_eventsim import REL, Z, event_sim, monte_carlo, reference, resolution
 

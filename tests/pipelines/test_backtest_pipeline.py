@@ -24,7 +24,7 @@ import pytest
 from scipy import stats
 
 from pipelines import ingest, warehouse
-from pipelines.backtest import run_backtest
+from pipelines.analysis.backtest import run_backtest
 from synth import SynthConfig, synthesize
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from pipelines import ingest
 from pipelines.cli import app
-from pipelines.jsonsafe import json_ready as _strict_json
+from pipelines.runtime.jsonsafe import json_ready as _strict_json
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
@@ -160,7 +160,8 @@ def test_cli_shows_a_spinner_while_it_waits_for_the_lock(
     fleet: tuple, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """On a terminal, a command that waits for the warehouse's lock says so while it waits:
-    what it waits for, who holds it and for how long (``pipelines.lock_wait.busy_spinner``)."""
+    what it waits for, who holds it and for how long
+    (``pipelines.runtime.lock_wait.busy_spinner``)."""
     import io
 
     from rich.console import Console
@@ -218,7 +219,7 @@ def test_cli_debug_shows_the_traceback(tmp_path: Path, how: str) -> None:
 
 def test_cli_a_bug_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import pipelines.cli.summary as cli
-    from pipelines import summary
+    from pipelines.analysis import summary
 
     def broken(db_path: Path, *, lock_timeout_s: float = 30) -> dict[str, Any]:
         raise KeyError("a bug")

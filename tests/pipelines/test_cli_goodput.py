@@ -519,7 +519,7 @@ def test_goodput_on_no_warehouse_is_one_line(tmp_path: Path) -> None:
 def test_goodput_queries_read_marts_only() -> None:
     """Like the summary's (tests/test_layering.py): no raw_, stg_ or int_ relation in a query."""
     below = re.compile(r"\b(?:raw|stg|int)_[a-z0-9_]+\b")
-    for path in (REPO / "pipelines/goodput_summary.py", REPO / "pipelines/cli/goodput.py"):
+    for path in (REPO / "pipelines/analysis/goodput_summary.py", REPO / "pipelines/cli/goodput.py"):
         assert not below.findall(path.read_text()), path
 
 

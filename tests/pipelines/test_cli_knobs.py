@@ -18,7 +18,7 @@ import pytest
 import typer
 
 from models import KNOBS, Knob, Scenario
-from pipelines import knobs as knob_text
+from pipelines.analysis import knobs as knob_text
 from pipelines.cli import app
 
 #: Options of ``relia project`` that are not knobs of the scenario.

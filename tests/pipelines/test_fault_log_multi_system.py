@@ -48,8 +48,8 @@ import yaml
 
 from models import FewFailuresWarning
 from pipelines import ingest, warehouse
-from pipelines.fit import run_fit
-from pipelines.sources.fault_log import mapping_from_dict
+from pipelines.analysis.fit import run_fit
+from pipelines.ingest.sources.fault_log import mapping_from_dict
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -121,7 +121,7 @@ def test_one_bad_file_never_aborts_the_batch(tmp_path: Path) -> None:
 
 
 def test_a_parser_crash_quarantines_only_its_file(tmp_path: Path, monkeypatch) -> None:
-    from pipelines.sources import repairs
+    from pipelines.ingest.sources import repairs
 
     def boom(data: bytes, **_: object) -> object:
         if b"BOOM" in data:

@@ -10,7 +10,8 @@ import polars as pl
 import pytest
 
 from models.exceptions import FewFailuresWarning
-from pipelines import fit, warehouse
+from pipelines import warehouse
+from pipelines.analysis import fit
 
 if TYPE_CHECKING:
     from pathlib import Path

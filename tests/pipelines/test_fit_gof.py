@@ -13,7 +13,8 @@ import polars as pl
 
 from models import goodness_of_fit
 from models.exceptions import FewFailuresWarning
-from pipelines import fit, warehouse
+from pipelines import warehouse
+from pipelines.analysis import fit
 
 if TYPE_CHECKING:
     from pathlib import Path

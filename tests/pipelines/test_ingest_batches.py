@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from pipelines import ingest, warehouse
-from pipelines.settings import DEFAULT_INGEST_BATCH_ROWS, Settings, SettingsError
+from pipelines.runtime.settings import DEFAULT_INGEST_BATCH_ROWS, Settings, SettingsError
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data_samples" / "landing"
 

@@ -31,7 +31,7 @@ from typer.testing import CliRunner
 
 from pipelines import warehouse
 from pipelines.cli import app
-from pipelines.errors import MissingDataError, ReliaError, WarehouseMissingError
+from pipelines.runtime.errors import MissingDataError, ReliaError, WarehouseMissingError
 from tests.pipelines.missing_data_warehouses import KINDS, build
 
 if TYPE_CHECKING:
@@ -355,8 +355,8 @@ def test_a_report_stage_that_fails_leaves_no_run_behind(
 ) -> None:
     """The report's fit, projection and back-test are stored in one transaction: when the last
     stage fails, the fit run and the projection made before it are rolled back."""
-    from pipelines import backtest
-    from pipelines.report_inputs import refresh_warehouse
+    from pipelines.analysis import backtest
+    from pipelines.report.inputs import refresh_warehouse
 
     db = _copy(warehouses, "failureless", tmp_path)
     before = _run_counts(db)

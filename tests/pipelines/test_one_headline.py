@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from typer.testing import CliRunner
 
-from pipelines import fit as fitting
 from pipelines import warehouse
+from pipelines.analysis import fit as fitting
 from pipelines.cli import app
 from pipelines.report import read_report_data, render_html, render_markdown
 from pipelines.report.render import METHOD_WORDS

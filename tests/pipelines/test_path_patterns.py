@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from pipelines import ingest, warehouse
 from pipelines.cli import app
 from pipelines.flows.ingest_telemetry import find_landing_files
-from pipelines.path_patterns import PathPatternError, parse_patterns
-from pipelines.settings import Settings, SettingsError
+from pipelines.runtime.path_patterns import PathPatternError, parse_patterns
+from pipelines.runtime.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
     from pathlib import Path

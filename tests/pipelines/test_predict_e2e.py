@@ -17,7 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from models import LeakageError, pr_auc_null
-from pipelines import ingest, predict, warehouse
+from pipelines import ingest, warehouse
+from pipelines.analysis import predict
 from pipelines.cli import app
 from synth import SynthConfig, default_classes, synthesize
 

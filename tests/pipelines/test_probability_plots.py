@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from models.exceptions import FewFailuresWarning
+from pipelines.analysis.fit import fit_table
 from pipelines.cli import app
-from pipelines.fit import fit_table
 from pipelines.report import (
     MIN_PLOT_FAILURES,
     plot_file_name,

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from models.exceptions import FewFailuresWarning
-from pipelines import fit, project
+from pipelines.analysis import fit, project
 from pipelines.cli import app
 
 HOURS_PER_DAY = 24.0

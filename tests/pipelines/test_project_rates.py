@@ -22,9 +22,10 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from models.exceptions import FewFailuresWarning
-from pipelines import fit, ingest, project, warehouse
+from pipelines import ingest, warehouse
+from pipelines.analysis import fit, project
 from pipelines.cli import app
-from pipelines.sources import fault_log
+from pipelines.ingest.sources import fault_log
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]

@@ -30,8 +30,8 @@ import pytest
 from typer.testing import CliRunner
 
 from models import ClassRate, project
+from pipelines.analysis.project import _scenario_dict, build_scenario
 from pipelines.cli import app
-from pipelines.project import _scenario_dict, build_scenario
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 import sqlalchemy as sa
 
-from pipelines import quality, quality_sql
+from pipelines.ingest import quality, quality_sql
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -16,7 +16,8 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from models.exceptions import FewFailuresWarning
-from pipelines import fit, ingest, project, warehouse
+from pipelines import ingest, warehouse
+from pipelines.analysis import fit, project
 from pipelines.cli import app
 from synth import SynthConfig, synthesize
 from synth.config import ClassSpec
@@ -241,8 +242,8 @@ def test_from_fits_latest_ignores_newer_repair_runs(repair_fleet: dict) -> None:
 
 
 def test_report_reads_lifetime_runs_only(repair_fleet: dict) -> None:
+    from pipelines.report.inputs import read_fits
     from pipelines.report.period import Notes
-    from pipelines.report_inputs import read_fits
 
     lifetime, _ = _newer_repair_run(repair_fleet["db"])
     with warehouse.connect(repair_fleet["db"], read_only=True) as con:

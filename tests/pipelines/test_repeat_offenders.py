@@ -4,7 +4,7 @@ Small fleets (32 nodes x 8 GPUs, 60 days) where 2 % of the units are bad (every 
 and every failure is fixed by a reboot, so a bad unit keeps failing (no replacement cures it), no
 ticket is written, and the ground truth marks each failure of a bad unit. relia sees the
 failures in kernel logs and node events, counts them per unit (``rpt_unit_failures``) and tests
-each unit against its level's fleet rate (:func:`pipelines.offenders.repeat_offenders`,
+each unit against its level's fleet rate (:func:`pipelines.analysis.offenders.repeat_offenders`,
 Bonferroni at 1 %: the chance that any normal unit of a level is flagged is at most 1 %).
 """
 
@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 from pipelines import ingest, warehouse
-from pipelines.offenders import read_unit_failures, repeat_offenders
+from pipelines.analysis.offenders import read_unit_failures, repeat_offenders
 from synth import SynthConfig, synthesize
 
 if TYPE_CHECKING:

@@ -270,7 +270,7 @@ def test_report_escapes_markup_from_telemetry(html: str) -> None:
 
 def test_report_uses_a_stored_fit_run(markup_db: Path, tmp_path: Path) -> None:
     from models.exceptions import FewFailuresWarning
-    from pipelines.fit import run_fit
+    from pipelines.analysis.fit import run_fit
 
     db = tmp_path / "fitted.duckdb"
     shutil.copy(markup_db, db)
@@ -294,7 +294,7 @@ def test_report_reads_the_projection_the_project_stage_stored(
 
     from pipelines import warehouse
     from pipelines.report import read_report_data
-    from pipelines.report_inputs import fit_for_report, project_for_report, refresh_inputs
+    from pipelines.report.inputs import fit_for_report, project_for_report, refresh_inputs
 
     db = tmp_path / "refreshed.duckdb"
     shutil.copy(markup_db, db)
@@ -309,7 +309,7 @@ def test_report_reads_the_projection_the_project_stage_stored(
             raise AssertionError("the report projected although a projection was stored")
 
         with monkeypatch.context() as patch:
-            patch.setattr("pipelines.report_inputs.goodput_projection", refuse)
+            patch.setattr("pipelines.report.inputs.goodput_projection", refuse)
             stored = read_report_data(con, target_gpus=(1024,))
         assert refresh_inputs(con, target_gpus=(1024,))["fit_run_id"] == fit_run_id
     assert projection is not None
@@ -325,7 +325,7 @@ def test_report_reads_rates_a_run_stored_without_them(markup_db: Path, tmp_path:
     """A matching run stored by an older relia (no fit_rates rows) gets its rates computed."""
     from models.exceptions import FewFailuresWarning
     from pipelines import warehouse
-    from pipelines.fit import read_rates, run_fit
+    from pipelines.analysis.fit import read_rates, run_fit
     from pipelines.report import read_report_data
 
     db = tmp_path / "older.duckdb"

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from pipelines import ingest, streams, warehouse
+from pipelines import ingest, warehouse
+from pipelines.ingest import streams
 from synth import SynthConfig, synthesize
 
 LIVE = SynthConfig(

@@ -1,7 +1,7 @@
 """Many kernel logs in one ingest load exactly what each log loads in an ingest of its own.
 
 The tailed ingest plans every log, then parses the new lines of many logs in one pass (a few
-chunks of :data:`pipelines.ingest_plan.PARSE_TOGETHER_FILES` logs) and loads them in one batch.
+chunks of :data:`pipelines.ingest.plan.PARSE_TOGETHER_FILES` logs) and loads them in one batch.
 Batching must not change a row, a line number, a stream's state or a count: the expectations
 here are the lines the test itself wrote, and a file-by-file ingest of the same logs.
 """
@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 import duckdb
 import pytest
 
-from pipelines import ingest, ingest_plan, streams, warehouse
+from pipelines import ingest, warehouse
+from pipelines.ingest import plan as ingest_plan
+from pipelines.ingest import streams
 
 if TYPE_CHECKING:
     from pathlib import Path

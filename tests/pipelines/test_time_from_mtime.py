@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from pipelines import ingest, warehouse
 from pipelines.cli import app
 from pipelines.flows.ingest_telemetry import load_files
-from pipelines.path_patterns import parse_patterns
-from pipelines.sources import dcgm
+from pipelines.ingest.sources import dcgm
+from pipelines.runtime.path_patterns import parse_patterns
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from pipelines import ingest, warehouse
 from pipelines.cli import app
-from pipelines.path_patterns import PathPatternError, parse_patterns
-from pipelines.sources.training import parse as parse_training
+from pipelines.ingest.sources.training import parse as parse_training
+from pipelines.runtime.path_patterns import PathPatternError, parse_patterns
 
 SAMPLES = Path(__file__).parent / "sources" / "samples" / "training"
 

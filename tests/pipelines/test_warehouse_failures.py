@@ -9,7 +9,11 @@ from typing import TYPE_CHECKING
 import duckdb
 import pytest
 
-from pipelines.errors import WarehouseCorruptError, WarehouseFullError, WarehouseReadOnlyError
+from pipelines.runtime.errors import (
+    WarehouseCorruptError,
+    WarehouseFullError,
+    WarehouseReadOnlyError,
+)
 from pipelines.warehouse import connect, transaction
 from pipelines.warehouse.failures import environment_failure, verify
 

@@ -20,7 +20,7 @@ import pytest
 from rich.console import Console
 
 from pipelines import warehouse
-from pipelines.settings import (
+from pipelines.runtime.settings import (
     DEFAULT_LOCK_TIMEOUT_S,
     DEFAULT_READ_LOCK_TIMEOUT_S,
     PREFECT_DEFAULTS,
@@ -190,9 +190,9 @@ def test_stages_called_without_settings_wait_as_long_as_the_read_setting_says(
     ``RELIA_READ_LOCK_TIMEOUT_S``, as every other reader does, not a number of their own."""
     import polars as pl
 
-    from pipelines.project import SweepSpec, run_projection, run_sweep
+    from pipelines.analysis.project import SweepSpec, run_projection, run_sweep
     from pipelines.report.figures import write_fit_plots
-    from pipelines.settings import read_lock_timeout_s
+    from pipelines.runtime.settings import read_lock_timeout_s
 
     db, _ = held
     monkeypatch.setenv("RELIA_READ_LOCK_TIMEOUT_S", given)

@@ -18,7 +18,7 @@ from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 import models.goodput
-from pipelines import project
+from pipelines.analysis import project
 from pipelines.cli import app
 
 HAND_RATES = Path(__file__).resolve().parents[2] / "data_samples/sweeps/hand_rates.yaml"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pipelines import ingest, warehouse
-from pipelines.sources import fault_log
+from pipelines.ingest.sources import fault_log
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -19,8 +19,8 @@ import polars as pl
 import pytest
 
 from models import FewFailuresWarning, MtbfFitter, exponential_mtbf, fit_lives, lemon_nodes
-from pipelines.fit import fit_table, read_lives
-from pipelines.sources.fault_log import load_mapping
+from pipelines.analysis.fit import fit_table, read_lives
+from pipelines.ingest.sources.fault_log import load_mapping
 from pipelines.warehouse import query
 
 if TYPE_CHECKING:
@@ -219,7 +219,7 @@ def test_infinitehbd_repair_time_best_family(repairs: pl.DataFrame) -> None:
 
 def test_infinitehbd_repair_fit_through_the_repair_view(infinitehbd: RealWarehouse) -> None:
     """`relia fit --lives int_fault_repairs` on the real trace: every repair counted, MTTR."""
-    from pipelines.fit import repair_lives
+    from pipelines.analysis.fit import repair_lives
 
     rows = read_lives(infinitehbd.con, view="int_fault_repairs", dataset="infinitehbd")
     frame, counts = repair_lives(rows)

@@ -27,7 +27,7 @@ from models import (
     kaplan_meier,
     period_mtbf,
 )
-from pipelines.fit import fit_table, read_lives
+from pipelines.analysis.fit import fit_table, read_lives
 from pipelines.warehouse import query
 
 if TYPE_CHECKING:

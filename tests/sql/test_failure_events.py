@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from pipelines import warehouse
-from pipelines.lives_coverage import failures_outside_lives
+from pipelines.analysis.lives_coverage import failures_outside_lives
 from tests.sql.test_views import _insert, _job
 
 W0 = datetime(2026, 6, 1, tzinfo=UTC)

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipelines import warehouse
-from pipelines.sources.fault_log import load_mapping, mapping_from_dict, parse
+from pipelines.ingest.sources.fault_log import load_mapping, mapping_from_dict, parse
 
 REPO = Path(__file__).resolve().parents[2]
 MAPPINGS = REPO / "data_samples" / "mappings"
@@ -252,7 +252,7 @@ def test_lives_failure_at_window_start_is_no_life_12(touch: duckdb.DuckDBPyConne
 
 def test_fault_lives_have_length_and_fit_12(touch: duckdb.DuckDBPyConnection) -> None:
     from models.exceptions import FewFailuresWarning
-    from pipelines.fit import fit_table, read_lives
+    from pipelines.analysis.fit import fit_table, read_lives
 
     lives = read_lives(touch, view="int_fault_lives")
     assert (lives["exit_h"] > lives["entry_h"]).all()

@@ -250,7 +250,7 @@ def test_serials_change_only_at_replacements(landing: tuple[Path, dict[str, Any]
 
 def _xid_lines(out: Path) -> list[tuple[str, str, int, int]]:
     """(host, PCI bus, code, epoch) of every Xid line, read with relia's kernel-log parser."""
-    from pipelines.sources import xid
+    from pipelines.ingest.sources import xid
 
     files = []
     for path in sorted((out / "kernel").glob("*.log")):
@@ -267,7 +267,7 @@ def _xid_lines(out: Path) -> list[tuple[str, str, int, int]]:
 
 def _node_events(out: Path) -> list[dict[str, Any]]:
     """Rows of every node event, read with relia's sacctmgr parser."""
-    from pipelines.sources import node_events
+    from pipelines.ingest.sources import node_events
 
     rows: list[dict[str, Any]] = []
     for path in sorted((out / "node_events").glob("*.txt")):

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from pipelines.sources.common import REJECT_SCHEMA
+from pipelines.ingest.sources.common import REJECT_SCHEMA
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from pipelines.sources.common import Parsed
+    from pipelines.ingest.sources.common import Parsed
 
 
 def raw_bytes(text: str) -> bytes:

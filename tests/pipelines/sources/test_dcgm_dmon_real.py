@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pipelines.sources import dcgm
+from pipelines.ingest.sources import dcgm
 
 SAMPLE = Path(__file__).parent / "samples" / "dcgm" / "dcgm_issue244_dmon_profiling.txt"
 START = datetime(2026, 6, 1, tzinfo=UTC)

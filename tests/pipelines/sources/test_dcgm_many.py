@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 from polars.testing import assert_frame_equal
+from tests.pipelines.ingest.sources.helpers import reject_reasons
 
-from pipelines.sources import dcgm
-from tests.pipelines.sources.helpers import reject_reasons
+from pipelines.ingest.sources import dcgm
 
 if TYPE_CHECKING:
-    from pipelines.sources.common import Parsed
+    from pipelines.ingest.sources.common import Parsed
 
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 T0 = datetime(2026, 6, 1, tzinfo=UTC)

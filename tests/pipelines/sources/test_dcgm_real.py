@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from pipelines.sources.dcgm import SCHEMA, parse
+from pipelines.ingest.sources.dcgm import SCHEMA, parse
 
 if TYPE_CHECKING:
-    from pipelines.sources.common import Parsed
+    from pipelines.ingest.sources.common import Parsed
 
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 SAMPLES = Path(__file__).parent / "samples" / "dcgm"

@@ -10,12 +10,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import polars as pl
+from tests.pipelines.ingest.sources.helpers import assert_accounted, raw_bytes, reject_reasons, utc
 
-from pipelines.sources.elastic import SCHEMA, parse
-from tests.pipelines.sources.helpers import assert_accounted, raw_bytes, reject_reasons, utc
+from pipelines.ingest.sources.elastic import SCHEMA, parse
 
 if TYPE_CHECKING:
-    from pipelines.sources.common import Parsed
+    from pipelines.ingest.sources.common import Parsed
 
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 SOURCE = "/landing/elastic/llama-70b-1042__gpu0003.log"

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import polars as pl
+from tests.pipelines.ingest.sources.helpers import raw_bytes, reject_reasons, utc
 
-from pipelines.sources.elastic import parse
-from tests.pipelines.sources.helpers import raw_bytes, reject_reasons, utc
+from pipelines.ingest.sources.elastic import parse
 
 if TYPE_CHECKING:
-    from pipelines.sources.common import Parsed
+    from pipelines.ingest.sources.common import Parsed
 
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 SAMPLES = Path(__file__).parent / "samples" / "elastic"

@@ -11,11 +11,17 @@ import polars as pl
 import pytest
 import yaml
 from polars.testing import assert_frame_equal
+from tests.pipelines.ingest.sources.helpers import raw_bytes, reject_reasons
 
-from pipelines.sources import fault_log
-from pipelines.sources.common import REJECT_SCHEMA
-from pipelines.sources.fault_log import SCHEMA, MappingError, load_mapping, mapping_from_dict, parse
-from tests.pipelines.sources.helpers import raw_bytes, reject_reasons
+from pipelines.ingest.sources import fault_log
+from pipelines.ingest.sources.common import REJECT_SCHEMA
+from pipelines.ingest.sources.fault_log import (
+    SCHEMA,
+    MappingError,
+    load_mapping,
+    mapping_from_dict,
+    parse,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 MAPPINGS = REPO / "data_samples" / "mappings"

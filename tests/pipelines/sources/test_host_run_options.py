@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pipelines.sources import IDENTITY_OPTIONS, PARSERS, dcgm, xid
+from pipelines.ingest.sources import IDENTITY_OPTIONS, PARSERS, dcgm, xid
 
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 

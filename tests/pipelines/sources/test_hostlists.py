@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.sources.hostlists import expand_hostlist
+from pipelines.ingest.sources.hostlists import expand_hostlist
 
 
 @pytest.mark.parametrize(
@@ -51,7 +51,7 @@ def test_expand_hostlist_returns_one_shared_immutable_tuple() -> None:
 
 
 def test_sacct_and_node_events_differ_only_on_empty_lists() -> None:
-    from pipelines.sources import node_events, sacct
+    from pipelines.ingest.sources import node_events, sacct
 
     assert sacct._expand("None assigned") == ()
     assert sacct._expand("") == ()

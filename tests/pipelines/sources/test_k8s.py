@@ -14,8 +14,8 @@ import polars as pl
 import pytest
 
 from pipelines import warehouse
-from pipelines.sources import k8s_events, k8s_pods
-from pipelines.sources.common import REJECT_SCHEMA
+from pipelines.ingest.sources import k8s_events, k8s_pods
+from pipelines.ingest.sources.common import REJECT_SCHEMA
 
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 EVENTS_FILE = "/landing/k8s_events/events_20260603.json"

@@ -14,10 +14,10 @@ import duckdb
 import pytest
 import yaml
 
-from pipelines.sources import k8s_events, k8s_pods
+from pipelines.ingest.sources import k8s_events, k8s_pods
 
 if TYPE_CHECKING:
-    from pipelines.sources.common import Parsed
+    from pipelines.ingest.sources.common import Parsed
 
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 SAMPLES = Path(__file__).parent / "samples" / "kubectl"

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 from polars.testing import assert_frame_equal
+from tests.pipelines.ingest.sources.helpers import assert_accounted, raw_bytes, reject_reasons, utc
 
-from pipelines.sources.node_events import SCHEMA, parse
-from tests.pipelines.sources.helpers import assert_accounted, raw_bytes, reject_reasons, utc
+from pipelines.ingest.sources.node_events import SCHEMA, parse
 
 if TYPE_CHECKING:
-    from pipelines.sources.common import Parsed
+    from pipelines.ingest.sources.common import Parsed
 
 HEADER = "Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User"
 NOW = datetime(2026, 9, 1, tzinfo=UTC)

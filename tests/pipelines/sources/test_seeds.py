@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.sources.common import COMPONENT_CLASSES
+from pipelines.ingest.sources.common import COMPONENT_CLASSES
 
 SEEDS = Path(__file__).resolve().parents[3] / "sql" / "seeds"
 CATEGORIES = {"hardware", "software", "infrastructure", "user", "planned", "unknown"}

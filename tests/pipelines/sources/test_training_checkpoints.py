@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from tests.pipelines.ingest.sources.helpers import raw_bytes, utc
 
-from pipelines.sources.training import SCHEMA, job_from_name, parse
-from tests.pipelines.sources.helpers import raw_bytes, utc
+from pipelines.ingest.sources.training import SCHEMA, job_from_name, parse
 
 if TYPE_CHECKING:
-    from pipelines.sources.common import Parsed
+    from pipelines.ingest.sources.common import Parsed
 
 SAMPLES = Path(__file__).parent / "samples" / "training"
 COLUMNS = ("line_no", "event", "framework", "step", "ts", "ts_inferred", "duration_s")

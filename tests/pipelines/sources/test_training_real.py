@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from tests.pipelines.ingest.sources.helpers import utc
 
-from pipelines.sources.training import SCHEMA, parse
-from tests.pipelines.sources.helpers import utc
+from pipelines.ingest.sources.training import SCHEMA, parse
 
 if TYPE_CHECKING:
-    from pipelines.sources.common import Parsed
+    from pipelines.ingest.sources.common import Parsed
 
 SAMPLES = Path(__file__).parent / "samples" / "training"
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
+from tests.pipelines.ingest.sources.helpers import assert_accounted, raw_bytes, reject_reasons
 
-from pipelines.sources.common import REJECT_SCHEMA, Parsed
-from pipelines.sources.xid import SCHEMA, parse
-from tests.pipelines.sources.helpers import assert_accounted, raw_bytes, reject_reasons
+from pipelines.ingest.sources.common import REJECT_SCHEMA, Parsed
+from pipelines.ingest.sources.xid import SCHEMA, parse
 
 REAL = Path(__file__).resolve().parents[3].parent / "shared" / "real" / "nvidia-xid-dmesg-samples"
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
@@ -520,7 +520,7 @@ def test_xid_parse_many_equals_file_by_file(
 ) -> None:
     """One pass over many logs (per-file syslog years and host fallbacks) equals parsing each
     file on its own: nothing leaks from one file to another (#12 §5)."""
-    from pipelines.sources.xid import parse_many
+    from pipelines.ingest.sources.xid import parse_many
 
     inputs = []
     for k, (lines, name, mtime, final_newline) in enumerate(files):

@@ -1,0 +1,586 @@
+"""Goodput projections and what-if sweeps from warehouse fits (I/O side of ``models.goodput``).
+
+Rates come from a stored fit run (the AIC-chosen row of every class over the whole fleet) or are
+given by hand; restart time defaults to what the scheduler measured (median gap between a
+hardware interruption and the job's next attempt). The repair-time law is given by hand, measured
+from the closed replacement tickets, or taken from a stored repair-time fit run (its pooled
+log-normal). Those inputs are read by :mod:`pipelines.analysis.project_inputs`. Results are stored
+in ``projections``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import logging
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipelines.analysis.project_inputs import (
+    RATE_PROCESSES,
+    FittedRates,
+    fit_rates,
+    fitted_repair,
+    inventory_ages,
+    measured_repair,
+    measured_restart_s,
+    no_rates_warning,
+)
+
+# re-exported: callers read it as ``pipelines.analysis.project.projection_fits``
+from pipelines.analysis.project_inputs import projection_fits as projection_fits
+from pipelines.analysis.sweep_outputs import drain_thresholds, plot_sweep
+from pipelines.runtime.errors import WarehouseMissingError
+from pipelines.runtime.settings import DEFAULT_LOCK_TIMEOUT_S, read_lock_timeout_s
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import polars as pl
+
+# polars, PyYAML and the warehouse (DuckDB) are imported by the functions that use them: a
+# projection without a warehouse (``relia project`` with hand-given or default rates) needs none
+
+logger = logging.getLogger(__name__)
+
+
+def build_scenario(
+    knobs: dict[str, Any], *, rates: tuple[Any, ...] = (), measured: dict[str, Any] | None = None
+) -> Any:
+    """Return a ``Scenario`` from knobs.
+
+    Measured restart overhead fills ``reschedule_s`` when not given.
+
+    Knob names and values are normalised as in the CLI and sweep YAML
+    (:mod:`pipelines.analysis.knobs`):
+    ``weibull_shape`` as a number or ``{class: shape}``, ``node_groups`` as ``share:multiplier``
+    pairs, and ``restart_s`` split into ``reschedule_s`` with the other phases held
+    (:func:`pipelines.analysis.knobs.restart_shorthand`). The scheduler sees the gap from an
+    interruption to the next attempt's start: detection plus rescheduling wait. When measured and
+    the user gave no ``reschedule_s`` (or ``restart_s``), it becomes ``median gap - detect_s`` (at
+    least 0).
+    """
+    from models import Scenario
+    from pipelines.analysis import knobs as knob_text
+
+    given, _ = knob_text.restart_shorthand(knob_text.knobs(knobs, where="scenario"))
+    if rates:
+        given["rates"] = rates
+        given.pop("node_failures_per_1000_node_days", None)
+    if measured and measured.get("median_s") is not None and "reschedule_s" not in given:
+        detect = given.get("detect_s", Scenario().detect_s)
+        given["reschedule_s"] = max(0.0, float(measured["median_s"]) - float(detect))
+    try:
+        return Scenario(**given)
+    except TypeError as error:  # a value of the wrong kind that normalisation let through
+        msg = f"scenario: {error}"
+        raise ValueError(msg) from None
+
+
+def run_projection(
+    db_path: Path | None,
+    knobs: dict[str, Any],
+    *,
+    fit_run: str | None = None,
+    n_samples: int = 2000,
+    simulate_trials: int = 0,
+    seed: int = 0,
+    repair_from_warehouse: bool = False,
+    repair_from_fits: str | None = None,
+    default_rates_if_none: bool = False,
+    rate_process: str | None = None,
+) -> dict[str, Any]:
+    """Project one scenario; with ``fit_run`` the rates come from that fit (``latest`` works).
+
+    ``latest`` is the newest run of the failure process (``fct_component_lives``); with
+    ``rate_process="replacement"`` the newest run of replacement lives (see
+    :func:`pipelines.analysis.project_inputs.fit_rates`). The result says which process it projected
+    (``rate_process``: ``failure``, ``replacement``, or None for hand-given or default rates),
+    where the rates came from (``rate_source``), the classes left out for having no failure
+    (``classes_without_failures``) and, per class, the interruptions the job expects with the
+    bounds of the class's exact interval (``expected_interruptions_by_class``).
+
+    A fit run with no failure in any class is a :class:`~pipelines.runtime.errors.MissingDataError`,
+    unless rates are given by hand (``node_failures_per_1000_node_days``) or
+    ``default_rates_if_none``: then those rates (or the scenario's defaults) are used and
+    ``rates_warning`` says so, naming them.
+
+    With ``repair_from_warehouse``, ``repair_h`` and ``repair_sigma`` are the median and the
+    log-normal sigma of the measured repair times (:func:`measured_repair`). With
+    ``repair_from_fits`` (a repair run id or ``latest``) they are the median ``exp(mu_)`` and the
+    ``sigma_`` of that run's pooled log-normal fit (:func:`fitted_repair`), reported under
+    ``fitted_repair`` with the run and its MTTR and interval. With
+    ``fleet_age: "inventory"`` the fleet age is the age mix of the units in service at the end
+    of the warehouse's data (:func:`inventory_ages`), reported under ``inventory_ages``.
+    """
+    from models import project
+    from pipelines.analysis import knobs as knob_text
+
+    rates: tuple[Any, ...] = ()
+    measured = None
+    run_id = None
+    fitted_rates: FittedRates | None = None
+    repair = None
+    fitted = None
+    inventory = None
+    from_inventory = knobs.get("fleet_age") == knob_text.INVENTORY
+    if repair_from_warehouse and repair_from_fits is not None:
+        msg = "give --repair-from-warehouse or --repair-from-fits, not both"
+        raise ValueError(msg)
+    if repair_from_fits is not None and "repair_sigma" in knobs:
+        msg = "give --repair-sigma or --repair-from-fits, not both"
+        raise ValueError(msg)
+    needs_db = repair_from_warehouse or repair_from_fits is not None or from_inventory
+    if fit_run is not None or needs_db:
+        if db_path is None:
+            msg = (
+                "--from-fits, --repair-from-warehouse, --repair-from-fits and --fleet-age "
+                "inventory need a warehouse (--db)"
+            )
+            raise ValueError(msg)
+        _check_warehouse(db_path)
+        from pipelines import warehouse
+
+        with warehouse.connect(
+            db_path, read_only=True, lock_timeout_s=read_lock_timeout_s()
+        ) as con:
+            if fit_run is not None:
+                at_ages = knobs.get("fleet_age", "steady_state") != "steady_state"
+                by_hand = knobs.get("node_failures_per_1000_node_days") is not None
+                fitted_rates = fit_rates(
+                    con,
+                    fit_run,
+                    at_ages=at_ages,
+                    if_none=default_rates_if_none or by_hand,
+                    process=rate_process,
+                )
+                run_id, rates = fitted_rates.run_id, fitted_rates.rates
+                measured = measured_restart_s(con)
+            if repair_from_warehouse:
+                repair = measured_repair(con)
+            if repair_from_fits is not None:
+                fitted = fitted_repair(con, repair_from_fits)
+            if from_inventory:
+                inventory = inventory_ages(con)
+    if inventory is not None:
+        knobs = {**knobs, "fleet_age": inventory["fleet_age"]}
+    if repair is not None:
+        if "repair_sigma" in knobs:
+            msg = "give --repair-sigma or --repair-from-warehouse, not both"
+            raise ValueError(msg)
+        knobs = {**knobs, "repair_h": repair["median_h"], "repair_sigma": repair["sigma"]}
+    if fitted is not None:
+        knobs = {**knobs, "repair_h": fitted["median_h"], "repair_sigma": fitted["sigma"]}
+    _, shorthand = knob_text.restart_shorthand(knob_text.knobs(knobs, where="scenario"))
+    scenario = build_scenario(knobs, rates=rates, measured=measured)
+    # a Projection widened with the run's provenance below
+    result: dict[str, Any] = dict(project(scenario, n_samples=n_samples, random_state=seed))
+    result["fit_run_id"] = run_id
+    result["measured_restart"] = measured
+    result["rate_process"] = None
+    if fitted_rates is not None:
+        _say_fitted_rates(result, fitted_rates)
+    if run_id is not None and not rates:
+        result["rates_warning"] = no_rates_warning(run_id, scenario.rate_source)
+    if repair is not None:
+        result["measured_repair"] = repair
+    if fitted is not None:
+        result["fitted_repair"] = fitted
+    if inventory is not None:
+        result["inventory_ages"] = {k: v for k, v in inventory.items() if k != "fleet_age"}
+    if shorthand is not None:
+        result["restart_shorthand"] = shorthand
+    result["scenario"] = _scenario_dict(scenario)
+    if simulate_trials > 0:
+        from models import simulate_job  # the Monte Carlo's modules only when it runs
+
+        sim = simulate_job(scenario, n_trials=simulate_trials, random_state=seed)
+        result["simulation"] = {k: v for k, v in sim.items() if k != "trials"}
+    if db_path is not None and fit_run is not None:
+        _store(db_path, run_id, result)
+    return result
+
+
+def _say_fitted_rates(result: dict[str, Any], fitted: FittedRates) -> None:
+    """Write where a projection's fitted rates came from into its result."""
+    result["rate_process"] = fitted.process
+    result["rate_lives"] = fitted.lives
+    result["classes_without_failures"] = list(fitted.left_out)
+    if fitted.rates:
+        result["rate_source"] = fitted.rate_source
+
+
+def _check_warehouse(db_path: Path) -> None:
+    """Return a one-line error when the warehouse file is missing.
+
+    Read-only DuckDB cannot create it.
+    """
+    if not Path(db_path).exists():
+        raise WarehouseMissingError(db_path)
+
+
+def _scenario_dict(scenario: Any) -> dict[str, Any]:
+    out = dataclasses.asdict(scenario)
+    out["rates"] = [dataclasses.asdict(r) for r in scenario.rates]
+    return out
+
+
+def _store(db_path: Path, fit_run_id: str | None, result: dict[str, Any]) -> str:
+    from pipelines import warehouse
+
+    run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
+    with warehouse.connect(db_path, lock_timeout_s=DEFAULT_LOCK_TIMEOUT_S) as con:
+        warehouse.apply_schema(con)
+        con.execute(
+            "insert into projections values ($id, $now, $fit, $scenario, $result)",
+            {
+                "id": run_id,
+                "now": datetime.now(UTC),
+                "fit": fit_run_id,
+                "scenario": json.dumps(result["scenario"], default=str),
+                "result": json.dumps(
+                    {k: v for k, v in result.items() if k != "scenario"}, default=str
+                ),
+            },
+        )
+    return run_id
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepSpec:
+    """A what-if sweep: base knobs, a grid of knob values, a baseline, the scale to rank at."""
+
+    base: dict[str, Any]
+    grid: dict[str, list[Any]]
+    target_gpus: int
+    from_fits: str | None = None
+    drain_model: str | None = None
+    """A stored failure predictor (``latest`` or a model id): its operating curve is swept."""
+    baseline: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The user's system: a value for every grid knob but ``n_gpus`` (default: the first value
+    listed). Knobs are ranked by goodput gained over it at ``target_gpus``."""
+    n_samples: int = 2000
+    """MTBF samples for the gains' intervals (paired; only when rates carry intervals)."""
+    simulate: int = 0
+    """Monte Carlo trials per grid point (0: analytical, Monte Carlo only where its bound fails)."""
+    seed: int = 0
+    """Seed of the simulated points (each point's stream also depends on the point)."""
+    rate_process: str | None = None
+    """With ``from_fits``: ``failure`` (the default: ``latest`` is the newest failure-process
+    run) or ``replacement`` (replacement lifetimes; see
+    :func:`pipelines.analysis.project_inputs.fit_rates`)."""
+
+
+def load_sweep(path: Path) -> SweepSpec:
+    """Read a sweep YAML.
+
+    Keys: ``grid`` (knob -> list of values), ``base`` (knobs held fixed), ``baseline`` (a value
+    for grid knobs; the rest default to the first value listed), ``target_gpus`` (default: the
+    largest ``n_gpus``), optional ``from_fits`` (with ``rate_process``: ``failure``, the default,
+    or ``replacement``), ``drain_model``, ``samples``, ``simulate`` (Monte Carlo trials per grid
+    point) and ``seed``. Knob names and
+    values are those of ``relia project`` (:mod:`pipelines.analysis.knobs`): Scenario field names,
+    ``weibull_shape: 0.7`` or ``{gpu: 0.7}``, ``node_groups: [[0.1, 3]]`` or ``"0.1:3"``,
+    ``fleet_age: [{age_h: 0, share: 0.5}, {age_h: 8760, share: 0.5}]`` (an age mix) or
+    ``fleet_age: inventory`` (the warehouse's ages, :func:`inventory_ages`; needs ``--db``),
+    ``rates:`` a list of ``{component_class, level, mtbf_h, mtbf_lo_h, mtbf_hi_h}``;
+    ``restart_s`` in ``base`` only. Under ``grid`` each list item is one value (for
+    ``node_groups``, one set of groups: ``["none", "0.1:3"]``; for ``fleet_age``, one mix:
+    ``[new, "0:0.5,8760:0.5"]``).
+    """
+    import yaml
+
+    from pipelines.analysis import knobs as knob_text
+
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        line = getattr(getattr(error, "problem_mark", None), "line", None)
+        where = f" (line {line + 1})" if line is not None else ""
+        msg = f"{path}: not valid YAML{where}; check the indentation and colons"
+        raise ValueError(msg) from None
+    if not isinstance(raw, dict) or "grid" not in raw:
+        msg = f"{path}: a sweep file needs a `grid:` mapping of knob -> list of values"
+        raise ValueError(msg)
+    known = {
+        "base",
+        "grid",
+        "baseline",
+        "target_gpus",
+        "from_fits",
+        "drain_model",
+        "samples",
+        "simulate",
+        "seed",
+        "rate_process",
+    }
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        msg = f"{path}: unknown key(s) {unknown}; a sweep file has {sorted(known)}"
+        raise ValueError(msg)
+    grid_raw = raw["grid"]
+    if not isinstance(grid_raw, dict) or not all(
+        isinstance(v, list) and v for v in grid_raw.values()
+    ):
+        msg = f"{path}: every knob under `grid:` needs a non-empty list of values"
+        raise ValueError(msg)
+    grid: dict[str, list[Any]] = {}
+    for name, values in grid_raw.items():
+        key = knob_text.knob_name(name, where=f"{path} grid")
+        if key == knob_text.RESTART_S:
+            msg = f"{path}: restart_s is a shorthand for base only; sweep reschedule_s instead"
+            raise ValueError(msg)
+        grid[key] = [knob_text.knob_value(key, v, where=f"{path} grid") for v in values]
+    base = knob_text.knobs(raw.get("base"), where=f"{path} base")
+    given = knob_text.knobs(raw.get("baseline"), where=f"{path} baseline")
+    stray = sorted(set(given) - (set(grid) - {"n_gpus"}))
+    if stray:
+        msg = (
+            f"{path}: baseline gives {stray}, which are not swept knobs "
+            "(the baseline's scale is target_gpus; fixed knobs go under base:)"
+        )
+        raise ValueError(msg)
+    baseline = {k: given.get(k, v[0]) for k, v in grid.items() if k != "n_gpus"}
+    try:
+        target = int(raw.get("target_gpus") or max(grid.get("n_gpus", [16_384])))
+        n_samples = int(raw.get("samples", 2000))
+    except (TypeError, ValueError):
+        msg = f"{path}: target_gpus and samples must be whole numbers"
+        raise ValueError(msg) from None
+    counts = {key: raw.get(key) or 0 for key in ("simulate", "seed")}
+    for key, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            msg = f"{path}: `{key}:` must be a whole number, 0 or more, got {value!r}"
+            raise ValueError(msg)
+    process = raw.get("rate_process")
+    if process is not None and process not in RATE_PROCESSES:
+        msg = f"{path}: rate_process must be one of {list(RATE_PROCESSES)}, got {process!r}"
+        raise ValueError(msg)
+    return SweepSpec(
+        base=base,
+        grid=grid,
+        target_gpus=target,
+        rate_process=process,
+        from_fits=raw.get("from_fits"),
+        drain_model=raw.get("drain_model"),
+        baseline=baseline,
+        n_samples=n_samples,
+        **counts,
+    )
+
+
+def drain_curve(con: Any, model: str = "latest") -> tuple[str, pl.DataFrame]:
+    """Return a stored failure predictor's operating curve on its test period: (model id, curve).
+
+    ``curve`` has ``threshold``, ``precision``, ``recall`` (and ``lead_time_h``...), one row per
+    threshold, as ``relia predict train`` measured it.
+    """
+    import polars as pl
+
+    con.complete()
+    row = con.execute(
+        "select model_id, curve from predict_models "
+        "where $id is null or model_id = $id order by trained_at desc limit 1",
+        {"id": None if model == "latest" else model},
+    ).fetchone()
+    if row is None or not row[1]:
+        msg = (
+            f"no failure predictor {model!r} with an operating curve in predict_models; "
+            "run `relia predict train` first"
+        )
+        raise ValueError(msg)
+    curve = pl.DataFrame(json.loads(row[1]), infer_schema_length=None)
+    return row[0], curve.sort("threshold")
+
+
+def run_sweep(
+    spec: SweepSpec,
+    *,
+    db_path: Path | None,
+    out_dir: Path,
+    sweep_fn: Callable[[Any, dict[str, list[Any]]], pl.DataFrame] | None = None,
+    default_rates_if_none: bool = False,
+) -> dict[str, Any]:
+    """Run a sweep, write ``whatif.parquet``, ``whatif.csv`` and PNG plots; rank the knobs.
+
+    With ``from_fits``, a fit run with no failure in any class is a
+    :class:`~pipelines.runtime.errors.MissingDataError` unless the base gives a node rate by hand or
+    ``default_rates_if_none``; then the result's ``rates_warning`` names the rates used.
+
+    ``sweep_fn(base, grid)`` evaluates the full grid (default ``models.auto_sweep`` with the
+    spec's ``simulate`` and ``seed``: analytical, or Monte Carlo for every point with
+    ``simulate`` > 0 or where the projection's error bound exceeds 1 % of goodput; the what-if
+    flow passes one that fans slices of the grid out to its task runner). The result counts
+    the points by method (``n_monte_carlo``, ``simulate_trials``). The ranking does not use
+    that table: each knob's gain is projected directly, one knob at a time from the baseline at
+    ``target_gpus`` (:func:`models.knob_gains`), and the plots hold the other knobs at the
+    baseline too.
+    """
+    from models import auto_sweep, knob_gains, knob_label, switch_flagged
+    from pipelines.analysis import knobs as knob_text
+
+    rates: tuple[Any, ...] = ()
+    measured = None
+    run_id = None
+    fitted_rates: FittedRates | None = None
+    model_id = None
+    curve = None
+    inventory = None
+    from_inventory = spec.base.get("fleet_age") == knob_text.INVENTORY or any(
+        v == knob_text.INVENTORY for v in spec.grid.get("fleet_age", [])
+    )
+    if spec.from_fits is not None or spec.drain_model is not None or from_inventory:
+        if db_path is None:
+            msg = "from_fits, drain_model and fleet_age: inventory need a warehouse (--db)"
+            raise ValueError(msg)
+        _check_warehouse(db_path)
+        from pipelines import warehouse
+
+        with warehouse.connect(
+            db_path, read_only=True, lock_timeout_s=read_lock_timeout_s()
+        ) as con:
+            if spec.from_fits is not None:
+                # one set of rates for the grid: at ages unless the base is the steady state
+                at_ages = spec.base.get("fleet_age", "steady_state") != "steady_state"
+                by_hand = spec.base.get("node_failures_per_1000_node_days") is not None
+                fitted_rates = fit_rates(
+                    con,
+                    spec.from_fits,
+                    at_ages=at_ages,
+                    if_none=default_rates_if_none or by_hand,
+                    process=spec.rate_process,
+                )
+                run_id, rates = fitted_rates.run_id, fitted_rates.rates
+                measured = measured_restart_s(con)
+            if spec.drain_model is not None:
+                model_id, curve = drain_curve(con, spec.drain_model)
+            if from_inventory:
+                inventory = inventory_ages(con)
+    if inventory is not None:
+        spec = _with_inventory_ages(spec, inventory["fleet_age"])
+    _, shorthand = knob_text.restart_shorthand(spec.base)
+    base = build_scenario(spec.base, rates=rates, measured=measured)
+    held_values = {k: spec.baseline.get(k, v[0]) for k, v in spec.grid.items() if k != "n_gpus"}
+    try:
+        baseline = dataclasses.replace(base, n_gpus=spec.target_gpus, **held_values)
+    except (TypeError, ValueError) as error:
+        msg = f"baseline: {error}"
+        raise ValueError(msg) from None
+    if sweep_fn is None:
+        sweep_fn = functools.partial(
+            auto_sweep, simulate=spec.simulate, random_state=spec.seed, max_points=0
+        )
+    table = sweep_fn(base, spec.grid)
+    if spec.simulate == 0:  # the points the analysis cannot answer within 1 %: chosen once
+        table = switch_flagged(table, base, spec.grid, random_state=spec.seed)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    flat = table.select([c for c in table.columns if not table.schema[c].is_nested()])
+    flat.write_parquet(out_dir / "whatif.parquet")
+    flat.write_csv(out_dir / "whatif.csv")
+    ranking = knob_gains(baseline, spec.grid, n_samples=spec.n_samples, random_state=0)
+    held = {k: knob_label(k, getattr(baseline, k)) for k in held_values}
+    plots, lines = plot_sweep(baseline, spec, out_dir)
+    result: dict[str, Any] = {
+        "fit_run_id": run_id,
+        "n_points": table.height,
+        "target_gpus": spec.target_gpus,
+        "table": str(out_dir / "whatif.parquet"),
+        "plots": [str(p) for p in plots],
+        "plot_table": str(lines) if lines else None,
+        "baseline": _scenario_dict(baseline),
+        "baseline_values": held,
+        "gains": ranking.gains.to_dicts(),
+        "best_knob": ranking.best_knob,
+        "interaction": ranking.interaction,
+        "gain_uncertainty": ranking.uncertainty,
+        "simulate_trials": spec.simulate,
+        "n_monte_carlo": _n_monte_carlo(table),
+        "n_not_simulated": int(table["method"].str.starts_with("analytical:").sum())
+        if "method" in table.columns
+        else 0,
+        "extrapolated_classes": [r.component_class for r in rates if r.extrapolated],
+    }
+    result["rate_process"] = None
+    if fitted_rates is not None:
+        _say_fitted_rates(result, fitted_rates)
+    result.setdefault("rate_source", base.rate_source)
+    if run_id is not None and not rates:
+        result["rates_warning"] = no_rates_warning(run_id, base.rate_source)
+    if shorthand is not None:
+        result["restart_shorthand"] = shorthand
+    if inventory is not None:
+        result["inventory_ages"] = {k: v for k, v in inventory.items() if k != "fleet_age"}
+    if curve is not None:
+        result["drain"] = drain_thresholds(baseline, spec, curve, model_id, out_dir)
+        result["plots"].append(result["drain"]["plot"])
+    return result
+
+
+def sweep_spec(
+    sweep_file: Path, *, drain_model: str | None = None, simulate: int | None = None
+) -> SweepSpec:
+    """Load ``sweep_file``; ``drain_model`` and ``simulate`` override its own keys when given."""
+    spec = load_sweep(sweep_file)
+    if drain_model is not None:
+        spec = dataclasses.replace(spec, drain_model=drain_model)
+    if simulate is not None:
+        spec = dataclasses.replace(spec, simulate=simulate)
+    return spec
+
+
+def log_sweep(result: dict[str, Any], log: logging.Logger | logging.LoggerAdapter[Any]) -> None:
+    """Log a sweep's size, its Monte Carlo points and the knob with the largest gain."""
+    best = result["best_knob"]
+    if result["n_monte_carlo"]:
+        log.info("%d scenarios by Monte Carlo", result["n_monte_carlo"])
+    log.info(
+        "%d scenarios; largest gain at %d GPUs: %s",
+        result["n_points"],
+        result["target_gpus"],
+        f"{best['knob']}={best['best_value']} (+{best['gain']:.4f})" if best else "none",
+    )
+
+
+def run_sweep_file(
+    sweep_file: Path,
+    *,
+    out_dir: Path,
+    db_path: Path | None,
+    drain_model: str | None = None,
+    simulate: int | None = None,
+    default_rates_if_none: bool = False,
+) -> dict[str, Any]:
+    """Run the sweep in ``sweep_file`` as the ``what-if`` flow does outside a flow run.
+
+    ``drain_model`` and ``simulate`` override the file's ``drain_model:`` and ``simulate:``; the
+    grid is evaluated in this process (:func:`run_sweep`). ``relia whatif`` calls this when it
+    runs untracked, so an interactive what-if imports neither Prefect nor the task runner.
+    """
+    spec = sweep_spec(sweep_file, drain_model=drain_model, simulate=simulate)
+    result = run_sweep(
+        spec, db_path=db_path, out_dir=out_dir, default_rates_if_none=default_rates_if_none
+    )
+    log_sweep(result, logger)
+    return result
+
+
+def _with_inventory_ages(spec: SweepSpec, mix: tuple[tuple[float, float], ...]) -> SweepSpec:
+    """Return the spec with every ``fleet_age: inventory`` (base, grid, baseline) set to ``mix``."""
+
+    def resolved(value: Any) -> Any:
+        return mix if value == "inventory" else value
+
+    base = {k: resolved(v) if k == "fleet_age" else v for k, v in spec.base.items()}
+    grid = {k: [resolved(v) for v in vs] if k == "fleet_age" else vs for k, vs in spec.grid.items()}
+    baseline = {k: resolved(v) if k == "fleet_age" else v for k, v in spec.baseline.items()}
+    return dataclasses.replace(spec, base=base, grid=grid, baseline=baseline)
+
+
+def _n_monte_carlo(table: pl.DataFrame) -> int:
+    """Points of a what-if table evaluated by Monte Carlo (0 for a table without ``method``)."""
+    if "method" not in table.columns:
+        return 0
+    return int((table["method"] == "monte_carlo").sum())

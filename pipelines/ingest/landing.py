@@ -1,0 +1,258 @@
+"""Landing files: find them, tell their source, and build the options their parser gets.
+
+``discover`` expands folders and files into ``LandingFile``s (marking those the landing fence
+refuses, :mod:`pipelines.ingest.fence`; capturing what a source's path pattern names);
+``identity_options`` and ``file_options`` give each file's parser its keyword arguments
+(``--host``/``--run``, the mtime of logs whose timestamps lack a year).
+:mod:`pipelines.ingest` parses, validates and loads them.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipelines.ingest import fence
+from pipelines.ingest.sources import IDENTITY_OPTIONS, MTIME_OPTIONS, PARSERS
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from pipelines.runtime.path_patterns import PathPattern
+
+log = logging.getLogger(__name__)
+
+
+def _mtime(path: Path) -> dict[str, Any]:
+    """Return a file's mtime as the ``file_mtime`` option, for logs whose stamps lack a year.
+
+    Such logs (syslog, torchrun's glog prefix) take the year from the mtime.
+    """
+    return {"file_mtime": datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)}
+
+
+OPTION_BUILDERS: dict[str, Callable[[Path], dict[str, Any]]] = {
+    "kernel": _mtime,
+    "elastic": _mtime,
+}
+"""Per source, what a file's path gives its parser (:func:`file_options`); a source listed here
+is never parsed joined with others (:mod:`pipelines.ingest.sources.batch`)."""
+
+
+@dataclass(frozen=True)
+class LandingFile:
+    """One file to ingest and the source (parser) it belongs to."""
+
+    path: Path
+    source: str
+    path_options: tuple[tuple[str, str], ...] = ()
+    """``host`` / ``run`` / ``job`` the source's path pattern captured from this file's path."""
+    refused: str = ""
+    """Why this file is not read (outside its landing root, a named pipe, ...): never opened."""
+
+    @functools.cached_property
+    def resolved(self) -> str:
+        """The absolute path with links resolved: what rows record as ``source_file``."""
+        return str(self.path.resolve())
+
+
+def discover(
+    paths: Iterable[Path],
+    *,
+    source: str | None = None,
+    path_patterns: Iterable[PathPattern] = (),
+    allow_outside_root: bool = False,
+    max_depth: int = fence.DEFAULT_MAX_DEPTH,
+) -> list[LandingFile]:
+    """Expand folders and files into ``LandingFile``s, each read or refused on its own.
+
+    A folder named after a source (``slurm``, ``kernel``, ...) yields its files; any other folder
+    yields the files of its source-named subfolders (a landing root). A file takes its source from
+    its parent folder's name. ``source`` overrides all of that.
+
+    Every file has a landing root (:mod:`pipelines.ingest.fence`): a folder given is the root of
+    what it yields; a file named on its own (or by a shell glob) has the folder its source folder
+    lies in (``landing`` for ``landing/kernel/kern.log``), or, when no folder of its path is named
+    after its source, its own folder. A file that resolves outside its root, a symbolic link loop, a
+    link to a folder, a named pipe, a socket or a device, and a folder more than ``max_depth``
+    levels below its source folder, come back refused (:attr:`LandingFile.refused`, the reason)
+    and are never opened; the others are read. ``allow_outside_root`` reads files outside the
+    root (``--allow-outside-root``). Names starting with "." are skipped.
+
+    A file whose path relative to its source folder matches its source's pattern in
+    ``path_patterns`` carries the values captured (``path_options``). The source folder of a
+    file named on its own is its nearest folder named after its source, else its parent.
+
+    Raises
+    ------
+    ValueError
+        For a path that does not exist or a file whose source cannot be told (naming the path).
+    """
+    found: list[LandingFile] = []
+    roots: list[Path] = []  # the source folder of each file found
+    for given in paths:
+        path = Path(given).absolute()
+        if not os.path.lexists(path):
+            msg = f"{given} does not exist; give a landing folder, a source folder or files"
+            raise ValueError(msg)
+        if not path.is_dir() or (path.is_symlink() and path.parent.name in PARSERS):
+            name = source or path.parent.name
+            if name not in PARSERS:
+                msg = (
+                    f"cannot tell the source of {given}: its folder is not one of "
+                    f"{sorted(PARSERS)}; pass --source"
+                )
+                raise ValueError(msg)
+            folder = _source_folder(path, name)
+            root = folder.parent if folder.name == name else folder
+            why = fence.refusal(path, fence.real(root), allow_outside_root=allow_outside_root)
+            found.append(_landing_file(path, name, why))
+            roots.append(folder)
+            continue
+        real_root = fence.real(path)
+        walked: list[tuple[Path, str]] = []  # (source folder, its source)
+        if source is not None or path.name in PARSERS:
+            name = source or path.name
+            if name not in PARSERS:
+                msg = f"unknown source {name!r}; choose one of {sorted(PARSERS)}"
+                raise ValueError(msg)
+            walked.append((path, name))
+        else:
+            for sub in sorted(path.iterdir()):
+                if sub.name not in PARSERS:
+                    continue
+                if sub.is_symlink():  # a source folder linked from elsewhere: not followed
+                    why = fence.refusal(sub, real_root, allow_outside_root=allow_outside_root)
+                    if why:
+                        found.append(_landing_file(sub, sub.name, why))
+                        roots.append(path)
+                    continue
+                if not sub.is_dir():
+                    continue
+                walked.append((sub, sub.name))
+        for folder, name in walked:
+            for entry, why in fence.walk(
+                folder, real_root, max_depth=max_depth, allow_outside_root=allow_outside_root
+            ):
+                found.append(_landing_file(entry, name, why))
+                roots.append(folder)
+    by_source = {p.source: p for p in path_patterns}
+    if not by_source:
+        return found
+    return [
+        item if item.refused else _with_path_options(item, root, by_source.get(item.source))
+        for item, root in zip(found, roots, strict=True)
+    ]
+
+
+def _landing_file(path: Path, source: str, refused: str) -> LandingFile:
+    """Return a ``LandingFile``, its resolved path filled in (a refused one keeps its own path).
+
+    A refused file is never resolved: a symbolic link loop has no end, and where an outside link
+    leads is none of the warehouse's business.
+    """
+    item = LandingFile(path, source, refused=refused)
+    # what ``resolved`` would compute again (Path.resolve is this realpath): keep it
+    item.__dict__["resolved"] = str(path) if refused else fence.real(path)
+    return item
+
+
+def _source_folder(path: Path, source: str) -> Path:
+    """Return the folder a file named on its own is under.
+
+    That is its nearest folder named after its source, else its parent.
+    """
+    return next((p for p in path.parents if p.name == source), path.parent)
+
+
+def _with_path_options(item: LandingFile, root: Path, pattern: PathPattern | None) -> LandingFile:
+    if pattern is None:
+        return item
+    values = pattern.values(item.path.relative_to(root).as_posix())
+    if not values:
+        log.debug(
+            "%s does not match the %s path pattern %r", item.path, item.source, pattern.pattern
+        )
+        return item
+    return replace(item, path_options=tuple(values.items()))
+
+
+def identity_options(
+    files: Iterable[LandingFile],
+    *,
+    host: str | None = None,
+    run: str | None = None,
+    time_from_mtime: bool = False,
+    job: str | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Return parser options that name the host, run, job and sample time of files.
+
+    These are for files whose content does not name them
+    (``relia ingest --host/--run/--job/--time-from-mtime``), for each source of ``files`` whose
+    parser takes them (:data:`pipelines.ingest.sources.IDENTITY_OPTIONS`,
+    :data:`pipelines.ingest.sources.MTIME_OPTIONS`).
+
+    ``time_from_mtime`` is kept as the option ``time_from_mtime=True``, which parsing turns into
+    each file's own modification time under the parser's keyword (:func:`file_options`).
+    """
+    named = {"host": host, "run": run, "job": job}
+    given = {k: v for k, v in named.items() if v is not None}
+    options: dict[str, dict[str, Any]] = {}
+    for source in sorted({f.source for f in files}):
+        chosen: dict[str, str | bool] = {
+            k: v for k, v in given.items() if k in IDENTITY_OPTIONS.get(source, ())
+        }
+        if time_from_mtime and source in MTIME_OPTIONS:
+            chosen[TIME_FROM_MTIME] = True
+        if chosen:
+            options[source] = chosen
+    return options
+
+
+TIME_FROM_MTIME = "time_from_mtime"
+"""The parser option (set by :func:`identity_options`) that asks for the file's mtime."""
+
+
+def file_options(item: LandingFile, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Return the keyword arguments ``item``'s parser gets.
+
+    First what the path gives (the mtime for logs without a year, :data:`OPTION_BUILDERS`; the
+    values of the source's path pattern), then ``extra`` (the source's options:
+    ``--host``/``--run``/``--job`` win over the path pattern). The option ``time_from_mtime``
+    becomes the file's mtime under the parser's keyword
+    (:data:`pipelines.ingest.sources.MTIME_OPTIONS`).
+    """
+    options = OPTION_BUILDERS.get(item.source, _no_options)(item.path)
+    options |= dict(item.path_options) | (extra or {})
+    if options.pop(TIME_FROM_MTIME, False):
+        options[MTIME_OPTIONS[item.source]] = _mtime(item.path)["file_mtime"]
+    return options
+
+
+def _no_options(_path: Path) -> dict[str, Any]:
+    return {}
+
+
+def landing_files(
+    landing_dir: Path,
+    *,
+    path_patterns: Iterable[PathPattern] = (),
+    allow_outside_root: bool = False,
+    max_depth: int = fence.DEFAULT_MAX_DEPTH,
+) -> list[LandingFile]:
+    """Return every file under a landing root, those that may not be read marked refused.
+
+    Each comes with what the sources' ``path_patterns`` capture from its path, as in
+    :func:`discover` (which tells what is refused and why).
+    """
+    return discover(
+        [landing_dir],
+        path_patterns=path_patterns,
+        allow_outside_root=allow_outside_root,
+        max_depth=max_depth,
+    )
