@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     import polars as pl
 
-    from pipelines.analysis.project import SweepSpec
+    from pipelines.analysis.sweep_spec import SweepSpec
 
 
 def plot_sweep(baseline: Any, spec: SweepSpec, out_dir: Path) -> tuple[list[Path], Path | None]:

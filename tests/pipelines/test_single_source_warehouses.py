@@ -13,9 +13,8 @@ import textwrap
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from tests.pipelines.ingest.sources.test_elastic_real import GLOG_STARTS_ONLY
-
 from pipelines import ingest, warehouse
+from tests.pipelines.sources.test_elastic_real import GLOG_STARTS_ONLY
 
 if TYPE_CHECKING:
     from pathlib import Path

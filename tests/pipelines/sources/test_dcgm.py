@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 import duckdb
 import polars as pl
 import pytest
-from tests.pipelines.ingest.sources.helpers import reject_reasons
 
 from pipelines import warehouse
 from pipelines.ingest.sources.common import REJECT_SCHEMA, Parsed
 from pipelines.ingest.sources.dcgm import SCHEMA, parse
+from tests.pipelines.sources.helpers import reject_reasons
 
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 T0 = datetime(2026, 6, 1, tzinfo=UTC)

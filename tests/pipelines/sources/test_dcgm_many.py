@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 from polars.testing import assert_frame_equal
-from tests.pipelines.ingest.sources.helpers import reject_reasons
 
 from pipelines.ingest.sources import dcgm
+from tests.pipelines.sources.helpers import reject_reasons
 
 if TYPE_CHECKING:
     from pipelines.ingest.sources.common import Parsed

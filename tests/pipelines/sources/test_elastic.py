@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import polars as pl
-from tests.pipelines.ingest.sources.helpers import assert_accounted, raw_bytes, reject_reasons, utc
 
 from pipelines.ingest.sources.elastic import SCHEMA, parse
+from tests.pipelines.sources.helpers import assert_accounted, raw_bytes, reject_reasons, utc
 
 if TYPE_CHECKING:
     from pipelines.ingest.sources.common import Parsed

@@ -11,7 +11,6 @@ import polars as pl
 import pytest
 import yaml
 from polars.testing import assert_frame_equal
-from tests.pipelines.ingest.sources.helpers import raw_bytes, reject_reasons
 
 from pipelines.ingest.sources import fault_log
 from pipelines.ingest.sources.common import REJECT_SCHEMA
@@ -22,6 +21,7 @@ from pipelines.ingest.sources.fault_log import (
     mapping_from_dict,
     parse,
 )
+from tests.pipelines.sources.helpers import raw_bytes, reject_reasons
 
 REPO = Path(__file__).resolve().parents[3]
 MAPPINGS = REPO / "data_samples" / "mappings"

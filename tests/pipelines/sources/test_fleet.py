@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import polars as pl
 from polars.testing import assert_frame_equal
-from tests.pipelines.ingest.sources.helpers import assert_accounted, raw_bytes, reject_reasons
 
 from pipelines.ingest.sources.common import REJECT_SCHEMA, Parsed
 from pipelines.ingest.sources.fleet import SCHEMA, parse
+from tests.pipelines.sources.helpers import assert_accounted, raw_bytes, reject_reasons
 
 HEADER = "node,rack,cluster,batch,installed,removed"
 NOW = datetime(2026, 9, 1, tzinfo=UTC)

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
-from tests.pipelines.ingest.sources.helpers import assert_accounted, raw_bytes, reject_reasons
 
 from pipelines.ingest.sources.common import REJECT_SCHEMA, Parsed
 from pipelines.ingest.sources.inventory import SCHEMA, host_of, parse
+from tests.pipelines.sources.helpers import assert_accounted, raw_bytes, reject_reasons
 
 HEADER = "timestamp, index, pci.bus_id, serial, uuid, name"
 NOW = datetime(2026, 9, 1, tzinfo=UTC)

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 from polars.testing import assert_frame_equal
-from tests.pipelines.ingest.sources.helpers import assert_accounted, raw_bytes, reject_reasons, utc
 
 from pipelines.ingest.sources.node_events import SCHEMA, parse
+from tests.pipelines.sources.helpers import assert_accounted, raw_bytes, reject_reasons, utc
 
 if TYPE_CHECKING:
     from pipelines.ingest.sources.common import Parsed

@@ -12,10 +12,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
-from tests.pipelines.ingest.sources.helpers import reject_reasons
 
 from pipelines.ingest.sources.common import REJECT_SCHEMA, Parsed
 from pipelines.ingest.sources.node_events import SCHEMA, parse
+from tests.pipelines.sources.helpers import reject_reasons
 
 SAMPLES = Path(__file__).parent / "samples" / "sacctmgr"
 # the samples were captured on 2026-11-25 (container clock); a day later nothing is in the future

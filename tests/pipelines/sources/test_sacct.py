@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
-from tests.pipelines.ingest.sources.helpers import assert_accounted, raw_bytes, reject_reasons, utc
 
 from pipelines.ingest.sources import sacct
 from pipelines.ingest.sources.common import REJECT_SCHEMA, Parsed
 from pipelines.ingest.sources.sacct import SCHEMA, parse
+from tests.pipelines.sources.helpers import assert_accounted, raw_bytes, reject_reasons, utc
 
 HEADER = (
     "JobID|JobIDRaw|JobName|Partition|Account|User|AllocNodes|AllocTRES|NodeList|Submit|Start|End|"

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from tests.pipelines.ingest.sources.helpers import raw_bytes, utc
 
 from pipelines.ingest.sources.training import SCHEMA, job_from_name, parse
+from tests.pipelines.sources.helpers import raw_bytes, utc
 
 if TYPE_CHECKING:
     from pipelines.ingest.sources.common import Parsed

@@ -20,11 +20,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
-from tests.pipelines.ingest.sources.helpers import raw_bytes
 
 from pipelines.ingest.sources import training
 from pipelines.ingest.sources.training import parse, parse_many
 from synth import SynthConfig, synthesize
+from tests.pipelines.sources.helpers import raw_bytes
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

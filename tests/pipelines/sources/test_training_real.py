@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from tests.pipelines.ingest.sources.helpers import utc
 
 from pipelines.ingest.sources.training import SCHEMA, parse
+from tests.pipelines.sources.helpers import utc
 
 if TYPE_CHECKING:
     from pipelines.ingest.sources.common import Parsed

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
-from tests.pipelines.ingest.sources.helpers import assert_accounted, raw_bytes, reject_reasons
 
 from pipelines.ingest.sources.common import REJECT_SCHEMA, Parsed
 from pipelines.ingest.sources.xid import SCHEMA, parse
+from tests.pipelines.sources.helpers import assert_accounted, raw_bytes, reject_reasons
 
 REAL = Path(__file__).resolve().parents[3].parent / "shared" / "real" / "nvidia-xid-dmesg-samples"
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
