@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 
     import duckdb
 
-FAMILIES = ("exponential", "weibull", "lognormal", "loglogistic")
 LIFETIME_VIEWS = ("fct_component_lives", "fct_replacement_lives", "int_fault_lives")
 """Views of unit lives: a run on one of them fits lifetimes (MTBF)."""
 REPAIR_VIEWS = ("int_fault_repairs", "int_node_unavailability", "stg_repairs")
@@ -208,7 +207,7 @@ def fit_table(
     lives: pl.DataFrame,
     *,
     by: list[str] | None = None,
-    families: tuple[str, ...] = FAMILIES,
+    families: tuple[str, ...] | None = None,
     alpha: float = 0.05,
     weibayes_shape: float | dict[str, float] | None = None,
     headline: str = "observed_rate",
@@ -222,9 +221,10 @@ def fit_table(
     Besides :func:`models.fit_lives`' columns, ``ad_statistic`` is the Anderson-Darling distance
     (:func:`models.goodness_of_fit`) between each group's product limit and the row's fit: lower
     is a closer fit, for comparing families within a group. NaN where the fit has no finite
-    parameters (not converged, or no failures).
+    parameters (not converged, or no failures). ``families`` defaults to every registered family
+    (:data:`models.FAMILIES`).
     """
-    from models import fit_lives
+    from models import FAMILIES, fit_lives
 
     cohorts = list(by or [])
     missing = [c for c in ["component_class", *cohorts] if c not in lives.columns]
@@ -241,7 +241,7 @@ def fit_table(
     fitted = fit_lives(
         lives,
         by=("component_class", *cohorts),
-        families=families,
+        families=FAMILIES if families is None else families,
         alpha=alpha,
         weibayes_shape=weibayes_shape,
         headline=headline,

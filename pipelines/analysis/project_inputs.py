@@ -40,13 +40,15 @@ def projection_fits(fits: pl.DataFrame) -> pl.DataFrame:
     """
     import polars as pl
 
+    from models import Exponential
+
     if "headline_mtbf_h" in fits.columns and fits["headline_mtbf_h"].is_not_null().any():
         return fits.filter(pl.col("n_failures") > 0)
     finite = pl.col("mtbf_h").is_finite() & pl.col("mtbf_lo_h").is_finite()
     keys = ["component_class", "cohort"] if "cohort" in fits.columns else ["component_class"]
     with_failures = fits.filter(pl.col("n_failures") > 0)
     chosen = with_failures.filter(pl.col("chosen") & finite)
-    fallback = with_failures.filter(pl.col("family") == "exponential").join(
+    fallback = with_failures.filter(pl.col("family") == Exponential.name).join(
         chosen.select(keys), on=keys, how="anti"
     )
     return pl.concat([chosen, fallback.with_columns(chosen=pl.lit(True))], how="vertical_relaxed")
@@ -359,6 +361,7 @@ def fitted_repair(con: Any, run_id: str | None = "latest") -> dict[str, Any]:
     """
     import polars as pl
 
+    from models import LogNormal
     from pipelines.analysis.fit import POOLED_CLASS, quantity_of, read_fit, run_lives
 
     run_id = None if run_id in (None, "latest") else run_id
@@ -376,7 +379,7 @@ def fitted_repair(con: Any, run_id: str | None = "latest") -> dict[str, Any]:
     pool = fits.filter(
         (pl.col("component_class") == POOLED_CLASS)
         & (pl.col("cohort") == "all")
-        & (pl.col("family") == "lognormal")
+        & (pl.col("family") == LogNormal.name)
     )
     if pool.height == 0:
         msg = (
