@@ -216,6 +216,39 @@ def duckdb_reads(folder: Path, fmt: str) -> tuple[float, int, float, int]:
     return raw_s, n_lines, parse_s, n_rows
 
 
+def parse_ours(files: list[Path]) -> tuple[float, int, int]:
+    """Run our parser over the files, a chunk at a time; return seconds, rows and rejects."""
+    start = time.perf_counter()
+    n_rows = n_rejects = 0
+    for chunk in chunks(files):
+        read = [(path.read_bytes(), str(path), {}) for path in chunk]
+        for parsed in dcgm_parser.parse_many(read):
+            n_rows += parsed.rows.height
+            n_rejects += parsed.rejects.height
+        del read
+    return time.perf_counter() - start, n_rows, n_rejects
+
+
+def timed_ingest(root: Path, folder: Path, n_samples: int) -> list[tuple[str, float, int]]:
+    """Ingest the scrapes into a fresh warehouse under ``root``; return the table's ingest rows.
+
+    The first row is the whole ingest (seconds, rows loaded), the others its timed phases.
+    """
+    db = root / "bench.duckdb"
+    for stale in (db, db.with_name(db.name + ".wal")):  # a kept folder's earlier run
+        stale.unlink(missing_ok=True)
+    totals = time_phases()
+    start = time.perf_counter()
+    counts = ingest.ingest(db, ingest.discover([folder]))
+    ingest_s = time.perf_counter() - start
+    loaded = sum(c.n_loaded for c in counts)
+    assert loaded == n_samples, (loaded, n_samples)
+    rows = [("relia ingest (parse + Great Expectations + load)", ingest_s, loaded)]
+    totals["other (read, hash, lookups, batching)"] = ingest_s - sum(totals.values())
+    rows += [(f"  of which {phase}", s, loaded) for phase, s in totals.items()]
+    return rows
+
+
 def main() -> None:
     """Write the scrapes, time our parser and ingest next to DuckDB, print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -249,16 +282,7 @@ def main() -> None:
             f"{args.interval} s = {n_samples:,} GPU samples in {n_files:,} files, {mb:,.0f} MB "
             f"(written in {gen_s:.0f} s)"
         )
-        files = sorted(folder.iterdir())
-        start = time.perf_counter()
-        n_rows = n_rejects = 0
-        for chunk in chunks(files):
-            read = [(path.read_bytes(), str(path), {}) for path in chunk]
-            for parsed in dcgm_parser.parse_many(read):
-                n_rows += parsed.rows.height
-                n_rejects += parsed.rejects.height
-            del read
-        ours_s = time.perf_counter() - start
+        ours_s, n_rows, n_rejects = parse_ours(sorted(folder.iterdir()))
         assert n_rows == n_samples, (n_rows, n_samples)
         assert n_rejects == 0, n_rejects
         raw_s, n_lines, duck_s, duck_rows = duckdb_reads(folder, args.format)
@@ -270,18 +294,9 @@ def main() -> None:
             ("relia parser (pipelines.ingest.sources.dcgm.parse_many)", ours_s, n_rows),
         ]
         if not args.no_ingest:
-            db = root / "bench.duckdb"
-            for stale in (db, db.with_name(db.name + ".wal")):  # a kept folder's earlier run
-                stale.unlink(missing_ok=True)
-            totals = time_phases()
-            start = time.perf_counter()
-            counts = ingest.ingest(db, ingest.discover([folder]))
-            ingest_s = time.perf_counter() - start
-            loaded = sum(c.n_loaded for c in counts)
-            assert loaded == n_samples, (loaded, n_samples)
-            rows.append(("relia ingest (parse + Great Expectations + load)", ingest_s, loaded))
-            totals["other (read, hash, lookups, batching)"] = ingest_s - sum(totals.values())
-            rows += [(f"  of which {phase}", s, loaded) for phase, s in totals.items()]
+            ingest_rows = timed_ingest(root, folder, n_samples)
+            ingest_s = ingest_rows[0][1]
+            rows += ingest_rows
         print(f"{'step':<50} {'seconds':>8} {'rows':>13} {'rows/s':>12} {'MB/s':>7}")
         for name, seconds, count in rows:
             if name.startswith("  of which"):  # a step of the ingest: its share, not a speed

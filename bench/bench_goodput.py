@@ -98,6 +98,37 @@ def _truth_check(rows: list[dict[str, Any]], truth: list[dict[str, Any]]) -> lis
     return lines
 
 
+def _ingest_landing(landing: Path, db: Path) -> str:
+    """Ingest the landing into a fresh warehouse; return its time and the training logs' share."""
+    from pipelines import ingest
+
+    files = ingest.discover([landing])
+    counts, ingest_s = _timed(ingest.ingest, db, files)
+    training = [c for c in counts if c.source == "training"]
+    n_bytes = sum(f.path.stat().st_size for f in files if f.source == "training")
+    return (
+        f"ingest: {ingest_s:.1f} s for {len(files):,} files; training logs: {len(training):,} "
+        f"files, {n_bytes / 1e6:,.0f} MB, {sum(c.n_loaded for c in training):,} events loaded"
+    )
+
+
+def _backtest_line(buckets: list[dict[str, Any]]) -> str:
+    """Return the back-test's summary over all jobs and periods: O/E and goodput, with bounds."""
+    overall = next(r for r in buckets if (r["bucket"], r["period"]) == ("all", "all"))
+    return (
+        "back-test, all jobs: O/E {:.2f} ({:.2f}-{:.2f}), goodput measured {:.1%}, predicted "
+        "{:.1%} ({:.1%}-{:.1%})".format(
+            overall["oe_ratio"],
+            overall["oe_lo"],
+            overall["oe_hi"],
+            overall["goodput_measured"],
+            overall["goodput_predicted"],
+            overall["goodput_predicted_lo"],
+            overall["goodput_predicted_hi"],
+        )
+    )
+
+
 def main() -> None:
     """Run the benchmark and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -108,7 +139,7 @@ def main() -> None:
     parser.add_argument("--landing", type=Path, default=None)
     args = parser.parse_args()
 
-    from pipelines import ingest, warehouse
+    from pipelines import warehouse
     from pipelines.analysis.backtest import run_backtest
     from pipelines.report import build_report
     from pipelines.report.inputs import fit_for_report, project_for_report
@@ -121,18 +152,12 @@ def main() -> None:
     truth = json.loads((landing / "ground_truth.json").read_text())["job_goodput"]
     work = Path(tempfile.mkdtemp(prefix="relia-goodput-db-"))
     db = work / "relia.duckdb"
-    files = ingest.discover([landing])
-    counts, ingest_s = _timed(ingest.ingest, db, files)
-    training = [c for c in counts if c.source == "training"]
-    n_bytes = sum(f.path.stat().st_size for f in files if f.source == "training")
+    ingested = _ingest_landing(landing, db)
     print(
         f"fleet: {args.nodes:,} nodes x {args.gpus_per_node} GPUs "
         f"({args.nodes * args.gpus_per_node:,} GPUs), {args.days} days; synth {synth_s:.1f} s"
     )
-    print(
-        f"ingest: {ingest_s:.1f} s for {len(files):,} files; training logs: {len(training):,} "
-        f"files, {n_bytes / 1e6:,.0f} MB, {sum(c.n_loaded for c in training):,} events loaded"
-    )
+    print(ingested)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         # baseline: the views as every ingest leaves them, each query recomputing from raw rows
@@ -185,21 +210,7 @@ def main() -> None:
     print(f"report section 9 in {report.path.name}: {report.seconds:.1f} s for the whole report")
     for line in _truth_check(ledger, truth):
         print(line)
-    overall = next(
-        r for r in run.buckets.to_dicts() if (r["bucket"], r["period"]) == ("all", "all")
-    )
-    print(
-        "back-test, all jobs: O/E {:.2f} ({:.2f}-{:.2f}), goodput measured {:.1%}, predicted "
-        "{:.1%} ({:.1%}-{:.1%})".format(
-            overall["oe_ratio"],
-            overall["oe_lo"],
-            overall["oe_hi"],
-            overall["goodput_measured"],
-            overall["goodput_predicted"],
-            overall["goodput_predicted_lo"],
-            overall["goodput_predicted_hi"],
-        )
-    )
+    print(_backtest_line(run.buckets.to_dicts()))
     shutil.rmtree(work, ignore_errors=True)
     if not keep:
         shutil.rmtree(landing.parent, ignore_errors=True)

@@ -485,6 +485,119 @@ def memory_slope(args: argparse.Namespace) -> bool:
     return ok
 
 
+def line_loop_speed(
+    landing: Path, timings: dict[str, Any], ours_parse: dict[str, float]
+) -> dict[str, float]:
+    """Time the line-by-line Python parsers of sacct and the kernel logs against ours (seconds)."""
+    py_secs: dict[str, float] = {}
+    for source, parse in (("slurm", python_sacct), ("kernel", python_kernel)):
+        files = sorted((landing / source).iterdir())
+        started = time.perf_counter()
+        rows, rejects = parse(files)
+        py_secs[source] = time.perf_counter() - started
+        ours = timings[source]["seconds"]
+        print(
+            f"line-by-line Python {source:<6}: {py_secs[source]:7.2f} s "
+            f"({rows:,} rows, {rejects:,} rejects; "
+            f"{_rate(rows + rejects, py_secs[source]).strip()}); our ingest {ours:.2f} s "
+            f"({py_secs[source] / ours:.2f}x its speed), our parser alone "
+            f"{ours_parse[source]:.2f} s ({py_secs[source] / ours_parse[source]:.1f}x)"
+        )
+    return py_secs
+
+
+def xid_best_of_three(
+    landing: Path, ours_parse: dict[str, float], py_secs: dict[str, float]
+) -> float:
+    """Return how many times faster our Xid extraction is than the line loop, best run of each.
+
+    Both sides are timed three times (single runs of a quarter-second on 512 logs move by 10 %);
+    the first runs are the ones already timed.
+    """
+    kernel_files = sorted((landing / "kernel").iterdir())
+    ours_runs, loop_runs = [ours_parse["kernel"]], [py_secs["kernel"]]
+    for _ in range(2):
+        ours_runs.append(parse_only(landing, sources=("kernel",))["kernel"])
+        started = time.perf_counter()
+        python_kernel(kernel_files)
+        loop_runs.append(time.perf_counter() - started)
+    ours_s, loop_s = min(ours_runs), min(loop_runs)
+    xid_vs_loop = loop_s / ours_s
+    print(
+        f"kernel Xid extraction (best of 3 runs each): ours {ours_s:.2f} s vs line loop "
+        f"{loop_s:.2f} s = {xid_vs_loop:.1f}x   (target >= {TARGET_XID_VS_LOOP:g}x; "
+        f"ours {', '.join(f'{r:.2f}' for r in ours_runs)} s, loop "
+        f"{', '.join(f'{r:.2f}' for r in loop_runs)} s)"
+    )
+    return xid_vs_loop
+
+
+def print_tick(
+    landing: Path, db_path: Path, stats: dict[str, dict[str, int]], timings: dict[str, Any]
+) -> None:
+    """Run a 15-minute tick over the ingested kernel logs and print it beside the first ingest."""
+    ticked = tick(landing, db_path)
+    kernel_mb = stats["kernel"]["bytes"] / 1e6
+    print(
+        f"15-minute tick over {ticked['logs']:,} kernel logs: nothing new "
+        f"{ticked['idle_s']:.2f} s; +{ticked['new_bytes'] / 1e6:.2f} MB "
+        f"({ticked['loaded']} Xid rows) "
+        f"{ticked['tick_s']:.2f} s, vs the first ingest of all {kernel_mb:,.0f} MB of kernel "
+        f"logs {timings['kernel']['seconds']:.2f} s"
+    )
+
+
+def downstream_steps(db_path: Path, work: Path) -> dict[str, float | None]:
+    """Time views, fit, report, snapshot and report again; print and return them (None: failed)."""
+    views_s, _ = _step("views", lambda: views_and_counts(db_path))
+    fit_s, _ = _step("fit", lambda: run_fit(db_path))
+    views_report_s, _ = _step("report on the views", lambda: build_report(db_path, work))
+    snapshot_s, _ = _step("snapshot", lambda: materialize(db_path))
+    report_s, _ = _step("report", lambda: build_report(db_path, work))
+    shown = {
+        "views build + count": views_s,
+        "fit": fit_s,
+        "report on the views (baseline)": views_report_s,
+        "snapshot of the expensive views": snapshot_s,
+        f"report (target < {TARGET_REPORT_S:g} s)": report_s,
+    }
+    print("; ".join(f"{k}: " + ("failed" if v is None else f"{v:.2f} s") for k, v in shown.items()))
+    return shown
+
+
+def targets_met(
+    peak_gb: float,
+    vs_duckdb: float,
+    vs_python: float,
+    xid_vs_loop: float,
+    shown: dict[str, float | None],
+) -> bool:
+    """Print the figures against their targets and the issue-12 verdict; True when all are met."""
+    print(f"peak RSS of the ingest: {peak_gb:.2f} GB   (target < {TARGET_RSS_GB:g} GB)")
+    print(f"ingest speed vs DuckDB read_csv: {vs_duckdb:.2f}x   (target >= {TARGET_VS_DUCKDB:g}x)")
+    print(
+        f"ingest speed vs line-by-line Python (sacct + kernel): {vs_python:.2f}x   "
+        f"(target >= {TARGET_VS_PYTHON:g}x)"
+    )
+    ok = (
+        peak_gb < TARGET_RSS_GB
+        and vs_duckdb >= TARGET_VS_DUCKDB
+        and vs_python >= TARGET_VS_PYTHON
+        and xid_vs_loop >= TARGET_XID_VS_LOOP
+        and None not in shown.values()
+    )
+    print(
+        f"issue 12: Xid extraction {xid_vs_loop:.1f}x the loop (>= {TARGET_XID_VS_LOOP:g}x), "
+        f"ingest {vs_duckdb:.2f}x DuckDB (>= {TARGET_VS_DUCKDB_12:g}x): "
+        + (
+            "met"
+            if xid_vs_loop >= TARGET_XID_VS_LOOP and vs_duckdb >= TARGET_VS_DUCKDB_12
+            else "missed"
+        )
+    )
+    return ok
+
+
 def main() -> None:
     """Run every step and print figures, ratios against the targets and PASS/FAIL."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -539,97 +652,17 @@ def main() -> None:
         print(f"ingest child wall time {ingest_wall:.1f} s (interpreter start included)")
         print(flush=True)
 
-        py_secs, py_rows = {}, {}
-        for source, parse in (("slurm", python_sacct), ("kernel", python_kernel)):
-            files = sorted((landing / source).iterdir())
-            started = time.perf_counter()
-            py_rows[source] = parse(files)
-            py_secs[source] = time.perf_counter() - started
-            rows, rejects = py_rows[source]
-            ours = timings[source]["seconds"]
-            print(
-                f"line-by-line Python {source:<6}: {py_secs[source]:7.2f} s "
-                f"({rows:,} rows, {rejects:,} rejects; "
-                f"{_rate(rows + rejects, py_secs[source]).strip()}); our ingest {ours:.2f} s "
-                f"({py_secs[source] / ours:.2f}x its speed), our parser alone "
-                f"{ours_parse[source]:.2f} s ({py_secs[source] / ours_parse[source]:.1f}x)"
-            )
+        py_secs = line_loop_speed(landing, timings, ours_parse)
         print(flush=True)
-
-        # Xid extraction: both sides timed three times, the best run of each (single runs of a
-        # quarter-second on 512 logs move by 10 %); the first runs are the ones above
-        kernel_files = sorted((landing / "kernel").iterdir())
-        ours_runs, loop_runs = [ours_parse["kernel"]], [py_secs["kernel"]]
-        for _ in range(2):
-            ours_runs.append(parse_only(landing, sources=("kernel",))["kernel"])
-            started = time.perf_counter()
-            python_kernel(kernel_files)
-            loop_runs.append(time.perf_counter() - started)
-        ours_s, loop_s = min(ours_runs), min(loop_runs)
-        xid_vs_loop = loop_s / ours_s
-        print(
-            f"kernel Xid extraction (best of 3 runs each): ours {ours_s:.2f} s vs line loop "
-            f"{loop_s:.2f} s = {xid_vs_loop:.1f}x   (target >= {TARGET_XID_VS_LOOP:g}x; "
-            f"ours {', '.join(f'{r:.2f}' for r in ours_runs)} s, loop "
-            f"{', '.join(f'{r:.2f}' for r in loop_runs)} s)"
-        )
-        ticked = tick(landing, db_path)
-        kernel_mb = stats["kernel"]["bytes"] / 1e6
-        print(
-            f"15-minute tick over {ticked['logs']:,} kernel logs: nothing new "
-            f"{ticked['idle_s']:.2f} s; +{ticked['new_bytes'] / 1e6:.2f} MB "
-            f"({ticked['loaded']} Xid rows) "
-            f"{ticked['tick_s']:.2f} s, vs the first ingest of all {kernel_mb:,.0f} MB of kernel "
-            f"logs {timings['kernel']['seconds']:.2f} s"
-        )
+        xid_vs_loop = xid_best_of_three(landing, ours_parse, py_secs)
+        print_tick(landing, db_path, stats, timings)
         print(flush=True)
-
-        views_s, _ = _step("views", lambda: views_and_counts(db_path))
-        fit_s, _ = _step("fit", lambda: run_fit(db_path))
-        views_report_s, _ = _step("report on the views", lambda: build_report(db_path, work))
-        snapshot_s, _ = _step("snapshot", lambda: materialize(db_path))
-        report_s, _ = _step("report", lambda: build_report(db_path, work))
-        shown = {
-            "views build + count": views_s,
-            "fit": fit_s,
-            "report on the views (baseline)": views_report_s,
-            "snapshot of the expensive views": snapshot_s,
-            f"report (target < {TARGET_REPORT_S:g} s)": report_s,
-        }
-        print(
-            "; ".join(
-                f"{k}: " + ("failed" if v is None else f"{v:.2f} s") for k, v in shown.items()
-            )
-        )
-
+        shown = downstream_steps(db_path, work)
         vs_duckdb = duck_s / total_s
         vs_python = (py_secs["slurm"] + py_secs["kernel"]) / (
             timings["slurm"]["seconds"] + timings["kernel"]["seconds"]
         )
-        print(f"peak RSS of the ingest: {peak_gb:.2f} GB   (target < {TARGET_RSS_GB:g} GB)")
-        print(
-            f"ingest speed vs DuckDB read_csv: {vs_duckdb:.2f}x   (target >= {TARGET_VS_DUCKDB:g}x)"
-        )
-        print(
-            f"ingest speed vs line-by-line Python (sacct + kernel): {vs_python:.2f}x   "
-            f"(target >= {TARGET_VS_PYTHON:g}x)"
-        )
-        ok = (
-            peak_gb < TARGET_RSS_GB
-            and vs_duckdb >= TARGET_VS_DUCKDB
-            and vs_python >= TARGET_VS_PYTHON
-            and xid_vs_loop >= TARGET_XID_VS_LOOP
-            and None not in shown.values()
-        )
-        print(
-            f"issue 12: Xid extraction {xid_vs_loop:.1f}x the loop (>= {TARGET_XID_VS_LOOP:g}x), "
-            f"ingest {vs_duckdb:.2f}x DuckDB (>= {TARGET_VS_DUCKDB_12:g}x): "
-            + (
-                "met"
-                if xid_vs_loop >= TARGET_XID_VS_LOOP and vs_duckdb >= TARGET_VS_DUCKDB_12
-                else "missed"
-            )
-        )
+        ok = targets_met(peak_gb, vs_duckdb, vs_python, xid_vs_loop, shown)
         print(
             f"benchmark wall time {time.perf_counter() - began:.0f} s; "
             f"load average {os.getloadavg()[0]:.1f} at the end"

@@ -534,6 +534,25 @@ def _check_config(config: SynthConfig) -> None:
             f"midnight), got {start.isoformat()}; pass start.replace(hour=0, minute=0, ...)."
         )
         raise ValueError(msg)
+    _check_classes(config)
+    mix = config.job_size_mix
+    if len(mix) != 3 or min(mix) < 0 or not math.isclose(sum(mix), 1.0, abs_tol=1e-9):
+        msg = f"job_size_mix must be three probabilities summing to 1, got {mix}."
+        raise ValueError(msg)
+    probs = (config.p_cancel, config.p_app_failure, config.p_oom, config.p_timeout)
+    if min(probs) < 0 or sum(probs) > 1 or not 0 <= config.p_array <= 1:
+        msg = "p_cancel + p_app_failure + p_oom + p_timeout must lie in [0, 1]; lower them."
+        raise ValueError(msg)
+    if config.n_ambiguous < 0 or config.max_skew_s < 0:
+        msg = "n_ambiguous and max_skew_s must not be negative."
+        raise ValueError(msg)
+    _check_telemetry(config)
+    _check_training(config)
+    _check_failure_model(config)
+
+
+def _check_classes(config: SynthConfig) -> None:
+    """Check the hardware classes: known at their level, positive laws, one GPU class at least."""
     if not config.classes:
         msg = "classes is empty; pass at least one ClassSpec or use default_classes()."
         raise ValueError(msg)
@@ -560,17 +579,10 @@ def _check_config(config: SynthConfig) -> None:
     if not any(spec.level == "gpu" for spec in config.classes.values()):
         msg = "classes holds no GPU-level class; keep at least one of gpu, gpu_memory, ..."
         raise ValueError(msg)
-    mix = config.job_size_mix
-    if len(mix) != 3 or min(mix) < 0 or not math.isclose(sum(mix), 1.0, abs_tol=1e-9):
-        msg = f"job_size_mix must be three probabilities summing to 1, got {mix}."
-        raise ValueError(msg)
-    probs = (config.p_cancel, config.p_app_failure, config.p_oom, config.p_timeout)
-    if min(probs) < 0 or sum(probs) > 1 or not 0 <= config.p_array <= 1:
-        msg = "p_cancel + p_app_failure + p_oom + p_timeout must lie in [0, 1]; lower them."
-        raise ValueError(msg)
-    if config.n_ambiguous < 0 or config.max_skew_s < 0:
-        msg = "n_ambiguous and max_skew_s must not be negative."
-        raise ValueError(msg)
+
+
+def _check_telemetry(config: SynthConfig) -> None:
+    """Check the Kubernetes and torchrun shares, the DCGM interval and the precursors."""
     shares = (config.k8s_share, config.elastic_share)
     if min(shares) < 0 or sum(shares) > 1:
         msg = "k8s_share and elastic_share must be shares in [0, 1] summing to 1 at most."
@@ -595,8 +607,6 @@ def _check_config(config: SynthConfig) -> None:
         if config.background_per_gpu_day < 0:
             msg = "background_per_gpu_day must not be negative; pass 0 for no background noise."
             raise ValueError(msg)
-    _check_training(config)
-    _check_failure_model(config)
 
 
 def _check_failure_model(config: SynthConfig) -> None:

@@ -167,61 +167,19 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
     sacct, n_sacct_rows = formats.sacct_files(config, streams[12], fleet, jobs, slurm_attempts)
     tickets, n_tickets = formats.tickets_csv(config, streams[11], fleet, minor, serials)
     snapshots = formats.snapshot_times(config, fleet)
-    lives = truth.lives_by_class(config, fleet)
-    process = truth.failure_process(config, fleet, forced, attempts)
-    interruptions = truth.interruptions(
-        config,
-        fleet,
-        xids,
-        jobs,
-        attempts,
-        node_evidence=more.get("node_evidence"),
-        planned_evidence=more.get("planned_evidence"),
-        failure_evidence=more.get("failure_evidence"),
-        scheduler=scheduler,
-        facts=more.get("facts"),
-    )
-    bad = 1 if config.hostile else 0
+    failure_truth = _failure_truth(config, fleet, forced, attempts, precursors)
+    interruptions = _interruptions(config, fleet, xids, jobs, attempts, more)
     truth_dict: dict[str, Any] = {
         "seed": config.seed,
         "params": config.to_params(),
         "window_start": truth.iso(config.window_start_s),
         "window_end": truth.iso(config.window_end_s),
-        "classes": {
-            name: truth.class_law(spec) | {"fixes": config.fixes_of(name)}
-            for name, spec in config.classes.items()
-        },
-        "lives_by_class": lives,
-        "failures_by_class": {name: v["n_failed"] for name, v in lives.items()},
-        "failure_process": process,
-        "failures_by_fix": truth.fix_counts(config, process),
-        "non_hardware": truth.non_hardware(config, process),
-        "failures": truth.failures(
-            config, fleet, None if precursors is None else precursors.lookup(), forced
-        ),
+        **failure_truth,
         "interruptions": interruptions,
         "interruptions_by_cause": truth.by_cause(interruptions),
-        "expected_quarantine": {
-            "raw_slurm_jobs": 4 * bad,
-            "raw_xid_events": len(hostile),
-            "raw_inventory": 0,
-            "raw_fleet": 0,
-            "raw_repairs": bad,
-        },
-        "expected_rows": {
-            "raw_slurm_jobs": n_sacct_rows,
-            "raw_xid_events": int(xids.ts.size),
-            "raw_inventory": sum(len(t) for t in snapshots) * fleet.gpus_per_node,
-            "raw_fleet": fleet.n_nodes,
-            "raw_repairs": n_tickets,
-        },
-        "n_lines": {
-            "slurm": sum(text.count("\n") for text in sacct.values()),
-            "kernel": None,  # counted when the logs are written
-            "nvidia_smi": sum(len(t) for t in snapshots) * (fleet.gpus_per_node + 1),
-            "fleet": fleet.n_nodes + 1,
-            "repairs": tickets.count("\n"),
-        },
+        **_base_counts(
+            config, fleet, xids, hostile, sacct, n_sacct_rows, tickets, n_tickets, snapshots
+        ),
         "n_nodes": fleet.n_nodes,
         "n_gpus": fleet.n_gpu_units,
         "n_jobs": len({a.job for a in attempts}),
@@ -259,6 +217,93 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         "rng_dcgm": extra[4] if extra else None,
         "precursors": precursors,
         **{k: more[k] for k in MORE_SOURCES if k in more},
+    }
+
+
+def _failure_truth(
+    config: SynthConfig,
+    fleet: fleet_mod.Fleet,
+    forced: list[tuple[int, int, int]],
+    attempts: list[workload.Attempt],
+    precursors: precursors_mod.Precursors | None,
+) -> dict[str, Any]:
+    """Return the truth of the failure process: laws, lives, failures per class and fix, events."""
+    lives = truth.lives_by_class(config, fleet)
+    process = truth.failure_process(config, fleet, forced, attempts)
+    return {
+        "classes": {
+            name: truth.class_law(spec) | {"fixes": config.fixes_of(name)}
+            for name, spec in config.classes.items()
+        },
+        "lives_by_class": lives,
+        "failures_by_class": {name: v["n_failed"] for name, v in lives.items()},
+        "failure_process": process,
+        "failures_by_fix": truth.fix_counts(config, process),
+        "non_hardware": truth.non_hardware(config, process),
+        "failures": truth.failures(
+            config, fleet, None if precursors is None else precursors.lookup(), forced
+        ),
+    }
+
+
+def _interruptions(
+    config: SynthConfig,
+    fleet: fleet_mod.Fleet,
+    xids: kernel.XidLines,
+    jobs: workload.Jobs,
+    attempts: list[workload.Attempt],
+    more: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """Return the truth's interruptions, attributed with the evidence the other sources leave."""
+    return truth.interruptions(
+        config,
+        fleet,
+        xids,
+        jobs,
+        attempts,
+        node_evidence=more.get("node_evidence"),
+        planned_evidence=more.get("planned_evidence"),
+        failure_evidence=more.get("failure_evidence"),
+        scheduler=more.get("scheduler"),
+        facts=more.get("facts"),
+    )
+
+
+def _base_counts(
+    config: SynthConfig,
+    fleet: fleet_mod.Fleet,
+    xids: kernel.XidLines,
+    hostile: list[kernel.HostileLine],
+    sacct: dict[str, str],
+    n_sacct_rows: int,
+    tickets: str,
+    n_tickets: int,
+    snapshots: list[list[int]],
+) -> dict[str, dict[str, Any]]:
+    """Return the base sources' ``expected_quarantine``, ``expected_rows`` and ``n_lines``."""
+    bad = 1 if config.hostile else 0
+    return {
+        "expected_quarantine": {
+            "raw_slurm_jobs": 4 * bad,
+            "raw_xid_events": len(hostile),
+            "raw_inventory": 0,
+            "raw_fleet": 0,
+            "raw_repairs": bad,
+        },
+        "expected_rows": {
+            "raw_slurm_jobs": n_sacct_rows,
+            "raw_xid_events": int(xids.ts.size),
+            "raw_inventory": sum(len(t) for t in snapshots) * fleet.gpus_per_node,
+            "raw_fleet": fleet.n_nodes,
+            "raw_repairs": n_tickets,
+        },
+        "n_lines": {
+            "slurm": sum(text.count("\n") for text in sacct.values()),
+            "kernel": None,  # counted when the logs are written
+            "nvidia_smi": sum(len(t) for t in snapshots) * (fleet.gpus_per_node + 1),
+            "fleet": fleet.n_nodes + 1,
+            "repairs": tickets.count("\n"),
+        },
     }
 
 

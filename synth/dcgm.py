@@ -224,76 +224,20 @@ def _node_values(
         "gpu_temp_c": np.round(temp).astype(np.int64),
         "power_w": np.round(np.maximum(power, 20.0), 3),
     }
-    labels: list[list[str]] = []
     increments = {c: np.zeros((m, g), dtype=np.int64) for c in counters}
     increments["energy_mj"] = np.round(values["power_w"] * step * 1000).astype(np.int64)
     xid_last = np.zeros((m, g), dtype=np.int64)
     life_of = np.zeros((m, g), dtype=np.int64)
     for s in range(g):
-        u = n * g + s
-        a, b = np.searchsorted(fleet.ev_unit, [u, u + 1])
-        closes, opens = fleet.ev_close[a:b], fleet.ev_open[a:b]
-        classes = [fleet.class_names[c] for c in fleet.ev_class[a:b]]
-        swaps = np.sort(closes[fleet.replacing[a:b]])  # a new GPU (UUID) after a replacement
-        life_of[:, s] = np.searchsorted(swaps, times, side="right")
-        sbe_rate = np.full(m, 0.02)
-        flit_rate = np.full(m, 0.01)
-        dbe = np.zeros(m, dtype=np.int64)
-        built_in = planted is None  # planted precursors replace the built-in ones
-        for opened, cls in zip(opens.tolist(), classes, strict=True) if built_in else ():
-            soon = (times < opened) & (times >= opened - PRECURSOR_S)
-            if cls == "gpu_memory":
-                sbe_rate[soon] *= 50
-                hits = np.flatnonzero(soon)
-                if hits.size:
-                    dbe[hits[-1]] += 1 + int(rng.integers(0, 2))
-            elif cls == "nvlink":
-                flit_rate[soon] *= 200
-        increments["ecc_sbe_volatile"][:, s] = rng.poisson(sbe_rate)
-        if planted is not None:
-            increments["ecc_sbe_volatile"][:, s] += planted["sbe"][:, s]
-        increments["ecc_dbe_volatile"][:, s] = dbe
-        increments["retired_sbe"][:, s] = rng.binomial(increments["ecc_sbe_volatile"][:, s], 0.05)
-        increments["retired_dbe"][:, s] = dbe
-        increments["nvlink_crc_flit_errors"][:, s] = rng.poisson(flit_rate)
-        increments["pcie_replays"][:, s] = rng.poisson(0.005, m)
-        if planted is not None:
-            increments["nvlink_crc_flit_errors"][:, s] += planted["crc"][:, s]
-            increments["pcie_replays"][:, s] += planted["pcie"][:, s]
-            increments[REMAPS[0]][:, s] = planted["remap"][:, s]
-        # the Xid gauge: the last code printed on this GPU since the node's last reboot
-        sel = (xids.node == n) & (xids.slot == s)
-        x_ts, x_code = xids.true_ts[sel], xids.code[sel]
-        order = np.argsort(x_ts, kind="stable")
-        x_ts, x_code = x_ts[order], x_code[order]
-        if x_ts.size:
-            k = np.searchsorted(x_ts, times, side="right") - 1
-            booted = np.searchsorted(reboots, times, side="right")
-            # a node that never rebooted (no repair, no driver reload) has nothing to index
-            padded = np.concatenate([[np.iinfo(np.int64).min], reboots])
-            last_boot = padded[booted]
-            has = (k >= 0) & (x_ts[np.maximum(k, 0)] >= last_boot)
-            xid_last[:, s] = np.where(has, x_code[np.maximum(k, 0)], 0)
+        life_of[:, s] = _slot_increments(rng, fleet, n * g + s, times, increments, planted)
+        xid_last[:, s] = _xid_gauge(xids, n, s, times, reboots)
     values["xid_last"] = xid_last
     # counters: cumulative per series (slot and GPU life); volatile ones restart at a reboot
     new_series = np.ones((m, g), dtype=bool)
     new_series[1:] = life_of[1:] != life_of[:-1]
     for c in counters:
-        inc = increments[c]
-        start = (
-            rng.integers(10**9, 10**11, (m, g)) if c == "energy_mj" else rng.integers(0, 3, (m, g))
-        )
-        vals = np.zeros((m, g), dtype=np.int64)
-        for i in range(m):
-            fresh = new_series[i]
-            reset = reboot_before[i] & (c in VOLATILE) & ~fresh
-            prev = vals[i - 1] if i else np.zeros(g, dtype=np.int64)
-            # a reset keeps its first value below the last one (it shows), unless that was 0
-            capped = np.where(prev > 0, np.minimum(inc[i], prev - 1), inc[i])
-            inc[i] = np.where(fresh, 0, np.where(reset, capped, inc[i]))
-            vals[i] = np.where(fresh, start[i], np.where(reset, inc[i], prev + inc[i]))
-        values[c] = vals
-        out.increase[c] = out.increase.get(c, 0) + int(inc.sum())
+        values[c] = _counter_values(rng, c, increments[c], new_series, reboot_before)
+        out.increase[c] = out.increase.get(c, 0) + int(increments[c].sum())
     lower = np.zeros((m, g), dtype=bool)
     for c in counters:
         v = values[c]
@@ -301,6 +245,115 @@ def _node_values(
     out.n_resets += int(np.sum(lower & ~new_series))
     out.n_samples += m * g
     out.n_series += int(new_series.sum())
+    labels = _gpu_labels(fleet, n, uuids)
+    values["life"] = life_of
+    return values, labels
+
+
+def _slot_increments(
+    rng: np.random.Generator,
+    fleet: Fleet,
+    u: int,
+    times: np.ndarray,
+    increments: dict[str, np.ndarray],
+    planted: dict[str, np.ndarray] | None,
+) -> np.ndarray:
+    """Fill GPU slot ``u``'s column of the error counters' increments; return its life per sample.
+
+    A GPU's life (its UUID) changes at each replacement. Without planted precursors, the hours
+    before a ``gpu_memory`` failure raise the single-bit ECC rate and end in double-bit errors,
+    those before an ``nvlink`` failure raise the CRC flit rate.
+    """
+    s = u % fleet.gpus_per_node
+    m = times.size
+    a, b = np.searchsorted(fleet.ev_unit, [u, u + 1])
+    closes, opens = fleet.ev_close[a:b], fleet.ev_open[a:b]
+    classes = [fleet.class_names[c] for c in fleet.ev_class[a:b]]
+    swaps = np.sort(closes[fleet.replacing[a:b]])  # a new GPU (UUID) after a replacement
+    sbe_rate = np.full(m, 0.02)
+    flit_rate = np.full(m, 0.01)
+    dbe = np.zeros(m, dtype=np.int64)
+    built_in = planted is None  # planted precursors replace the built-in ones
+    for opened, cls in zip(opens.tolist(), classes, strict=True) if built_in else ():
+        soon = (times < opened) & (times >= opened - PRECURSOR_S)
+        if cls == "gpu_memory":
+            sbe_rate[soon] *= 50
+            hits = np.flatnonzero(soon)
+            if hits.size:
+                dbe[hits[-1]] += 1 + int(rng.integers(0, 2))
+        elif cls == "nvlink":
+            flit_rate[soon] *= 200
+    increments["ecc_sbe_volatile"][:, s] = rng.poisson(sbe_rate)
+    if planted is not None:
+        increments["ecc_sbe_volatile"][:, s] += planted["sbe"][:, s]
+    increments["ecc_dbe_volatile"][:, s] = dbe
+    increments["retired_sbe"][:, s] = rng.binomial(increments["ecc_sbe_volatile"][:, s], 0.05)
+    increments["retired_dbe"][:, s] = dbe
+    increments["nvlink_crc_flit_errors"][:, s] = rng.poisson(flit_rate)
+    increments["pcie_replays"][:, s] = rng.poisson(0.005, m)
+    if planted is not None:
+        increments["nvlink_crc_flit_errors"][:, s] += planted["crc"][:, s]
+        increments["pcie_replays"][:, s] += planted["pcie"][:, s]
+        increments[REMAPS[0]][:, s] = planted["remap"][:, s]
+    life: np.ndarray = np.searchsorted(swaps, times, side="right")
+    return life
+
+
+def _xid_gauge(
+    xids: XidLines, n: int, s: int, times: np.ndarray, reboots: np.ndarray
+) -> np.ndarray:
+    """Return the Xid gauge of GPU ``s`` of node ``n``: its last code since the node's last boot."""
+    sel = (xids.node == n) & (xids.slot == s)
+    x_ts, x_code = xids.true_ts[sel], xids.code[sel]
+    order = np.argsort(x_ts, kind="stable")
+    x_ts, x_code = x_ts[order], x_code[order]
+    if not x_ts.size:
+        return np.zeros(times.size, dtype=np.int64)
+    k = np.searchsorted(x_ts, times, side="right") - 1
+    booted = np.searchsorted(reboots, times, side="right")
+    # a node that never rebooted (no repair, no driver reload) has nothing to index
+    padded = np.concatenate([[np.iinfo(np.int64).min], reboots])
+    last_boot = padded[booted]
+    has = (k >= 0) & (x_ts[np.maximum(k, 0)] >= last_boot)
+    gauge: np.ndarray = np.where(has, x_code[np.maximum(k, 0)], 0)
+    return gauge
+
+
+def _counter_values(
+    rng: np.random.Generator,
+    counter: str,
+    inc: np.ndarray,
+    new_series: np.ndarray,
+    reboot_before: np.ndarray,
+) -> np.ndarray:
+    """Return a counter's (samples x GPUs) values from its increments, capping them in place.
+
+    A new series (slot's first sample, new GPU) starts at a random value; a volatile counter
+    restarts at a reboot, its first value below the last one (so the reset shows) unless that
+    was 0. ``inc`` ends as the increase each sample adds.
+    """
+    m, g = inc.shape
+    start = (
+        rng.integers(10**9, 10**11, (m, g))
+        if counter == "energy_mj"
+        else rng.integers(0, 3, (m, g))
+    )
+    vals = np.zeros((m, g), dtype=np.int64)
+    for i in range(m):
+        fresh = new_series[i]
+        reset = reboot_before[i] & (counter in VOLATILE) & ~fresh
+        prev = vals[i - 1] if i else np.zeros(g, dtype=np.int64)
+        # a reset keeps its first value below the last one (it shows), unless that was 0
+        capped = np.where(prev > 0, np.minimum(inc[i], prev - 1), inc[i])
+        inc[i] = np.where(fresh, 0, np.where(reset, capped, inc[i]))
+        vals[i] = np.where(fresh, start[i], np.where(reset, inc[i], prev + inc[i]))
+    return vals
+
+
+def _gpu_labels(fleet: Fleet, n: int, uuids: list[list[str]]) -> list[list[str]]:
+    """Return the label text of every GPU slot of node ``n``, one per GPU life (UUID)."""
+    g = fleet.gpus_per_node
+    labels: list[list[str]] = []
     for s in range(g):
         u = n * g + s
         bus = PCI_BUSES[s].upper()
@@ -312,8 +365,7 @@ def _node_values(
                 for life in range(len(uuids[u]))
             ]
         )
-    values["life"] = life_of
-    return values, labels
+    return labels
 
 
 def _write_node(

@@ -115,6 +115,55 @@ def elastic_files(
     return out
 
 
+@dataclass
+class _AgentLog:
+    """Lines (time, order, text) of every node's agent log of one run, in the order written.
+
+    ``static``: the agents print no rendezvous join lines and no ``[default]`` role tag (static
+    rendezvous under a launcher without roles).
+    """
+
+    rng: np.random.Generator
+    style: str
+    static: bool
+    out: ElasticOutput
+    lines: defaultdict[int, list[tuple[int, int, str]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    seq: int = 0
+
+    def log(
+        self,
+        node: int,
+        ts: int,
+        logger: str,
+        level: str,
+        message: str,
+        *,
+        ms: int = 0,
+        scope: bool = True,
+    ) -> None:
+        """Add an agent message (a row of the table when ``scope``) in the run's prefix style."""
+        if self.static and logger == RDZV:
+            return  # a static rendezvous prints no join lines
+        if self.static:
+            message = message.removeprefix("[default] ")
+        self.seq += 1
+        stamp = _stamp(ts, ms, self.style, logger, level)
+        self.lines[node].append((ts, self.seq, stamp + message))
+        self.out.n_rows += scope
+
+    def raw(self, node: int, ts: int, text: str) -> None:
+        """Add a line as it is, without the logger's prefix."""
+        self.seq += 1
+        self.lines[node].append((ts, self.seq, text))
+
+    def noise(self, node: int, ts: int, step: int) -> None:
+        """Add a worker's progress line."""
+        loss = 2.0 + self.rng.random()
+        self.raw(node, ts, f"step {step} | loss {loss:.4f} | lr 3.0e-04 | tokens/s 1.2e6")
+
+
 def _job_logs(
     config: SynthConfig,
     rng: np.random.Generator,
@@ -134,106 +183,79 @@ def _job_logs(
     ``restart_count``.
     """
     rid = run_id(jobs, j)
-    w1 = config.window_end_s
-    g = fleet.gpus_per_node
-    logs: dict[int, list[tuple[int, int, str]]] = defaultdict(list)
+    agents = _AgentLog(rng, style, static, out)
     pids: dict[int, int] = {}
-    seq = 0
-
-    def log(
-        node: int,
-        ts: int,
-        logger: str,
-        level: str,
-        message: str,
-        *,
-        ms: int = 0,
-        scope: bool = True,
-    ) -> None:
-        nonlocal seq
-        if static and logger == RDZV:
-            return  # a static rendezvous prints no join lines
-        if static:
-            message = message.removeprefix("[default] ")
-        seq += 1
-        logs[node].append((ts, seq, _stamp(ts, ms, style, logger, level) + message))
-        out.n_rows += scope
-
-    def raw(node: int, ts: int, text: str) -> None:
-        nonlocal seq
-        seq += 1
-        logs[node].append((ts, seq, text))
-
-    def noise(node: int, ts: int, step: int) -> None:
-        raw(node, ts, f"step {step} | loss {2.0 + rng.random():.4f} | lr 3.0e-04 | tokens/s 1.2e6")
-
     previous: tuple[int, ...] = ()
     for k, a in enumerate(runs):
-        rnd = a.number - 1
-        n = len(a.nodes)
-        running = a.end_s >= w1
         for rank, node in enumerate(a.nodes):
             fresh = node not in previous
             if fresh:
                 pids[node] = int(rng.integers(1000, 4_000_000))
             desc = f"{fleet.names[node]}_{pids[node]}_0"
-            t_rdzv = a.start_s - int(rng.integers(8, 41))
-            if fresh:
-                log(
-                    node, t_rdzv, AGENT, "INFO", "[default] starting workers for entrypoint: python"
-                )
-                log(node, t_rdzv, AGENT, "INFO", "[default] Rendezvous'ing worker group", ms=1)
-                log(
-                    node,
-                    t_rdzv,
-                    RDZV,
-                    "INFO",
-                    f"The node '{desc}' attempts to join the next round of the rendezvous '{rid}'.",
-                    ms=2,
-                )
-            log(
-                node,
-                a.start_s - 2,
-                RDZV,
-                "INFO",
-                f"The node '{desc}' has joined round {rnd} of the rendezvous '{rid}' as rank "
-                f"{rank} in a world of size {n}.",
-            )
-            log(
-                node,
-                a.start_s - 1,
-                AGENT,
-                "INFO",
-                "[default] Rendezvous complete for workers. Result:",
-            )
-            if static:  # fields of the result block that are no rows
-                raw(node, a.start_s - 1, f"  group_rank={rank}")
-                raw(node, a.start_s - 1, f"  group_world_size={n}")
-            if style == "torch_bracket":
-                log(node, a.start_s - 1, AGENT, "INFO", f"  restart_count={rnd}", scope=False)
-                log(
-                    node,
-                    a.start_s - 1,
-                    AGENT,
-                    "INFO",
-                    f"  global_world_sizes=[{', '.join([str(n * g)] * g)}]",
-                )
-            else:
-                raw(node, a.start_s - 1, f"  restart_count={rnd}")
-                raw(node, a.start_s - 1, f"  global_world_sizes=[{', '.join([str(n * g)] * g)}]")
-                out.n_rows += 1
-            off = 0 if rank == 0 else int(rng.integers(0, 4))
-            log(node, a.start_s + off, AGENT, "INFO", "[default] Starting worker group")
-            noise(node, a.start_s + off + 60, 1)
-        if running:
-            previous = a.nodes
-            continue
-        nxt = runs[k + 1] if k + 1 < len(runs) else None
-        state, app_exit = _end_round(rng, a, nxt, fleet, log, raw, pids, rid)
-        if state:
-            out.facts[(j, a.number)] = (state, app_exit)
+            _join_round(agents, fleet, a, rank, node, desc, rid, fresh=fresh)
+        if a.end_s < config.window_end_s:  # a round still running at the window's end has no end
+            nxt = runs[k + 1] if k + 1 < len(runs) else None
+            state, app_exit = _end_round(rng, a, nxt, fleet, agents.log, agents.raw, pids, rid)
+            if state:
+                out.facts[(j, a.number)] = (state, app_exit)
         previous = a.nodes
-    return logs
+    return agents.lines
+
+
+def _join_round(
+    agents: _AgentLog,
+    fleet: Fleet,
+    a: Attempt,
+    rank: int,
+    node: int,
+    desc: str,
+    rid: str,
+    *,
+    fresh: bool,
+) -> None:
+    """Log one node's rendezvous into the attempt's round and the start of its workers.
+
+    A ``fresh`` agent (not in the previous round) first logs its start and its join request.
+    """
+    rng, log, raw = agents.rng, agents.log, agents.raw
+    rnd = a.number - 1
+    n = len(a.nodes)
+    g = fleet.gpus_per_node
+    t_rdzv = a.start_s - int(rng.integers(8, 41))
+    if fresh:
+        log(node, t_rdzv, AGENT, "INFO", "[default] starting workers for entrypoint: python")
+        log(node, t_rdzv, AGENT, "INFO", "[default] Rendezvous'ing worker group", ms=1)
+        log(
+            node,
+            t_rdzv,
+            RDZV,
+            "INFO",
+            f"The node '{desc}' attempts to join the next round of the rendezvous '{rid}'.",
+            ms=2,
+        )
+    log(
+        node,
+        a.start_s - 2,
+        RDZV,
+        "INFO",
+        f"The node '{desc}' has joined round {rnd} of the rendezvous '{rid}' as rank "
+        f"{rank} in a world of size {n}.",
+    )
+    log(node, a.start_s - 1, AGENT, "INFO", "[default] Rendezvous complete for workers. Result:")
+    if agents.static:  # fields of the result block that are no rows
+        raw(node, a.start_s - 1, f"  group_rank={rank}")
+        raw(node, a.start_s - 1, f"  group_world_size={n}")
+    sizes = f"  global_world_sizes=[{', '.join([str(n * g)] * g)}]"
+    if agents.style == "torch_bracket":
+        log(node, a.start_s - 1, AGENT, "INFO", f"  restart_count={rnd}", scope=False)
+        log(node, a.start_s - 1, AGENT, "INFO", sizes)
+    else:
+        raw(node, a.start_s - 1, f"  restart_count={rnd}")
+        raw(node, a.start_s - 1, sizes)
+        agents.out.n_rows += 1
+    off = 0 if rank == 0 else int(rng.integers(0, 4))
+    log(node, a.start_s + off, AGENT, "INFO", "[default] Starting worker group")
+    agents.noise(node, a.start_s + off + 60, 1)
 
 
 def _end_round(
@@ -246,55 +268,81 @@ def _end_round(
     pids: dict[int, int],
     rid: str,
 ) -> tuple[str | None, bool]:
-    """Return the lines that end a round on every node.
+    """Log the lines that end a round on every node.
 
-    Lines that end a round on every node; returns the state the views see (None when the
-    round is no interruption) and whether its first failure is an application exit.
+    Returns the state the views see (None when the round is no interruption) and whether its
+    first failure is an application exit.
     """
-    base = a.state.split(" ")[0]
-    end = a.end_s
-    if base == "COMPLETED":
-        for rank, node in enumerate(a.nodes):
-            t = end + (0 if rank == 0 else int(rng.integers(0, 3)))
-            log(
-                node,
-                t,
-                AGENT,
-                "INFO",
-                "[default] worker group successfully finished. Waiting 300 seconds for other "
-                "agents to finish.",
-            )
-            log(
-                node,
-                t,
-                AGENT,
-                "INFO",
-                "Local worker group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for "
-                "other agents to finish",
-                ms=1,
-                scope=False,
-            )
+    if a.state.split(" ")[0] == "COMPLETED":
+        _finish_round(rng, a, log)
         return None, False
     if a.reason in ("cancel", "timeout"):
-        for rank, node in enumerate(a.nodes):
-            t = end + (0 if rank == 0 else int(rng.integers(0, 3)))
-            log(
-                node,
-                t,
-                AGENT,
-                "WARNING",
-                "Received Signals.SIGTERM death signal, shutting down workers",
-            )
-            log(
-                node,
-                t,
-                MP,
-                "WARNING",
-                f"Sending process {int(rng.integers(1000, 4_000_000))} closing signal SIGTERM",
-                ms=5,
-            )
+        _stop_round(rng, a, log)
         return None, False
-    lost = base == "NODE_FAIL"
+    return _fail_round(rng, a, nxt, fleet, log, raw, pids, rid)
+
+
+def _finish_round(rng: np.random.Generator, a: Attempt, log: Callable[..., None]) -> None:
+    """Log a completed round: every agent's worker group finishes (the first at the end)."""
+    for rank, node in enumerate(a.nodes):
+        t = a.end_s + (0 if rank == 0 else int(rng.integers(0, 3)))
+        log(
+            node,
+            t,
+            AGENT,
+            "INFO",
+            "[default] worker group successfully finished. Waiting 300 seconds for other "
+            "agents to finish.",
+        )
+        log(
+            node,
+            t,
+            AGENT,
+            "INFO",
+            "Local worker group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for "
+            "other agents to finish",
+            ms=1,
+            scope=False,
+        )
+
+
+def _stop_round(rng: np.random.Generator, a: Attempt, log: Callable[..., None]) -> None:
+    """Log a cancelled or timed-out round: every agent gets SIGTERM and stops its workers."""
+    for rank, node in enumerate(a.nodes):
+        t = a.end_s + (0 if rank == 0 else int(rng.integers(0, 3)))
+        log(
+            node,
+            t,
+            AGENT,
+            "WARNING",
+            "Received Signals.SIGTERM death signal, shutting down workers",
+        )
+        log(
+            node,
+            t,
+            MP,
+            "WARNING",
+            f"Sending process {int(rng.integers(1000, 4_000_000))} closing signal SIGTERM",
+            ms=5,
+        )
+
+
+def _fail_round(
+    rng: np.random.Generator,
+    a: Attempt,
+    nxt: Attempt | None,
+    fleet: Fleet,
+    log: Callable[..., None],
+    raw: Callable[[int, int, str], None],
+    pids: dict[int, int],
+    rid: str,
+) -> tuple[str, bool]:
+    """Log a failed round: the failing rank's exit, the others' aborts, then restart or stop.
+
+    Returns ``"FAILED"`` and whether the first failure is an application exit.
+    """
+    end = a.end_s
+    lost = a.state.split(" ")[0] == "NODE_FAIL"
     if a.reason == "hw" and a.fail_node in a.nodes:
         failing = a.fail_node
     else:
@@ -321,37 +369,51 @@ def _end_round(
         if nxt is None:
             for text in _child_failed(fleet.names[node], t, local, exit_code, pid):
                 raw(node, t, text)
-            continue
-        left = MAX_RESTARTS - (a.number - 1)
+        else:
+            _restart(a, nxt, fleet, log, node, t, pids[node], rid)
+    return "FAILED", not lost and code > 0
+
+
+def _restart(
+    a: Attempt,
+    nxt: Attempt,
+    fleet: Fleet,
+    log: Callable[..., None],
+    node: int,
+    t: int,
+    pid: int,
+    rid: str,
+) -> None:
+    """Log an agent's restart after a failure: it rejoins the next round or, not in it, stops."""
+    left = MAX_RESTARTS - (a.number - 1)
+    log(
+        node,
+        t + 1,
+        AGENT,
+        "INFO",
+        f"[default] Worker group FAILED. {left}/{MAX_RESTARTS} attempts left; will restart "
+        "worker group",
+    )
+    log(node, t + 1, AGENT, "INFO", "[default] Stopping worker group", ms=3)
+    if node in nxt.nodes:
+        desc = f"{fleet.names[node]}_{pid}_0"
+        log(node, t + 2, AGENT, "INFO", "[default] Rendezvous'ing worker group")
         log(
             node,
-            t + 1,
-            AGENT,
+            t + 2,
+            RDZV,
             "INFO",
-            f"[default] Worker group FAILED. {left}/{MAX_RESTARTS} attempts left; will restart "
-            "worker group",
+            f"The node '{desc}' attempts to join the next round of the rendezvous '{rid}'.",
+            ms=4,
         )
-        log(node, t + 1, AGENT, "INFO", "[default] Stopping worker group", ms=3)
-        if node in nxt.nodes:
-            desc = f"{fleet.names[node]}_{pids[node]}_0"
-            log(node, t + 2, AGENT, "INFO", "[default] Rendezvous'ing worker group")
-            log(
-                node,
-                t + 2,
-                RDZV,
-                "INFO",
-                f"The node '{desc}' attempts to join the next round of the rendezvous '{rid}'.",
-                ms=4,
-            )
-        else:
-            log(
-                node,
-                t + 3,
-                AGENT,
-                "WARNING",
-                "Received Signals.SIGTERM death signal, shutting down workers",
-            )
-    return "FAILED", not lost and code > 0
+    else:
+        log(
+            node,
+            t + 3,
+            AGENT,
+            "WARNING",
+            "Received Signals.SIGTERM death signal, shutting down workers",
+        )
 
 
 def _child_failed(host: str, ts: int, local: int, code: int, pid: int) -> list[str]:

@@ -298,6 +298,40 @@ def tickets_csv(
     A ticket for every replacement (a failure fixed by ``replace``) and planned replacement; a
     failure fixed otherwise writes none.
     """
+    rows = _replacement_tickets(config, fleet, serials)
+    rows += _minor_tickets(config, fleet, minor, serials)
+    n_valid = len(rows)
+    if config.hostile:
+        node = int(rng.integers(0, fleet.n_nodes))
+        u = node * fleet.gpus_per_node
+        opened = config.window_start_s + int(rng.integers(3600, config.days * DAY_S - 3600))
+        serial = serials[u][0]
+        rows.append(
+            _ticket(
+                fleet,
+                u,
+                "gpu",
+                serial,
+                serial,
+                opened,
+                opened - 7200,
+                RESEAT,
+                "reseated GPU; ticket closed in the wrong time zone",
+            )
+        )
+    rows.sort(key=lambda r: (r[0], r[1], r[2]))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(TICKET_HEADER)
+    for k, (_, _, _, row) in enumerate(rows):
+        writer.writerow([f"RT{100_001 + k:07d}", *row])
+    return buffer.getvalue(), n_valid
+
+
+def _replacement_tickets(
+    config: SynthConfig, fleet: Fleet, serials: list[list[str]]
+) -> list[tuple[int, str, str, list[str]]]:
+    """Return the ticket of every replacement (failure or planned): serial out, serial in."""
     w1 = config.window_end_s
     rows: list[tuple[int, str, str, list[str]]] = []
     unit = fleet.ev_unit
@@ -326,6 +360,15 @@ def tickets_csv(
                 text,
             )
         )
+    return rows
+
+
+def _minor_tickets(
+    config: SynthConfig, fleet: Fleet, minor: MinorTickets, serials: list[list[str]]
+) -> list[tuple[int, str, str, list[str]]]:
+    """Return the tickets that replace nothing (reseat, no fault found): the serial stays."""
+    w1 = config.window_end_s
+    rows: list[tuple[int, str, str, list[str]]] = []
     # reseat / no fault found: the serial in place stays
     for u, c, action, opened, closed in zip(
         minor.unit.tolist(),
@@ -349,32 +392,7 @@ def tickets_csv(
                 _MINOR[ACTIONS[action]],
             )
         )
-    n_valid = len(rows)
-    if config.hostile:
-        node = int(rng.integers(0, fleet.n_nodes))
-        u = node * fleet.gpus_per_node
-        opened = config.window_start_s + int(rng.integers(3600, config.days * DAY_S - 3600))
-        serial = serials[u][0]
-        rows.append(
-            _ticket(
-                fleet,
-                u,
-                "gpu",
-                serial,
-                serial,
-                opened,
-                opened - 7200,
-                RESEAT,
-                "reseated GPU; ticket closed in the wrong time zone",
-            )
-        )
-    rows.sort(key=lambda r: (r[0], r[1], r[2]))
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(TICKET_HEADER)
-    for k, (_, _, _, row) in enumerate(rows):
-        writer.writerow([f"RT{100_001 + k:07d}", *row])
-    return buffer.getvalue(), n_valid
+    return rows
 
 
 def _ticket(

@@ -293,8 +293,8 @@ def _uid(rng: np.random.Generator) -> str:
     return f"{a:08x}-{b >> 16:04x}-4{b & 0xFFF:03x}-{variant}-{c & 0xFFFF:04x}{d:08x}"
 
 
-def _pod_object(pod: _Pod, at: int) -> dict[str, Any]:
-    """Return the pod as ``kubectl get pods -o json`` shows it at time ``at``."""
+def _pod_status(pod: _Pod, at: int) -> dict[str, Any]:
+    """Return the pod's ``status`` at time ``at``: phase, conditions, its container's state."""
     done = pod.finish is not None and pod.finish <= at
     status_state: dict[str, Any]
     if done:
@@ -360,6 +360,11 @@ def _pod_object(pod: _Pod, at: int) -> dict[str, Any]:
     if done and pod.pod_reason:
         status["reason"] = pod.pod_reason
         status["message"] = pod.pod_message
+    return status
+
+
+def _pod_object(pod: _Pod, at: int) -> dict[str, Any]:
+    """Return the pod as ``kubectl get pods -o json`` shows it at time ``at``."""
     gpu = str(pod.gpus)
     return {
         "apiVersion": "v1",
@@ -389,7 +394,7 @@ def _pod_object(pod: _Pod, at: int) -> dict[str, Any]:
             "restartPolicy": "Never",
             "schedulerName": "default-scheduler",
         },
-        "status": status,
+        "status": _pod_status(pod, at),
     }
 
 

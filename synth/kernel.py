@@ -67,25 +67,8 @@ def plan_xids(
     parts: list[tuple[np.ndarray, ...]] = []
     # failure bursts: every GPU-level failure, whatever fixed it
     gpu_fail = fleet.failed & (fleet.ev_unit < fleet.n_gpu_units)
-    f_unit = fleet.ev_unit[gpu_fail]
-    f_t = fleet.ev_open[gpu_fail]
-    f_cls = fleet.ev_class[gpu_fail]
-    near = (f_t >= w0 - DAY_S) & (f_t < w1 + DAY_S)
-    f_unit, f_t, f_cls = f_unit[near], f_t[near], f_cls[near]
-    codes = np.array(
-        [
-            _failure_code(fleet.class_names[c], u)
-            for c, u in zip(f_cls, rng.random(f_t.size), strict=True)
-        ],
-        dtype=np.int64,
-    )
-    n_lines = rng.integers(1, 21, size=f_t.size)
-    rep = np.repeat(np.arange(f_t.size), n_lines)
-    offsets = rng.integers(0, BURST_SPAN_S + 1, size=rep.size)
-    offsets[np.cumsum(n_lines) - n_lines] = 0  # a burst starts at the failure
-    parts.append((f_unit[rep] // g, f_unit[rep] % g, f_t[rep] + offsets, codes[rep]))
-    # an SRAM failure's Xid 95 names an L2-cache (SRAM) unit in its message
-    sram = np.array([fleet.class_names[c] == "gpu_sram" for c in f_cls], dtype=bool)[rep]
+    burst, sram = _failure_bursts(config, rng, fleet, gpu_fail)
+    parts.append(burst)
     # warnings and application noise at random times on random GPUs
     service_from = np.maximum(fleet.installed, w0)
     service_to = np.minimum(fleet.node_end(w1), w1)
@@ -147,6 +130,38 @@ def plan_xids(
         code=code[sel],
         r=r,
     )
+
+
+def _failure_bursts(
+    config: SynthConfig, rng: np.random.Generator, fleet: Fleet, gpu_fail: np.ndarray
+) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """Draw the Xid burst of every GPU failure near the window (the events under ``gpu_fail``).
+
+    Returns the lines' ``(node, slot, true time, code)`` and whether each names an SRAM unit.
+    A burst is 1 to 20 lines within ``BURST_SPAN_S`` of the failure, the first at it.
+    """
+    w0, w1 = config.window_start_s, config.window_end_s
+    g = fleet.gpus_per_node
+    f_unit = fleet.ev_unit[gpu_fail]
+    f_t = fleet.ev_open[gpu_fail]
+    f_cls = fleet.ev_class[gpu_fail]
+    near = (f_t >= w0 - DAY_S) & (f_t < w1 + DAY_S)
+    f_unit, f_t, f_cls = f_unit[near], f_t[near], f_cls[near]
+    codes = np.array(
+        [
+            _failure_code(fleet.class_names[c], u)
+            for c, u in zip(f_cls, rng.random(f_t.size), strict=True)
+        ],
+        dtype=np.int64,
+    )
+    n_lines = rng.integers(1, 21, size=f_t.size)
+    rep = np.repeat(np.arange(f_t.size), n_lines)
+    offsets = rng.integers(0, BURST_SPAN_S + 1, size=rep.size)
+    offsets[np.cumsum(n_lines) - n_lines] = 0  # a burst starts at the failure
+    burst = (f_unit[rep] // g, f_unit[rep] % g, f_t[rep] + offsets, codes[rep])
+    # an SRAM failure's Xid 95 names an L2-cache (SRAM) unit in its message
+    sram = np.array([fleet.class_names[c] == "gpu_sram" for c in f_cls], dtype=bool)[rep]
+    return burst, sram
 
 
 def _class_index(fleet: Fleet, name: str) -> int:

@@ -124,27 +124,7 @@ class LogWriter:
 
     def megatron(self, run: Run, a: Attempt) -> list[str]:
         """Megatron-LM lines of one attempt."""
-        k = self.knobs
-        world = 8 * self.n_nodes
-        lines = [
-            f"using world size: {world}, data-parallel size: {max(1, world // 8)}, "
-            "context-parallel size: 1, tensor-model-parallel size: 8, "
-            "pipeline-model-parallel size: 1",
-            "------------------------ arguments ------------------------",
-        ]
-        args = (
-            ("global_batch_size", self.gbs),
-            ("load", self.path),
-            ("log_interval", k.log_every),
-            ("save", self.path),
-            ("save_interval", k.ckpt_every),
-            ("train_iters", self.total),
-        )
-        lines += [f"  {key} {'.' * (48 - len(key))} {value}" for key, value in args]
-        lines += [
-            "-------------------- end of arguments ---------------------",
-            "> building GPT model ...",
-        ]
+        lines = self._megatron_arguments()
         stamp = stamps(np.array([run.start, run.first]))
         if run.load is None:
             lines += [
@@ -170,6 +150,37 @@ class LogWriter:
             "training ...",
             f"[before the start of training step] datetime: {megatron_time(stamp[1])} ",
         ]
+        return lines + self._megatron_steps(run)
+
+    def _megatron_arguments(self) -> list[str]:
+        """Megatron-LM's start: world sizes, the arguments block, the model build."""
+        k = self.knobs
+        world = 8 * self.n_nodes
+        lines = [
+            f"using world size: {world}, data-parallel size: {max(1, world // 8)}, "
+            "context-parallel size: 1, tensor-model-parallel size: 8, "
+            "pipeline-model-parallel size: 1",
+            "------------------------ arguments ------------------------",
+        ]
+        args = (
+            ("global_batch_size", self.gbs),
+            ("load", self.path),
+            ("log_interval", k.log_every),
+            ("save", self.path),
+            ("save_interval", k.ckpt_every),
+            ("train_iters", self.total),
+        )
+        lines += [f"  {key} {'.' * (48 - len(key))} {value}" for key, value in args]
+        lines += [
+            "-------------------- end of arguments ---------------------",
+            "> building GPT model ...",
+        ]
+        return lines
+
+    def _megatron_steps(self, run: Run) -> list[str]:
+        """Megatron-LM's progress lines of one attempt, with its checkpoint saves."""
+        k = self.knobs
+        lines: list[str] = []
         shown = (run.steps % k.log_every) == 0
         steps, ends = run.steps[shown], run.step_end[shown]
         if steps.size == 0:
@@ -213,7 +224,6 @@ class LogWriter:
 
     def torchtitan(self, run: Run) -> list[str]:
         """Torchtitan lines of one attempt."""
-        k = self.knobs
         s0 = titan_time(stamps(np.array([run.start]))[0])
         lines = [
             TITAN.format(s0, "INFO", f"Starting job: {self.name} training"),
@@ -262,6 +272,12 @@ class LogWriter:
                 f"Training starts at step {run.resume + 1}.",
             )
         )
+        return lines + self._titan_steps(run)
+
+    def _titan_steps(self, run: Run) -> list[str]:
+        """Torchtitan's progress lines of one attempt, with its checkpoint saves."""
+        k = self.knobs
+        lines: list[str] = []
         shown = (run.steps % k.log_every) == 0
         steps, ends = run.steps[shown], run.step_end[shown]
         if steps.size == 0:

@@ -183,17 +183,7 @@ def failure_process(
     xc = None if change_at is None else (change_at - lives.start) / HOUR_S
     classes = config.fleet_classes
     in_window = fleet.failed & (fleet.ev_open > w0) & (fleet.ev_open < w1)  # as `failures`
-    ev_bad = np.zeros(fleet.ev_unit.size, dtype=bool)
-    ended = lives.ended_by >= 0
-    ev_bad[lives.ended_by[ended]] = lives.bad[ended]
-    forced_keys = {(u, t) for u, _, t in forced}
-    is_forced = np.array(
-        [
-            (u, t) in forced_keys
-            for u, t in zip(fleet.ev_unit.tolist(), fleet.ev_open.tolist(), strict=True)
-        ],
-        dtype=bool,
-    )
+    ev_bad, is_forced = _bad_and_forced(fleet, lives, forced)
     interrupted = Counter(att.fail_class for att in attempts if att.fail_class >= 0)
     out: dict[str, dict[str, Any]] = {}
     for c, name in enumerate(fleet.class_names):
@@ -247,6 +237,27 @@ def failure_process(
             }
         out[name] = row
     return out
+
+
+def _bad_and_forced(
+    fleet: Fleet, lives: Lives, forced: list[tuple[int, int, int]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return, per failure event, whether it ended a bad unit's life and whether it was forced.
+
+    Forced failures are those of the deliberately ambiguous attempts (``(unit, _, time)``).
+    """
+    ev_bad = np.zeros(fleet.ev_unit.size, dtype=bool)
+    ended = lives.ended_by >= 0
+    ev_bad[lives.ended_by[ended]] = lives.bad[ended]
+    forced_keys = {(u, t) for u, _, t in forced}
+    is_forced = np.array(
+        [
+            (u, t) in forced_keys
+            for u, t in zip(fleet.ev_unit.tolist(), fleet.ev_open.tolist(), strict=True)
+        ],
+        dtype=bool,
+    )
+    return ev_bad, is_forced
 
 
 def _hazard_increment(
@@ -418,18 +429,8 @@ def interruptions(
     ev_keys = np.empty(0, dtype=np.int64) if node_evidence is None else node_evidence
     pl_keys = np.empty(0, dtype=np.int64) if planned_evidence is None else planned_evidence
     pl_cls = np.full(len(pl_keys), "maintenance", dtype=object)
-    inc_node, inc_ts, inc_cls = failure_incidents(xids)
-    inc_key = inc_node * _KEY + inc_ts
-    inc_order = np.argsort(inc_key, kind="stable")
-    inc_key, inc_cls = inc_key[inc_order], inc_cls[inc_order]
-    rep = np.flatnonzero(fleet.failed & (fleet.ev_fix == F_REPLACE))  # replace tickets
-    tk_key = fleet.unit_node[fleet.ev_unit[rep]] * _KEY + fleet.ev_open[rep]
-    tk_order = np.argsort(tk_key, kind="stable")
-    tk_key = tk_key[tk_order]
-    # a ticket joins its failure's event, whose class is the one its Xid names when it has one
-    tk_cls = np.array(
-        [seen_class(fleet.class_names[c]) for c in fleet.ev_class[rep]], dtype=object
-    )[tk_order]
+    inc_key, inc_cls = _xid_evidence(xids)
+    tk_key, tk_cls = _ticket_evidence(fleet)
     fail_keys, fail_cls = (
         (np.empty(0, dtype=np.int64), np.empty(0, dtype=object))
         if failure_evidence is None
@@ -483,6 +484,26 @@ def interruptions(
             row["scheduler"] = NAMES[kind]
         out.append(row)
     return out
+
+
+def _xid_evidence(xids: XidLines) -> tuple[np.ndarray, np.ndarray]:
+    """Return the sorted keys ``node * 2**40 + time`` of the Xid incidents and their classes."""
+    inc_node, inc_ts, inc_cls = failure_incidents(xids)
+    inc_key = inc_node * _KEY + inc_ts
+    inc_order = np.argsort(inc_key, kind="stable")
+    return inc_key[inc_order], inc_cls[inc_order]
+
+
+def _ticket_evidence(fleet: Fleet) -> tuple[np.ndarray, np.ndarray]:
+    """Return the sorted keys of the replacement tickets' failures and the class each names."""
+    rep = np.flatnonzero(fleet.failed & (fleet.ev_fix == F_REPLACE))  # replace tickets
+    tk_key = fleet.unit_node[fleet.ev_unit[rep]] * _KEY + fleet.ev_open[rep]
+    tk_order = np.argsort(tk_key, kind="stable")
+    # a ticket joins its failure's event, whose class is the one its Xid names when it has one
+    tk_cls = np.array(
+        [seen_class(fleet.class_names[c]) for c in fleet.ev_class[rep]], dtype=object
+    )[tk_order]
+    return tk_key[tk_order], tk_cls
 
 
 def seen_class(name: str) -> str:
