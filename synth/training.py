@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from synth import training_lines
+from synth.training_lines import Knobs, Run
 from synth.truth import INTERRUPTION_STATES
 
 if TYPE_CHECKING:
@@ -80,33 +81,6 @@ def is_training(name: str) -> bool:
 def framework_of(name: str) -> str:
     """``megatron`` for ``pretrain_*`` jobs, else ``torchtitan``."""
     return "megatron" if name.startswith("pretrain_") else "torchtitan"
-
-
-@dataclass(frozen=True)
-class Knobs:
-    """One job's training parameters (milliseconds; Megatron's are whole seconds)."""
-
-    framework: str
-    step_ms: int
-    log_every: int
-    ckpt_every: int
-    save_ms: int
-
-
-@dataclass
-class Run:
-    """The physical timeline of one attempt (milliseconds since the epoch)."""
-
-    start: int
-    end: int
-    resume: int
-    first: int
-    load: tuple[int, int] | None
-    steps: np.ndarray
-    step_end: np.ndarray
-    save_step: np.ndarray
-    save_start: np.ndarray
-    save_done: np.ndarray
 
 
 @dataclass

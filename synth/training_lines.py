@@ -23,12 +23,12 @@ end-of-job lines, which a parser must ignore.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from synth.training import Knobs, Run
     from synth.workload import Attempt, Jobs
 
 TITAN = "[rank0]:[titan] {} - root - {} - {}"
@@ -40,6 +40,33 @@ WARN_GATHER = (
 #: torchtitan's garbage-collection line, with its own spelling
 GC_LINE = "[GC] Peforming periodical GC collection. 0.06 seconds."  # codespell:ignore
 _SAVE_TIMER = "    " + "save-checkpoint ".ljust(48, ".") + ": ({:.2f}, {:.2f})"
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """One job's training parameters (milliseconds; Megatron's are whole seconds)."""
+
+    framework: str
+    step_ms: int
+    log_every: int
+    ckpt_every: int
+    save_ms: int
+
+
+@dataclass
+class Run:
+    """The physical timeline of one attempt (milliseconds since the epoch)."""
+
+    start: int
+    end: int
+    resume: int
+    first: int
+    load: tuple[int, int] | None
+    steps: np.ndarray
+    step_end: np.ndarray
+    save_step: np.ndarray
+    save_start: np.ndarray
+    save_done: np.ndarray
 
 
 def stamps(ms: np.ndarray) -> list[str]:
