@@ -183,3 +183,33 @@ def test_only_query_csv_files_are_parsed_joined() -> None:
     assert (joinable(xml), joinable(text), joinable(csv)) == (False, False, True)
     assert batch.groupable(xml, inventory_module) is None
     assert batch.groupable(csv, inventory_module) == csv.rstrip(b"\n")
+
+
+def test_text_dump_with_windows_line_ends_and_a_byte_order_mark() -> None:
+    source_file, data = _sample("netdata_issue4892_gtx960m_q.txt")
+    windows = b"\xef\xbb\xbf" + data.replace(b"\n", b"\r\n")
+    result = parse(windows, source_file=source_file, now=NOW)
+    assert result.rows.select("line_no", "pci_bus_id", "serial", "uuid").rows() == [
+        (8, "0000:01:00", None, "GPU-101b1cf0-fdf7-b374-a62c-76b25134fcf2")
+    ]
+    assert_accounted(result, SCHEMA, n_in_scope=1, n_ignored=29)
+
+
+def test_xml_dump_without_a_serial_loads_the_gpu_with_its_uuid() -> None:
+    text = f"""{XML_HEAD}<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">
+<nvidia_smi_log>
+    <timestamp>Mon Jun  1 00:00:00 2026</timestamp>
+    <attached_gpus>1</attached_gpus>
+    <gpu id="00000000:65:00.0">
+        <product_name>NVIDIA GeForce RTX 4090</product_name>
+        <serial>N/A</serial>
+        <uuid>GPU-4090</uuid>
+        <pci><pci_bus_id>00000000:65:00.0</pci_bus_id></pci>
+    </gpu>
+</nvidia_smi_log>
+"""
+    result = parse(text.encode(), source_file="ws2__x.xml", now=NOW)
+    assert result.rows.select("line_no", "host", "gpu_index", "serial", "uuid").rows() == [
+        (6, "ws2", 0, None, "GPU-4090")
+    ]
+    assert_accounted(result, SCHEMA, n_in_scope=1, n_ignored=11)
