@@ -85,7 +85,9 @@ def file_columns(source_file: str) -> dict[str, str | None]:
     return {"host": host_of(source_file)}
 
 
-def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Parsed:
+def parse(
+    data: bytes, *, source_file: str, now: datetime | None = None, host: str | None = None
+) -> Parsed:
     r"""Parse one ``nvidia-smi`` snapshot: query CSV, ``-q`` text or ``-q -x`` XML.
 
     Parameters
@@ -97,6 +99,9 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
         (``gpu0001__20260601T000000Z.csv`` → ``gpu0001``).
     now
         Reference time for the "not in the future" check (default: current UTC time).
+    host
+        The host of the snapshot (``relia ingest --host``, or the ``nvidia_smi`` path pattern's
+        ``{host}``): no format prints it, so it wins over the file-name convention.
 
     Returns
     -------
@@ -132,14 +137,15 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
         return Parsed(empty_rows(SCHEMA), empty_file_reject(source_file), 0)
     now_utc = utc_now(now)
     kind = sniff(data)
+    host = host or host_of(source_file)
     if kind != "csv":
-        return _parse_dump(data, xml=kind == "xml", source_file=source_file, now=now_utc)
+        return _parse_dump(data, xml=kind == "xml", source_file=source_file, now=now_utc, host=host)
     fields = delimited_fields(
         data, separator=",", columns=COLUMNS, strip=True, what="nvidia-smi CSV header"
     )
     timestamp, index, bus_id = pl.col("timestamp"), pl.col("index"), pl.col("pci.bus_id")
     frame = fields.frame.with_columns(
-        pl.lit(host_of(source_file), pl.String).alias("host"),
+        pl.lit(host, pl.String).alias("host"),
         timestamp.str.strptime(pl.Datetime("us"), _TS_FORMAT, strict=False)
         .dt.replace_time_zone("UTC")
         .alias("snapshot_ts"),
@@ -168,7 +174,9 @@ def _unit_id_check() -> tuple[pl.Expr, str]:
     return pl.col("serial").is_null() & pl.col("uuid").is_null(), NO_UNIT_ID
 
 
-def _parse_dump(data: bytes, *, xml: bool, source_file: str, now: datetime) -> Parsed:
+def _parse_dump(
+    data: bytes, *, xml: bool, source_file: str, now: datetime, host: str | None
+) -> Parsed:
     """Parse an ``nvidia-smi -q`` or ``-q -x`` dump: one row per GPU it lists."""
     try:
         text, utf8_ok = data.decode("utf-8"), True
@@ -183,7 +191,7 @@ def _parse_dump(data: bytes, *, xml: bool, source_file: str, now: datetime) -> P
         return Parsed(
             empty_rows(SCHEMA), rejects_frame([(source_file, at, raw, dump.problem)]), n_lines - 1
         )
-    frame = _dump_frame(dump, source_file)
+    frame = _dump_frame(dump, host)
     n_gpus = len(dump.gpus)
     attached = dump.n_attached
     checked = with_reasons(
@@ -207,7 +215,7 @@ def _parse_dump(data: bytes, *, xml: bool, source_file: str, now: datetime) -> P
     return parsed_from(checked, schema=SCHEMA, source_file=source_file, n_ignored=n_lines - n_gpus)
 
 
-def _dump_frame(dump: Dump, source_file: str) -> pl.DataFrame:
+def _dump_frame(dump: Dump, host: str | None) -> pl.DataFrame:
     """Return the dump's GPUs: the row columns plus ``line``, ``timestamp`` and ``bus_text``."""
     snapshot = _dump_time(dump.timestamp)
     records = [
@@ -237,7 +245,7 @@ def _dump_frame(dump: Dump, source_file: str) -> pl.DataFrame:
     }
     frame = pl.DataFrame(records, schema=schema)
     return frame.with_columns(
-        pl.lit(host_of(source_file), pl.String).alias("host"),
+        pl.lit(host, pl.String).alias("host"),
         pci_bus_id(pl.col("bus_text")).alias("pci_bus_id"),
         *[_available(pl.col(c)).alias(c) for c in ("serial", "uuid", "gpu_name")],
     )

@@ -213,3 +213,11 @@ def test_xml_dump_without_a_serial_loads_the_gpu_with_its_uuid() -> None:
         (6, "ws2", 0, None, "GPU-4090")
     ]
     assert_accounted(result, SCHEMA, n_in_scope=1, n_ignored=11)
+
+
+def test_host_option_names_a_dump_kept_under_a_generic_name() -> None:
+    _, data = _sample("nvidia_container_toolkit_issue169_gtx1650_q.txt")
+    source_file = "/landing/nvidia_smi/ws-07/nvidia-smi-q.txt"
+    assert parse(data, source_file=source_file, now=NOW).rows["host"].to_list() == ["nvidia-smi-q"]
+    given = parse(data, source_file=source_file, now=NOW, host="ws-07")
+    assert given.rows["host"].to_list() == ["ws-07"]
