@@ -161,6 +161,12 @@ class SynthConfig:
         interruptions in the default fleet). ``{}`` switches them off.
     installed_in_window_share
         Share of nodes (the batch ``b3``) installed during the window (default 0.04).
+    smi_text_share, smi_no_serial_share
+        Share of nodes whose inventory snapshots are ``nvidia-smi -q`` text dumps
+        (``<host>__<stamp>Z.txt``) instead of the query CSV, and share of GPU boards that print
+        no serial (``[N/A]`` in the CSV, ``N/A`` in a dump; repair tickets still name the
+        board's serial). Both default to 0 (every snapshot a CSV with serials, files unchanged);
+        drawn from a generator of their own, so turning them on changes no other file.
     preset
         The preset this config came from (:mod:`synth.presets`, e.g. ``"llama3"``; None for
         none): the ground truth then adds the preset's published figures.
@@ -307,6 +313,8 @@ class SynthConfig:
     non_hardware: dict[str, InterruptionSpec] = field(default_factory=default_non_hardware)
     installed_in_window_share: float = 0.04
     preset: str | None = None
+    smi_text_share: float = 0.0
+    smi_no_serial_share: float = 0.0
 
     def __post_init__(self) -> None:
         """Check the configuration and fail with a hint on what to change."""
@@ -473,6 +481,9 @@ class SynthConfig:
                 params.pop(name)
         if self.preset is None:
             params.pop("preset")
+        if not (self.smi_text_share or self.smi_no_serial_share):
+            for name in _SMI_FORMATS:
+                params.pop(name)
         params["start"] = self.start.strftime("%Y-%m-%dT%H:%M:%SZ")
         params["job_size_mix"] = list(self.job_size_mix)
         params["classes"] = {
@@ -512,6 +523,7 @@ _TRAINING = (
     "training_warmup_s",
 )
 _HAZARD_CHANGE = ("hazard_change_at_frac", "hazard_change_factor")
+_SMI_FORMATS = ("smi_text_share", "smi_no_serial_share")
 
 
 def _check_config(config: SynthConfig) -> None:
@@ -643,6 +655,10 @@ def _check_failure_model(config: SynthConfig) -> None:
             f"{config.installed_in_window_share}."
         )
         raise ValueError(msg)
+    for name in _SMI_FORMATS:
+        if not 0 <= getattr(config, name) <= 1:
+            msg = f"{name} must be in [0, 1], got {getattr(config, name)}."
+            raise ValueError(msg)
 
 
 def _check_training(config: SynthConfig) -> None:

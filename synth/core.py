@@ -30,7 +30,7 @@ MORE_SOURCES = ("k8s_pods", "k8s_events", "elastic", "node_events", "dcgm", "tra
 _PATTERNS = {
     "slurm": "sacct_*.txt",
     "kernel": "*.log",
-    "nvidia_smi": "*.csv",
+    "nvidia_smi": "*__*Z.*",
     "fleet": "fleet.csv",
     "repairs": "tickets.csv",
     "k8s_pods": "pods_*.json",
@@ -87,12 +87,7 @@ def synthesize(out: Path, config: SynthConfig) -> dict[str, Any]:
     for name, text in data["sacct"].items():
         _write_text(out / "slurm" / name, text)
     fleet = data["fleet"]
-    for node, times in enumerate(data["snapshots"]):
-        for ts in times:
-            stamp = formats.slurm_time(ts).replace("-", "").replace(":", "")
-            path = out / "nvidia_smi" / f"{fleet.names[node]}__{stamp}Z.csv"
-            text = formats.smi_snapshot(fleet, node, ts, data["serials"], data["uuids"])
-            _write_text(path, text)
+    _write_snapshots(out, config, data, truth_dict)
     w1 = config.window_end_s
     logs = kernel.kernel_logs(config, data["rng_noise"], fleet, data["xids"], data["hostile"])
     n_kernel_lines = 0
@@ -411,6 +406,54 @@ def _prepare(out: Path, config: SynthConfig) -> None:
             raise FileExistsError(msg)
         for path in folder.glob(_PATTERNS[source]):
             path.unlink()
+
+
+_SMI_STREAM = 0x5317
+"""Second seed word of the generator that picks ``nvidia-smi -q`` nodes and serial-less boards:
+a generator of its own, so that turning those knobs on changes no other draw."""
+
+
+def _write_snapshots(
+    out: Path, config: SynthConfig, data: dict[str, Any], truth_dict: dict[str, Any]
+) -> None:
+    """Write every node's inventory snapshots: the query CSV, or ``nvidia-smi -q`` text.
+
+    With ``smi_text_share`` or ``smi_no_serial_share`` set, the truth gains ``inventory``: the
+    hosts written as text dumps and the UUIDs of the boards printed without a serial.
+    """
+    fleet, serials, uuids = data["fleet"], data["serials"], data["uuids"]
+    text_nodes: set[int] = set()
+    no_serial: list[list[bool]] | None = None
+    if config.smi_text_share or config.smi_no_serial_share:
+        rng = np.random.default_rng([config.seed, _SMI_STREAM])
+        picks = rng.random(fleet.n_nodes) < config.smi_text_share
+        text_nodes = {int(n) for n in np.flatnonzero(picks)}
+        share = config.smi_no_serial_share
+        no_serial = [
+            (rng.random(len(parts)) < share).tolist() if u < fleet.n_gpu_units else []
+            for u, parts in enumerate(serials)
+        ]
+    n_lines = 0
+    for node, times in enumerate(data["snapshots"]):
+        text_dump = node in text_nodes
+        for ts in times:
+            stamp = formats.slurm_time(ts).replace("-", "").replace(":", "")
+            name = f"{fleet.names[node]}__{stamp}Z.{'txt' if text_dump else 'csv'}"
+            write = formats.smi_query_text if text_dump else formats.smi_snapshot
+            text = write(fleet, node, ts, serials, uuids, no_serial)
+            n_lines += text.count("\n")
+            _write_text(out / "nvidia_smi" / name, text)
+    if no_serial is not None:
+        truth_dict["n_lines"]["nvidia_smi"] = n_lines
+        truth_dict["inventory"] = {
+            "smi_text_hosts": sorted(fleet.names[n] for n in text_nodes),
+            "no_serial_uuids": sorted(
+                uuids[u][part]
+                for u, parts in enumerate(no_serial)
+                for part, absent in enumerate(parts)
+                if absent
+            ),
+        }
 
 
 def _write_text(path: Path, text: str) -> None:

@@ -463,9 +463,17 @@ def snapshot_times(config: SynthConfig, fleet: Fleet) -> list[list[int]]:
 
 
 def smi_snapshot(
-    fleet: Fleet, node: int, ts: int, serials: list[list[str]], uuids: list[list[str]]
+    fleet: Fleet,
+    node: int,
+    ts: int,
+    serials: list[list[str]],
+    uuids: list[list[str]],
+    no_serial: list[list[bool]] | None = None,
 ) -> str:
-    """One ``nvidia-smi --query-gpu=... --format=csv`` output of ``node`` at ``ts``."""
+    """One ``nvidia-smi --query-gpu=... --format=csv`` output of ``node`` at ``ts``.
+
+    A board ``no_serial`` marks prints ``[N/A]`` for its serial.
+    """
     g = fleet.gpus_per_node
     stamp = slurm_time(ts).replace("-", "/").replace("T", " ") + ".000"
     lines = [SMI_HEADER]
@@ -473,5 +481,59 @@ def smi_snapshot(
         u = node * g + slot
         life = part_index(fleet, u, ts)
         bus = f"00000000:{PCI_BUSES[slot].upper()}:00.0"
-        lines.append(f"{stamp}, {slot}, {bus}, {serials[u][life]}, {uuids[u][life]}, {GPU_NAME}")
+        serial = "[N/A]" if no_serial and no_serial[u][life] else serials[u][life]
+        lines.append(f"{stamp}, {slot}, {bus}, {serial}, {uuids[u][life]}, {GPU_NAME}")
     return "\n".join(lines) + "\n"
+
+
+SMI_DRIVER = "550.54.15"
+SMI_VBIOS = "96.00.74.00.0B"
+
+
+def smi_query_text(
+    fleet: Fleet,
+    node: int,
+    ts: int,
+    serials: list[list[str]],
+    uuids: list[list[str]],
+    no_serial: list[list[bool]] | None = None,
+) -> str:
+    """One ``nvidia-smi -q`` text dump of ``node`` at ``ts`` (the inventory part of each GPU).
+
+    The same GPUs, buses, serials and UUIDs as :func:`smi_snapshot`; ``N/A`` for a board
+    ``no_serial`` marks. A real dump has many more sections per GPU (clocks, ECC, processes);
+    they hold nothing the inventory reads and are left out.
+    """
+    g = fleet.gpus_per_node
+    when = np.datetime64(int(ts), "s").astype(object)
+    stamp = f"{when:%a %b} {when.day:2d} {when:%H:%M:%S %Y}"
+    lines = ["", "==============NVSMI LOG==============", ""]
+    lines += [_smi_field("Timestamp", stamp, 0), _smi_field("Driver Version", SMI_DRIVER, 0)]
+    lines += [_smi_field("CUDA Version", "12.4", 0), "", _smi_field("Attached GPUs", str(g), 0)]
+    for slot in range(g):
+        u = node * g + slot
+        life = part_index(fleet, u, ts)
+        bus = PCI_BUSES[slot].upper()
+        serial = "N/A" if no_serial and no_serial[u][life] else serials[u][life]
+        lines.append(f"GPU 00000000:{bus}:00.0")
+        lines += [
+            _smi_field("Product Name", GPU_NAME, 4),
+            _smi_field("Product Brand", "NVIDIA", 4),
+            _smi_field("Product Architecture", "Hopper", 4),
+            _smi_field("Persistence Mode", "Enabled", 4),
+            _smi_field("Serial Number", serial, 4),
+            _smi_field("GPU UUID", uuids[u][life], 4),
+            _smi_field("Minor Number", str(slot), 4),
+            _smi_field("VBIOS Version", SMI_VBIOS, 4),
+            "    PCI",
+            _smi_field("Bus", f"0x{bus}", 8),
+            _smi_field("Device", "0x00", 8),
+            _smi_field("Domain", "0x0000", 8),
+            _smi_field("Bus Id", f"00000000:{bus}:00.0", 8),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _smi_field(key: str, value: str, indent: int) -> str:
+    """Return a ``nvidia-smi -q`` line: the key padded to column 42, then ``: value``."""
+    return f"{' ' * indent}{key:<{42 - indent}}: {value}"

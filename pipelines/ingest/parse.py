@@ -238,7 +238,7 @@ def parse_read(read: list[FileRead], extra: dict[str, dict[str, Any]]) -> Iterat
             and not extra.get(item.source)
             and not item.path_options
         ):
-            header = batch.groupable(data)
+            header = batch.groupable(data, parser)
         if header is None:
             yield parse_file(item, data, sha, extra.get(item.source))
         else:

@@ -161,14 +161,16 @@ def _growth(
     """Return how a whole file's plain ``data`` relates to the loads of its path before.
 
     A last line without its newline is held unless the file has been quiet or is compressed
-    (finished), or is a JSON document (not lines: cut short, it fails to parse, and is replaced
-    once it is whole). Content whose first bytes are those an earlier load of the same path covered
-    (``earlier``: key, content bytes, lines held, rows loaded), and which is longer or now
-    releases that load's held line, extends it: it supersedes that load, whose rows of complete
-    lines stay. Content that merely differs is a new file, keyed by its hash.
+    (finished), or is a JSON or XML document (not lines: cut short, it fails to parse, and is
+    replaced once it is whole). Content whose first bytes are those an earlier load of the same
+    path covered (``earlier``: key, content bytes, lines held, rows loaded), and which is longer
+    or now releases that load's held line, extends it: it supersedes that load, whose rows of
+    complete lines stay. Content that merely differs is a new file, keyed by its hash.
     """
     held = 0
-    document = data.lstrip()[:1] in (b"{", b"[")  # JSON: one document, not lines (never held)
+    head = data.lstrip()
+    # JSON or XML (nvidia-smi -q -x): one document, not lines (never held)
+    document = head[:1] in (b"{", b"[") or head.startswith(b"<?xml")
     if data and not data.endswith(b"\n") and not quiet and not document:
         with item.path.open("rb") as handle:
             compressed = streams.codec_of(handle.read(8)) is not None

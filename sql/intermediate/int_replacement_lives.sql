@@ -9,7 +9,8 @@
 -- to the observation window: entry_h > 0 is left truncation, failed = false is right censoring.
 -- GPU slots come from the nvidia-smi snapshots; a node with none takes its GPU slots from its
 -- DCGM samples (GPU index; the UUID stands in for the serial), so a fleet register with DCGM
--- scrapes alone still gives GPU lives.
+-- scrapes alone still gives GPU lives. A GPU nvidia-smi printed no serial for ([N/A]) is named by
+-- its UUID too (stg_inventory.unit_id).
 with fleet as (select * from stg_fleet),
 
 observation as (select * from stg_observation_window),
@@ -42,7 +43,7 @@ inventory as (
         snapshots.host,
         snapshots.snapshot_ts,
         snapshots.slot,
-        snapshots.serial
+        snapshots.unit_id as serial  -- the UUID where nvidia-smi printed no serial
     from snapshots
     union all
     select

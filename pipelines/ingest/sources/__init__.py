@@ -48,6 +48,7 @@ IDENTITY_OPTIONS: dict[str, tuple[str, ...]] = {
     "kernel": ("host",),
     "dcgm": ("host",),
     "training": ("host", "job"),
+    "nvidia_smi": ("host",),
 }
 """Sources whose parser takes ``host=`` / ``run=`` / ``job=`` (``relia ingest
 --host/--run/--job``) for files that do not name them; what the content names wins, a file-name

@@ -11,8 +11,9 @@ A parser module opts in with ``file_columns``: a function from ``source_file`` t
 the columns it derives from the file name (``{"host": ...}`` for snapshots). Joining is exact
 only for files that share the same first line (the header: a later copy of it is ignored, as in
 one file), end with a newline and carry no byte-order mark; :func:`groupable` says which files
-qualify and the rest are parsed one by one. ``tests/hardening/test_fuzz_parsers.py`` checks the
-equivalence on random and mutated files.
+qualify and the rest are parsed one by one. A parser may also say which of its files are not
+fit for joining at all (``joinable(data)``: the inventory's ``nvidia-smi -q`` dumps).
+``tests/hardening/test_fuzz_parsers.py`` checks the equivalence on random and mutated files.
 """
 
 from __future__ import annotations
@@ -36,8 +37,14 @@ def supports(parser: ModuleType) -> bool:
     return callable(getattr(parser, "file_columns", None))
 
 
-def groupable(data: bytes) -> bytes | None:
-    """Return the header line a file can be grouped by, or None when it must be parsed alone."""
+def groupable(data: bytes, parser: ModuleType | None = None) -> bytes | None:
+    """Return the header line a file can be grouped by, or None when it must be parsed alone.
+
+    ``parser``'s ``joinable(data)``, when it has one, may keep a file apart.
+    """
+    joinable = getattr(parser, "joinable", None)
+    if callable(joinable) and not joinable(data):
+        return None
     if not data.endswith(b"\n") or data.startswith(codecs.BOM_UTF8) or b"\r" in data:
         return None
     header = data.split(b"\n", 1)[0]
