@@ -97,7 +97,7 @@ EVENTS: dict[str, str] = {
     "world_sizes": r"global_world_sizes=\[[0-9, ]*\]$",
     "workers_started": _ROLE + r"Starting worker group$",
     "worker_failed": (
-        r"failed \(exitcode: -?[0-9]+\) local_rank: [0-9]+ \(pid: [0-9]+\) of binary: .+$"
+        r"failed \(exitcode: -?[0-9]+\) local_rank: [0-9]+ \(pid: [0-9]+\) of (?:binary|fn): .+$"
     ),
     "group_restart": (
         _ROLE + r"Worker group (?:FAILED|UNHEALTHY)\. [0-9]+/[0-9]+ attempts left; will restart "
@@ -112,7 +112,10 @@ EVENTS: dict[str, str] = {
         _ROLE + r"Detected [0-9]+ new nodes from group_rank=[0-9]+; will restart worker group$"
     ),
     "death_signal": r"Received \S+ death signal, shutting down workers$",
-    "closing_signal": r"Sending process [0-9]+ closing signal [A-Z0-9]+$",
+    "closing_signal": (
+        r"(?:Sending process [0-9]+ closing signal|Closing process [0-9]+ via signal) [A-Z0-9]+$"
+    ),
+    "forced_kill": (r"Unable to shutdown process [0-9]+ via \S+, forcefully exiting via \S+$"),
 }
 """Agent messages in scope (``event`` name → regex of the message, anchored at the line end)."""
 
@@ -133,6 +136,30 @@ _PREFIXES: dict[str, str] = {
         r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})) +"
         r"(?:([A-Z]+):(\S+):)? *$"
     ),
+    # the same format without the stamp: the line has no time (``ts`` is null), yet its event,
+    # exit code and restart count are read
+    "python_default": r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL):([A-Za-z_][\w.]*):$",
+}
+# signal numbers as Linux numbers them (x86 and ARM alike for these), for messages that print a
+# number (``Received 15 death signal``) and for negative worker exit codes
+SIGNAL_NAMES: dict[int, str] = {
+    1: "SIGHUP",
+    2: "SIGINT",
+    3: "SIGQUIT",
+    4: "SIGILL",
+    5: "SIGTRAP",
+    6: "SIGABRT",
+    7: "SIGBUS",
+    8: "SIGFPE",
+    9: "SIGKILL",
+    10: "SIGUSR1",
+    11: "SIGSEGV",
+    12: "SIGUSR2",
+    13: "SIGPIPE",
+    14: "SIGALRM",
+    15: "SIGTERM",
+    24: "SIGXCPU",
+    25: "SIGXFSZ",
 }
 # a line of a result block: "  <key>=<value>" (a list value may hold spaces), with or without a
 # log prefix; any key, so a field a torch version adds does not end the block
@@ -286,7 +313,9 @@ def parse(
                 "timestamps, e.g. kubectl logs --timestamps)",
             ),
             (
-                pl.col("log_format").is_not_null() & pl.col("ts").is_null(),
+                pl.col("log_format").is_not_null()
+                & (pl.col("log_format") != "python_default")
+                & pl.col("ts").is_null(),
                 pl.format("impossible timestamp in '{}'", pl.col("prefix")),
             ),
             (in_future(pl.col("ts"), now_utc), pl.format("timestamp in the future: {}", "ts")),
@@ -369,8 +398,13 @@ def _with_prefix(frame: pl.LazyFrame, reference: datetime) -> pl.LazyFrame:
     glog = prefix.str.extract_groups(_PREFIXES["glog"])
     v1 = prefix.str.extract_groups(_PREFIXES["elastic_v1"])
     stamped = prefix.str.extract_groups(_PREFIXES["stamped_default"])
+    untimed = prefix.str.extract_groups(_PREFIXES["python_default"])
     frame = frame.with_columns(
-        bracket.alias("bracket"), glog.alias("glog"), v1.alias("v1"), stamped.alias("stamped")
+        bracket.alias("bracket"),
+        glog.alias("glog"),
+        v1.alias("v1"),
+        stamped.alias("stamped"),
+        untimed.alias("untimed"),
     ).with_columns(
         pl.when(pl.col("bracket").struct.field("1").is_not_null())
         .then(pl.lit("torch_bracket"))
@@ -380,18 +414,22 @@ def _with_prefix(frame: pl.LazyFrame, reference: datetime) -> pl.LazyFrame:
         .then(pl.lit("elastic_v1"))
         .when(pl.col("stamped").struct.field("1").is_not_null())
         .then(pl.lit("stamped_default"))
+        .when(pl.col("untimed").struct.field("1").is_not_null())
+        .then(pl.lit("python_default"))
         .alias("log_format"),
         pl.coalesce(
             pl.col("bracket").struct.field("3"),
             pl.col("glog").struct.field("1").replace_strict(_GLOG_LEVELS, default=None),
             pl.col("v1").struct.field("1"),
             pl.col("stamped").struct.field("2"),
+            pl.col("untimed").struct.field("1"),
         ).alias("level"),
         pl.coalesce(
             pl.col("bracket").struct.field("2"),
             pl.col("glog").struct.field("3"),
             pl.col("v1").struct.field("3"),
             pl.col("stamped").struct.field("3"),
+            pl.col("untimed").struct.field("2"),
         ).alias("logger"),
         pl.coalesce(
             _dated(
@@ -468,17 +506,39 @@ def _with_fields(frame: pl.LazyFrame) -> pl.LazyFrame:
         .alias("world_size"),
         failed.struct.field("1").cast(pl.Int32, strict=False).alias("exit_code"),
         failed.struct.field("2").cast(pl.Int32, strict=False).alias("local_rank"),
-        pl.coalesce(failed.struct.field("3"), message.str.extract(r"^Sending process ([0-9]+) ", 1))
+        pl.coalesce(failed.struct.field("3"), message.str.extract(_SIGNALLED_PID, 1))
         .cast(pl.Int64, strict=False)
         .alias("pid"),
         restart.struct.field("1").cast(pl.Int32, strict=False).alias("restarts_left"),
         restart.struct.field("2").cast(pl.Int32, strict=False).alias("max_restarts"),
-        pl.when(event == "death_signal")
-        .then(message.str.extract(r"^Received (\S+) death signal", 1))
-        .when(event == "closing_signal")
-        .then(message.str.extract(r"closing signal (\S+)$", 1))
-        .alias("signal_name"),
+        _signal_name(
+            pl.when(event == "death_signal")
+            .then(message.str.extract(r"^Received (\S+) death signal", 1))
+            .when(event == "closing_signal")
+            .then(message.str.extract(r"(?:closing signal|via signal) (\S+)$", 1))
+            .when(event == "forced_kill")
+            .then(message.str.extract(r"forcefully exiting via (\S+)$", 1))
+            .when((event == "worker_failed") & failed.struct.field("1").str.starts_with("-"))
+            .then(failed.struct.field("1").str.strip_prefix("-"))
+        ).alias("signal_name"),
     )
+
+
+_SIGNALLED_PID = r"^(?:Sending process|Closing process|Unable to shutdown process) ([0-9]+) "
+
+
+def _signal_name(text: pl.Expr) -> pl.Expr:
+    """Return a signal's name (``SIGTERM``) from ``Signals.SIGTERM``, ``SIGTERM`` or ``15``.
+
+    Python prints a ``signal.Signals`` member as ``Signals.SIGTERM`` (``str`` before 3.11) or
+    ``15`` (f-strings, and ``str`` from 3.11); a number with no name in :data:`SIGNAL_NAMES`
+    stays a number.
+    """
+    bare = text.str.strip_prefix("Signals.")
+    named = bare.replace_strict(
+        {str(number): name for number, name in SIGNAL_NAMES.items()}, default=None
+    )
+    return pl.coalesce(named, bare)
 
 
 def _with_context(
@@ -498,31 +558,36 @@ def _with_context(
     """
     good = pl.col("reason").is_null()
     name_run, name_host = _names_from_path(source_file)
-    joined_round = pl.when(good).then(pl.col("round_joined")).forward_fill()
-    from_blocks = pl.when(good).then(pl.col("restart_count_here")).forward_fill()
-    # a log without result blocks: the worker-group starts seen so far, minus one
-    starts_before = (good & (pl.col("event") == "workers_started")).cast(pl.Int32).cum_sum() - 1
-    from_starts = pl.when(pl.col("restart_count_here").is_null().all() & (starts_before >= 0)).then(
-        starts_before
-    )
     filled = checked.sort("line_no").with_columns(
-        # the joined-round number where the log prints one, else the restart count
-        pl.when((good & pl.col("round_joined").is_not_null()).any())
-        .then(joined_round)
-        .otherwise(pl.coalesce(from_blocks, from_starts))
-        .alias("round"),
+        _round(good).alias("round"),
         _carried(pl.when(good).then(pl.col("line_run_id")), launch_run, run, name_run).alias(
             "run_id"
         ),
         _carried(
             pl.when(good).then(pl.coalesce("line_host", "master_host")), host, name_host
         ).alias("host"),
-        # a continuation line without a prefix is as old as the line before it
-        pl.when(good).then(pl.col("ts")).forward_fill().alias("filled_ts"),
+        # a continuation line without a prefix is as old as the agent line before it (which
+        # may have no time either)
+        pl.col("ts")
+        .gather(
+            pl.when(good & pl.col("log_format").is_not_null())
+            .then(pl.int_range(pl.len()))
+            .forward_fill()
+        )
+        .alias("filled_ts"),
+        # an untimed (python_default) line before a continuation gives it no time, but a home
+        pl.when(good & pl.col("log_format").is_not_null())
+        .then(pl.lit(value=True))
+        .forward_fill()
+        .fill_null(value=False)
+        .alias("after_agent_line"),
     )
     missing = pl.col("run_id").is_null(), pl.col("host").is_null()
     return filled.with_columns(
-        pl.coalesce(pl.col("ts"), pl.col("filled_ts")).alias("ts")
+        pl.when(pl.col("log_format").is_null())
+        .then(pl.col("filled_ts"))
+        .otherwise(pl.col("ts"))
+        .alias("ts")
     ).with_columns(
         pl.when(good & missing[0] & missing[1])
         .then(
@@ -536,10 +601,47 @@ def _with_context(
         .then(pl.lit(f"run unknown: pass --run, {_PATTERN_HINT.format('run')}"))
         .when(good & missing[1])
         .then(pl.lit(f"host unknown: pass --host, {_PATTERN_HINT.format('host')}"))
-        .when(good & pl.col("ts").is_null())
+        .when(
+            good
+            & pl.col("ts").is_null()
+            & (pl.col("log_format").is_not_null() | ~pl.col("after_agent_line"))
+            & (pl.col("log_format") != "python_default").fill_null(value=True)
+        )
         .then(pl.lit("continuation line with no timed line before it"))
         .otherwise(pl.col("reason"))
         .alias("reason"),
+    )
+
+
+def _round(good: pl.Expr) -> pl.Expr:
+    """Return the attempt round of every line: one per worker-group start, aligned on markers.
+
+    A marker is a line that names its round: the joined-round lines where the log prints any,
+    else the ``restart_count`` of the result blocks. From a marker on, the round is the marker's,
+    plus one for each further ``Starting worker group`` before the next marker (a start the
+    agent printed no rendezvous line for is an attempt all the same). Before the first marker,
+    the rounds count back from it by the starts in between (a first round that printed no result
+    block is round ``restart_count - 1`` of the next block); a log without markers counts its
+    starts from 0. Lines before both the first marker and the first start have no round.
+    """
+    joined = pl.when(good).then(pl.col("round_joined"))
+    blocks = pl.when(good).then(pl.col("restart_count_here"))
+    marker = pl.when(joined.is_not_null().any()).then(joined).otherwise(blocks)
+    is_marker = marker.is_not_null()
+    # worker-group starts up to and including each line
+    starts = (good & (pl.col("event") == "workers_started")).cast(pl.Int32).cum_sum()
+    starts_at_marker = pl.when(is_marker).then(starts)
+    # the round before the first marker: the first marker's, less the starts before it
+    first_round = (marker.drop_nulls().first() - starts_at_marker.drop_nulls().first()).fill_null(0)
+    base_round = marker.forward_fill().fill_null(first_round)
+    base_starts = starts_at_marker.forward_fill().fill_null(0)
+    later_starts = (starts - base_starts - 1).clip(lower_bound=0)
+    return (
+        pl.when(is_marker.cum_sum() > 0)
+        .then(base_round + later_starts)
+        .when(starts > 0)
+        .then(base_round + later_starts)
+        .cast(pl.Int32)
     )
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from pipelines.ingest.sources.elastic import parse
-from tests.pipelines.sources.helpers import raw_bytes, reject_reasons, utc
+from tests.pipelines.sources.helpers import raw_bytes, utc
 
 if TYPE_CHECKING:
     from pipelines.ingest.sources.common import Parsed
@@ -114,15 +114,22 @@ def test_elastic_real_torch_2_glog_failure_and_restart() -> None:
 
 def test_elastic_real_torch_1_9_basicconfig_lines_carry_no_time() -> None:
     # shun-zheng/Doc2EDAG#24: 17 lines; the agent lines 1-4 and 16 print no time (Python's
-    # default format), line 14 (global_world_sizes) continues a block that has none either
+    # default format), line 14 (global_world_sizes) continues a block that has none either.
+    # They are read with their time unknown: the restart (3/3 left), the result block of
+    # restart_count 1 and the start of that round; lines 1-3 come before any start or block
     result = _sample("doc2edag_24_torch1_9_basicconfig.log", host="node0", run="doc2edag")
-    assert result.rows.height == 0
-    reasons = reject_reasons(result)
-    assert sorted(reasons) == [1, 2, 3, 4, 14, 16]
-    for line_no in (1, 2, 3, 4, 16):
-        assert reasons[line_no].startswith("unrecognised log prefix")
-        assert "kubectl logs --timestamps" in reasons[line_no]
-    assert reasons[14] == "continuation line with no timed line before it"
+    assert result.rejects.height == 0
+    assert result.rows.select(
+        "line_no", "event", "ts", "level", "round", "restarts_left", "world_size", "log_format"
+    ).rows() == [
+        (1, "group_restart", None, "INFO", None, 3, None, "python_default"),
+        (2, "group_stopping", None, "INFO", None, None, None, "python_default"),
+        (3, "rendezvous_start", None, "INFO", None, None, None, "python_default"),
+        (4, "rendezvous_complete", None, "INFO", 1, None, None, "python_default"),
+        (14, "world_sizes", None, None, 1, None, 4, None),
+        (16, "workers_started", None, "INFO", 1, None, None, "python_default"),
+    ]
+    assert set(result.rows["logger"].drop_nulls()) == {AGENT}
     assert result.n_ignored == 11
 
 
@@ -295,4 +302,66 @@ def test_elastic_without_blocks_or_joined_lines_counts_worker_group_starts() -> 
         (6, "rendezvous_start", 0),
         (7, "workers_started", 1),
         (8, "group_succeeded", 1),
+    ]
+
+
+def test_elastic_real_torch_2_closing_process_via_signal_gives_the_signal_name() -> None:
+    # NVIDIA/nvidia-resiliency-ext#18 (2025-02-27): lines 1-6 and 9 close a worker each
+    # ("Closing process N via signal SIGTERM", the wording of a function entrypoint), lines 7-8
+    # are two agents' "Received 15 death signal" (15 is SIGTERM)
+    result = _sample(
+        "nvidia_resiliency_ext_18_torch2_glog_closing.log",
+        file_mtime=datetime(2025, 2, 28, tzinfo=UTC),
+        host="node0",
+        run="straggler",
+    )
+    assert result.rejects.height == 0
+    assert result.n_ignored == 0
+    closing = [293866, 293844, 293853, 293845, 293867, 293885]
+    assert result.rows.select("line_no", "event", "pid", "signal_name").rows() == [
+        *((n, "closing_signal", pid, "SIGTERM") for n, pid in enumerate(closing, start=1)),
+        (7, "death_signal", None, "SIGTERM"),
+        (8, "death_signal", None, "SIGTERM"),
+        (9, "closing_signal", 293846, "SIGTERM"),
+    ]
+    assert result.rows["ts"].to_list()[-1] == utc("2025-02-27T17:39:41.937")
+
+
+def test_elastic_real_torch_1_python_default_signals_by_name() -> None:
+    # MCG-NJU/RTD-Action#31: Ctrl-C (signal 2, SIGINT) and the worker closed with it;
+    # showlab/EgoVLP#21: a worker killed by signal 9 (SIGKILL). No line prints a time.
+    interrupted = _sample("rtd_action_31_torch1_python_default_sigint.log", host="h", run="r")
+    killed = _sample("egovlp_21_torch1_python_default_sigkill.log", host="h", run="r")
+    assert interrupted.rejects.height == killed.rejects.height == 0
+    assert interrupted.rows.select("event", "ts", "level", "pid", "signal_name").rows() == [
+        ("death_signal", None, "WARNING", None, "SIGINT"),
+        ("closing_signal", None, "WARNING", 4797, "SIGINT"),
+    ]
+    assert killed.rows.select(
+        "event", "ts", "level", "logger", "exit_code", "local_rank", "pid", "signal_name"
+    ).rows() == [("worker_failed", None, "ERROR", MP, -9, 3, 407727, "SIGKILL")]
+    assert set(killed.rows["log_format"]) == {"python_default"}
+
+
+def test_elastic_every_wording_of_the_worker_close_and_failure() -> None:
+    # torch.distributed.elastic.multiprocessing.api: a binary's workers are closed with
+    # "Sending process", a function's with "Closing process"; a worker that outlives the
+    # timeout is killed ("Unable to shutdown", with the signals as Signals members); a failed
+    # function prints "of fn:"; an unknown signal number stays a number
+    result = _text(
+        f"""
+        [2024-03-12 08:00:00,000] {MP}: [ERROR] failed (exitcode: 1) local_rank: 0 (pid: 11) of fn: main (start_method: spawn)
+        [2024-03-12 08:00:00,001] {MP}: [WARNING] Closing process 12 via signal SIGTERM
+        [2024-03-12 08:00:30,001] {MP}: [WARNING] Unable to shutdown process 12 via Signals.SIGTERM, forcefully exiting via Signals.SIGKILL
+        [2024-03-12 08:00:31,000] {AGENT}: [WARNING] Received 40 death signal, shutting down workers
+        """,  # noqa: E501
+        host="h",
+        run="r",
+    )
+    assert result.rejects.height == 0
+    assert result.rows.select("event", "exit_code", "pid", "signal_name").rows() == [
+        ("worker_failed", 1, 11, None),
+        ("closing_signal", None, 12, "SIGTERM"),
+        ("forced_kill", None, 12, "SIGKILL"),
+        ("death_signal", None, None, "40"),
     ]
