@@ -6,10 +6,12 @@ here by hand in the wording torch prints; every expectation is read off them."""
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pipelines import ingest, warehouse
+from synth import SynthConfig, default_classes, synthesize
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -154,3 +156,76 @@ def test_torch_1_12_log_without_times_gives_attempts_failures_and_null_overheads
         "select attempt, submit_ts, start_ts, end_ts, restart_overhead_s, gpu_hours, "
         "is_interruption from int_job_attempts order by attempt",
     ) == [(n, None, None, None, None, None, False) for n in (1, 2, 3)]
+
+
+def _fleet(tmp_path: Path, torch: str) -> tuple[Path, dict[str, Any]]:
+    config = SynthConfig(
+        nodes=8,
+        days=7,
+        seed=6,
+        start=datetime(2026, 3, 2, tzinfo=UTC),
+        # failures 25 times as frequent as the default fleet's, so a week holds some
+        classes={k: replace(v, scale_h=v.scale_h / 25) for k, v in default_classes().items()},
+        elastic_share=0.6,
+        node_events=False,
+        elastic_torch=torch,
+    )
+    truth = synthesize(tmp_path / "landing", config)
+    db = tmp_path / "relia.duckdb"
+    ingest.ingest(db, ingest.discover([tmp_path / "landing"]))
+    return db, truth
+
+
+def _elastic_failures(truth: dict[str, Any]) -> list[tuple[str, int]]:
+    return sorted(
+        (r["job_id_raw"], r["attempt"])
+        for r in truth["interruptions"]
+        if r["job_id_raw"].startswith("elastic:")
+    )
+
+
+def test_synthetic_torch_1_12_fleet_gives_the_truths_attempts_and_failures(
+    tmp_path: Path,
+) -> None:
+    db, truth = _fleet(tmp_path, "1.12")
+    assert truth["elastic_torch"] == "1.12"
+    table = "raw_elastic_events"
+    assert _query(db, f"select count(*) from {table}") == [(truth["expected_rows"][table],)]
+    quarantined = f"select count(*) from raw_quarantine where target_table = '{table}'"
+    assert _query(db, quarantined) == [(truth["expected_quarantine"][table],)]
+    assert _query(db, f"select count(*) from {table} where ts is not null") == [(0,)]
+    failures = _elastic_failures(truth)
+    assert failures  # the seed's week holds some
+    found = _query(
+        db,
+        "select job_id_raw, attempt, end_ts, restart_overhead_s, is_interruption "
+        "from int_job_attempts where scheduler = 'elastic' and state = 'FAILED'",
+    )
+    # every failure of the truth is a FAILED attempt, its time and overhead unknown
+    assert sorted((job, n) for job, n, *_ in found) == failures
+    assert {tuple(rest) for _, _, *rest in found} == {(None, None, False)}
+    n_jobs = _query(
+        db, "select count(distinct job_id_raw) from int_job_attempts where scheduler = 'elastic'"
+    )
+    assert n_jobs == [(truth["jobs_by_scheduler"]["elastic"],)]
+
+
+def test_synthetic_torch_2_5_fleet_closes_workers_by_signal_name(tmp_path: Path) -> None:
+    db, truth = _fleet(tmp_path, "2.5")
+    assert truth["elastic_torch"] == "2.5"
+    assert _query(
+        db,
+        "select distinct signal_name from raw_elastic_events "
+        "where event in ('closing_signal', 'death_signal')",
+    ) == [("SIGTERM",)]
+    assert _query(
+        db,
+        "select count(*) from raw_elastic_events "
+        "where event = 'closing_signal' and message not like 'Closing process % via signal %'",
+    ) == [(0,)]
+    found = _query(
+        db,
+        "select job_id_raw, attempt from int_job_attempts "
+        "where scheduler = 'elastic' and is_interruption",
+    )
+    assert sorted(found) == _elastic_failures(truth)
