@@ -17,17 +17,23 @@ One file is the log of one agent (one node) of one run. The agent's own messages
     [default] worker group successfully finished. Waiting 300 seconds for other agents to finish.
     Received Signals.SIGTERM death signal, shutting down workers
     Sending process 5556 closing signal SIGTERM
+    Closing process 5557 via signal SIGTERM
+    Unable to shutdown process 5557 via Signals.SIGTERM, forcefully exiting via Signals.SIGKILL
 
-Four log prefixes are read (``log_format``)::
+(the wordings torch printed from 1.9 to current 2.x: ``of fn: <name>`` for a function entrypoint,
+``Received 15 death signal`` where Python formats the signal as a number). Five log prefixes are
+read (``log_format``)::
 
     torch_bracket    [2026-06-01 00:00:00,000] torch.distributed.elastic.agent.server.api: [INFO] ...
     glog             I0601 00:00:00.000000 4242 torch/distributed/elastic/agent/server/api.py:870] ...
     elastic_v1       [INFO] 2026-06-01 00:00:00,000 api: ...
     stamped_default  2026-06-01T00:00:00.000000000Z INFO:torch.distributed.elastic.agent.server.api:...
+    python_default   INFO:torch.distributed.elastic.agent.server.api:...
 
 (torch 2.0-2.2, torch 2.3 and later, torchelastic 0.2 / torch 1.9-1.10, and torch 1.x under
 Python's default logging format with a collector's RFC 3339 stamp, e.g. ``kubectl logs
---timestamps``; without the stamp such lines carry no time and are rejects.) The ``[default]``
+--timestamps``; without the stamp, ``python_default``, a line carries no time: its ``ts`` is
+null, its event, exit code, restart counts and signal are read all the same.) The ``[default]``
 role tag is optional (empty ``[]`` or absent in some launchers). Clocks are taken as UTC.
 ``glog`` prints no year: it comes from the file's mtime like traditional syslog. Only lines
 holding one of the messages above are in scope; worker output and every other line are ignored.
@@ -35,9 +41,11 @@ The run (rendezvous id) and host come from the content: the file's rendezvous li
 descriptor is ``<fqdn>_<pid>_<n>``), the launch configuration's ``run_id`` and the rank-0
 agent's ``master_addr``; else from the ``run=`` / ``host=`` options (``relia ingest --run
 --host``); else, as a documented legacy fallback, from a file name ``<run_id>__<host>.log``.
-Logs without joined-round lines (static rendezvous, torch versions or log levels that print
-none) still give attempts: their ``round`` is the ``restart_count`` of the agent's latest
-``Rendezvous complete`` result block.
+Every ``Starting worker group`` is an attempt of its own, whatever rendezvous lines precede it
+(see ``_round``): logs without joined-round lines (static rendezvous, torch versions or log
+levels that print none) number their rounds by the result blocks' ``restart_count``, and a first
+round that printed no result block is the round before the first block's. Signals are stored by
+name (``SIGTERM``), from a name, a ``Signals.`` member or a number.
 """  # noqa: E501
 
 from __future__ import annotations
@@ -206,20 +214,21 @@ def parse(
     Parsed
         ``rows`` with the ``raw_elastic_events`` columns (:data:`SCHEMA`): ``run_id``, ``host``
         (short name), ``ts``, ``level``, ``logger``, ``event`` (a key of :data:`EVENTS`),
-        ``role``, ``round`` (the attempt round the agent was in: that of the latest
-        ``rendezvous_joined`` line of the file; in a log without joined-round lines, the
-        ``restart_count`` of the latest ``Rendezvous complete`` result block; in a log without
-        either, the number of ``Starting worker group`` lines up to this one, minus one),
+        ``role``, ``round`` (the attempt round the agent was in: one per worker-group start,
+        numbered by the joined-round lines, else the result blocks' ``restart_count``, else
+        the starts so far minus one; see ``_round``),
         ``group_rank`` and ``n_nodes`` (joined lines, result blocks),
         ``world_size`` (workers, from ``global_world_sizes``), ``local_rank``, ``exit_code``
         (as printed: negative for a signal) and ``pid`` (failed workers), ``restarts_left`` and
-        ``max_restarts`` (restart lines), ``signal_name`` (death and closing signals),
+        ``max_restarts`` (restart lines), ``signal_name`` (by name: death and closing signals,
+        forced kills, a failed worker's negative exit code),
         ``message`` and ``log_format``.
 
     Notes
     -----
-    Rejects: in-scope lines that are not UTF-8, whose prefix is none of the three formats (a
-    ``global_world_sizes`` continuation may have none: it takes the time of the line before),
+    Rejects: in-scope lines that are not UTF-8, whose prefix is none of the five formats (a
+    ``global_world_sizes`` continuation may have none: it takes the time of the agent line
+    before, null after a ``python_default`` one),
     whose time is impossible or in the future, or whose run and host cannot be told (the reason
     names the option that fixes it).
 
