@@ -627,31 +627,49 @@ def _round(good: pl.Expr) -> pl.Expr:
 
     A marker is a line that names its round: the joined-round lines where the log prints any,
     else the ``restart_count`` of the result blocks. From a marker on, the round is the marker's,
-    plus one for each further ``Starting worker group`` before the next marker (a start the
-    agent printed no rendezvous line for is an attempt all the same). Before the first marker,
-    the rounds count back from it by the starts in between (a first round that printed no result
-    block is round ``restart_count - 1`` of the next block); a log without markers counts its
-    starts from 0. Lines before both the first marker and the first start have no round.
+    plus one for each further ``Starting worker group`` before the next marker that follows the
+    end of a round (a start the agent printed no rendezvous line for is an attempt all the same;
+    two agents' starts that one file merges, with no end between them, are one round). Before the
+    first marker, the rounds count back from it by the starts in between (a first round that
+    printed no result block is round ``restart_count - 1`` of the next block); a log without
+    markers counts its starts from 0. Lines before both the first marker and the first start have
+    no round.
     """
     joined = pl.when(good).then(pl.col("round_joined"))
     blocks = pl.when(good).then(pl.col("restart_count_here"))
     marker = pl.when(joined.is_not_null().any()).then(joined).otherwise(blocks)
     is_marker = marker.is_not_null()
-    # worker-group starts up to and including each line
-    starts = (good & (pl.col("event") == "workers_started")).cast(pl.Int32).cum_sum()
+    segment = is_marker.cum_sum()
+    is_start = good & (pl.col("event") == "workers_started")
+    ends = (good & pl.col("event").is_in(_ROUND_ENDS)).cast(pl.Int32).cum_sum()
+    # the end count and segment of the latest start before each line
+    ends_at_last_start = pl.when(is_start).then(ends).forward_fill().shift(1)
+    segment_at_last_start = pl.when(is_start).then(segment).forward_fill().shift(1)
+    new_round = is_start & (
+        ends_at_last_start.is_null()
+        | (ends > ends_at_last_start)
+        | (segment != segment_at_last_start)
+    )
+    # rounds started up to and including each line
+    starts = new_round.cast(pl.Int32).cum_sum()
     starts_at_marker = pl.when(is_marker).then(starts)
     # the round before the first marker: the first marker's, less the starts before it
     first_round = (marker.drop_nulls().first() - starts_at_marker.drop_nulls().first()).fill_null(0)
     base_round = marker.forward_fill().fill_null(first_round)
     base_starts = starts_at_marker.forward_fill().fill_null(0)
     later_starts = (starts - base_starts - 1).clip(lower_bound=0)
-    return (
-        pl.when(is_marker.cum_sum() > 0)
-        .then(base_round + later_starts)
-        .when(starts > 0)
-        .then(base_round + later_starts)
-        .cast(pl.Int32)
-    )
+    return pl.when((segment > 0) | (starts > 0)).then(base_round + later_starts).cast(pl.Int32)
+
+
+_ROUND_ENDS = [
+    "worker_failed",
+    "group_restart",
+    "group_stopping",
+    "group_succeeded",
+    "membership_change",
+    "death_signal",
+]
+"""Events that end a round: a ``Starting worker group`` after one starts the next round."""
 
 
 _PATTERN_HINT = (

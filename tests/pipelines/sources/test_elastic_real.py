@@ -21,6 +21,7 @@ NOW = datetime(2026, 9, 1, tzinfo=UTC)
 SAMPLES = Path(__file__).parent / "samples" / "elastic"
 AGENT = "torch.distributed.elastic.agent.server.api"
 MP = "torch.distributed.elastic.multiprocessing.api"
+RDZV = "torch.distributed.elastic.rendezvous.dynamic_rendezvous"
 
 
 def _sample(name: str, **options: object) -> Parsed:
@@ -364,4 +365,70 @@ def test_elastic_every_wording_of_the_worker_close_and_failure() -> None:
         ("closing_signal", None, 12, "SIGTERM"),
         ("forced_kill", None, 12, "SIGKILL"),
         ("death_signal", None, None, "40"),
+    ]
+
+
+def test_elastic_first_round_without_a_result_block_is_a_round_of_its_own() -> None:
+    # three starts; only the restarts print a result block (restart_count 1, 2): the first
+    # start and its failure are round 0, not lost
+    block = "  restart_count={}\n  group_rank=0\n  group_world_size=1\n"
+    result = _text(
+        f"INFO:{AGENT}:[default] Starting worker group\n"
+        f"ERROR:{MP}:failed (exitcode: 1) local_rank: 0 (pid: 7) of binary: python\n"
+        f"INFO:{AGENT}:[default] Rendezvous complete for workers. Result:\n"
+        + block.format(1)
+        + f"INFO:{AGENT}:[default] Starting worker group\n"
+        f"ERROR:{MP}:failed (exitcode: -9) local_rank: 1 (pid: 8) of binary: python\n"
+        f"INFO:{AGENT}:[default] Rendezvous complete for workers. Result:\n"
+        + block.format(2)
+        + f"INFO:{AGENT}:[default] Starting worker group\n",
+        host="h",
+        run="r",
+    )
+    assert result.rejects.height == 0
+    assert result.rows.select("event", "round").rows() == [
+        ("workers_started", 0),
+        ("worker_failed", 0),
+        ("rendezvous_complete", 1),
+        ("workers_started", 1),
+        ("worker_failed", 1),
+        ("rendezvous_complete", 2),
+        ("workers_started", 2),
+    ]
+
+
+def test_elastic_two_agents_merged_in_one_file_start_one_round() -> None:
+    # srun merges both agents' output: two joined lines of round 0, then both starts with no
+    # end between them (one round), then both fail and rejoin round 1
+    def joined(node: str, rnd: int, rank: int) -> str:
+        return (
+            f"[2026-06-01 00:00:0{rnd},000] {RDZV}: [INFO] The node '{node}_42_0' has joined "
+            f"round {rnd} of the rendezvous 'llm-2' as rank {rank} in a world of size 2.\n"
+        )
+
+    def line(clock: str, logger: str, message: str) -> str:
+        return f"[2026-06-01 00:00:{clock},000] {logger}: [INFO] {message}\n"
+
+    result = _text(
+        joined("gpu0001", 0, 0)
+        + joined("gpu0002", 0, 1)
+        + line("02", AGENT, "[default] Starting worker group")
+        + line("02", AGENT, "[default] Starting worker group")
+        + line("05", MP, "failed (exitcode: 1) local_rank: 0 (pid: 9) of binary: python")
+        + joined("gpu0001", 1, 0)
+        + joined("gpu0002", 1, 1)
+        + line("07", AGENT, "[default] Starting worker group")
+        + line("07", AGENT, "[default] Starting worker group"),
+    )
+    assert result.rejects.height == 0
+    assert result.rows.select("event", "round").rows() == [
+        ("rendezvous_joined", 0),
+        ("rendezvous_joined", 0),
+        ("workers_started", 0),
+        ("workers_started", 0),
+        ("worker_failed", 0),
+        ("rendezvous_joined", 1),
+        ("rendezvous_joined", 1),
+        ("workers_started", 1),
+        ("workers_started", 1),
     ]
