@@ -123,7 +123,9 @@ EVENTS: dict[str, str] = {
     "closing_signal": (
         r"(?:Sending process [0-9]+ closing signal|Closing process [0-9]+ via signal) [A-Z0-9]+$"
     ),
-    "forced_kill": (r"Unable to shutdown process [0-9]+ via \S+, forcefully exiting via \S+$"),
+    "forced_kill": (  # torch 1.x spells it "exitting"
+        r"Unable to shutdown process [0-9]+ via \S+, forcefully exitt?ing via \S+$"
+    ),
 }
 """Agent messages in scope (``event`` name → regex of the message, anchored at the line end)."""
 
@@ -526,7 +528,7 @@ def _with_fields(frame: pl.LazyFrame) -> pl.LazyFrame:
             .when(event == "closing_signal")
             .then(message.str.extract(r"(?:closing signal|via signal) (\S+)$", 1))
             .when(event == "forced_kill")
-            .then(message.str.extract(r"forcefully exiting via (\S+)$", 1))
+            .then(message.str.extract(r"forcefully exitt?ing via (\S+)$", 1))
             .when((event == "worker_failed") & failed.struct.field("1").str.starts_with("-"))
             .then(failed.struct.field("1").str.strip_prefix("-"))
         ).alias("signal_name"),

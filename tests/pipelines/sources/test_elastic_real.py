@@ -355,6 +355,7 @@ def test_elastic_every_wording_of_the_worker_close_and_failure() -> None:
         [2024-03-12 08:00:00,001] {MP}: [WARNING] Closing process 12 via signal SIGTERM
         [2024-03-12 08:00:30,001] {MP}: [WARNING] Unable to shutdown process 12 via Signals.SIGTERM, forcefully exiting via Signals.SIGKILL
         [2024-03-12 08:00:31,000] {AGENT}: [WARNING] Received 40 death signal, shutting down workers
+        [2024-03-12 08:00:32,000] {MP}: [WARNING] Unable to shutdown process 13 via 15, forcefully exitting via 9
         """,  # noqa: E501
         host="h",
         run="r",
@@ -365,6 +366,7 @@ def test_elastic_every_wording_of_the_worker_close_and_failure() -> None:
         ("closing_signal", None, 12, "SIGTERM"),
         ("forced_kill", None, 12, "SIGKILL"),
         ("death_signal", None, None, "40"),
+        ("forced_kill", None, 13, "SIGKILL"),  # torch 1.x: f-string numbers, "exitting"
     ]
 
 
