@@ -208,6 +208,14 @@ class SynthConfig:
     elastic_share
         Share of multi-node jobs (not arrays, not the ambiguous ones) run under ``torchrun``
         (PyTorch elastic): they land as agent logs, one per run and node. Default 0 (none).
+    elastic_torch
+        The torch version the agent logs are written as: None (default) draws, per run, the
+        torch 2.0-2.2 ``[time] logger: [LEVEL]`` or the torchelastic 0.2 ``[LEVEL] time logger:``
+        prefix; ``"1.12"`` writes torch 1.10-1.13 under Python's default format
+        (``INFO:<logger>:<message>``, no time) with ``Received 15 death signal``; ``"2.5"`` the
+        torch >= 2.5 wording (``Closing process N via signal SIGTERM``, ``Received 15 death
+        signal``) in the ``[time] logger: [LEVEL]`` prefix. The truth names it
+        (``elastic_torch``); it appears in ``params`` only when set.
     node_events
         Write Slurm node events (``sacctmgr show event --parsable2``): down/drain intervals for
         every failure and interruption, planned replacement, reseat and diagnosis
@@ -292,6 +300,7 @@ class SynthConfig:
     max_skew_s: int = 20
     k8s_share: float = 0.0
     elastic_share: float = 0.0
+    elastic_torch: str | None = None
     node_events: bool = True
     dcgm_interval_s: int | None = None
     precursor_share: float | None = None
@@ -484,6 +493,8 @@ class SynthConfig:
         if not (self.smi_text_share or self.smi_no_serial_share):
             for name in _SMI_FORMATS:
                 params.pop(name)
+        if self.elastic_torch is None:
+            params.pop("elastic_torch")
         params["start"] = self.start.strftime("%Y-%m-%dT%H:%M:%SZ")
         params["job_size_mix"] = list(self.job_size_mix)
         params["classes"] = {
@@ -522,6 +533,8 @@ _TRAINING = (
     "training_load_s",
     "training_warmup_s",
 )
+ELASTIC_TORCH_VERSIONS = (None, "1.12", "2.5")
+"""Torch versions the agent logs can be written as (:attr:`SynthConfig.elastic_torch`)."""
 _HAZARD_CHANGE = ("hazard_change_at_frac", "hazard_change_factor")
 _SMI_FORMATS = ("smi_text_share", "smi_no_serial_share")
 
@@ -529,6 +542,9 @@ _SMI_FORMATS = ("smi_text_share", "smi_no_serial_share")
 def _check_config(config: SynthConfig) -> None:
     if config.nodes < 1:
         msg = f"nodes must be at least 1, got {config.nodes}; pass nodes=1 or more."
+        raise ValueError(msg)
+    if config.elastic_torch not in ELASTIC_TORCH_VERSIONS:
+        msg = f"elastic_torch must be None, '1.12' or '2.5', got {config.elastic_torch!r}."
         raise ValueError(msg)
     if not 1 <= config.gpus_per_node <= 16:
         msg = f"gpus_per_node must be between 1 and 16, got {config.gpus_per_node}."

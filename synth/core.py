@@ -332,6 +332,8 @@ def _more_telemetry(
         more["facts"].update(agents.facts)
         more["counts"]["raw_elastic_events"] = (agents.n_rows, agents.n_bad)
         more.setdefault("n_lines", {})["elastic"] = agents.n_lines
+        if agents.torch is not None:
+            more["elastic_torch"] = agents.torch
     if config.node_events:
         events = node_events_mod.plan_node_events(config, extra[3], fleet, minor, attempts)
         text, n_rows, n_bad = node_events_mod.sacctmgr_text(config, extra[3], fleet, events)
@@ -373,6 +375,8 @@ def _add_more_truth(
         truth_dict["expected_rows"][table] = n_rows
         truth_dict["expected_quarantine"][table] = n_bad
     truth_dict["n_lines"].update(more.get("n_lines", {}))
+    if "elastic_torch" in more:  # the torch version the agent logs were written as
+        truth_dict["elastic_torch"] = more["elastic_torch"]
     if "node_unavailability" in more:
         truth_dict["node_unavailability"] = more["node_unavailability"]
 

@@ -65,10 +65,14 @@ class ElasticOutput:
     #: jobs written, and those written as a static rendezvous (no join lines, no role tag)
     files_by_run: list[int] = field(default_factory=list)
     static_runs: list[int] = field(default_factory=list)
+    #: the torch version written (SynthConfig.elastic_torch; None: the default mix)
+    torch: str | None = None
 
 
 def _stamp(ts: int, ms: int, style: str, logger: str, level: str) -> str:
     clock = str(np.datetime64(int(ts), "s")).replace("T", " ")
+    if style == "python_default":  # torch 1.x under logging.basicConfig: no time
+        return f"{level}:{logger}:"
     if style == "torch_bracket":
         return f"[{clock},{ms:03d}] {logger}: [{level}] "
     return f"[{level}] {clock},{ms:03d} {logger.rsplit('.', 1)[-1]}: "
@@ -83,7 +87,7 @@ def elastic_files(
     scheduler: np.ndarray,
 ) -> ElasticOutput:
     """Return the agent logs of every torchrun job (file name -> text)."""
-    out = ElasticOutput()
+    out = ElasticOutput(torch=config.elastic_torch)
     by_job: dict[int, list[Attempt]] = defaultdict(list)
     for a in attempts:
         if scheduler[a.job] == ELASTIC:
@@ -92,6 +96,8 @@ def elastic_files(
     for j in sorted(by_job):
         runs = sorted(by_job[j], key=lambda a: a.number)
         style = ("torch_bracket", "elastic_v1")[int(rng.integers(0, 2))]
+        if config.elastic_torch is not None:  # drawn all the same: the other draws stay
+            style = "python_default" if config.elastic_torch == "1.12" else "torch_bracket"
         # every third run logs like a static rendezvous (torchrun --node_rank/--master_addr)
         # with a launcher that sets no role tag: no join lines, only result blocks
         static = len(out.static_runs) < (len(out.files_by_run) + 1) // 3
@@ -107,6 +113,8 @@ def elastic_files(
                 bad = _stamp(lines[-1][0], 0, style, MP, "WARNING").replace(
                     str(np.datetime64(int(lines[-1][0]), "s"))[:10], "2026-06-31", 1
                 )
+                if style == "python_default":  # no date to spoil: a launcher's tag before it
+                    bad = "stderr: " + bad
                 text_lines.append(bad + "Sending process 4242 closing signal SIGTERM")
                 out.n_bad += 1
                 hostile_done = True
@@ -150,6 +158,8 @@ class _AgentLog:
             message = message.removeprefix("[default] ")
         self.seq += 1
         stamp = _stamp(ts, ms, self.style, logger, level)
+        if self.out.torch is not None:
+            message = _worded(message, self.out.torch)
         self.lines[node].append((ts, self.seq, stamp + message))
         self.out.n_rows += scope
 
@@ -162,6 +172,16 @@ class _AgentLog:
         """Add a worker's progress line."""
         loss = 2.0 + self.rng.random()
         self.raw(node, ts, f"step {step} | loss {loss:.4f} | lr 3.0e-04 | tokens/s 1.2e6")
+
+
+def _worded(message: str, torch: str) -> str:
+    """Return an agent message as torch ``torch`` words it (the default is 2.0-2.2's)."""
+    # torch 1.x formats the signal with an f-string, torch >= 2.5 runs on Python >= 3.11: a number
+    message = message.replace("Received Signals.SIGTERM death", "Received 15 death")
+    if torch == "2.5" and message.startswith("Sending process "):
+        pid = message.split()[2]
+        return f"Closing process {pid} via signal SIGTERM"
+    return message
 
 
 def _job_logs(

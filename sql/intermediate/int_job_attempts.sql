@@ -19,10 +19,15 @@
 -- round (stg_elastic_events.round) is the joined-round number of dynamic rendezvous logs; in logs
 -- without joined-round lines (static rendezvous, torch versions or log levels that print none) it
 -- is the restart_count of the agents' "Rendezvous complete" result blocks, which every agent of a
--- run increments on each group restart (without result blocks: the worker-group starts so far). The attempt's nodes are the agents that joined the round or started workers in
--- it. It starts when the first agent starts its workers and ends at the first worker failure
--- (FAILED), the first death signal (CANCELLED) or the last successful finish (COMPLETED). A
--- positive worker exit code is an application (Python) exit; a negative one is a signal.
+-- run increments on each group restart (without result blocks: the worker-group starts so far);
+-- every worker-group start is an attempt, whatever rendezvous lines precede it. The attempt's
+-- nodes are the agents that joined the round or started workers in it. It starts when the first
+-- agent starts its workers and ends at the first worker failure (FAILED), the first death signal
+-- (CANCELLED) or the last successful finish (COMPLETED). A positive worker exit code is an
+-- application (Python) exit; a negative one is a signal. Lines of Python's default log format
+-- print no time: their attempts, states and exit codes are kept, their times are null (and so
+-- are the overheads and GPU-hours computed from them, never 0); such a failure is no
+-- interruption (an interruption needs its time).
 with jobs as (
     select
         stg_slurm_jobs.* replace (
@@ -205,6 +210,11 @@ rounds as (
             agent_lines.exit_code
             order by agent_lines.ts, agent_lines.host, agent_lines.line_no
         ) filter (where agent_lines.event = 'worker_failed') as first_exit_code,
+        -- what happened, whether or not the lines print a time (Python's default format does not)
+        count(*) filter (where agent_lines.event = 'workers_started') as n_starts,
+        bool_or(agent_lines.event = 'worker_failed') as has_failed,
+        bool_or(agent_lines.event = 'death_signal') as has_signal,
+        bool_or(agent_lines.event = 'group_succeeded') as has_succeeded,
         min(agent_lines.ts) filter (where agent_lines.event = 'death_signal') as signal_ts,
         max(agent_lines.ts) filter (where agent_lines.event = 'group_succeeded') as succeeded_ts,
         list(distinct agent_lines.host order by agent_lines.host)
@@ -220,7 +230,7 @@ started_rounds as (
         row_number() over (partition by rounds.run_id order by rounds.start_ts, rounds.round)
             as attempt
     from rounds
-    where rounds.start_ts is not null
+    where rounds.n_starts > 0
 ),
 
 elastic_attempts as (
@@ -240,30 +250,30 @@ elastic_attempts as (
             started_rounds.failed_ts, started_rounds.signal_ts, started_rounds.succeeded_ts
         ) as end_ts,
         case
-            when started_rounds.failed_ts is not null then 'FAILED'
-            when started_rounds.signal_ts is not null then 'CANCELLED'
-            when started_rounds.succeeded_ts is not null then 'COMPLETED'
+            when started_rounds.has_failed then 'FAILED'
+            when started_rounds.has_signal then 'CANCELLED'
+            when started_rounds.has_succeeded then 'COMPLETED'
             else 'RUNNING'
         end as state,
         case
             when started_rounds.first_exit_code >= 0 then started_rounds.first_exit_code
-            when started_rounds.succeeded_ts is not null then 0
+            when started_rounds.has_succeeded then 0
         end as exit_code,
         case
             when started_rounds.first_exit_code < 0 then -started_rounds.first_exit_code
-            when started_rounds.first_exit_code >= 0 or started_rounds.succeeded_ts is not null
+            when started_rounds.first_exit_code >= 0 or started_rounds.has_succeeded
                 then 0
         end as exit_signal,
         cast(null as timestamptz) as next_start_ts,
         'elastic' as scheduler,
         case
-            when started_rounds.failed_ts is not null
+            when started_rounds.has_failed
                 then 'exitcode ' || started_rounds.first_exit_code
-            when started_rounds.signal_ts is not null then 'death signal'
-            when started_rounds.succeeded_ts is not null then 'succeeded'
+            when started_rounds.has_signal then 'death signal'
+            when started_rounds.has_succeeded then 'succeeded'
         end as termination_reason,
         coalesce(
-            started_rounds.failed_ts is not null and started_rounds.first_exit_code > 0, false
+            started_rounds.has_failed and started_rounds.first_exit_code > 0, false
         ) as is_application_exit
     from started_rounds
 ),

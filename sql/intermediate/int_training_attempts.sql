@@ -2,7 +2,8 @@
 -- docs/goodput.md §3: F (first progress: the training start line, else backed off from the
 -- first step line), K (progress kept until), P (last progress), the
 -- blocking saves split at K, and the restart's reload end. Attempts without an event of their
--- own are included (all of them is start-up or warm-up).
+-- own are included (all of them is start-up or warm-up). An attempt whose agent lines print no
+-- time (torchrun under Python's default log format) has no start: its phases are null, never 0.
 with attempts as (select * from int_job_attempts),
 
 -- read once: a fleet-year holds millions of events
@@ -289,6 +290,7 @@ final as (
         coalesce(save_time.n_saves, 0) as n_saves,
         epoch(with_kept.f_ts - with_kept.start_ts) as before_progress_s,
         case
+            when with_kept.start_ts is null then null
             when
                 with_kept.attempt > 1
                 and with_kept.load_end_ts between with_kept.start_ts and with_kept.f_ts
@@ -297,13 +299,16 @@ final as (
         end as reload_s,
         with_kept.attempt = 1
         or with_kept.load_end_ts between with_kept.start_ts and with_kept.f_ts as reload_known,
-        coalesce(save_time.kept_save_s, 0) + coalesce(save_time.wasted_save_s, 0)
-            as checkpoint_s,
+        case
+            when with_kept.start_ts is not null
+                then coalesce(save_time.kept_save_s, 0) + coalesce(save_time.wasted_save_s, 0)
+        end as checkpoint_s,
         epoch(with_kept.k_ts - with_kept.f_ts) - coalesce(save_time.kept_save_s, 0)
             as productive_s,
         epoch(with_kept.p_ts - with_kept.k_ts) - coalesce(save_time.wasted_save_s, 0)
             as wasted_s,
         case
+            when with_kept.start_ts is null then null
             when with_kept.is_interruption then epoch(with_kept.end_ts - with_kept.p_ts)
             else 0
         end as detect_s,
@@ -311,7 +316,10 @@ final as (
             when not with_kept.is_interruption then epoch(with_kept.end_ts - with_kept.p_ts)
             else 0
         end as other_s,
-        coalesce(epoch(with_kept.next_attempt_start_ts - with_kept.end_ts), 0) as reschedule_s,
+        case
+            when with_kept.start_ts is not null
+                then coalesce(epoch(with_kept.next_attempt_start_ts - with_kept.end_ts), 0)
+        end as reschedule_s,
         coalesce(outside.n_events_outside, 0) as n_events_outside
     from with_kept
     left join save_time

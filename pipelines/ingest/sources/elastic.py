@@ -17,17 +17,23 @@ One file is the log of one agent (one node) of one run. The agent's own messages
     [default] worker group successfully finished. Waiting 300 seconds for other agents to finish.
     Received Signals.SIGTERM death signal, shutting down workers
     Sending process 5556 closing signal SIGTERM
+    Closing process 5557 via signal SIGTERM
+    Unable to shutdown process 5557 via Signals.SIGTERM, forcefully exiting via Signals.SIGKILL
 
-Four log prefixes are read (``log_format``)::
+(the wordings torch printed from 1.9 to current 2.x: ``of fn: <name>`` for a function entrypoint,
+``Received 15 death signal`` where Python formats the signal as a number). Five log prefixes are
+read (``log_format``)::
 
     torch_bracket    [2026-06-01 00:00:00,000] torch.distributed.elastic.agent.server.api: [INFO] ...
     glog             I0601 00:00:00.000000 4242 torch/distributed/elastic/agent/server/api.py:870] ...
     elastic_v1       [INFO] 2026-06-01 00:00:00,000 api: ...
     stamped_default  2026-06-01T00:00:00.000000000Z INFO:torch.distributed.elastic.agent.server.api:...
+    python_default   INFO:torch.distributed.elastic.agent.server.api:...
 
 (torch 2.0-2.2, torch 2.3 and later, torchelastic 0.2 / torch 1.9-1.10, and torch 1.x under
 Python's default logging format with a collector's RFC 3339 stamp, e.g. ``kubectl logs
---timestamps``; without the stamp such lines carry no time and are rejects.) The ``[default]``
+--timestamps``; without the stamp, ``python_default``, a line carries no time: its ``ts`` is
+null, its event, exit code, restart counts and signal are read all the same.) The ``[default]``
 role tag is optional (empty ``[]`` or absent in some launchers). Clocks are taken as UTC.
 ``glog`` prints no year: it comes from the file's mtime like traditional syslog. Only lines
 holding one of the messages above are in scope; worker output and every other line are ignored.
@@ -35,9 +41,11 @@ The run (rendezvous id) and host come from the content: the file's rendezvous li
 descriptor is ``<fqdn>_<pid>_<n>``), the launch configuration's ``run_id`` and the rank-0
 agent's ``master_addr``; else from the ``run=`` / ``host=`` options (``relia ingest --run
 --host``); else, as a documented legacy fallback, from a file name ``<run_id>__<host>.log``.
-Logs without joined-round lines (static rendezvous, torch versions or log levels that print
-none) still give attempts: their ``round`` is the ``restart_count`` of the agent's latest
-``Rendezvous complete`` result block.
+Every ``Starting worker group`` is an attempt of its own, whatever rendezvous lines precede it
+(see ``_round``): logs without joined-round lines (static rendezvous, torch versions or log
+levels that print none) number their rounds by the result blocks' ``restart_count``, and a first
+round that printed no result block is the round before the first block's. Signals are stored by
+name (``SIGTERM``), from a name, a ``Signals.`` member or a number.
 """  # noqa: E501
 
 from __future__ import annotations
@@ -97,7 +105,7 @@ EVENTS: dict[str, str] = {
     "world_sizes": r"global_world_sizes=\[[0-9, ]*\]$",
     "workers_started": _ROLE + r"Starting worker group$",
     "worker_failed": (
-        r"failed \(exitcode: -?[0-9]+\) local_rank: [0-9]+ \(pid: [0-9]+\) of binary: .+$"
+        r"failed \(exitcode: -?[0-9]+\) local_rank: [0-9]+ \(pid: [0-9]+\) of (?:binary|fn): .+$"
     ),
     "group_restart": (
         _ROLE + r"Worker group (?:FAILED|UNHEALTHY)\. [0-9]+/[0-9]+ attempts left; will restart "
@@ -112,7 +120,12 @@ EVENTS: dict[str, str] = {
         _ROLE + r"Detected [0-9]+ new nodes from group_rank=[0-9]+; will restart worker group$"
     ),
     "death_signal": r"Received \S+ death signal, shutting down workers$",
-    "closing_signal": r"Sending process [0-9]+ closing signal [A-Z0-9]+$",
+    "closing_signal": (
+        r"(?:Sending process [0-9]+ closing signal|Closing process [0-9]+ via signal) [A-Z0-9]+$"
+    ),
+    "forced_kill": (  # torch 1.x spells it "exitting"
+        r"Unable to shutdown process [0-9]+ via \S+, forcefully exitt?ing via \S+$"
+    ),
 }
 """Agent messages in scope (``event`` name → regex of the message, anchored at the line end)."""
 
@@ -133,6 +146,30 @@ _PREFIXES: dict[str, str] = {
         r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})) +"
         r"(?:([A-Z]+):(\S+):)? *$"
     ),
+    # the same format without the stamp: the line has no time (``ts`` is null), yet its event,
+    # exit code and restart count are read
+    "python_default": r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL):([A-Za-z_][\w.]*):$",
+}
+# signal numbers as Linux numbers them (x86 and ARM alike for these), for messages that print a
+# number (``Received 15 death signal``) and for negative worker exit codes
+SIGNAL_NAMES: dict[int, str] = {
+    1: "SIGHUP",
+    2: "SIGINT",
+    3: "SIGQUIT",
+    4: "SIGILL",
+    5: "SIGTRAP",
+    6: "SIGABRT",
+    7: "SIGBUS",
+    8: "SIGFPE",
+    9: "SIGKILL",
+    10: "SIGUSR1",
+    11: "SIGSEGV",
+    12: "SIGUSR2",
+    13: "SIGPIPE",
+    14: "SIGALRM",
+    15: "SIGTERM",
+    24: "SIGXCPU",
+    25: "SIGXFSZ",
 }
 # a line of a result block: "  <key>=<value>" (a list value may hold spaces), with or without a
 # log prefix; any key, so a field a torch version adds does not end the block
@@ -179,20 +216,21 @@ def parse(
     Parsed
         ``rows`` with the ``raw_elastic_events`` columns (:data:`SCHEMA`): ``run_id``, ``host``
         (short name), ``ts``, ``level``, ``logger``, ``event`` (a key of :data:`EVENTS`),
-        ``role``, ``round`` (the attempt round the agent was in: that of the latest
-        ``rendezvous_joined`` line of the file; in a log without joined-round lines, the
-        ``restart_count`` of the latest ``Rendezvous complete`` result block; in a log without
-        either, the number of ``Starting worker group`` lines up to this one, minus one),
+        ``role``, ``round`` (the attempt round the agent was in: one per worker-group start,
+        numbered by the joined-round lines, else the result blocks' ``restart_count``, else
+        the starts so far minus one; see ``_round``),
         ``group_rank`` and ``n_nodes`` (joined lines, result blocks),
         ``world_size`` (workers, from ``global_world_sizes``), ``local_rank``, ``exit_code``
         (as printed: negative for a signal) and ``pid`` (failed workers), ``restarts_left`` and
-        ``max_restarts`` (restart lines), ``signal_name`` (death and closing signals),
+        ``max_restarts`` (restart lines), ``signal_name`` (by name: death and closing signals,
+        forced kills, a failed worker's negative exit code),
         ``message`` and ``log_format``.
 
     Notes
     -----
-    Rejects: in-scope lines that are not UTF-8, whose prefix is none of the three formats (a
-    ``global_world_sizes`` continuation may have none: it takes the time of the line before),
+    Rejects: in-scope lines that are not UTF-8, whose prefix is none of the five formats (a
+    ``global_world_sizes`` continuation may have none: it takes the time of the agent line
+    before, null after a ``python_default`` one),
     whose time is impossible or in the future, or whose run and host cannot be told (the reason
     names the option that fixes it).
 
@@ -286,7 +324,9 @@ def parse(
                 "timestamps, e.g. kubectl logs --timestamps)",
             ),
             (
-                pl.col("log_format").is_not_null() & pl.col("ts").is_null(),
+                pl.col("log_format").is_not_null()
+                & (pl.col("log_format") != "python_default")
+                & pl.col("ts").is_null(),
                 pl.format("impossible timestamp in '{}'", pl.col("prefix")),
             ),
             (in_future(pl.col("ts"), now_utc), pl.format("timestamp in the future: {}", "ts")),
@@ -369,8 +409,13 @@ def _with_prefix(frame: pl.LazyFrame, reference: datetime) -> pl.LazyFrame:
     glog = prefix.str.extract_groups(_PREFIXES["glog"])
     v1 = prefix.str.extract_groups(_PREFIXES["elastic_v1"])
     stamped = prefix.str.extract_groups(_PREFIXES["stamped_default"])
+    untimed = prefix.str.extract_groups(_PREFIXES["python_default"])
     frame = frame.with_columns(
-        bracket.alias("bracket"), glog.alias("glog"), v1.alias("v1"), stamped.alias("stamped")
+        bracket.alias("bracket"),
+        glog.alias("glog"),
+        v1.alias("v1"),
+        stamped.alias("stamped"),
+        untimed.alias("untimed"),
     ).with_columns(
         pl.when(pl.col("bracket").struct.field("1").is_not_null())
         .then(pl.lit("torch_bracket"))
@@ -380,18 +425,22 @@ def _with_prefix(frame: pl.LazyFrame, reference: datetime) -> pl.LazyFrame:
         .then(pl.lit("elastic_v1"))
         .when(pl.col("stamped").struct.field("1").is_not_null())
         .then(pl.lit("stamped_default"))
+        .when(pl.col("untimed").struct.field("1").is_not_null())
+        .then(pl.lit("python_default"))
         .alias("log_format"),
         pl.coalesce(
             pl.col("bracket").struct.field("3"),
             pl.col("glog").struct.field("1").replace_strict(_GLOG_LEVELS, default=None),
             pl.col("v1").struct.field("1"),
             pl.col("stamped").struct.field("2"),
+            pl.col("untimed").struct.field("1"),
         ).alias("level"),
         pl.coalesce(
             pl.col("bracket").struct.field("2"),
             pl.col("glog").struct.field("3"),
             pl.col("v1").struct.field("3"),
             pl.col("stamped").struct.field("3"),
+            pl.col("untimed").struct.field("2"),
         ).alias("logger"),
         pl.coalesce(
             _dated(
@@ -468,17 +517,39 @@ def _with_fields(frame: pl.LazyFrame) -> pl.LazyFrame:
         .alias("world_size"),
         failed.struct.field("1").cast(pl.Int32, strict=False).alias("exit_code"),
         failed.struct.field("2").cast(pl.Int32, strict=False).alias("local_rank"),
-        pl.coalesce(failed.struct.field("3"), message.str.extract(r"^Sending process ([0-9]+) ", 1))
+        pl.coalesce(failed.struct.field("3"), message.str.extract(_SIGNALLED_PID, 1))
         .cast(pl.Int64, strict=False)
         .alias("pid"),
         restart.struct.field("1").cast(pl.Int32, strict=False).alias("restarts_left"),
         restart.struct.field("2").cast(pl.Int32, strict=False).alias("max_restarts"),
-        pl.when(event == "death_signal")
-        .then(message.str.extract(r"^Received (\S+) death signal", 1))
-        .when(event == "closing_signal")
-        .then(message.str.extract(r"closing signal (\S+)$", 1))
-        .alias("signal_name"),
+        _signal_name(
+            pl.when(event == "death_signal")
+            .then(message.str.extract(r"^Received (\S+) death signal", 1))
+            .when(event == "closing_signal")
+            .then(message.str.extract(r"(?:closing signal|via signal) (\S+)$", 1))
+            .when(event == "forced_kill")
+            .then(message.str.extract(r"forcefully exitt?ing via (\S+)$", 1))
+            .when((event == "worker_failed") & failed.struct.field("1").str.starts_with("-"))
+            .then(failed.struct.field("1").str.strip_prefix("-"))
+        ).alias("signal_name"),
     )
+
+
+_SIGNALLED_PID = r"^(?:Sending process|Closing process|Unable to shutdown process) ([0-9]+) "
+
+
+def _signal_name(text: pl.Expr) -> pl.Expr:
+    """Return a signal's name (``SIGTERM``) from ``Signals.SIGTERM``, ``SIGTERM`` or ``15``.
+
+    Python prints a ``signal.Signals`` member as ``Signals.SIGTERM`` (``str`` before 3.11) or
+    ``15`` (f-strings, and ``str`` from 3.11); a number with no name in :data:`SIGNAL_NAMES`
+    stays a number.
+    """
+    bare = text.str.strip_prefix("Signals.")
+    named = bare.replace_strict(
+        {str(number): name for number, name in SIGNAL_NAMES.items()}, default=None
+    )
+    return pl.coalesce(named, bare)
 
 
 def _with_context(
@@ -498,31 +569,36 @@ def _with_context(
     """
     good = pl.col("reason").is_null()
     name_run, name_host = _names_from_path(source_file)
-    joined_round = pl.when(good).then(pl.col("round_joined")).forward_fill()
-    from_blocks = pl.when(good).then(pl.col("restart_count_here")).forward_fill()
-    # a log without result blocks: the worker-group starts seen so far, minus one
-    starts_before = (good & (pl.col("event") == "workers_started")).cast(pl.Int32).cum_sum() - 1
-    from_starts = pl.when(pl.col("restart_count_here").is_null().all() & (starts_before >= 0)).then(
-        starts_before
-    )
     filled = checked.sort("line_no").with_columns(
-        # the joined-round number where the log prints one, else the restart count
-        pl.when((good & pl.col("round_joined").is_not_null()).any())
-        .then(joined_round)
-        .otherwise(pl.coalesce(from_blocks, from_starts))
-        .alias("round"),
+        _round(good).alias("round"),
         _carried(pl.when(good).then(pl.col("line_run_id")), launch_run, run, name_run).alias(
             "run_id"
         ),
         _carried(
             pl.when(good).then(pl.coalesce("line_host", "master_host")), host, name_host
         ).alias("host"),
-        # a continuation line without a prefix is as old as the line before it
-        pl.when(good).then(pl.col("ts")).forward_fill().alias("filled_ts"),
+        # a continuation line without a prefix is as old as the agent line before it (which
+        # may have no time either)
+        pl.col("ts")
+        .gather(
+            pl.when(good & pl.col("log_format").is_not_null())
+            .then(pl.int_range(pl.len()))
+            .forward_fill()
+        )
+        .alias("filled_ts"),
+        # an untimed (python_default) line before a continuation gives it no time, but a home
+        pl.when(good & pl.col("log_format").is_not_null())
+        .then(pl.lit(value=True))
+        .forward_fill()
+        .fill_null(value=False)
+        .alias("after_agent_line"),
     )
     missing = pl.col("run_id").is_null(), pl.col("host").is_null()
     return filled.with_columns(
-        pl.coalesce(pl.col("ts"), pl.col("filled_ts")).alias("ts")
+        pl.when(pl.col("log_format").is_null())
+        .then(pl.col("filled_ts"))
+        .otherwise(pl.col("ts"))
+        .alias("ts")
     ).with_columns(
         pl.when(good & missing[0] & missing[1])
         .then(
@@ -536,11 +612,66 @@ def _with_context(
         .then(pl.lit(f"run unknown: pass --run, {_PATTERN_HINT.format('run')}"))
         .when(good & missing[1])
         .then(pl.lit(f"host unknown: pass --host, {_PATTERN_HINT.format('host')}"))
-        .when(good & pl.col("ts").is_null())
+        .when(
+            good
+            & pl.col("ts").is_null()
+            & (pl.col("log_format").is_not_null() | ~pl.col("after_agent_line"))
+            & (pl.col("log_format") != "python_default").fill_null(value=True)
+        )
         .then(pl.lit("continuation line with no timed line before it"))
         .otherwise(pl.col("reason"))
         .alias("reason"),
     )
+
+
+def _round(good: pl.Expr) -> pl.Expr:
+    """Return the attempt round of every line: one per worker-group start, aligned on markers.
+
+    A marker is a line that names its round: the joined-round lines where the log prints any,
+    else the ``restart_count`` of the result blocks. From a marker on, the round is the marker's,
+    plus one for each further ``Starting worker group`` before the next marker that follows the
+    end of a round (a start the agent printed no rendezvous line for is an attempt all the same;
+    two agents' starts that one file merges, with no end between them, are one round). Before the
+    first marker, the rounds count back from it by the starts in between (a first round that
+    printed no result block is round ``restart_count - 1`` of the next block); a log without
+    markers counts its starts from 0. Lines before both the first marker and the first start have
+    no round.
+    """
+    joined = pl.when(good).then(pl.col("round_joined"))
+    blocks = pl.when(good).then(pl.col("restart_count_here"))
+    marker = pl.when(joined.is_not_null().any()).then(joined).otherwise(blocks)
+    is_marker = marker.is_not_null()
+    segment = is_marker.cum_sum()
+    is_start = good & (pl.col("event") == "workers_started")
+    ends = (good & pl.col("event").is_in(_ROUND_ENDS)).cast(pl.Int32).cum_sum()
+    # the end count and segment of the latest start before each line
+    ends_at_last_start = pl.when(is_start).then(ends).forward_fill().shift(1)
+    segment_at_last_start = pl.when(is_start).then(segment).forward_fill().shift(1)
+    new_round = is_start & (
+        ends_at_last_start.is_null()
+        | (ends > ends_at_last_start)
+        | (segment != segment_at_last_start)
+    )
+    # rounds started up to and including each line
+    starts = new_round.cast(pl.Int32).cum_sum()
+    starts_at_marker = pl.when(is_marker).then(starts)
+    # the round before the first marker: the first marker's, less the starts before it
+    first_round = (marker.drop_nulls().first() - starts_at_marker.drop_nulls().first()).fill_null(0)
+    base_round = marker.forward_fill().fill_null(first_round)
+    base_starts = starts_at_marker.forward_fill().fill_null(0)
+    later_starts = (starts - base_starts - 1).clip(lower_bound=0)
+    return pl.when((segment > 0) | (starts > 0)).then(base_round + later_starts).cast(pl.Int32)
+
+
+_ROUND_ENDS = [
+    "worker_failed",
+    "group_restart",
+    "group_stopping",
+    "group_succeeded",
+    "membership_change",
+    "death_signal",
+]
+"""Events that end a round: a ``Starting worker group`` after one starts the next round."""
 
 
 _PATTERN_HINT = (

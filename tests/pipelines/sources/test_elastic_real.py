@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from pipelines.ingest.sources.elastic import parse
-from tests.pipelines.sources.helpers import raw_bytes, reject_reasons, utc
+from tests.pipelines.sources.helpers import raw_bytes, utc
 
 if TYPE_CHECKING:
     from pipelines.ingest.sources.common import Parsed
@@ -21,6 +21,7 @@ NOW = datetime(2026, 9, 1, tzinfo=UTC)
 SAMPLES = Path(__file__).parent / "samples" / "elastic"
 AGENT = "torch.distributed.elastic.agent.server.api"
 MP = "torch.distributed.elastic.multiprocessing.api"
+RDZV = "torch.distributed.elastic.rendezvous.dynamic_rendezvous"
 
 
 def _sample(name: str, **options: object) -> Parsed:
@@ -114,15 +115,22 @@ def test_elastic_real_torch_2_glog_failure_and_restart() -> None:
 
 def test_elastic_real_torch_1_9_basicconfig_lines_carry_no_time() -> None:
     # shun-zheng/Doc2EDAG#24: 17 lines; the agent lines 1-4 and 16 print no time (Python's
-    # default format), line 14 (global_world_sizes) continues a block that has none either
+    # default format), line 14 (global_world_sizes) continues a block that has none either.
+    # They are read with their time unknown: the restart (3/3 left), the result block of
+    # restart_count 1 and the start of that round; lines 1-3 come before any start or block
     result = _sample("doc2edag_24_torch1_9_basicconfig.log", host="node0", run="doc2edag")
-    assert result.rows.height == 0
-    reasons = reject_reasons(result)
-    assert sorted(reasons) == [1, 2, 3, 4, 14, 16]
-    for line_no in (1, 2, 3, 4, 16):
-        assert reasons[line_no].startswith("unrecognised log prefix")
-        assert "kubectl logs --timestamps" in reasons[line_no]
-    assert reasons[14] == "continuation line with no timed line before it"
+    assert result.rejects.height == 0
+    assert result.rows.select(
+        "line_no", "event", "ts", "level", "round", "restarts_left", "world_size", "log_format"
+    ).rows() == [
+        (1, "group_restart", None, "INFO", None, 3, None, "python_default"),
+        (2, "group_stopping", None, "INFO", None, None, None, "python_default"),
+        (3, "rendezvous_start", None, "INFO", None, None, None, "python_default"),
+        (4, "rendezvous_complete", None, "INFO", 1, None, None, "python_default"),
+        (14, "world_sizes", None, None, 1, None, 4, None),
+        (16, "workers_started", None, "INFO", 1, None, None, "python_default"),
+    ]
+    assert set(result.rows["logger"].drop_nulls()) == {AGENT}
     assert result.n_ignored == 11
 
 
@@ -295,4 +303,134 @@ def test_elastic_without_blocks_or_joined_lines_counts_worker_group_starts() -> 
         (6, "rendezvous_start", 0),
         (7, "workers_started", 1),
         (8, "group_succeeded", 1),
+    ]
+
+
+def test_elastic_real_torch_2_closing_process_via_signal_gives_the_signal_name() -> None:
+    # NVIDIA/nvidia-resiliency-ext#18 (2025-02-27): lines 1-6 and 9 close a worker each
+    # ("Closing process N via signal SIGTERM", the wording of a function entrypoint), lines 7-8
+    # are two agents' "Received 15 death signal" (15 is SIGTERM)
+    result = _sample(
+        "nvidia_resiliency_ext_18_torch2_glog_closing.log",
+        file_mtime=datetime(2025, 2, 28, tzinfo=UTC),
+        host="node0",
+        run="straggler",
+    )
+    assert result.rejects.height == 0
+    assert result.n_ignored == 0
+    closing = [293866, 293844, 293853, 293845, 293867, 293885]
+    assert result.rows.select("line_no", "event", "pid", "signal_name").rows() == [
+        *((n, "closing_signal", pid, "SIGTERM") for n, pid in enumerate(closing, start=1)),
+        (7, "death_signal", None, "SIGTERM"),
+        (8, "death_signal", None, "SIGTERM"),
+        (9, "closing_signal", 293846, "SIGTERM"),
+    ]
+    assert result.rows["ts"].to_list()[-1] == utc("2025-02-27T17:39:41.937")
+
+
+def test_elastic_real_torch_1_python_default_signals_by_name() -> None:
+    # MCG-NJU/RTD-Action#31: Ctrl-C (signal 2, SIGINT) and the worker closed with it;
+    # showlab/EgoVLP#21: a worker killed by signal 9 (SIGKILL). No line prints a time.
+    interrupted = _sample("rtd_action_31_torch1_python_default_sigint.log", host="h", run="r")
+    killed = _sample("egovlp_21_torch1_python_default_sigkill.log", host="h", run="r")
+    assert interrupted.rejects.height == killed.rejects.height == 0
+    assert interrupted.rows.select("event", "ts", "level", "pid", "signal_name").rows() == [
+        ("death_signal", None, "WARNING", None, "SIGINT"),
+        ("closing_signal", None, "WARNING", 4797, "SIGINT"),
+    ]
+    assert killed.rows.select(
+        "event", "ts", "level", "logger", "exit_code", "local_rank", "pid", "signal_name"
+    ).rows() == [("worker_failed", None, "ERROR", MP, -9, 3, 407727, "SIGKILL")]
+    assert set(killed.rows["log_format"]) == {"python_default"}
+
+
+def test_elastic_every_wording_of_the_worker_close_and_failure() -> None:
+    # torch.distributed.elastic.multiprocessing.api: a binary's workers are closed with
+    # "Sending process", a function's with "Closing process"; a worker that outlives the
+    # timeout is killed ("Unable to shutdown", with the signals as Signals members); a failed
+    # function prints "of fn:"; an unknown signal number stays a number
+    result = _text(
+        f"""
+        [2024-03-12 08:00:00,000] {MP}: [ERROR] failed (exitcode: 1) local_rank: 0 (pid: 11) of fn: main (start_method: spawn)
+        [2024-03-12 08:00:00,001] {MP}: [WARNING] Closing process 12 via signal SIGTERM
+        [2024-03-12 08:00:30,001] {MP}: [WARNING] Unable to shutdown process 12 via Signals.SIGTERM, forcefully exiting via Signals.SIGKILL
+        [2024-03-12 08:00:31,000] {AGENT}: [WARNING] Received 40 death signal, shutting down workers
+        [2024-03-12 08:00:32,000] {MP}: [WARNING] Unable to shutdown process 13 via 15, forcefully exitting via 9
+        """,  # noqa: E501
+        host="h",
+        run="r",
+    )
+    assert result.rejects.height == 0
+    assert result.rows.select("event", "exit_code", "pid", "signal_name").rows() == [
+        ("worker_failed", 1, 11, None),
+        ("closing_signal", None, 12, "SIGTERM"),
+        ("forced_kill", None, 12, "SIGKILL"),
+        ("death_signal", None, None, "40"),
+        ("forced_kill", None, 13, "SIGKILL"),  # torch 1.x: f-string numbers, "exitting"
+    ]
+
+
+def test_elastic_first_round_without_a_result_block_is_a_round_of_its_own() -> None:
+    # three starts; only the restarts print a result block (restart_count 1, 2): the first
+    # start and its failure are round 0, not lost
+    block = "  restart_count={}\n  group_rank=0\n  group_world_size=1\n"
+    result = _text(
+        f"INFO:{AGENT}:[default] Starting worker group\n"
+        f"ERROR:{MP}:failed (exitcode: 1) local_rank: 0 (pid: 7) of binary: python\n"
+        f"INFO:{AGENT}:[default] Rendezvous complete for workers. Result:\n"
+        + block.format(1)
+        + f"INFO:{AGENT}:[default] Starting worker group\n"
+        f"ERROR:{MP}:failed (exitcode: -9) local_rank: 1 (pid: 8) of binary: python\n"
+        f"INFO:{AGENT}:[default] Rendezvous complete for workers. Result:\n"
+        + block.format(2)
+        + f"INFO:{AGENT}:[default] Starting worker group\n",
+        host="h",
+        run="r",
+    )
+    assert result.rejects.height == 0
+    assert result.rows.select("event", "round").rows() == [
+        ("workers_started", 0),
+        ("worker_failed", 0),
+        ("rendezvous_complete", 1),
+        ("workers_started", 1),
+        ("worker_failed", 1),
+        ("rendezvous_complete", 2),
+        ("workers_started", 2),
+    ]
+
+
+def test_elastic_two_agents_merged_in_one_file_start_one_round() -> None:
+    # srun merges both agents' output: two joined lines of round 0, then both starts with no
+    # end between them (one round), then both fail and rejoin round 1
+    def joined(node: str, rnd: int, rank: int) -> str:
+        return (
+            f"[2026-06-01 00:00:0{rnd},000] {RDZV}: [INFO] The node '{node}_42_0' has joined "
+            f"round {rnd} of the rendezvous 'llm-2' as rank {rank} in a world of size 2.\n"
+        )
+
+    def line(clock: str, logger: str, message: str) -> str:
+        return f"[2026-06-01 00:00:{clock},000] {logger}: [INFO] {message}\n"
+
+    result = _text(
+        joined("gpu0001", 0, 0)
+        + joined("gpu0002", 0, 1)
+        + line("02", AGENT, "[default] Starting worker group")
+        + line("02", AGENT, "[default] Starting worker group")
+        + line("05", MP, "failed (exitcode: 1) local_rank: 0 (pid: 9) of binary: python")
+        + joined("gpu0001", 1, 0)
+        + joined("gpu0002", 1, 1)
+        + line("07", AGENT, "[default] Starting worker group")
+        + line("07", AGENT, "[default] Starting worker group"),
+    )
+    assert result.rejects.height == 0
+    assert result.rows.select("event", "round").rows() == [
+        ("rendezvous_joined", 0),
+        ("rendezvous_joined", 0),
+        ("workers_started", 0),
+        ("workers_started", 0),
+        ("worker_failed", 0),
+        ("rendezvous_joined", 1),
+        ("rendezvous_joined", 1),
+        ("workers_started", 1),
+        ("workers_started", 1),
     ]
