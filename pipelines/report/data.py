@@ -90,8 +90,6 @@ def read_report_data(
     ValueError
         On an empty warehouse, a malformed week or a week outside the observation window.
     """
-    from models import exponential_mtbf
-
     notes = Notes()
     period = report_period(*read_window(con), week)
     params = period.params()
@@ -102,58 +100,8 @@ def read_report_data(
     fleet = _fleet_numbers(con, params)
     classes = _class_table(con, params, fits, fit.rates, period)
     weekly = _weekly_failures(con, params, period)
-    interruptions_counts = query(
-        con,
-        """
-        select
-            count(*) filter (where end_ts >= $ws) as n_week,
-            count(*) filter (where end_ts < $ws) as n_trailing
-        from rpt_job_interruptions
-        where end_ts >= $ts and end_ts < $we
-        """,
-        params,
-    ).row(0, named=True)
-    n_to_date = fleet["failures_to_date"]
-    hours_to_date = (period.as_of - period.window_start).total_seconds() / 3600.0
-    mtbf, mtbf_lo, mtbf_hi = exponential_mtbf(n_to_date, hours_to_date)
-    node_mtbf = fleet["node_hours_to_date"] / n_to_date if n_to_date else math.nan
-    trailing = period.n_trailing_weeks
-    headline: dict[str, Any] = {
-        "week": period.week,
-        "n_nodes": fleet["n_nodes"],
-        "n_gpus": fleet["n_gpus"],
-        "gpu_hours_week": fleet["gpu_hours_week"],
-        "gpu_hours_to_date": fleet["gpu_hours_to_date"],
-        "failures_week": fleet["failures_week"],
-        "failures_trailing_mean": fleet["failures_trailing"] / trailing if trailing else None,
-        "interruptions_week": int(interruptions_counts["n_week"]),
-        "interruptions_trailing_mean": (
-            int(interruptions_counts["n_trailing"]) / trailing if trailing else None
-        ),
-        "failures_vs_trailing": _compare(
-            fleet["failures_week"], fleet["failures_trailing"], trailing
-        ),
-        "interruptions_vs_trailing": _compare(
-            int(interruptions_counts["n_week"]), int(interruptions_counts["n_trailing"]), trailing
-        ),
-        "failures_to_date": n_to_date,
-        "failure_events_to_date": fleet["failure_events_to_date"],
-        "fleet_mtbf_h": mtbf,
-        "fleet_mtbf_lo_h": mtbf_lo,
-        "fleet_mtbf_hi_h": mtbf_hi,
-        "node_mtbf_h": node_mtbf,
-        "trailing_weeks": trailing,
-    }
-    if period.week_start < period.window_start or period.week_end > period.window_end:
-        notes.add(
-            f"Week {period.week} is only partly inside the observation window: its figures "
-            f"cover {period.week_hours / 24:.1f} days."
-        )
-    if trailing < TRAILING_WEEKS:
-        notes.add(
-            f"Only {trailing} full week(s) precede {period.week} inside the observation window; "
-            "the trailing mean uses those."
-        )
+    headline = _headline(con, params, period, fleet)
+    _period_notes(period, notes)
     survival = survival_curves(lives, fits, notes)
     probability = probability_plots(lives, fits, notes=notes)
     mcf, trend = trend_analysis(con, params, period, notes)
@@ -211,6 +159,74 @@ def _compare(observed: int, trailing_total: int, n_trailing: int) -> str:
     if float(stats.poisson.cdf(observed, mean)) < COMPARE_ALPHA:
         return "below"
     return "in line with"
+
+
+def _headline(
+    con: duckdb.DuckDBPyConnection,
+    params: dict[str, object],
+    period: ReportPeriod,
+    fleet: dict[str, Any],
+) -> dict[str, Any]:
+    """Return the headline's numbers (the template's ``headline``; ``goodput`` is added later)."""
+    from models import exponential_mtbf
+
+    interruptions_counts = query(
+        con,
+        """
+        select
+            count(*) filter (where end_ts >= $ws) as n_week,
+            count(*) filter (where end_ts < $ws) as n_trailing
+        from rpt_job_interruptions
+        where end_ts >= $ts and end_ts < $we
+        """,
+        params,
+    ).row(0, named=True)
+    n_to_date = fleet["failures_to_date"]
+    hours_to_date = (period.as_of - period.window_start).total_seconds() / 3600.0
+    mtbf, mtbf_lo, mtbf_hi = exponential_mtbf(n_to_date, hours_to_date)
+    node_mtbf = fleet["node_hours_to_date"] / n_to_date if n_to_date else math.nan
+    trailing = period.n_trailing_weeks
+    return {
+        "week": period.week,
+        "n_nodes": fleet["n_nodes"],
+        "n_gpus": fleet["n_gpus"],
+        "gpu_hours_week": fleet["gpu_hours_week"],
+        "gpu_hours_to_date": fleet["gpu_hours_to_date"],
+        "failures_week": fleet["failures_week"],
+        "failures_trailing_mean": fleet["failures_trailing"] / trailing if trailing else None,
+        "interruptions_week": int(interruptions_counts["n_week"]),
+        "interruptions_trailing_mean": (
+            int(interruptions_counts["n_trailing"]) / trailing if trailing else None
+        ),
+        "failures_vs_trailing": _compare(
+            fleet["failures_week"], fleet["failures_trailing"], trailing
+        ),
+        "interruptions_vs_trailing": _compare(
+            int(interruptions_counts["n_week"]), int(interruptions_counts["n_trailing"]), trailing
+        ),
+        "failures_to_date": n_to_date,
+        "failure_events_to_date": fleet["failure_events_to_date"],
+        "fleet_mtbf_h": mtbf,
+        "fleet_mtbf_lo_h": mtbf_lo,
+        "fleet_mtbf_hi_h": mtbf_hi,
+        "node_mtbf_h": node_mtbf,
+        "trailing_weeks": trailing,
+    }
+
+
+def _period_notes(period: ReportPeriod, notes: Notes) -> None:
+    """Note a week partly outside the observation window and a short trailing mean."""
+    trailing = period.n_trailing_weeks
+    if period.week_start < period.window_start or period.week_end > period.window_end:
+        notes.add(
+            f"Week {period.week} is only partly inside the observation window: its figures "
+            f"cover {period.week_hours / 24:.1f} days."
+        )
+    if trailing < TRAILING_WEEKS:
+        notes.add(
+            f"Only {trailing} full week(s) precede {period.week} inside the observation window; "
+            "the trailing mean uses those."
+        )
 
 
 def _fleet_numbers(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -> dict[str, Any]:
