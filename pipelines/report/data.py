@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -161,11 +162,12 @@ def _compare(observed: int, trailing_total: int, n_trailing: int) -> str:
     return "in line with"
 
 
+# the report template's headline context (Jinja): a dict is the edge
 def _headline(
     con: duckdb.DuckDBPyConnection,
     params: dict[str, object],
     period: ReportPeriod,
-    fleet: dict[str, Any],
+    fleet: _FleetNumbers,
 ) -> dict[str, Any]:
     """Return the headline's numbers (the template's ``headline``; ``goodput`` is added later)."""
     from models import exponential_mtbf
@@ -181,31 +183,29 @@ def _headline(
         """,
         params,
     ).row(0, named=True)
-    n_to_date = fleet["failures_to_date"]
+    n_to_date = fleet.failures_to_date
     hours_to_date = (period.as_of - period.window_start).total_seconds() / 3600.0
     mtbf, mtbf_lo, mtbf_hi = exponential_mtbf(n_to_date, hours_to_date)
-    node_mtbf = fleet["node_hours_to_date"] / n_to_date if n_to_date else math.nan
+    node_mtbf = fleet.node_hours_to_date / n_to_date if n_to_date else math.nan
     trailing = period.n_trailing_weeks
     return {
         "week": period.week,
-        "n_nodes": fleet["n_nodes"],
-        "n_gpus": fleet["n_gpus"],
-        "gpu_hours_week": fleet["gpu_hours_week"],
-        "gpu_hours_to_date": fleet["gpu_hours_to_date"],
-        "failures_week": fleet["failures_week"],
-        "failures_trailing_mean": fleet["failures_trailing"] / trailing if trailing else None,
+        "n_nodes": fleet.n_nodes,
+        "n_gpus": fleet.n_gpus,
+        "gpu_hours_week": fleet.gpu_hours_week,
+        "gpu_hours_to_date": fleet.gpu_hours_to_date,
+        "failures_week": fleet.failures_week,
+        "failures_trailing_mean": fleet.failures_trailing / trailing if trailing else None,
         "interruptions_week": int(interruptions_counts["n_week"]),
         "interruptions_trailing_mean": (
             int(interruptions_counts["n_trailing"]) / trailing if trailing else None
         ),
-        "failures_vs_trailing": _compare(
-            fleet["failures_week"], fleet["failures_trailing"], trailing
-        ),
+        "failures_vs_trailing": _compare(fleet.failures_week, fleet.failures_trailing, trailing),
         "interruptions_vs_trailing": _compare(
             int(interruptions_counts["n_week"]), int(interruptions_counts["n_trailing"]), trailing
         ),
         "failures_to_date": n_to_date,
-        "failure_events_to_date": fleet["failure_events_to_date"],
+        "failure_events_to_date": fleet.failure_events_to_date,
         "fleet_mtbf_h": mtbf,
         "fleet_mtbf_lo_h": mtbf_lo,
         "fleet_mtbf_hi_h": mtbf_hi,
@@ -229,7 +229,22 @@ def _period_notes(period: ReportPeriod, notes: Notes) -> None:
         )
 
 
-def _fleet_numbers(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _FleetNumbers:
+    """The fleet's size in the week, its GPU-hours and node-hours, and its failure counts."""
+
+    n_nodes: int
+    n_gpus: int
+    gpu_hours_week: float
+    gpu_hours_to_date: float
+    node_hours_to_date: float
+    failures_week: int
+    failures_trailing: int  # in the trailing weeks before the week
+    failures_to_date: int  # unit lives that ended in a failure, window start to week end
+    failure_events_to_date: int  # every failure event, also on units with no lives
+
+
+def _fleet_numbers(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -> _FleetNumbers:
     """Fleet size in the week, GPU-hours and failure counts (see the module docstring)."""
     row = query(
         con,
@@ -296,17 +311,17 @@ def _fleet_numbers(con: duckdb.DuckDBPyConnection, params: dict[str, object]) ->
         """,
         params,
     ).row(0, named=True)
-    return {
-        "n_nodes": int(row["n_nodes"]),
-        "n_gpus": int(row["n_gpus"]),
-        "gpu_hours_week": float(row["week_h"] or 0.0),
-        "gpu_hours_to_date": float(row["to_date_h"] or 0.0),
-        "node_hours_to_date": float(row["node_hours_to_date"] or 0.0),
-        "failures_week": int(row["n_week"]),
-        "failures_trailing": int(row["n_trailing"]),
-        "failures_to_date": int(row["n_to_date"]),
-        "failure_events_to_date": int(row["n_events_to_date"]),
-    }
+    return _FleetNumbers(
+        n_nodes=int(row["n_nodes"]),
+        n_gpus=int(row["n_gpus"]),
+        gpu_hours_week=float(row["week_h"] or 0.0),
+        gpu_hours_to_date=float(row["to_date_h"] or 0.0),
+        node_hours_to_date=float(row["node_hours_to_date"] or 0.0),
+        failures_week=int(row["n_week"]),
+        failures_trailing=int(row["n_trailing"]),
+        failures_to_date=int(row["n_to_date"]),
+        failure_events_to_date=int(row["n_events_to_date"]),
+    )
 
 
 _RATE_COLUMNS = (
@@ -429,6 +444,7 @@ def _class_table(
     )
 
 
+# the report template's section context (Jinja): a dict is the edge
 def read_replacements(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     """Return the replacements per class from repair tickets, or what is missing without any.
 
@@ -513,6 +529,7 @@ def _quality(
     return files, quarantine, samples, checks
 
 
+# the report template's section context (Jinja), stored as JSON: a dict is the edge
 def read_goodput(
     con: duckdb.DuckDBPyConnection,
     period: ReportPeriod,
