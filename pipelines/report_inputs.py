@@ -84,6 +84,7 @@ def _scaled_rate(rate: ClassRate, factor: float) -> ClassRate:
     )
 
 
+# stored as JSON in report_projections and read by the template: a dict is the edge
 def goodput_projection(
     con: duckdb.DuckDBPyConnection,
     params: dict[str, object],
@@ -108,7 +109,8 @@ def goodput_projection(
         and ``scenario`` (the assumptions, in words and numbers); the models' warnings go to
         ``notes``.
     """
-    # the report's stored projection (report_projections) and its template read this dict
+    from models import project
+
     empty: dict[str, Any] = {
         "headline": [],
         "curve": pl.DataFrame(),
@@ -134,7 +136,11 @@ def goodput_projection(
     base = setup.base
 
     def at(n_gpus: int, **changes: Any) -> Projection:
-        return _projected(replace(base, n_gpus=n_gpus, **changes), notes)
+        scenario = replace(base, n_gpus=n_gpus, **changes)
+        return notes.run(
+            "Goodput",
+            lambda: project(scenario, n_samples=N_SAMPLES, random_state=RANDOM_SEED),
+        )
 
     curve_rows = [
         _curve_row(n_gpus, at(n_gpus), targets) for n_gpus in sorted({*CURVE_GPUS, *targets})
@@ -176,11 +182,7 @@ def goodput_projection(
 
 
 def _goodput_rates(
-    con: duckdb.DuckDBPyConnection,
-    fits: pl.DataFrame,
-    notes: Notes,
-    *,
-    fit_run_id: str | None,
+    con: duckdb.DuckDBPyConnection, fits: pl.DataFrame, notes: Notes, *, fit_run_id: str | None
 ) -> tuple[tuple[ClassRate, ...], tuple[ClassRate, ...]]:
     """Return the interruption rates at steady state and at given ages (a new system)."""
     from models import rates_from_fits
@@ -248,15 +250,6 @@ def _report_scenario(
             f"default reschedule time of {defaults.reschedule_s:g} s is used."
         )
     return _ReportScenario(base, gpus_per_node, repair_h, restart)
-
-
-def _projected(scenario: Scenario, notes: Notes) -> Projection:
-    from models import project
-
-    return notes.run(
-        "Goodput",
-        lambda: project(scenario, n_samples=N_SAMPLES, random_state=RANDOM_SEED),
-    )
 
 
 def _curve_row(n_gpus: int, out: Projection, targets: tuple[int, ...]) -> dict[str, Any]:
@@ -372,7 +365,7 @@ def _knob_ranking(
     (``base``, ``baseline``, ``grid``, ``target_gpus``) run by ``relia whatif`` gives the same
     gains.
     """
-    from models import knob_gains, knob_label
+    from models import knob_gains, knob_label, project
 
     n_domains = math.ceil(n_gpus / base.failure_domain_gpus)
     at_scale = replace(base, n_gpus=n_gpus, hot_spares=max(1, round(HOT_SPARE_SHARE * n_domains)))
@@ -388,9 +381,65 @@ def _knob_ranking(
         "What-if ranking",
         lambda: knob_gains(at_scale, grid, n_samples=N_SAMPLES, random_state=RANDOM_SEED),
     )
-    rows = [_knob_row(n_gpus, row, at_scale) for row in ranking.gains.iter_rows(named=True)]
-    rows.append(_reliability_row(n_gpus, at_scale, rates, notes))
+    rows = []
+    for row in ranking.gains.iter_rows(named=True):
+        label, unit = _KNOB_LABELS.get(row["knob"], (row["knob"], ""))
+        best = row["best_value"]
+        if row["knob"] == "strategy" and best == "hot_spare":
+            best = f"hot_spare ({at_scale.hot_spares} spare nodes)"
+        change = f"{plain(row['baseline_value'])}{unit} → {plain(best)}{unit}".strip()
+        if row["gain"] == 0:
+            change = f"{plain(row['baseline_value'])}{unit} (already the best)".strip()
+        rows.append(
+            {
+                "n_gpus": n_gpus,
+                "knob_name": row["knob"],
+                "knob": label,
+                "change": change,
+                "goodput_baseline": row["goodput_baseline"],
+                "goodput_best": row["goodput_best"],
+                "gain": row["gain"],
+                "gain_lo": row["gain_lo"],
+                "gain_hi": row["gain_hi"],
+                "within_uncertainty": row["within_uncertainty"],
+                "gain_useful_gpu_h": row["gain_useful_gpu_h"],
+            }
+        )
+    # which class costs the most interruptions at this scale: units x failures per unit-hour
+    nodes = math.ceil(n_gpus / at_scale.gpus_per_node)
+    worst = max(rates, key=lambda r: (n_gpus if r.level == "gpu" else nodes) / r.mtbf_h)
+    better = tuple(_scaled_rate(r, 2.0) if r is worst else r for r in rates)
+    reference = notes.run("Goodput", lambda: project(at_scale))
+    improved = notes.run("Goodput", lambda: project(replace(at_scale, rates=better)))
+    rows.append(
+        {
+            "n_gpus": n_gpus,
+            "knob_name": None,
+            "knob": f"{worst.component_class} reliability",
+            "change": f"MTBF {worst.mtbf_h:,.0f} h → {2 * worst.mtbf_h:,.0f} h",
+            "goodput_baseline": reference["goodput"],
+            "goodput_best": improved["goodput"],
+            "gain": improved["goodput"] - reference["goodput"],
+            "gain_lo": None,
+            "gain_hi": None,
+            "within_uncertainty": None,
+            "gain_useful_gpu_h": improved["useful_gpu_h"] - reference["useful_gpu_h"],
+        }
+    )
     held = {k: knob_label(k, getattr(at_scale, k)) for k in grid}
+    fixed = {
+        f.name: getattr(at_scale, f.name)
+        for f in fields(at_scale)
+        if f.name not in grid and f.name not in ("n_gpus", "rates")
+    }
+    fixed["rates"] = [asdict(r) for r in at_scale.rates]
+    fixed["node_groups"] = [list(g) for g in at_scale.node_groups]
+    sweep_spec = {
+        "target_gpus": n_gpus,
+        "base": fixed,
+        "baseline": {k: getattr(at_scale, k) for k in grid},
+        "grid": grid,
+    }
     baseline = {
         "n_gpus": n_gpus,
         "held": ", ".join(
@@ -399,7 +448,7 @@ def _knob_ranking(
         )
         + f"; {at_scale.hot_spares} hot spare nodes, repairs {at_scale.repair_h:.3g} h",
         "uncertainty": ranking.uncertainty,
-        "sweep": _sweep_spec(at_scale, n_gpus, grid),
+        "sweep": sweep_spec,
     }
     frame = pl.DataFrame(
         rows,
@@ -411,76 +460,6 @@ def _knob_ranking(
         },
     )
     return frame.sort("gain", descending=True, maintain_order=True), baseline
-
-
-def _knob_row(n_gpus: int, row: dict[str, Any], at_scale: Scenario) -> dict[str, Any]:
-    """Return a knob's gain as the report's table row, its change in words."""
-    label, unit = _KNOB_LABELS.get(row["knob"], (row["knob"], ""))
-    best = row["best_value"]
-    if row["knob"] == "strategy" and best == "hot_spare":
-        best = f"hot_spare ({at_scale.hot_spares} spare nodes)"
-    change = f"{plain(row['baseline_value'])}{unit} → {plain(best)}{unit}".strip()
-    if row["gain"] == 0:
-        change = f"{plain(row['baseline_value'])}{unit} (already the best)".strip()
-    return {
-        "n_gpus": n_gpus,
-        "knob_name": row["knob"],
-        "knob": label,
-        "change": change,
-        "goodput_baseline": row["goodput_baseline"],
-        "goodput_best": row["goodput_best"],
-        "gain": row["gain"],
-        "gain_lo": row["gain_lo"],
-        "gain_hi": row["gain_hi"],
-        "within_uncertainty": row["within_uncertainty"],
-        "gain_useful_gpu_h": row["gain_useful_gpu_h"],
-    }
-
-
-def _reliability_row(
-    n_gpus: int, at_scale: Scenario, rates: tuple[ClassRate, ...], notes: Notes
-) -> dict[str, Any]:
-    """Return the gain of doubling the MTBF of the class that interrupts the job most."""
-    from models import project
-
-    # which class costs the most interruptions at this scale: units x failures per unit-hour
-    nodes = math.ceil(n_gpus / at_scale.gpus_per_node)
-    worst = max(rates, key=lambda r: (n_gpus if r.level == "gpu" else nodes) / r.mtbf_h)
-    better = tuple(_scaled_rate(r, 2.0) if r is worst else r for r in rates)
-    reference = notes.run("Goodput", lambda: project(at_scale))
-    improved = notes.run("Goodput", lambda: project(replace(at_scale, rates=better)))
-    return {
-        "n_gpus": n_gpus,
-        "knob_name": None,
-        "knob": f"{worst.component_class} reliability",
-        "change": f"MTBF {worst.mtbf_h:,.0f} h → {2 * worst.mtbf_h:,.0f} h",
-        "goodput_baseline": reference["goodput"],
-        "goodput_best": improved["goodput"],
-        "gain": improved["goodput"] - reference["goodput"],
-        "gain_lo": None,
-        "gain_hi": None,
-        "within_uncertainty": None,
-        "gain_useful_gpu_h": improved["useful_gpu_h"] - reference["useful_gpu_h"],
-    }
-
-
-def _sweep_spec(
-    at_scale: Scenario, n_gpus: int, grid: dict[str, list[float | str]]
-) -> dict[str, Any]:
-    """Return the sweep (YAML keys) that ``relia whatif`` reproduces the ranking with."""
-    fixed = {
-        f.name: getattr(at_scale, f.name)
-        for f in fields(at_scale)
-        if f.name not in grid and f.name not in ("n_gpus", "rates")
-    }
-    fixed["rates"] = [asdict(r) for r in at_scale.rates]
-    fixed["node_groups"] = [list(g) for g in at_scale.node_groups]
-    return {
-        "target_gpus": n_gpus,
-        "base": fixed,
-        "baseline": {k: getattr(at_scale, k) for k in grid},
-        "grid": grid,
-    }
 
 
 def read_fits(
