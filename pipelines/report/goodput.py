@@ -86,6 +86,7 @@ def _finite(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and math.isfinite(value)
 
 
+# the report template's section context (Jinja): a dict is the edge
 def read_realised_goodput(con: duckdb.DuckDBPyConnection, week: str) -> dict[str, Any]:
     """Read the section's rows from the goodput marts.
 

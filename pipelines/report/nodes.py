@@ -265,6 +265,7 @@ AT_RISK_LIMIT = 25
 """GPUs listed in the report's at-risk table (highest probability first)."""
 
 
+# the report template's section context (Jinja): a dict is the edge
 def prediction_summary(con: duckdb.DuckDBPyConnection, notes: Notes) -> dict[str, Any]:
     """Return the latest failure predictor's test metrics and the GPUs at risk.
 

@@ -344,6 +344,7 @@ def _fail(where: str, key: str, problem: str) -> NoReturn:
     raise MappingError(msg)
 
 
+# a section of the mapping as parsed from YAML: a dict is the edge
 def _section(raw: dict[str, Any], key: str, where: str, allowed: set[str]) -> dict[str, Any]:
     value = raw.get(key)
     if value is None:
