@@ -151,6 +151,7 @@ def _finite(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and math.isfinite(value)
 
 
+# JSON rows (relia goodput --json, Prefect artifact rows): dicts are the edge
 def _plain(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     # a DECIMAL (a view's VALUES literal or a cast) would print as text in JSON: make it a float
     return [{k: float(v) if isinstance(v, Decimal) else v for k, v in row.items()} for row in rows]
@@ -191,6 +192,7 @@ def missing_goodput_views(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [name for name in GOODPUT_VIEWS if name not in present]
 
 
+# JSON rows (relia goodput --json, Prefect artifact rows): dicts are the edge
 def job_rows(con: duckdb.DuckDBPyConnection, *, min_gpus: int = 0) -> list[dict[str, Any]]:
     """Return the ledger rows (every ``fct_job_goodput`` column) of jobs with ``min_gpus`` or more.
 
@@ -208,6 +210,7 @@ def job_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
     return list(warehouse.query(con, "select * from fct_job_goodput limit 0").columns)
 
 
+# JSON rows (relia goodput --json, Prefect artifact rows): dicts are the edge
 def fleet_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Return the fleet roll-up rows (:data:`FLEET_COLUMNS`) in reading order.
 
@@ -235,6 +238,7 @@ def nothing_expected(row: dict[str, Any]) -> bool:
     return not (_finite(expected) and expected > 0)
 
 
+# JSON rows (relia goodput --json, Prefect artifact rows): dicts are the edge
 def backtest_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Return the back-test rows, buckets small to large, then periods.
 
@@ -256,6 +260,7 @@ def backtest_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (_rank(r["bucket"], buckets), _rank(r["period"], PERIODS)))
 
 
+# JSON rows (relia goodput --json, Prefect artifact rows): dicts are the edge
 def backtest_class_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Return the latest back-test per component class and bucket, with each row's ``verdict``.
 
@@ -280,6 +285,7 @@ def backtest_class_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (str(r["component_class"]), _rank(r["bucket"], buckets)))
 
 
+# JSON rows (relia goodput --json, Prefect artifact rows): dicts are the edge
 def log_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Return one row per training log with its tie: ambiguous and untied logs first.
 

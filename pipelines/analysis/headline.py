@@ -55,6 +55,7 @@ NO_TICKETS = (
 """What is missing without tickets, and what would supply it (replacements only)."""
 
 
+# JSON/table rows (relia summary, relia fit --json, the report): dicts are the edge
 def replacement_afr(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Return ``rpt_replacements_by_class`` rows with the replacement AFR; none without tickets.
 
@@ -101,6 +102,7 @@ _RENAMES = (
 )
 
 
+# JSON/table rows (relia summary, relia fit --json, the report): dicts are the edge
 def replacement_names(row: dict[str, Any]) -> dict[str, Any]:
     """``row`` with its column names saying replacements (``n_replacements``, ``mtbr_h``, ...).
 

@@ -29,6 +29,7 @@ def scenario_fields() -> set[str]:
     return set(_KINDS)
 
 
+# knobs by name, as Scenario(**knobs) and the sweep YAML take them: a dict is the edge
 def cli_knobs(params: Mapping[str, Any]) -> dict[str, Any]:
     """Return the knobs ``relia project`` was given, from its parameters (``ctx.params``).
 
@@ -91,6 +92,7 @@ def knob_value(key: str, value: Any, *, where: str = "knob") -> Any:
     return number
 
 
+# knobs by name, as Scenario(**knobs) and the sweep YAML take them: a dict is the edge
 def knobs(raw: object, *, where: str) -> dict[str, Any]:
     """Normalise a mapping of knobs (a sweep's ``base:`` or ``baseline:``)."""
     if raw is None:

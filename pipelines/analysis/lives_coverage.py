@@ -40,6 +40,7 @@ order by reason, n_failures desc, events.component_class
 """
 
 
+# JSON rows of relia fit --json (failures_outside_lives): dicts are the edge
 def failures_outside_lives(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Rows (component_class, unit_level, reason, n_failures) of window failures in no life."""
     cursor = con.execute(_SQL)

@@ -367,6 +367,7 @@ def failure_outcomes(
     )
 
 
+# stored as JSON in predict_models.metrics: a dict is the edge
 def _sizes(
     con: duckdb.DuckDBPyConnection,
     frame: pl.DataFrame,

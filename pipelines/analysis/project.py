@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 from pipelines.analysis.project_inputs import (
     RATE_PROCESSES,
     FittedRates,
+    FittedRepair,
+    InventoryAges,
     fit_rates,
     fitted_repair,
     inventory_ages,
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     import polars as pl
+
+    from models.scenario import Projection, Scenario
 
 # polars, PyYAML and the warehouse (DuckDB) are imported by the functions that use them: a
 # projection without a warehouse (``relia project`` with hand-given or default rates) needs none
@@ -81,6 +85,65 @@ def build_scenario(
         raise ValueError(msg) from None
 
 
+@dataclasses.dataclass(frozen=True)
+class ProjectionRun:
+    """One projected scenario and where its inputs came from (:func:`run_projection`).
+
+    ``projection`` holds the figures of :func:`models.project`; the other fields are None when
+    the run did not read them: ``fitted_rates`` (and ``measured_restart``) with a fit run,
+    ``measured_repair`` / ``fitted_repair`` / ``inventory_ages`` when asked for,
+    ``restart_shorthand`` when ``restart_s`` was given, ``simulation`` with Monte Carlo trials.
+    """
+
+    projection: Projection
+    scenario: Scenario
+    fit_run_id: str | None = None
+    measured_restart: dict[str, float | int | None] | None = None
+    fitted_rates: FittedRates | None = None
+    rates_warning: str | None = None
+    measured_repair: dict[str, float | int] | None = None
+    fitted_repair: FittedRepair | None = None
+    inventory_ages: InventoryAges | None = None
+    restart_shorthand: dict[str, Any] | None = None
+    simulation: dict[str, Any] | None = None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Return the result as `relia project --json` prints it and ``projections`` stores it."""
+        # the JSON edge: the projection's keys, then its provenance, in this order
+        result: dict[str, Any] = dict(self.projection)
+        result["fit_run_id"] = self.fit_run_id
+        result["measured_restart"] = self.measured_restart
+        result["rate_process"] = None
+        if self.fitted_rates is not None:
+            _say_fitted_rates(result, self.fitted_rates)
+        if self.rates_warning is not None:
+            result["rates_warning"] = self.rates_warning
+        if self.measured_repair is not None:
+            result["measured_repair"] = self.measured_repair
+        if self.fitted_repair is not None:
+            result["fitted_repair"] = self.fitted_repair.to_json_dict()
+        if self.inventory_ages is not None:
+            result["inventory_ages"] = self.inventory_ages.to_json_dict()
+        if self.restart_shorthand is not None:
+            result["restart_shorthand"] = self.restart_shorthand
+        result["scenario"] = _scenario_dict(self.scenario)
+        if self.simulation is not None:
+            result["simulation"] = self.simulation
+        return result
+
+
+@dataclasses.dataclass(frozen=True)
+class _WarehouseInputs:
+    """What a projection or a sweep reads from the warehouse; None where it does not ask."""
+
+    fitted_rates: FittedRates | None = None
+    measured_restart: dict[str, float | int | None] | None = None
+    measured_repair: dict[str, float | int] | None = None
+    fitted_repair: FittedRepair | None = None
+    drain: tuple[str, pl.DataFrame] | None = None  # the predictor's model id and curve
+    inventory: InventoryAges | None = None
+
+
 def run_projection(
     db_path: Path | None,
     knobs: dict[str, Any],
@@ -93,7 +156,7 @@ def run_projection(
     repair_from_fits: str | None = None,
     default_rates_if_none: bool = False,
     rate_process: str | None = None,
-) -> dict[str, Any]:
+) -> ProjectionRun:
     """Project one scenario; with ``fit_run`` the rates come from that fit (``latest`` works).
 
     ``latest`` is the newest run of the failure process (``fct_component_lives``); with
@@ -116,93 +179,126 @@ def run_projection(
     ``fitted_repair`` with the run and its MTTR and interval. With
     ``fleet_age: "inventory"`` the fleet age is the age mix of the units in service at the end
     of the warehouse's data (:func:`inventory_ages`), reported under ``inventory_ages``.
+
+    Returns
+    -------
+    ProjectionRun
+        The projection and its provenance; :meth:`ProjectionRun.to_json_dict` gives the keys
+        named above.
     """
     from models import project
     from pipelines.analysis import knobs as knob_text
 
-    rates: tuple[Any, ...] = ()
-    measured = None
-    run_id = None
-    fitted_rates: FittedRates | None = None
-    repair = None
-    fitted = None
-    inventory = None
-    from_inventory = knobs.get("fleet_age") == knob_text.INVENTORY
     if repair_from_warehouse and repair_from_fits is not None:
         msg = "give --repair-from-warehouse or --repair-from-fits, not both"
         raise ValueError(msg)
     if repair_from_fits is not None and "repair_sigma" in knobs:
         msg = "give --repair-sigma or --repair-from-fits, not both"
         raise ValueError(msg)
-    needs_db = repair_from_warehouse or repair_from_fits is not None or from_inventory
-    if fit_run is not None or needs_db:
-        if db_path is None:
-            msg = (
-                "--from-fits, --repair-from-warehouse, --repair-from-fits and --fleet-age "
-                "inventory need a warehouse (--db)"
-            )
-            raise ValueError(msg)
-        _check_warehouse(db_path)
-        from pipelines import warehouse
-
-        with warehouse.connect(
-            db_path, read_only=True, lock_timeout_s=read_lock_timeout_s()
-        ) as con:
-            if fit_run is not None:
-                at_ages = knobs.get("fleet_age", "steady_state") != "steady_state"
-                by_hand = knobs.get("node_failures_per_1000_node_days") is not None
-                fitted_rates = fit_rates(
-                    con,
-                    fit_run,
-                    at_ages=at_ages,
-                    if_none=default_rates_if_none or by_hand,
-                    process=rate_process,
-                )
-                run_id, rates = fitted_rates.run_id, fitted_rates.rates
-                measured = measured_restart_s(con)
-            if repair_from_warehouse:
-                repair = measured_repair(con)
-            if repair_from_fits is not None:
-                fitted = fitted_repair(con, repair_from_fits)
-            if from_inventory:
-                inventory = inventory_ages(con)
-    if inventory is not None:
-        knobs = {**knobs, "fleet_age": inventory["fleet_age"]}
-    if repair is not None:
-        if "repair_sigma" in knobs:
-            msg = "give --repair-sigma or --repair-from-warehouse, not both"
-            raise ValueError(msg)
-        knobs = {**knobs, "repair_h": repair["median_h"], "repair_sigma": repair["sigma"]}
-    if fitted is not None:
-        knobs = {**knobs, "repair_h": fitted["median_h"], "repair_sigma": fitted["sigma"]}
+    read = _read_projection_inputs(
+        db_path,
+        knobs,
+        fit_run=fit_run,
+        repair_from_warehouse=repair_from_warehouse,
+        repair_from_fits=repair_from_fits,
+        if_none=default_rates_if_none,
+        rate_process=rate_process,
+    )
+    fitted_rates = read.fitted_rates
+    rates = fitted_rates.rates if fitted_rates is not None else ()
+    run_id = fitted_rates.run_id if fitted_rates is not None else None
+    knobs = _with_read_knobs(knobs, read)
     _, shorthand = knob_text.restart_shorthand(knob_text.knobs(knobs, where="scenario"))
-    scenario = build_scenario(knobs, rates=rates, measured=measured)
-    # a Projection widened with the run's provenance below
-    result: dict[str, Any] = dict(project(scenario, n_samples=n_samples, random_state=seed))
-    result["fit_run_id"] = run_id
-    result["measured_restart"] = measured
-    result["rate_process"] = None
-    if fitted_rates is not None:
-        _say_fitted_rates(result, fitted_rates)
-    if run_id is not None and not rates:
-        result["rates_warning"] = no_rates_warning(run_id, scenario.rate_source)
-    if repair is not None:
-        result["measured_repair"] = repair
-    if fitted is not None:
-        result["fitted_repair"] = fitted
-    if inventory is not None:
-        result["inventory_ages"] = {k: v for k, v in inventory.items() if k != "fleet_age"}
-    if shorthand is not None:
-        result["restart_shorthand"] = shorthand
-    result["scenario"] = _scenario_dict(scenario)
+    scenario = build_scenario(knobs, rates=rates, measured=read.measured_restart)
+    projection = project(scenario, n_samples=n_samples, random_state=seed)
+    simulation = None
     if simulate_trials > 0:
         from models import simulate_job  # the Monte Carlo's modules only when it runs
 
         sim = simulate_job(scenario, n_trials=simulate_trials, random_state=seed)
-        result["simulation"] = {k: v for k, v in sim.items() if k != "trials"}
+        simulation = {k: v for k, v in sim.items() if k != "trials"}
+    result = ProjectionRun(
+        projection=projection,
+        scenario=scenario,
+        fit_run_id=run_id,
+        measured_restart=read.measured_restart,
+        fitted_rates=fitted_rates,
+        rates_warning=no_rates_warning(run_id, scenario.rate_source)
+        if run_id is not None and not rates
+        else None,
+        measured_repair=read.measured_repair,
+        fitted_repair=read.fitted_repair,
+        inventory_ages=read.inventory,
+        restart_shorthand=shorthand,
+        simulation=simulation,
+    )
     if db_path is not None and fit_run is not None:
-        _store(db_path, run_id, result)
+        _store(db_path, run_id, result.to_json_dict())
     return result
+
+
+def _read_projection_inputs(
+    db_path: Path | None,
+    knobs: dict[str, Any],
+    *,
+    fit_run: str | None,
+    repair_from_warehouse: bool,
+    repair_from_fits: str | None,
+    if_none: bool,
+    rate_process: str | None,
+) -> _WarehouseInputs:
+    """Return the fitted rates, repair times and inventory ages the projection asks for."""
+    from pipelines.analysis import knobs as knob_text
+
+    from_inventory = knobs.get("fleet_age") == knob_text.INVENTORY
+    needs_db = repair_from_warehouse or repair_from_fits is not None or from_inventory
+    if fit_run is None and not needs_db:
+        return _WarehouseInputs()
+    if db_path is None:
+        msg = (
+            "--from-fits, --repair-from-warehouse, --repair-from-fits and --fleet-age "
+            "inventory need a warehouse (--db)"
+        )
+        raise ValueError(msg)
+    _check_warehouse(db_path)
+    from pipelines import warehouse
+
+    fitted_rates, measured, repair, fitted, inventory = None, None, None, None, None
+    with warehouse.connect(db_path, read_only=True, lock_timeout_s=read_lock_timeout_s()) as con:
+        if fit_run is not None:
+            at_ages = knobs.get("fleet_age", "steady_state") != "steady_state"
+            by_hand = knobs.get("node_failures_per_1000_node_days") is not None
+            fitted_rates = fit_rates(
+                con,
+                fit_run,
+                at_ages=at_ages,
+                if_none=if_none or by_hand,
+                process=rate_process,
+            )
+            measured = measured_restart_s(con)
+        if repair_from_warehouse:
+            repair = measured_repair(con)
+        if repair_from_fits is not None:
+            fitted = fitted_repair(con, repair_from_fits)
+        if from_inventory:
+            inventory = inventory_ages(con)
+    return _WarehouseInputs(fitted_rates, measured, repair, fitted, inventory=inventory)
+
+
+def _with_read_knobs(knobs: dict[str, Any], read: _WarehouseInputs) -> dict[str, Any]:
+    """Return ``knobs`` with the inventory's age mix and the read repair times set."""
+    if read.inventory is not None:
+        knobs = {**knobs, "fleet_age": read.inventory.fleet_age}
+    if read.measured_repair is not None:
+        if "repair_sigma" in knobs:
+            msg = "give --repair-sigma or --repair-from-warehouse, not both"
+            raise ValueError(msg)
+        repair = read.measured_repair
+        knobs = {**knobs, "repair_h": repair["median_h"], "repair_sigma": repair["sigma"]}
+    if read.fitted_repair is not None:
+        fitted = read.fitted_repair
+        knobs = {**knobs, "repair_h": fitted.median_h, "repair_sigma": fitted.sigma}
+    return knobs
 
 
 def _say_fitted_rates(result: dict[str, Any], fitted: FittedRates) -> None:
@@ -223,6 +319,7 @@ def _check_warehouse(db_path: Path) -> None:
         raise WarehouseMissingError(db_path)
 
 
+# the scenario as JSON (relia project/whatif --json): a dict is the edge
 def _scenario_dict(scenario: Any) -> dict[str, Any]:
     out = dataclasses.asdict(scenario)
     out["rates"] = [dataclasses.asdict(r) for r in scenario.rates]
@@ -372,6 +469,7 @@ def drain_curve(con: Any, model: str = "latest") -> tuple[str, pl.DataFrame]:
     return row[0], curve.sort("threshold")
 
 
+# the JSON relia whatif --json prints and the what-if flow returns: a dict is the edge
 def run_sweep(
     spec: SweepSpec,
     *,
@@ -398,47 +496,15 @@ def run_sweep(
     from models import auto_sweep, knob_gains, knob_label, switch_flagged
     from pipelines.analysis import knobs as knob_text
 
-    rates: tuple[Any, ...] = ()
-    measured = None
-    run_id = None
-    fitted_rates: FittedRates | None = None
-    model_id = None
-    curve = None
-    inventory = None
-    from_inventory = spec.base.get("fleet_age") == knob_text.INVENTORY or any(
-        v == knob_text.INVENTORY for v in spec.grid.get("fleet_age", [])
-    )
-    if spec.from_fits is not None or spec.drain_model is not None or from_inventory:
-        if db_path is None:
-            msg = "from_fits, drain_model and fleet_age: inventory need a warehouse (--db)"
-            raise ValueError(msg)
-        _check_warehouse(db_path)
-        from pipelines import warehouse
-
-        with warehouse.connect(
-            db_path, read_only=True, lock_timeout_s=read_lock_timeout_s()
-        ) as con:
-            if spec.from_fits is not None:
-                # one set of rates for the grid: at ages unless the base is the steady state
-                at_ages = spec.base.get("fleet_age", "steady_state") != "steady_state"
-                by_hand = spec.base.get("node_failures_per_1000_node_days") is not None
-                fitted_rates = fit_rates(
-                    con,
-                    spec.from_fits,
-                    at_ages=at_ages,
-                    if_none=default_rates_if_none or by_hand,
-                    process=spec.rate_process,
-                )
-                run_id, rates = fitted_rates.run_id, fitted_rates.rates
-                measured = measured_restart_s(con)
-            if spec.drain_model is not None:
-                model_id, curve = drain_curve(con, spec.drain_model)
-            if from_inventory:
-                inventory = inventory_ages(con)
+    # the result is the JSON `relia whatif --json` prints and the what-if flow's artifact reads
+    read = _read_sweep_inputs(spec, db_path, default_rates_if_none=default_rates_if_none)
+    fitted_rates, inventory = read.fitted_rates, read.inventory
+    rates = fitted_rates.rates if fitted_rates is not None else ()
+    run_id = fitted_rates.run_id if fitted_rates is not None else None
     if inventory is not None:
-        spec = _with_inventory_ages(spec, inventory["fleet_age"])
+        spec = _with_inventory_ages(spec, inventory.fleet_age)
     _, shorthand = knob_text.restart_shorthand(spec.base)
-    base = build_scenario(spec.base, rates=rates, measured=measured)
+    base = build_scenario(spec.base, rates=rates, measured=read.measured_restart)
     held_values = {k: spec.baseline.get(k, v[0]) for k, v in spec.grid.items() if k != "n_gpus"}
     try:
         baseline = dataclasses.replace(base, n_gpus=spec.target_gpus, **held_values)
@@ -452,10 +518,7 @@ def run_sweep(
     table = sweep_fn(base, spec.grid)
     if spec.simulate == 0:  # the points the analysis cannot answer within 1 %: chosen once
         table = switch_flagged(table, base, spec.grid, random_state=spec.seed)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    flat = table.select([c for c in table.columns if not table.schema[c].is_nested()])
-    flat.write_parquet(out_dir / "whatif.parquet")
-    flat.write_csv(out_dir / "whatif.csv")
+    _write_sweep_table(table, out_dir)
     ranking = knob_gains(baseline, spec.grid, n_samples=spec.n_samples, random_state=0)
     held = {k: knob_label(k, getattr(baseline, k)) for k in held_values}
     plots, lines = plot_sweep(baseline, spec, out_dir)
@@ -488,11 +551,58 @@ def run_sweep(
     if shorthand is not None:
         result["restart_shorthand"] = shorthand
     if inventory is not None:
-        result["inventory_ages"] = {k: v for k, v in inventory.items() if k != "fleet_age"}
-    if curve is not None:
+        result["inventory_ages"] = inventory.to_json_dict()
+    if read.drain is not None:
+        model_id, curve = read.drain
         result["drain"] = drain_thresholds(baseline, spec, curve, model_id, out_dir)
         result["plots"].append(result["drain"]["plot"])
     return result
+
+
+def _read_sweep_inputs(
+    spec: SweepSpec, db_path: Path | None, *, default_rates_if_none: bool
+) -> _WarehouseInputs:
+    """Return the fitted rates, drain curve and inventory ages the spec asks for."""
+    from pipelines.analysis import knobs as knob_text
+
+    from_inventory = spec.base.get("fleet_age") == knob_text.INVENTORY or any(
+        v == knob_text.INVENTORY for v in spec.grid.get("fleet_age", [])
+    )
+    if spec.from_fits is None and spec.drain_model is None and not from_inventory:
+        return _WarehouseInputs()
+    if db_path is None:
+        msg = "from_fits, drain_model and fleet_age: inventory need a warehouse (--db)"
+        raise ValueError(msg)
+    _check_warehouse(db_path)
+    from pipelines import warehouse
+
+    fitted_rates, measured, drain, inventory = None, None, None, None
+    with warehouse.connect(db_path, read_only=True, lock_timeout_s=read_lock_timeout_s()) as con:
+        if spec.from_fits is not None:
+            # one set of rates for the grid: at ages unless the base is the steady state
+            at_ages = spec.base.get("fleet_age", "steady_state") != "steady_state"
+            by_hand = spec.base.get("node_failures_per_1000_node_days") is not None
+            fitted_rates = fit_rates(
+                con,
+                spec.from_fits,
+                at_ages=at_ages,
+                if_none=default_rates_if_none or by_hand,
+                process=spec.rate_process,
+            )
+            measured = measured_restart_s(con)
+        if spec.drain_model is not None:
+            drain = drain_curve(con, spec.drain_model)
+        if from_inventory:
+            inventory = inventory_ages(con)
+    return _WarehouseInputs(fitted_rates, measured, drain=drain, inventory=inventory)
+
+
+def _write_sweep_table(table: pl.DataFrame, out_dir: Path) -> None:
+    """Write the sweep's flat columns to ``whatif.parquet`` and ``whatif.csv`` in ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    flat = table.select([c for c in table.columns if not table.schema[c].is_nested()])
+    flat.write_parquet(out_dir / "whatif.parquet")
+    flat.write_csv(out_dir / "whatif.csv")
 
 
 def sweep_spec(
@@ -520,6 +630,7 @@ def log_sweep(result: dict[str, Any], log: logging.Logger | logging.LoggerAdapte
     )
 
 
+# the JSON relia whatif --json prints: a dict is the edge
 def run_sweep_file(
     sweep_file: Path,
     *,

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from pipelines.runtime.errors import empty_fit_run, no_failures, no_fit_run
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     import polars as pl
 
 # polars and pipelines.analysis.fit (DuckDB) are imported by the functions that read the warehouse,
@@ -338,7 +340,27 @@ def measured_repair(con: Any) -> dict[str, float | int]:
     return {"median_h": float(row[0]), "sigma": float(row[1]), "n": int(row[2])}
 
 
-def fitted_repair(con: Any, run_id: str | None = "latest") -> dict[str, Any]:
+@dataclass(frozen=True)
+class FittedRepair:
+    """The repair-time law of a stored repair run (:func:`fitted_repair`); times in hours."""
+
+    run_id: str | None
+    lives: str | None  # the view the run fitted
+    median_h: float  # exp(mu_) of the pooled log-normal
+    sigma: float
+    mttr_h: float | None  # the log-normal's mean, with its interval
+    mttr_lo_h: float | None
+    mttr_hi_h: float | None
+    n_repairs: int
+    n_repaired: int  # closed; the rest were open, right-censored
+    chosen: bool  # whether the log-normal was the AIC choice of the pool
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Return the fields by name, as ``relia project --json`` prints them."""
+        return dataclasses.asdict(self)
+
+
+def fitted_repair(con: Any, run_id: str | None = "latest") -> FittedRepair:
     """Return the repair-time law of a stored repair run: its pooled log-normal fit.
 
     The run is ``run_id`` or, for ``latest`` / None, the newest repair-time run (``relia fit
@@ -348,7 +370,7 @@ def fitted_repair(con: Any, run_id: str | None = "latest") -> dict[str, Any]:
 
     Returns
     -------
-    dict
+    FittedRepair
         ``run_id``, ``lives`` (the view it fitted), ``median_h``, ``sigma``, ``mttr_h``,
         ``mttr_lo_h``, ``mttr_hi_h`` (the log-normal's mean and its interval), ``n_repairs``,
         ``n_repaired`` (closed; the rest were open, right-censored) and ``chosen`` (whether the
@@ -392,25 +414,39 @@ def fitted_repair(con: Any, run_id: str | None = "latest") -> dict[str, Any]:
     if any(params.get(name) is None for name in ("mu_", "sigma_")):  # NaN: did not converge
         msg = f"repair run {run_id}: the pooled log-normal fit did not converge; refit it"
         raise ValueError(msg)
-    return {
-        "run_id": run_id,
-        "lives": run_lives(con, str(run_id)),
-        "median_h": math.exp(params["mu_"]),
-        "sigma": float(params["sigma_"]),
-        "mttr_h": row["mtbf_h"],
-        "mttr_lo_h": row["mtbf_lo_h"],
-        "mttr_hi_h": row["mtbf_hi_h"],
-        "n_repairs": int(row["n_units"]),
-        "n_repaired": int(row["n_failures"]),
-        "chosen": bool(row["chosen"]),
-    }
+    return FittedRepair(
+        run_id=run_id,
+        lives=run_lives(con, str(run_id)),
+        median_h=math.exp(params["mu_"]),
+        sigma=float(params["sigma_"]),
+        mttr_h=row["mtbf_h"],
+        mttr_lo_h=row["mtbf_lo_h"],
+        mttr_hi_h=row["mtbf_hi_h"],
+        n_repairs=int(row["n_units"]),
+        n_repaired=int(row["n_failures"]),
+        chosen=bool(row["chosen"]),
+    )
 
 
 INVENTORY_BINS = 10
 """Most age bins an inventory's fleet age is grouped into (quantile bins)."""
 
 
-def inventory_ages(con: Any, *, n_bins: int = INVENTORY_BINS) -> dict[str, Any]:
+@dataclass(frozen=True)
+class InventoryAges:
+    """The ages of the units in service at the end of the data (:func:`inventory_ages`)."""
+
+    as_of: datetime  # the observation window's end
+    n_units: int
+    bins: tuple[dict[str, float | int], ...]  # each {age_h, share, n_units}
+    fleet_age: tuple[tuple[float, float], ...]  # (age_h, share) pairs, as Scenario takes them
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Return ``as_of``, ``n_units`` and ``bins`` as ``relia project --json`` prints them."""
+        return {"as_of": self.as_of, "n_units": self.n_units, "bins": [dict(b) for b in self.bins]}
+
+
+def inventory_ages(con: Any, *, n_bins: int = INVENTORY_BINS) -> InventoryAges:
     """Return the ages of the units in service at the end of the warehouse's data, in quantile bins.
 
     Units are the unit lives of ``int_component_lives`` (one per slot generation, whatever its
@@ -419,8 +455,8 @@ def inventory_ages(con: Any, *, n_bins: int = INVENTORY_BINS) -> dict[str, Any]:
     that end. The units, sorted by age, are cut into at most ``n_bins`` bins of equal count
     (``ntile``); each bin is its mean age with share = its units / all units.
 
-    Returns ``{"as_of": window end, "n_units", "bins": [{"age_h", "share", "n_units"}...],
-    "fleet_age": ((age_h, share), ...)}``.
+    Returns ``as_of`` (the window end), ``n_units``, ``bins`` (``{"age_h", "share",
+    "n_units"}`` each) and ``fleet_age`` (``((age_h, share), ...)``).
 
     Raises
     ------
@@ -446,12 +482,12 @@ def inventory_ages(con: Any, *, n_bins: int = INVENTORY_BINS) -> dict[str, Any]:
         {"age_h": max(float(r[1]), 0.0), "share": int(r[2]) / n_units, "n_units": int(r[2])}
         for r in rows
     ]
-    return {
-        "as_of": rows[0][3],
-        "n_units": n_units,
-        "bins": bins,
-        "fleet_age": age_mix((b["age_h"], b["share"]) for b in bins),
-    }
+    return InventoryAges(
+        as_of=rows[0][3],
+        n_units=n_units,
+        bins=tuple(bins),
+        fleet_age=age_mix((b["age_h"], b["share"]) for b in bins),
+    )
 
 
 def _inventory_bins(con: Any, n_bins: int) -> list[tuple[Any, ...]]:

@@ -94,6 +94,7 @@ def fleet_summary(
     }
 
 
+# JSON/table rows of relia summary: dicts are the edge
 def replacement_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Return replacements per class with the replacement AFR; none without repair tickets.
 
@@ -126,6 +127,7 @@ def replacement_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+# JSON/table rows of relia ingest: dicts are the edge
 def outcomes_by_source(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per-file ingest rows summed per (source, status), in order of first appearance.
 

@@ -103,6 +103,7 @@ def plot_sweep(baseline: Any, spec: SweepSpec, out_dir: Path) -> tuple[list[Path
     return paths, table_path
 
 
+# the sweep result's `drain` JSON (relia whatif --json): a dict is the edge
 def drain_thresholds(
     base: Any, spec: SweepSpec, curve: pl.DataFrame, model_id: str | None, out_dir: Path
 ) -> dict[str, Any]:

@@ -276,7 +276,7 @@ def project(
         repair_from_fits=repair_from_fits,
         default_rates_if_none=default_rates_if_none,
         rate_process=process,
-    )
+    ).to_json_dict()
     _warn_rates(result)
     if shown is OutputFormat.json:
         print_json(result)

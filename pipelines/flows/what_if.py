@@ -45,6 +45,7 @@ def sweep_grid(
     return pl.concat([s.result() for s in slices], how="vertical_relaxed")
 
 
+# the sweep's JSON result (run_sweep): a dict is the edge
 @flow(name="what-if")
 def what_if(
     sweep_file: Path = Path("data_samples/sweeps/scale_checkpoint_domain.yaml"),

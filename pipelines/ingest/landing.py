@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+# parser keyword options (parse(**options)): a dict is the edge
 def _mtime(path: Path) -> dict[str, Any]:
     """Return a file's mtime as the ``file_mtime`` option, for logs whose stamps lack a year.
 
@@ -218,6 +219,7 @@ TIME_FROM_MTIME = "time_from_mtime"
 """The parser option (set by :func:`identity_options`) that asks for the file's mtime."""
 
 
+# parser keyword options (parse(**options)): a dict is the edge
 def file_options(item: LandingFile, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Return the keyword arguments ``item``'s parser gets.
 
@@ -234,6 +236,7 @@ def file_options(item: LandingFile, extra: dict[str, Any] | None = None) -> dict
     return options
 
 
+# parser keyword options (parse(**options)): a dict is the edge
 def _no_options(_path: Path) -> dict[str, Any]:
     return {}
 

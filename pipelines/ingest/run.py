@@ -369,10 +369,6 @@ def ingest(
             marked = True
             emit(counts)
 
-        queues: dict[str, list[ParsedFile]] = {}
-        queued_rows: dict[str, int] = {}
-        queued_bytes: dict[str, int] = {}
-        batch_bytes = batch_rows * BATCH_BYTES_PER_ROW
         whole = [f for f in files if f.source not in TAILED]
         tailed = [f for f in files if f.source in TAILED]
         forced = {str(f.path.resolve()) for f in files} if force else set()
@@ -397,21 +393,7 @@ def ingest(
                 limits=archive_limits,
             ),
         )
-        for pending in parsed:
-            if force:
-                pending.forget = True
-            queue = queues.setdefault(pending.table, [])
-            queue.append(pending)
-            n_rows = queued_rows.get(pending.table, 0) + pending.parsed.rows.height
-            n_bytes = queued_bytes.get(pending.table, 0) + len(pending.data)
-            queued_rows[pending.table], queued_bytes[pending.table] = n_rows, n_bytes
-            if n_rows >= batch_rows or n_bytes >= batch_bytes or len(queue) >= BATCH_FILES:
-                load(queue)
-                queue.clear()
-                queued_rows[pending.table] = queued_bytes[pending.table] = 0
-        for queue in queues.values():
-            if queue:
-                load(queue)
+        _load_in_batches(parsed, load, batch_rows=batch_rows, force=force)
         with warehouse.transaction(con):  # the views, their snapshots and the marker: all or none
             if lake_dir is not None:
                 lake.attach(con, lake_dir)
@@ -420,3 +402,36 @@ def ingest(
             warehouse.refresh(con, data_changed=marked or resumed or bool(refused))
             warehouse.finish_ingest(con)
     return results
+
+
+def _load_in_batches(
+    parsed: Iterable[ParsedFile],
+    load: Callable[[list[ParsedFile]], None],
+    *,
+    batch_rows: int,
+    force: bool,
+) -> None:
+    """Queue parsed files per raw table and ``load`` each queue once it makes a batch.
+
+    A batch is about ``batch_rows`` rows, :data:`BATCH_BYTES_PER_ROW` times that in bytes, or
+    :data:`BATCH_FILES` files, whichever comes first; what is left is loaded at the end.
+    """
+    queues: dict[str, list[ParsedFile]] = {}
+    queued_rows: dict[str, int] = {}
+    queued_bytes: dict[str, int] = {}
+    batch_bytes = batch_rows * BATCH_BYTES_PER_ROW
+    for pending in parsed:
+        if force:
+            pending.forget = True
+        queue = queues.setdefault(pending.table, [])
+        queue.append(pending)
+        n_rows = queued_rows.get(pending.table, 0) + pending.parsed.rows.height
+        n_bytes = queued_bytes.get(pending.table, 0) + len(pending.data)
+        queued_rows[pending.table], queued_bytes[pending.table] = n_rows, n_bytes
+        if n_rows >= batch_rows or n_bytes >= batch_bytes or len(queue) >= BATCH_FILES:
+            load(queue)
+            queue.clear()
+            queued_rows[pending.table] = queued_bytes[pending.table] = 0
+    for queue in queues.values():
+        if queue:
+            load(queue)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -90,8 +91,6 @@ def read_report_data(
     ValueError
         On an empty warehouse, a malformed week or a week outside the observation window.
     """
-    from models import exponential_mtbf
-
     notes = Notes()
     period = report_period(*read_window(con), week)
     params = period.params()
@@ -102,58 +101,8 @@ def read_report_data(
     fleet = _fleet_numbers(con, params)
     classes = _class_table(con, params, fits, fit.rates, period)
     weekly = _weekly_failures(con, params, period)
-    interruptions_counts = query(
-        con,
-        """
-        select
-            count(*) filter (where end_ts >= $ws) as n_week,
-            count(*) filter (where end_ts < $ws) as n_trailing
-        from rpt_job_interruptions
-        where end_ts >= $ts and end_ts < $we
-        """,
-        params,
-    ).row(0, named=True)
-    n_to_date = fleet["failures_to_date"]
-    hours_to_date = (period.as_of - period.window_start).total_seconds() / 3600.0
-    mtbf, mtbf_lo, mtbf_hi = exponential_mtbf(n_to_date, hours_to_date)
-    node_mtbf = fleet["node_hours_to_date"] / n_to_date if n_to_date else math.nan
-    trailing = period.n_trailing_weeks
-    headline: dict[str, Any] = {
-        "week": period.week,
-        "n_nodes": fleet["n_nodes"],
-        "n_gpus": fleet["n_gpus"],
-        "gpu_hours_week": fleet["gpu_hours_week"],
-        "gpu_hours_to_date": fleet["gpu_hours_to_date"],
-        "failures_week": fleet["failures_week"],
-        "failures_trailing_mean": fleet["failures_trailing"] / trailing if trailing else None,
-        "interruptions_week": int(interruptions_counts["n_week"]),
-        "interruptions_trailing_mean": (
-            int(interruptions_counts["n_trailing"]) / trailing if trailing else None
-        ),
-        "failures_vs_trailing": _compare(
-            fleet["failures_week"], fleet["failures_trailing"], trailing
-        ),
-        "interruptions_vs_trailing": _compare(
-            int(interruptions_counts["n_week"]), int(interruptions_counts["n_trailing"]), trailing
-        ),
-        "failures_to_date": n_to_date,
-        "failure_events_to_date": fleet["failure_events_to_date"],
-        "fleet_mtbf_h": mtbf,
-        "fleet_mtbf_lo_h": mtbf_lo,
-        "fleet_mtbf_hi_h": mtbf_hi,
-        "node_mtbf_h": node_mtbf,
-        "trailing_weeks": trailing,
-    }
-    if period.week_start < period.window_start or period.week_end > period.window_end:
-        notes.add(
-            f"Week {period.week} is only partly inside the observation window: its figures "
-            f"cover {period.week_hours / 24:.1f} days."
-        )
-    if trailing < TRAILING_WEEKS:
-        notes.add(
-            f"Only {trailing} full week(s) precede {period.week} inside the observation window; "
-            "the trailing mean uses those."
-        )
+    headline = _headline(con, params, period, fleet)
+    _period_notes(period, notes)
     survival = survival_curves(lives, fits, notes)
     probability = probability_plots(lives, fits, notes=notes)
     mcf, trend = trend_analysis(con, params, period, notes)
@@ -213,7 +162,89 @@ def _compare(observed: int, trailing_total: int, n_trailing: int) -> str:
     return "in line with"
 
 
-def _fleet_numbers(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -> dict[str, Any]:
+# the report template's headline context (Jinja): a dict is the edge
+def _headline(
+    con: duckdb.DuckDBPyConnection,
+    params: dict[str, object],
+    period: ReportPeriod,
+    fleet: _FleetNumbers,
+) -> dict[str, Any]:
+    """Return the headline's numbers (the template's ``headline``; ``goodput`` is added later)."""
+    from models import exponential_mtbf
+
+    interruptions_counts = query(
+        con,
+        """
+        select
+            count(*) filter (where end_ts >= $ws) as n_week,
+            count(*) filter (where end_ts < $ws) as n_trailing
+        from rpt_job_interruptions
+        where end_ts >= $ts and end_ts < $we
+        """,
+        params,
+    ).row(0, named=True)
+    n_to_date = fleet.failures_to_date
+    hours_to_date = (period.as_of - period.window_start).total_seconds() / 3600.0
+    mtbf, mtbf_lo, mtbf_hi = exponential_mtbf(n_to_date, hours_to_date)
+    node_mtbf = fleet.node_hours_to_date / n_to_date if n_to_date else math.nan
+    trailing = period.n_trailing_weeks
+    return {
+        "week": period.week,
+        "n_nodes": fleet.n_nodes,
+        "n_gpus": fleet.n_gpus,
+        "gpu_hours_week": fleet.gpu_hours_week,
+        "gpu_hours_to_date": fleet.gpu_hours_to_date,
+        "failures_week": fleet.failures_week,
+        "failures_trailing_mean": fleet.failures_trailing / trailing if trailing else None,
+        "interruptions_week": int(interruptions_counts["n_week"]),
+        "interruptions_trailing_mean": (
+            int(interruptions_counts["n_trailing"]) / trailing if trailing else None
+        ),
+        "failures_vs_trailing": _compare(fleet.failures_week, fleet.failures_trailing, trailing),
+        "interruptions_vs_trailing": _compare(
+            int(interruptions_counts["n_week"]), int(interruptions_counts["n_trailing"]), trailing
+        ),
+        "failures_to_date": n_to_date,
+        "failure_events_to_date": fleet.failure_events_to_date,
+        "fleet_mtbf_h": mtbf,
+        "fleet_mtbf_lo_h": mtbf_lo,
+        "fleet_mtbf_hi_h": mtbf_hi,
+        "node_mtbf_h": node_mtbf,
+        "trailing_weeks": trailing,
+    }
+
+
+def _period_notes(period: ReportPeriod, notes: Notes) -> None:
+    """Note a week partly outside the observation window and a short trailing mean."""
+    trailing = period.n_trailing_weeks
+    if period.week_start < period.window_start or period.week_end > period.window_end:
+        notes.add(
+            f"Week {period.week} is only partly inside the observation window: its figures "
+            f"cover {period.week_hours / 24:.1f} days."
+        )
+    if trailing < TRAILING_WEEKS:
+        notes.add(
+            f"Only {trailing} full week(s) precede {period.week} inside the observation window; "
+            "the trailing mean uses those."
+        )
+
+
+@dataclass(frozen=True)
+class _FleetNumbers:
+    """The fleet's size in the week, its GPU-hours and node-hours, and its failure counts."""
+
+    n_nodes: int
+    n_gpus: int
+    gpu_hours_week: float
+    gpu_hours_to_date: float
+    node_hours_to_date: float
+    failures_week: int
+    failures_trailing: int  # in the trailing weeks before the week
+    failures_to_date: int  # unit lives that ended in a failure, window start to week end
+    failure_events_to_date: int  # every failure event, also on units with no lives
+
+
+def _fleet_numbers(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -> _FleetNumbers:
     """Fleet size in the week, GPU-hours and failure counts (see the module docstring)."""
     row = query(
         con,
@@ -280,17 +311,17 @@ def _fleet_numbers(con: duckdb.DuckDBPyConnection, params: dict[str, object]) ->
         """,
         params,
     ).row(0, named=True)
-    return {
-        "n_nodes": int(row["n_nodes"]),
-        "n_gpus": int(row["n_gpus"]),
-        "gpu_hours_week": float(row["week_h"] or 0.0),
-        "gpu_hours_to_date": float(row["to_date_h"] or 0.0),
-        "node_hours_to_date": float(row["node_hours_to_date"] or 0.0),
-        "failures_week": int(row["n_week"]),
-        "failures_trailing": int(row["n_trailing"]),
-        "failures_to_date": int(row["n_to_date"]),
-        "failure_events_to_date": int(row["n_events_to_date"]),
-    }
+    return _FleetNumbers(
+        n_nodes=int(row["n_nodes"]),
+        n_gpus=int(row["n_gpus"]),
+        gpu_hours_week=float(row["week_h"] or 0.0),
+        gpu_hours_to_date=float(row["to_date_h"] or 0.0),
+        node_hours_to_date=float(row["node_hours_to_date"] or 0.0),
+        failures_week=int(row["n_week"]),
+        failures_trailing=int(row["n_trailing"]),
+        failures_to_date=int(row["n_to_date"]),
+        failure_events_to_date=int(row["n_events_to_date"]),
+    )
 
 
 _RATE_COLUMNS = (
@@ -413,6 +444,7 @@ def _class_table(
     )
 
 
+# the report template's section context (Jinja): a dict is the edge
 def read_replacements(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     """Return the replacements per class from repair tickets, or what is missing without any.
 
@@ -497,6 +529,7 @@ def _quality(
     return files, quarantine, samples, checks
 
 
+# the report template's section context (Jinja), stored as JSON: a dict is the edge
 def read_goodput(
     con: duckdb.DuckDBPyConnection,
     period: ReportPeriod,

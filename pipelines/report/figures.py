@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     import polars as pl
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from pipelines.report.containers import (
@@ -307,10 +308,7 @@ def probability_figure(item: ClassProbabilityPlots, paper: str) -> Figure | None
     plot = item.plots.get(paper)
     if plot is None:
         return None
-    import numpy as np
     import polars as pl
-
-    from models import paper_transform
 
     points = plot.points.filter(pl.col("y").is_finite())
     line = plot.line
@@ -334,6 +332,26 @@ def probability_figure(item: ClassProbabilityPlots, paper: str) -> Figure | None
         color=COLORS["fit"],
         label=f"{plot.family} fit (AD {fmt_sig(ad)})",
     )
+    _draw_product_limit(ax, points)
+    _paper_axes(ax, points, line, paper)
+    finite_ad = {f: v for f, v in item.ad_statistics.items() if math.isfinite(v)}
+    best = min(finite_ad, key=finite_ad.__getitem__) if finite_ad else None
+    ax.set_title(
+        f"{item.component_class}: {PAPER_LABELS[paper]}, {item.n_failures} failures\n"
+        f"{_ad_text(finite_ad, best)} (* lowest)",
+        fontsize=7.5,
+        loc="left",
+    )
+    ax.set_xlabel("unit age (days, log scale)", fontsize=8)
+    ax.set_ylabel("failed by this age", fontsize=8)
+    ax.tick_params(which="both", labelsize=7)
+    fig.legend(fontsize=7, frameon=False, loc="outside lower center", ncols=2)
+    _style(ax)
+    return fig
+
+
+def _draw_product_limit(ax: Axes, points: pl.DataFrame) -> None:
+    """Draw the product-limit points, hollow where fewer than ``MIN_AT_RISK`` were at risk."""
     few = points.get_column("at_risk").to_numpy() < MIN_AT_RISK
     point_d = points.get_column("age_h").to_numpy() / 24.0
     point_y = points.get_column("y").to_numpy()
@@ -356,7 +374,14 @@ def probability_figure(item: ClassProbabilityPlots, paper: str) -> Figure | None
             color=COLORS["line"],
             label=f"product limit, < {MIN_AT_RISK} at risk",
         )
+
+
+def _paper_axes(ax: Axes, points: pl.DataFrame, line: pl.DataFrame, paper: str) -> None:
+    """Set the log age axis and the paper's y axis (ticks in percent failed) around the data."""
+    import numpy as np
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    from models import paper_transform
 
     ax.set_xscale("log")
     ax.xaxis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0)))
@@ -373,20 +398,6 @@ def probability_figure(item: ClassProbabilityPlots, paper: str) -> Figure | None
     tick_y = paper_transform(ticks, paper)
     inside = (tick_y >= low - margin) & (tick_y <= high + margin)
     ax.set_yticks(tick_y[inside], [f"{100 * t:g} %" for t in ticks[inside]])
-    finite_ad = {f: v for f, v in item.ad_statistics.items() if math.isfinite(v)}
-    best = min(finite_ad, key=finite_ad.__getitem__) if finite_ad else None
-    ax.set_title(
-        f"{item.component_class}: {PAPER_LABELS[paper]}, {item.n_failures} failures\n"
-        f"{_ad_text(finite_ad, best)} (* lowest)",
-        fontsize=7.5,
-        loc="left",
-    )
-    ax.set_xlabel("unit age (days, log scale)", fontsize=8)
-    ax.set_ylabel("failed by this age", fontsize=8)
-    ax.tick_params(which="both", labelsize=7)
-    fig.legend(fontsize=7, frameon=False, loc="outside lower center", ncols=2)
-    _style(ax)
-    return fig
 
 
 def probability_figures(items: list[ClassProbabilityPlots]) -> dict[tuple[str, str], Figure]:

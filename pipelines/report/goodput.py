@@ -34,6 +34,7 @@ from pipelines.report.period import query
 
 if TYPE_CHECKING:
     import duckdb
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 __all__ = [
@@ -85,6 +86,7 @@ def _finite(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and math.isfinite(value)
 
 
+# the report template's section context (Jinja): a dict is the edge
 def read_realised_goodput(con: duckdb.DuckDBPyConnection, week: str) -> dict[str, Any]:
     """Read the section's rows from the goodput marts.
 
@@ -235,7 +237,6 @@ def calibration_figure(section: dict[str, Any]) -> Figure | None:
     rows = section.get("backtest", [])
     if not rows:
         return None
-    import numpy as np
 
     fig = _figure(7.5, 3.4)
     left, right = fig.subplots(1, 2)
@@ -253,56 +254,12 @@ def calibration_figure(section: dict[str, Any]) -> Figure | None:
         chosen = [r for r in rows if r["period"] == period]
         if not chosen:
             continue
-        measured = np.array([100 * _value(r, "goodput_measured") for r in chosen])
-        predicted = np.array([100 * _value(r, "goodput_predicted") for r in chosen])
-        lo = np.array([100 * _value(r, "goodput_predicted_lo") for r in chosen])
-        hi = np.array([100 * _value(r, "goodput_predicted_hi") for r in chosen])
-        yerr = np.vstack([np.nan_to_num(predicted - lo), np.nan_to_num(hi - predicted)])
-        left.errorbar(
-            measured,
-            predicted,
-            yerr=np.clip(yerr, 0, None),
-            fmt=marker,
-            color=color,
-            markersize=4,
-            capsize=2,
-            linewidth=1,
-            label=period,
-        )
-        if period == "all":
-            for r, x, v in zip(chosen, measured, predicted, strict=True):
-                if math.isfinite(x) and math.isfinite(v):
-                    left.annotate(
-                        str(r["bucket"]),
-                        (x, v),
-                        textcoords="offset points",
-                        xytext=(4, -9),
-                        fontsize=6.5,
-                    )
+        _draw_goodput_points(left, chosen, period, marker, color)
         # a row with nothing expected has no ratio: it is in the table, not on the plot
         ratios = [r for r in chosen if _finite(r.get("oe_ratio"))]
-        if not ratios:
-            continue
-        x = np.array([buckets.index(str(r["bucket"])) + offsets.get(period, 0.0) for r in ratios])
-        shown = np.array([_value(r, "oe_ratio") for r in ratios])
-        oe_lo = np.array([_value(r, "oe_lo") for r in ratios])
-        oe_hi = np.array([_value(r, "oe_hi") for r in ratios])
-        cut = ~np.isfinite(oe_hi) | (oe_hi > top)
-        upper = np.where(cut, top, oe_hi)
-        lower = np.where(np.isfinite(oe_lo), oe_lo, 0.0)
-        right.errorbar(
-            x,
-            shown,
-            yerr=np.clip(np.vstack([shown - lower, upper - shown]), 0, None),
-            fmt=marker,
-            color=color,
-            markersize=4,
-            capsize=2,
-            linewidth=1,
-            label=period,
-        )
-        if cut.any():
-            right.plot(x[cut], np.full(int(cut.sum()), top), "^", color=color, markersize=4)
+        if ratios:
+            x = [buckets.index(str(r["bucket"])) + offsets.get(period, 0.0) for r in ratios]
+            _draw_oe_points(right, ratios, x, top, period, marker, color)
     drawn = [
         100 * _value(r, c)
         for r in rows
@@ -332,6 +289,74 @@ def calibration_figure(section: dict[str, Any]) -> Figure | None:
         ax.tick_params(labelsize=7)
         _style(ax)
     return fig
+
+
+def _draw_goodput_points(
+    ax: Axes, chosen: list[dict[str, Any]], period: str, marker: str, color: str
+) -> None:
+    """Draw a period's predicted against measured goodput, bucket names on the ``all`` ones."""
+    import numpy as np
+
+    measured = np.array([100 * _value(r, "goodput_measured") for r in chosen])
+    predicted = np.array([100 * _value(r, "goodput_predicted") for r in chosen])
+    lo = np.array([100 * _value(r, "goodput_predicted_lo") for r in chosen])
+    hi = np.array([100 * _value(r, "goodput_predicted_hi") for r in chosen])
+    yerr = np.vstack([np.nan_to_num(predicted - lo), np.nan_to_num(hi - predicted)])
+    ax.errorbar(
+        measured,
+        predicted,
+        yerr=np.clip(yerr, 0, None),
+        fmt=marker,
+        color=color,
+        markersize=4,
+        capsize=2,
+        linewidth=1,
+        label=period,
+    )
+    if period == "all":
+        for r, x, v in zip(chosen, measured, predicted, strict=True):
+            if math.isfinite(x) and math.isfinite(v):
+                ax.annotate(
+                    str(r["bucket"]),
+                    (x, v),
+                    textcoords="offset points",
+                    xytext=(4, -9),
+                    fontsize=6.5,
+                )
+
+
+def _draw_oe_points(
+    ax: Axes,
+    ratios: list[dict[str, Any]],
+    positions: list[float],
+    top: float,
+    period: str,
+    marker: str,
+    color: str,
+) -> None:
+    """Draw a period's O/E ratios with their intervals, a bound past ``top`` as an arrow head."""
+    import numpy as np
+
+    x = np.array(positions)
+    shown = np.array([_value(r, "oe_ratio") for r in ratios])
+    oe_lo = np.array([_value(r, "oe_lo") for r in ratios])
+    oe_hi = np.array([_value(r, "oe_hi") for r in ratios])
+    cut = ~np.isfinite(oe_hi) | (oe_hi > top)
+    upper = np.where(cut, top, oe_hi)
+    lower = np.where(np.isfinite(oe_lo), oe_lo, 0.0)
+    ax.errorbar(
+        x,
+        shown,
+        yerr=np.clip(np.vstack([shown - lower, upper - shown]), 0, None),
+        fmt=marker,
+        color=color,
+        markersize=4,
+        capsize=2,
+        linewidth=1,
+        label=period,
+    )
+    if cut.any():
+        ax.plot(x[cut], np.full(int(cut.sum()), top), "^", color=color, markersize=4)
 
 
 def realised_figures(section: dict[str, Any]) -> dict[str, Figure]:

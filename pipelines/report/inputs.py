@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +84,7 @@ def _scaled_rate(rate: ClassRate, factor: float) -> ClassRate:
     )
 
 
+# stored as JSON in report_projections and read by the template: a dict is the edge
 def goodput_projection(
     con: duckdb.DuckDBPyConnection,
     params: dict[str, object],
@@ -108,9 +109,7 @@ def goodput_projection(
         and ``scenario`` (the assumptions, in words and numbers); the models' warnings go to
         ``notes``.
     """
-    from models import Scenario, project, rates_from_fits
-    from pipelines.analysis.project import build_scenario
-    from pipelines.analysis.project_inputs import fit_rates, measured_restart_s, projection_fits
+    from models import project
 
     empty: dict[str, Any] = {
         "headline": [],
@@ -126,6 +125,69 @@ def goodput_projection(
         # the section says what is missing and what would supply it, in place of a projection
         lack = no_lives() if fits.height == 0 else no_failures(fit_run_id)
         return empty | {"scenario": {"missing": lack.missing, "supply": lack.supply}}
+    rates, rates_at_ages = _goodput_rates(con, fits, notes, fit_run_id=fit_run_id)
+    if left_out:
+        notes.add(
+            "Goodput: classes with no failure in the fit window are left out of the projection "
+            "(rate taken as 0; their one-sided MTBF bounds are in section 2): "
+            f"{', '.join(left_out)}."
+        )
+    setup = _report_scenario(con, params, targets[0], rates, notes)
+    base = setup.base
+
+    def at(n_gpus: int, **changes: Any) -> Projection:
+        scenario = replace(base, n_gpus=n_gpus, **changes)
+        return notes.run(
+            "Goodput",
+            lambda: project(scenario, n_samples=N_SAMPLES, random_state=RANDOM_SEED),
+        )
+
+    curve_rows = [
+        _curve_row(n_gpus, at(n_gpus), targets) for n_gpus in sorted({*CURVE_GPUS, *targets})
+    ]
+    target_rows, headline, knob_frames = [], [], []
+    by_class: list[dict[str, Any]] = []
+    knob_baselines: list[dict[str, Any]] = []
+    for n_gpus in targets:
+        for age in ("steady_state", "new"):
+            if age == "steady_state":
+                out = at(n_gpus, fleet_age=age)
+            else:
+                out = at(n_gpus, fleet_age=age, rates=rates_at_ages)
+            row = _target_row(n_gpus, age, out)
+            target_rows.append(row)
+            if age == "steady_state":
+                headline.append(row)
+                by_class += _class_rows(n_gpus, out)
+        knobs_at, held_at = _knob_ranking(base, n_gpus, rates, notes)
+        knob_frames.append(knobs_at)
+        knob_baselines.append(held_at)
+    scenario = _scenario_summary(
+        setup,
+        rates,
+        rates_at_ages,
+        targets,
+        fleet_age_assumption=target_rows[0]["fleet_age_assumption"],
+        left_out=left_out,
+        by_class=by_class,
+        knob_baselines=knob_baselines,
+    )
+    return {
+        "headline": headline,
+        "curve": pl.DataFrame(curve_rows),
+        "targets": pl.DataFrame(target_rows),
+        "knobs": pl.concat(knob_frames, how="vertical_relaxed"),
+        "scenario": scenario,
+    }
+
+
+def _goodput_rates(
+    con: duckdb.DuckDBPyConnection, fits: pl.DataFrame, notes: Notes, *, fit_run_id: str | None
+) -> tuple[tuple[ClassRate, ...], tuple[ClassRate, ...]]:
+    """Return the interruption rates at steady state and at given ages (a new system)."""
+    from models import rates_from_fits
+    from pipelines.analysis.project_inputs import fit_rates, projection_fits
+
     if fit_run_id is not None:
         # the stored run's interruption rates (fit_rates), as `relia project --from-fits` reads
         # them; at given ages (a new system) each class's Weibull hazard, not the mean
@@ -139,12 +201,31 @@ def goodput_projection(
         rates_at_ages = notes.run(
             "Goodput rates", lambda: rates_from_fits(projection_fits(fits), at_ages=True)
         )
-    if left_out:
-        notes.add(
-            "Goodput: classes with no failure in the fit window are left out of the projection "
-            "(rate taken as 0; their one-sided MTBF bounds are in section 2): "
-            f"{', '.join(left_out)}."
-        )
+    return rates, rates_at_ages
+
+
+@dataclass(frozen=True)
+class _ReportScenario:
+    """The report's base scenario and the measurements it was built from."""
+
+    base: Scenario
+    gpus_per_node: int
+    repair_h: float | None  # median measured repair time; None when nothing was repaired
+    restart: dict[str, float | int | None]  # project_inputs.measured_restart_s: median_s, n
+
+
+def _report_scenario(
+    con: duckdb.DuckDBPyConnection,
+    params: dict[str, object],
+    n_gpus: int,
+    rates: tuple[ClassRate, ...],
+    notes: Notes,
+) -> _ReportScenario:
+    """Return the scenario of ``relia project --from-fits`` with the measured times."""
+    from models import Scenario
+    from pipelines.analysis.project import build_scenario
+    from pipelines.analysis.project_inputs import measured_restart_s
+
     measured = _measured_restart(con, params)
     gpus_per_node = int(measured["gpus_per_node"] or 8)
     repair_h = measured["repair_h"]
@@ -152,10 +233,9 @@ def goodput_projection(
     # the same scenario as `relia project --from-fits`: the scheduler's median requeue gap after
     # hardware interruptions, less detection, is the reschedule time
     restart = measured_restart_s(con)
-    restart_s = restart["median_s"]
     base = build_scenario(
         {
-            "n_gpus": targets[0],
+            "n_gpus": n_gpus,
             "gpus_per_node": gpus_per_node,
             "failure_domain_gpus": gpus_per_node,
             "repair_h": max(repair_h, 1.0) if repair_h is not None else defaults.repair_h,
@@ -164,87 +244,85 @@ def goodput_projection(
         rates=rates,
         measured=restart,
     )
-    if restart_s is None:
+    if restart["median_s"] is None:
         notes.add(
             "Goodput: no requeued hardware interruption to measure the restart gap from; the "
             f"default reschedule time of {defaults.reschedule_s:g} s is used."
         )
+    return _ReportScenario(base, gpus_per_node, repair_h, restart)
 
-    def at(n_gpus: int, **changes: Any) -> Projection:
-        scenario = replace(base, n_gpus=n_gpus, **changes)
-        return notes.run(
-            "Goodput",
-            lambda: project(scenario, n_samples=N_SAMPLES, random_state=RANDOM_SEED),
-        )
 
-    curve_rows = []
-    for n_gpus in sorted({*CURVE_GPUS, *targets}):
-        out = at(n_gpus)
-        curve_rows.append(
-            {
-                "n_gpus": n_gpus,
-                "goodput": out["goodput"],
-                "goodput_lo": out.get("goodput_lo", out["goodput"]),
-                "goodput_hi": out.get("goodput_hi", out["goodput"]),
-                "mtti_h": out["mtti_h"],
-                "is_target": n_gpus in targets,
-            }
-        )
-    target_rows, headline, knob_frames = [], [], []
-    by_class: list[dict[str, Any]] = []
-    knob_baselines: list[dict[str, Any]] = []
-    for n_gpus in targets:
-        for age in ("steady_state", "new"):
-            if age == "steady_state":
-                out = at(n_gpus, fleet_age=age)
-            else:
-                out = at(n_gpus, fleet_age=age, rates=rates_at_ages)
-            row = {
-                "n_gpus": n_gpus,
-                "fleet_age": age,
-                "mtti_h": out["mtti_h"],
-                "mtti_lo_h": out.get("mtti_h_lo"),
-                "mtti_hi_h": out.get("mtti_h_hi"),
-                "expected_interruptions": out["expected_interruptions"],
-                "checkpoint_interval_min": out["checkpoint_interval_min"],
-                "goodput": out["goodput"],
-                "goodput_lo": out.get("goodput_lo"),
-                "goodput_hi": out.get("goodput_hi"),
-                "ettr": out["ettr"],
-                "lost_gpu_h_total": out["lost_gpu_h_total"],
-                "energy_lost_mwh": out["energy_lost_mwh"],
-                "fleet_age_assumption": out["fleet_age_assumption"],
-                "uncertainty": out["uncertainty"],
-            }
-            target_rows.append(row)
-            if age == "steady_state":
-                headline.append(row)
-                by_class += [
-                    {"n_gpus": n_gpus, "component_class": name}
-                    | {k: v[k] for k in ("level", "units", "expected")}
-                    | {"expected_lo": v["expected_lo"], "expected_hi": v["expected_hi"]}
-                    for name, v in out["expected_interruptions_by_class"].items()
-                ]
-        knobs_at, held_at = _knob_ranking(base, n_gpus, rates, notes)
-        knob_frames.append(knobs_at)
-        knob_baselines.append(held_at)
-    scenario = {
-        "gpus_per_node": gpus_per_node,
-        "failure_domain_gpus": gpus_per_node,
+def _curve_row(n_gpus: int, out: Projection, targets: tuple[int, ...]) -> dict[str, Any]:
+    return {
+        "n_gpus": n_gpus,
+        "goodput": out["goodput"],
+        "goodput_lo": out.get("goodput_lo", out["goodput"]),
+        "goodput_hi": out.get("goodput_hi", out["goodput"]),
+        "mtti_h": out["mtti_h"],
+        "is_target": n_gpus in targets,
+    }
+
+
+def _target_row(n_gpus: int, age: str, out: Projection) -> dict[str, Any]:
+    return {
+        "n_gpus": n_gpus,
+        "fleet_age": age,
+        "mtti_h": out["mtti_h"],
+        "mtti_lo_h": out.get("mtti_h_lo"),
+        "mtti_hi_h": out.get("mtti_h_hi"),
+        "expected_interruptions": out["expected_interruptions"],
+        "checkpoint_interval_min": out["checkpoint_interval_min"],
+        "goodput": out["goodput"],
+        "goodput_lo": out.get("goodput_lo"),
+        "goodput_hi": out.get("goodput_hi"),
+        "ettr": out["ettr"],
+        "lost_gpu_h_total": out["lost_gpu_h_total"],
+        "energy_lost_mwh": out["energy_lost_mwh"],
+        "fleet_age_assumption": out["fleet_age_assumption"],
+        "uncertainty": out["uncertainty"],
+    }
+
+
+def _class_rows(n_gpus: int, out: Projection) -> list[dict[str, Any]]:
+    return [
+        {"n_gpus": n_gpus, "component_class": name}
+        | {k: v[k] for k in ("level", "units", "expected")}
+        | {"expected_lo": v["expected_lo"], "expected_hi": v["expected_hi"]}
+        for name, v in out["expected_interruptions_by_class"].items()
+    ]
+
+
+def _scenario_summary(
+    setup: _ReportScenario,
+    rates: tuple[ClassRate, ...],
+    rates_at_ages: tuple[ClassRate, ...],
+    targets: tuple[int, ...],
+    *,
+    fleet_age_assumption: str,
+    left_out: list[str],
+    by_class: list[dict[str, Any]],
+    knob_baselines: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """Return the assumptions of the projection, in words and numbers (the stored JSON)."""
+    base = setup.base
+    restart_s = setup.restart["median_s"]
+    return {
+        "gpus_per_node": setup.gpus_per_node,
+        "failure_domain_gpus": setup.gpus_per_node,
         "job_days": base.job_days,
         "checkpoint_s": base.checkpoint_s,
         "detect_s": base.detect_s,
         "reschedule_s": base.reschedule_s,
         "reschedule_measured": restart_s is not None,
         "restart_gap_s": restart_s,
-        "n_restart_gaps": restart["n"],
+        "n_restart_gaps": setup.restart["n"],
         "reload_s": base.reload_s,
         "warmup_s": base.warmup_s,
         "repair_h": base.repair_h,
-        "repair_measured": repair_h is not None,
+        "repair_measured": setup.repair_h is not None,
         "strategy": base.strategy,
         "fleet_age": base.fleet_age,
-        "fleet_age_assumption": target_rows[0]["fleet_age_assumption"],
+        "fleet_age_assumption": fleet_age_assumption,
         "rates": [
             {
                 "component_class": r.component_class,
@@ -267,13 +345,6 @@ def goodput_projection(
         # the steady-state rates are the observed ones (shape 1); ages matter through the
         # Weibull fits a new fleet is projected with
         "fleet_age_matters": any(r.weibull_shape != 1.0 for r in rates_at_ages),
-    }
-    return {
-        "headline": headline,
-        "curve": pl.DataFrame(curve_rows),
-        "targets": pl.DataFrame(target_rows),
-        "knobs": pl.concat(knob_frames, how="vertical_relaxed"),
-        "scenario": scenario,
     }
 
 

@@ -27,7 +27,15 @@ def interruption_tables(
     con: duckdb.DuckDBPyConnection, params: dict[str, object]
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Root-cause table, restart overhead and the week's largest interruptions."""
-    causes = query(
+    causes = _interruption_causes(con, params)
+    restart = _restart_overhead(con, params)
+    listed = _largest_interruptions(con, params)
+    return causes, restart, listed
+
+
+def _interruption_causes(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -> pl.DataFrame:
+    """Return the interruptions of the week and to date per cause and attribution."""
+    return query(
         con,
         """
         with by_cause as (
@@ -56,7 +64,11 @@ def interruption_tables(
         """,
         params,
     )
-    restart = query(
+
+
+def _restart_overhead(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -> pl.DataFrame:
+    """Return the restart overhead (min) to date for hardware, other and all causes."""
+    return query(
         con,
         """
         with interruptions as (
@@ -91,7 +103,13 @@ def interruption_tables(
         """,
         params,
     )
-    listed = query(
+
+
+def _largest_interruptions(
+    con: duckdb.DuckDBPyConnection, params: dict[str, object]
+) -> pl.DataFrame:
+    """Return the week's interruptions that cost the most GPU-hours."""
+    return query(
         con,
         """
         select
@@ -115,7 +133,6 @@ def interruption_tables(
         """,
         params | {"limit": N_INTERRUPTIONS_LISTED},
     )
-    return causes, restart, listed
 
 
 # --------------------------------------------------------------------------------------------
@@ -127,7 +144,38 @@ def nodes_to_watch(
     """Lemon test per node (failures to date against the fleet rate), with the evidence."""
     from models import lemon_nodes
 
-    counts = query(
+    counts = _node_failure_counts(con, params)
+    if counts.height == 0 or counts.get_column("n_failures").sum() == 0:
+        return pl.DataFrame(), "no failures up to the week end: no node stands out"
+    tested = notes.run(
+        "Lemon test", lambda: lemon_nodes(counts, unit_col="node", alpha=LEMON_ALPHA)
+    )
+    rule = str(tested.get_column("rule")[0])
+    picked = (
+        tested.filter(pl.col("observed") > 0)
+        .sort(["lemon", "p_adjusted", "observed"], descending=[True, False, True])
+        .filter(pl.col("lemon") | (pl.int_range(pl.len()) < N_WATCH_NODES))
+    )
+    evidence = _node_evidence(con, params, picked.get_column("node").to_list())
+    nodes = picked.join(evidence, on="node", how="left").select(
+        "node",
+        "lemon",
+        "observed",
+        "expected",
+        "rate_ratio",
+        "p_adjusted",
+        "exposure_h",
+        "failures",
+        "n_interruptions",
+        "n_failure_incidents",
+        "n_other_incidents",
+    )
+    return nodes, rule
+
+
+def _node_failure_counts(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -> pl.DataFrame:
+    """Return each node's failures up to the week end and its exposure (h) in the window."""
+    return query(
         con,
         """
         with nodes as (
@@ -153,18 +201,13 @@ def nodes_to_watch(
         """,
         params,
     )
-    if counts.height == 0 or counts.get_column("n_failures").sum() == 0:
-        return pl.DataFrame(), "no failures up to the week end: no node stands out"
-    tested = notes.run(
-        "Lemon test", lambda: lemon_nodes(counts, unit_col="node", alpha=LEMON_ALPHA)
-    )
-    rule = str(tested.get_column("rule")[0])
-    picked = (
-        tested.filter(pl.col("observed") > 0)
-        .sort(["lemon", "p_adjusted", "observed"], descending=[True, False, True])
-        .filter(pl.col("lemon") | (pl.int_range(pl.len()) < N_WATCH_NODES))
-    )
-    evidence = query(
+
+
+def _node_evidence(
+    con: duckdb.DuckDBPyConnection, params: dict[str, object], nodes: list[str]
+) -> pl.DataFrame:
+    """Return the failures, interruptions and incidents of ``nodes`` up to the week end."""
+    return query(
         con,
         """
         with picked as (select unnest($nodes::varchar[]) as node),
@@ -214,28 +257,15 @@ def nodes_to_watch(
         left join interrupted on picked.node = interrupted.node
         left join incidents on picked.node = incidents.node
         """,
-        params | {"nodes": picked.get_column("node").to_list()},
+        params | {"nodes": nodes},
     )
-    nodes = picked.join(evidence, on="node", how="left").select(
-        "node",
-        "lemon",
-        "observed",
-        "expected",
-        "rate_ratio",
-        "p_adjusted",
-        "exposure_h",
-        "failures",
-        "n_interruptions",
-        "n_failure_incidents",
-        "n_other_incidents",
-    )
-    return nodes, rule
 
 
 AT_RISK_LIMIT = 25
 """GPUs listed in the report's at-risk table (highest probability first)."""
 
 
+# the report template's section context (Jinja): a dict is the edge
 def prediction_summary(con: duckdb.DuckDBPyConnection, notes: Notes) -> dict[str, Any]:
     """Return the latest failure predictor's test metrics and the GPUs at risk.
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pipelines.report.period import ReportPeriod
 
 
+# stored as JSON in report_projections and compared as such: a dict is the edge
 def projection_inputs(con: duckdb.DuckDBPyConnection, period: ReportPeriod) -> dict[str, Any]:
     """Return what a stored projection depends on besides its fit run and targets.
 
@@ -45,6 +46,7 @@ def projection_inputs(con: duckdb.DuckDBPyConnection, period: ReportPeriod) -> d
     }
 
 
+# stored as JSON in report_projections, read back for the template: a dict is the edge
 def read_report_projection(
     con: duckdb.DuckDBPyConnection,
     fit_run_id: str,

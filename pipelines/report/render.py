@@ -120,10 +120,12 @@ def _environment() -> jinja2.Environment:
     return env
 
 
+# Jinja template rows: a dict is the edge
 def _rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
     return frame.to_dicts() if frame.height else []
 
 
+# Jinja template rows: a dict is the edge
 def _class_rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
     """Return the class table's rows, each with ``family_has_shape`` (is a shape shown)."""
     from models.families import FAMILY_REGISTRY  # numpy and scipy: only when a page is rendered
@@ -193,6 +195,41 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
 
 def render_markdown(data: ReportData) -> str:
     """Return the headline, per-class failures and goodput at the target scales as markdown."""
+    headline_rows = _headline_rows(data)
+    class_rows = _class_table_rows(data)
+    parts = [
+        f"# Weekly reliability report {data.period.week}",
+        f"Week {data.period.week_start:%Y-%m-%d} to {data.period.last_day:%Y-%m-%d} (UTC); "
+        f"observation window {data.period.window_start:%Y-%m-%d} to "
+        f"{data.period.window_end:%Y-%m-%d}. {data.fit.note}",
+        _md_table(["metric", "value"], headline_rows),
+        "## Failures by component class",
+    ]
+    if class_rows:
+        parts.append(
+            _md_table(
+                [
+                    "class",
+                    "this week",
+                    "trailing mean",
+                    "failures in fit",
+                    "per 1000 node-days (95 %)",
+                    "MTBF per unit",
+                    "95 % CI",
+                    "method",
+                    "trend",
+                ],
+                class_rows,
+            )
+        )
+    if not any(r["failures_fit"] for r in _rows(data.classes)):
+        parts.append(_no_failure_line(data))
+    parts += ["## Replacements (repair tickets)", _replacement_markdown(data.replacements)]
+    return "\n\n".join(parts) + "\n"
+
+
+def _headline_rows(data: ReportData) -> list[list[str]]:
+    """Return the headline table's rows (metric, value) in words."""
     h = data.headline
     trailing = h["failures_trailing_mean"]
     headline_rows = [
@@ -237,7 +274,12 @@ def render_markdown(data: ReportData) -> str:
                 f"({realised['n_estimated']} of {realised['n_jobs']} jobs estimated)",
             ]
         )
-    class_rows = [
+    return headline_rows
+
+
+def _class_table_rows(data: ReportData) -> list[list[str]]:
+    """Return the failures-by-class table's rows, one per component class."""
+    return [
         [
             str(r["component_class"]),
             str(r["failures_week"]),
@@ -253,35 +295,6 @@ def render_markdown(data: ReportData) -> str:
         ]
         for r in _rows(data.classes)
     ]
-    parts = [
-        f"# Weekly reliability report {data.period.week}",
-        f"Week {data.period.week_start:%Y-%m-%d} to {data.period.last_day:%Y-%m-%d} (UTC); "
-        f"observation window {data.period.window_start:%Y-%m-%d} to "
-        f"{data.period.window_end:%Y-%m-%d}. {data.fit.note}",
-        _md_table(["metric", "value"], headline_rows),
-        "## Failures by component class",
-    ]
-    if class_rows:
-        parts.append(
-            _md_table(
-                [
-                    "class",
-                    "this week",
-                    "trailing mean",
-                    "failures in fit",
-                    "per 1000 node-days (95 %)",
-                    "MTBF per unit",
-                    "95 % CI",
-                    "method",
-                    "trend",
-                ],
-                class_rows,
-            )
-        )
-    if not any(r["failures_fit"] for r in _rows(data.classes)):
-        parts.append(_no_failure_line(data))
-    parts += ["## Replacements (repair tickets)", _replacement_markdown(data.replacements)]
-    return "\n\n".join(parts) + "\n"
 
 
 def _replacement_markdown(replacements: dict[str, Any]) -> str:

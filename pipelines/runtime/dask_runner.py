@@ -41,6 +41,7 @@ CATEGORICAL_KNOBS = ("strategy", "fleet_age", "rates", "weibull_shape", "node_gr
 equal to ``models.goodput.CATEGORICAL_KNOBS`` by a test, without importing models here."""
 
 
+# keyword arguments for dask's LocalCluster(**kwargs): a dict is the edge
 def local_cluster_kwargs(n_workers: int = 2) -> dict[str, Any]:
     """``LocalCluster`` arguments: ``n_workers`` one-thread processes, every socket on loopback."""
     if n_workers < 1:

@@ -195,6 +195,17 @@ def load_files(
         insert(con, "raw_quality_results", checks)
         insert(con, "raw_ingest_files", files)
         load_stream_reads(con, tailed, now, lake=write_parts is not None)
+    return _file_counts(loads, keyed, before)
+
+
+def _file_counts(
+    loads: list[FileLoad], keyed: dict[int, FileLoad], before: dict[str, LoadCounts]
+) -> list[LoadCounts]:
+    """Return what each of ``loads`` did, in order: loaded, replaced, or skipped as a repeat.
+
+    ``keyed`` holds the whole files' loads by the ``id`` of the given ones (a file with no line
+    in scope under its "no lines" key), ``before`` the counts of files loaded by earlier runs.
+    """
     out = []
     seen: set[str] = set()
     for original in loads:

@@ -49,7 +49,7 @@ def test_projection_from_fits_covers_the_true_interruption_rate(fleet: tuple, fi
         fit_run=fit_run,
         n_samples=4000,
         seed=1,
-    )
+    ).to_json_dict()
     assert result["fit_run_id"] == fit_run
     # the projection counts interruptions over the job's wall time, which restarts stretch
     wall_days = result["daly_wall_time_h"] / HOURS_PER_DAY
@@ -79,7 +79,7 @@ def test_projection_uses_the_headline_rate_and_weibull_fits_at_ages(
     assert flagged  # the default fleet is young against its classes' mean lives
     # steady state: the observed rate over the ages watched, with its exact interval; it is
     # no extrapolation, and no family mixture is sampled
-    steady = project.run_projection(db, {"n_gpus": 16_384}, fit_run=fit_run)
+    steady = project.run_projection(db, {"n_gpus": 16_384}, fit_run=fit_run).to_json_dict()
     assert steady["extrapolated_classes"] == []
     headline = {r["component_class"]: r for r in rows.iter_rows(named=True)}
     for rate in steady["scenario"]["rates"]:
@@ -91,7 +91,9 @@ def test_projection_uses_the_headline_rate_and_weibull_fits_at_ages(
         assert rate["weibull_shape"] == 1.0
         assert not rate["mtbf_mixture"]
     # at given ages: each class's Weibull fit, flagged where its mean is an extrapolation
-    new = project.run_projection(db, {"n_gpus": 16_384, "fleet_age": "new"}, fit_run=fit_run)
+    new = project.run_projection(
+        db, {"n_gpus": 16_384, "fleet_age": "new"}, fit_run=fit_run
+    ).to_json_dict()
     assert sorted(new["extrapolated_classes"]) == flagged
     assert "Weibull fit's hazard" in new["extrapolation_note"]
     weibull = {
@@ -104,7 +106,9 @@ def test_projection_uses_the_headline_rate_and_weibull_fits_at_ages(
 
 
 def test_measured_restart_sets_the_rescheduling_wait(fleet: tuple, fit_run: str) -> None:
-    result = project.run_projection(fleet[0], {"n_gpus": 1024}, fit_run="latest", n_samples=0)
+    result = project.run_projection(
+        fleet[0], {"n_gpus": 1024}, fit_run="latest", n_samples=0
+    ).to_json_dict()
     measured = result["measured_restart"]["median_s"]
     assert result["scenario"]["reschedule_s"] == pytest.approx(
         max(0.0, measured - result["scenario"]["detect_s"])
@@ -114,7 +118,7 @@ def test_measured_restart_sets_the_rescheduling_wait(fleet: tuple, fit_run: str)
 def test_hand_rates_reproduce_metas_projection() -> None:
     result = project.run_projection(
         None, {"n_gpus": 16_384, "node_failures_per_1000_node_days": 6.5}, n_samples=0
-    )
+    ).to_json_dict()
     assert round(result["mtti_h"], 1) == 1.8
 
 

@@ -67,7 +67,8 @@ def runs(fleet: tuple[Path, Path, dict], tmp_path_factory: pytest.TempPathFactor
 
 def _project(runs: dict, fit_run: str, **kwargs: Any) -> dict[str, Any]:
     knobs = {"n_gpus": N_GPUS, "gpus_per_node": 8, "job_days": JOB_DAYS} | kwargs.pop("knobs", {})
-    return project.run_projection(runs["db"], knobs, fit_run=fit_run, n_samples=0, **kwargs)
+    result = project.run_projection(runs["db"], knobs, fit_run=fit_run, n_samples=0, **kwargs)
+    return result.to_json_dict()
 
 
 def test_latest_is_the_newest_failure_process_run_not_a_newer_other_one(runs: dict) -> None:

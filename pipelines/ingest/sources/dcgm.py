@@ -293,22 +293,7 @@ def _parse_prometheus(
     stripped = line.str.strip_chars()
     samples = lines.filter((stripped != "") & ~stripped.str.starts_with("#"))
     n_ignored = lines.height - samples.height
-    samples = _split_series(samples)
-    distinct = samples.select(pl.col("series").drop_nulls().unique()).to_series().to_list()
-    parsed = [_series(text) for text in distinct]
-    keys = ("Hostname", "gpu", "UUID", "pci_bus_id", "modelName")
-    lookup = pl.DataFrame(
-        {
-            "series": pl.Series(distinct, dtype=pl.String),
-            "metric": pl.Series([p[0] for p in parsed], dtype=pl.String),
-            "series_error": pl.Series([p[2] for p in parsed], dtype=pl.String),
-            **{
-                f"label_{k}": pl.Series([(p[1] or {}).get(k) for p in parsed], dtype=pl.String)
-                for k in keys
-            },
-        }
-    )
-    samples = samples.join(lookup, on="series", how="left", maintain_order="left")
+    samples = _with_series_labels(_split_series(samples))
     known = pl.col("metric").is_in(list(_BY_NAME)) | pl.col("series_error").is_not_null()
     n_other = samples.select((~known).sum()).item()
     samples = samples.filter(known)
@@ -333,36 +318,70 @@ def _parse_prometheus(
         .cast(pl.Datetime("us", "UTC"))
         .alias("ts")
     )
-    checked = with_reasons(
-        frame,
-        [
-            (~pl.col("utf8_ok"), "line is not valid UTF-8"),
-            (pl.col("series_error").is_not_null(), pl.col("series_error")),
-            (
-                ~pl.col("n_parts").is_between(1, 2),
-                pl.format(
-                    "expected a value and an optional timestamp after the series, got '{}'", "rest"
-                ),
-            ),
-            (pl.col("value").is_null(), pl.format("malformed value '{}'", "value_text")),
-            (
-                pl.col("ts_text").is_not_null() & pl.col("ts_ms").is_null(),
-                pl.format("malformed timestamp '{}'", "ts_text"),
-            ),
-            (
-                pl.col("label_gpu").is_null() | pl.col("gpu_index").is_null(),
-                pl.format("sample without a numeric gpu label: '{}'", "series"),
-            ),
-            (
-                pl.col("ts").is_null(),
-                "sample without a timestamp, and the file name gives no scrape time: pass "
-                "--time-from-mtime (the file's modification time) or name the file "
-                "<host>_<YYYYmmddTHHMMSSZ>.prom",
-            ),
-            (in_future(pl.col("ts"), now), pl.format("timestamp in the future: {}", "ts")),
-        ],
+    checked = with_reasons(frame, _sample_checks(now))
+    rows = _sample_rows(checked.filter(pl.col("reason").is_null()))
+    bad = checked.filter(pl.col("reason").is_not_null())
+    samples = pl.concat([rows, bad.select("line_no", "line", "reason")], how="diagonal_relaxed")
+    return parsed_from(
+        samples.sort("line_no"),
+        schema=SCHEMA,
+        source_file=source_file,
+        n_ignored=n_ignored + n_other,
     )
-    good = checked.filter(pl.col("reason").is_null()).with_columns(
+
+
+def _with_series_labels(samples: pl.DataFrame) -> pl.DataFrame:
+    """Return ``samples`` with each series' metric, its error and the labels read (once each)."""
+    distinct = samples.select(pl.col("series").drop_nulls().unique()).to_series().to_list()
+    parsed = [_series(text) for text in distinct]
+    keys = ("Hostname", "gpu", "UUID", "pci_bus_id", "modelName")
+    lookup = pl.DataFrame(
+        {
+            "series": pl.Series(distinct, dtype=pl.String),
+            "metric": pl.Series([p[0] for p in parsed], dtype=pl.String),
+            "series_error": pl.Series([p[2] for p in parsed], dtype=pl.String),
+            **{
+                f"label_{k}": pl.Series([(p[1] or {}).get(k) for p in parsed], dtype=pl.String)
+                for k in keys
+            },
+        }
+    )
+    return samples.join(lookup, on="series", how="left", maintain_order="left")
+
+
+def _sample_checks(now: datetime) -> list[tuple[pl.Expr, pl.Expr | str]]:
+    """Return the checks of a Prometheus sample line, first failing one is the reject reason."""
+    return [
+        (~pl.col("utf8_ok"), "line is not valid UTF-8"),
+        (pl.col("series_error").is_not_null(), pl.col("series_error")),
+        (
+            ~pl.col("n_parts").is_between(1, 2),
+            pl.format(
+                "expected a value and an optional timestamp after the series, got '{}'", "rest"
+            ),
+        ),
+        (pl.col("value").is_null(), pl.format("malformed value '{}'", "value_text")),
+        (
+            pl.col("ts_text").is_not_null() & pl.col("ts_ms").is_null(),
+            pl.format("malformed timestamp '{}'", "ts_text"),
+        ),
+        (
+            pl.col("label_gpu").is_null() | pl.col("gpu_index").is_null(),
+            pl.format("sample without a numeric gpu label: '{}'", "series"),
+        ),
+        (
+            pl.col("ts").is_null(),
+            "sample without a timestamp, and the file name gives no scrape time: pass "
+            "--time-from-mtime (the file's modification time) or name the file "
+            "<host>_<YYYYmmddTHHMMSSZ>.prom",
+        ),
+        (in_future(pl.col("ts"), now), pl.format("timestamp in the future: {}", "ts")),
+    ]
+
+
+def _sample_rows(good: pl.DataFrame) -> pl.DataFrame:
+    """Return one row per host, time and GPU from the good samples, a column per metric."""
+    good = good.with_columns(
         pl.col("metric").replace_strict(_BY_NAME, default=None).alias("column"),
         _blank_to_null(pl.col("value")),
     )
@@ -377,19 +396,11 @@ def _parse_prometheus(
     if good.height:
         wide = good.pivot(on="column", index=sample_keys, values="value", aggregate_function="last")
         rows = rows.join(wide, on=sample_keys, how="left", nulls_equal=True)
-    rows = rows.with_columns(
+    return rows.with_columns(
         *[pl.lit(None, pl.Float64).alias(c) for c in METRICS if c not in rows.columns],
         pci_bus_id(pl.col("pci_text")).alias("pci_bus_id"),
         pl.lit("prometheus").alias("source_format"),
         pl.lit(None, pl.String).alias("reason"),
-    )
-    bad = checked.filter(pl.col("reason").is_not_null())
-    samples = pl.concat([rows, bad.select("line_no", "line", "reason")], how="diagonal_relaxed")
-    return parsed_from(
-        samples.sort("line_no"),
-        schema=SCHEMA,
-        source_file=source_file,
-        n_ignored=n_ignored + n_other,
     )
 
 
@@ -513,6 +524,13 @@ def _parse_dmon_many(
         if parts
         else pl.DataFrame(schema={"_file": pl.Int32, "line_no": pl.Int64})
     )
+    return _dmon_per_file(checked, files, n_ignored)
+
+
+def _dmon_per_file(
+    checked: pl.DataFrame, files: list[tuple[str, str]], n_ignored: list[int]
+) -> list[Parsed]:
+    """Return each file's result from the checked lines of all (sorted by ``_file``)."""
     sizes = np.bincount(checked["_file"].to_numpy(), minlength=len(files))
     out: list[Parsed] = []
     start = 0

@@ -263,12 +263,47 @@ def parse(
     launch_run = _launch_run_id(lines)
     in_scope = lines.filter(line.str.contains(_SCOPE)).join(blocks, on="line_no", how="left")
     n_ignored = lines.height - in_scope.height
+    frame = _with_event(in_scope)
+    frame = _with_prefix(frame, reference)
+    frame = _with_fields(frame)
+    checked = with_reasons(
+        frame,
+        [
+            (~pl.col("utf8_ok"), "line is not valid UTF-8"),
+            (
+                pl.col("log_format").is_null() & ~_continuation(),
+                "unrecognised log prefix: expected '[YYYY-mm-dd HH:MM:SS,mmm] <logger>: [LEVEL] ', "
+                "a glog prefix 'Immdd HH:MM:SS.uuuuuu <pid> <file>:<line>] ', "
+                "'[LEVEL] YYYY-mm-dd HH:MM:SS,mmm <logger>: ' or an RFC 3339 time before the agent "
+                "message (Python's default 'LEVEL:<logger>:' prints no time: collect the log with "
+                "timestamps, e.g. kubectl logs --timestamps)",
+            ),
+            (
+                pl.col("log_format").is_not_null()
+                & (pl.col("log_format") != "python_default")
+                & pl.col("ts").is_null(),
+                pl.format("impossible timestamp in '{}'", pl.col("prefix")),
+            ),
+            (in_future(pl.col("ts"), now_utc), pl.format("timestamp in the future: {}", "ts")),
+        ],
+    )
+    checked = _with_context(checked, source_file, launch_run=launch_run, host=host, run=run)
+    return parsed_from(checked, schema=SCHEMA, source_file=source_file, n_ignored=n_ignored)
+
+
+def _with_event(in_scope: pl.DataFrame) -> pl.LazyFrame:
+    """Return the lines with their ``event`` and the ``prefix`` and ``message`` around it.
+
+    The role tag (``[default] ``) before the message stays with the message when the rest of
+    the prefix is a known log prefix.
+    """
+    line = pl.col("line")
     # find each message without its optional role tag: "[INFO] Starting worker group" must not
     # read the level as a role; the tag is taken back from the prefix below
     event_at = [
         line.str.find(pattern.removeprefix(_ROLE)).alias(name) for name, pattern in EVENTS.items()
     ]
-    frame = (
+    return (
         in_scope.lazy()
         .with_columns(pl.struct(event_at).alias("found"))
         .with_columns(
@@ -309,31 +344,6 @@ def parse(
             .alias("message"),
         )
     )
-    frame = _with_prefix(frame, reference)
-    frame = _with_fields(frame)
-    checked = with_reasons(
-        frame,
-        [
-            (~pl.col("utf8_ok"), "line is not valid UTF-8"),
-            (
-                pl.col("log_format").is_null() & ~_continuation(),
-                "unrecognised log prefix: expected '[YYYY-mm-dd HH:MM:SS,mmm] <logger>: [LEVEL] ', "
-                "a glog prefix 'Immdd HH:MM:SS.uuuuuu <pid> <file>:<line>] ', "
-                "'[LEVEL] YYYY-mm-dd HH:MM:SS,mmm <logger>: ' or an RFC 3339 time before the agent "
-                "message (Python's default 'LEVEL:<logger>:' prints no time: collect the log with "
-                "timestamps, e.g. kubectl logs --timestamps)",
-            ),
-            (
-                pl.col("log_format").is_not_null()
-                & (pl.col("log_format") != "python_default")
-                & pl.col("ts").is_null(),
-                pl.format("impossible timestamp in '{}'", pl.col("prefix")),
-            ),
-            (in_future(pl.col("ts"), now_utc), pl.format("timestamp in the future: {}", "ts")),
-        ],
-    )
-    checked = _with_context(checked, source_file, launch_run=launch_run, host=host, run=run)
-    return parsed_from(checked, schema=SCHEMA, source_file=source_file, n_ignored=n_ignored)
 
 
 def _result_blocks(lines: pl.DataFrame) -> pl.DataFrame:

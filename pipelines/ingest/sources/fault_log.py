@@ -221,6 +221,22 @@ def _with_groups(frame: pl.DataFrame, m: FaultLogMapping) -> tuple[pl.DataFrame,
         if g.population_column
         else pl.lit(None, dtype=pl.Int64)
     )
+    service = _service_times(g)
+    frame = frame.with_columns(
+        group.alias("unit_group"),
+        pl.coalesce(per_group("__g_population", pl.Int64()), column_population, population).alias(
+            "population"
+        ),
+        pl.coalesce(per_group("__g_start", UTC_TS), service["start"], start).alias("window_start"),
+        pl.coalesce(per_group("__g_end", UTC_TS), service["end"], end).alias("window_end"),
+        service["start"].alias("__service_start"),
+        service["end"].alias("__service_end"),
+    )
+    return frame, _group_reason(g, column_population)
+
+
+def _service_times(g: GroupSpec) -> dict[str, pl.Expr]:
+    """Return each record's service start and end (null when still open or not mapped)."""
     null_ts = pl.lit(None, dtype=UTC_TS)
     service: dict[str, pl.Expr] = {}
     for what, column in (("start", g.start_column), ("end", g.end_column)):
@@ -232,16 +248,12 @@ def _with_groups(frame: pl.DataFrame, m: FaultLogMapping) -> tuple[pl.DataFrame,
             still_open = text.is_in(pl.Series(g.open_values, dtype=pl.String).implode())
             text = pl.when(~still_open).then(text)
         service[what] = time_of(text, g.window_time)
-    frame = frame.with_columns(
-        group.alias("unit_group"),
-        pl.coalesce(per_group("__g_population", pl.Int64()), column_population, population).alias(
-            "population"
-        ),
-        pl.coalesce(per_group("__g_start", UTC_TS), service["start"], start).alias("window_start"),
-        pl.coalesce(per_group("__g_end", UTC_TS), service["end"], end).alias("window_end"),
-        service["start"].alias("__service_start"),
-        service["end"].alias("__service_end"),
-    )
+    return service
+
+
+def _group_reason(g: GroupSpec, column_population: pl.Expr) -> pl.Expr:
+    """Return the reason to reject a record whose group, population or window is unusable."""
+    group = pl.col(g.column)
     reason: Any = pl.when(group.is_null()).then(pl.lit(f"missing group (column {g.column})"))
     for what, column in (("start", g.start_column), ("end", g.end_column)):
         if column is None or g.window_time is None:
@@ -278,7 +290,8 @@ def _with_groups(frame: pl.DataFrame, m: FaultLogMapping) -> tuple[pl.DataFrame,
             group,
         )
     )
-    return frame, reason.otherwise(pl.lit(None, dtype=pl.String))
+    first: pl.Expr = reason.otherwise(pl.lit(None, dtype=pl.String))
+    return first
 
 
 def _typed(records: pl.DataFrame, mapping: FaultLogMapping, *, now: datetime) -> pl.DataFrame:
@@ -290,13 +303,7 @@ def _typed(records: pl.DataFrame, mapping: FaultLogMapping, *, now: datetime) ->
         else pl.concat_str([pl.col(c) for c in m.unit], separator="/")
     )
     blame_class, blame_name, blame_text, blame_reason = _blamed(m)
-    cats = [pl.col(c) for c in m.categories]
-    if m.blame:
-        cats = [blame_name, blame_text, *cats]
-    if len(cats) > 3:  # the third level holds the rest, in mapping order
-        rest = pl.concat_str(cats[2:], separator=" / ", ignore_nulls=True)
-        cats = [*cats[:2], pl.when(rest.str.len_bytes() > 0).then(rest)]
-    cats += [pl.lit(None, dtype=pl.String)] * (3 - len(cats))
+    cats = _category_levels(m, blame_name, blame_text)
     classes = [
         pl.col(rule.column).replace_strict(rule.as_dict(), default=None, return_dtype=pl.String)
         for rule in m.class_rules
@@ -333,34 +340,7 @@ def _typed(records: pl.DataFrame, mapping: FaultLogMapping, *, now: datetime) ->
         if time_col is None:
             continue
         parsed[what] = time_expr(time_col, m.time)
-        checks.append(
-            (
-                pl.col(time_col).is_not_null() & parsed[what].is_null(),
-                pl.format(
-                    f"bad {what} time '{{}}' in column {time_col} (expected {time_hint(m.time)})",
-                    pl.col(time_col),
-                ),
-            )
-        )
-        earliest = m.time.earliest
-        checks.append(
-            (
-                parsed[what] < pl.lit(earliest, dtype=UTC_TS),
-                pl.format(
-                    f"{what} time '{{}}' in column {time_col} is before {earliest:%Y-%m-%d}; "
-                    "set time.earliest in the mapping if the trace is that old",
-                    pl.col(time_col),
-                ),
-            )
-        )
-        checks.append(
-            (
-                in_future(parsed[what], now),
-                pl.format(
-                    f"{what} time '{{}}' in column {time_col} is in the future", pl.col(time_col)
-                ),
-            )
-        )
+        checks += _time_checks(what, time_col, parsed[what], m.time, now)
     null_ts = pl.lit(None, dtype=UTC_TS)
     duration = pl.lit(None, dtype=pl.Float64)
     if m.duration is not None:
@@ -382,6 +362,48 @@ def _typed(records: pl.DataFrame, mapping: FaultLogMapping, *, now: datetime) ->
         duration.alias("duration_s"),
     )
     return frame.with_columns(_first_reason(checks).alias("__reason"))
+
+
+def _category_levels(m: FaultLogMapping, blame_name: pl.Expr, blame_text: pl.Expr) -> list[pl.Expr]:
+    """Return the three category levels: blame first, the third level holding the rest."""
+    cats = [pl.col(c) for c in m.categories]
+    if m.blame:
+        cats = [blame_name, blame_text, *cats]
+    if len(cats) > 3:  # the third level holds the rest, in mapping order
+        rest = pl.concat_str(cats[2:], separator=" / ", ignore_nulls=True)
+        cats = [*cats[:2], pl.when(rest.str.len_bytes() > 0).then(rest)]
+    cats += [pl.lit(None, dtype=pl.String)] * (3 - len(cats))
+    return cats
+
+
+def _time_checks(
+    what: str, time_col: str, parsed: pl.Expr, spec: TimeSpec, now: datetime
+) -> list[tuple[pl.Expr, pl.Expr]]:
+    """Return the checks of a time column: unreadable, before ``spec.earliest``, in the future."""
+    earliest = spec.earliest
+    return [
+        (
+            pl.col(time_col).is_not_null() & parsed.is_null(),
+            pl.format(
+                f"bad {what} time '{{}}' in column {time_col} (expected {time_hint(spec)})",
+                pl.col(time_col),
+            ),
+        ),
+        (
+            parsed < pl.lit(earliest, dtype=UTC_TS),
+            pl.format(
+                f"{what} time '{{}}' in column {time_col} is before {earliest:%Y-%m-%d}; "
+                "set time.earliest in the mapping if the trace is that old",
+                pl.col(time_col),
+            ),
+        ),
+        (
+            in_future(parsed, now),
+            pl.format(
+                f"{what} time '{{}}' in column {time_col} is in the future", pl.col(time_col)
+            ),
+        ),
+    ]
 
 
 def _first_reason(checks: list[tuple[pl.Expr, pl.Expr]]) -> pl.Expr:

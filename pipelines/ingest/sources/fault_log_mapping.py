@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
@@ -103,21 +103,7 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
     unknown = sorted(set(raw) - _TOP_KEYS)
     if unknown:
         _fail(where, unknown[0], f"is not a mapping key; known keys are {sorted(_TOP_KEYS)}")
-    dataset = _required_str(raw, "dataset", where)
-    if not _IDENT.match(dataset):
-        _fail(where, "dataset", f"{dataset!r} must be lower case letters, digits and _")
-    kind = _required_str(raw, "kind", where)
-    if kind not in ("lives", "events"):
-        _fail(where, "kind", f"is {kind!r}; use lives or events")
-    fmt = raw.get("format")
-    if fmt is not None and fmt not in ("csv", "json"):
-        _fail(where, "format", f"is {fmt!r}; use csv or json (or leave it out to detect)")
-    csv_opts = _section(raw, "csv", where, {"separator", "null_values"})
-    separator = str(csv_opts.get("separator", ","))
-    if len(separator) != 1:
-        _fail(where, "csv.separator", f"must be one character, not {separator!r}")
-    null_values = tuple(_value_list(csv_opts.get("null_values", [""]), "csv.null_values", where))
-
+    dataset, kind, fmt, separator, null_values = _file_keys(raw, where)
     unit = raw.get("unit")
     units = tuple(_str_list(unit, "unit", where)) if unit is not None else ()
     if not units:
@@ -131,85 +117,12 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
     )
     start = _optional_str(raw, "start", where)
     end = _optional_str(raw, "end", where)
-
-    duration_col, duration_unit, tolerance = None, "seconds", 1.0
-    if "duration" in raw:
-        spec = raw["duration"]
-        if isinstance(spec, str):
-            duration_col = spec
-        else:
-            section = _section(raw, "duration", where, {"column", "unit", "tolerance_s"})
-            duration_col = _required_str(section, "column", where, "duration.column")
-            duration_unit = str(section.get("unit", "seconds"))
-            tolerance = section.get("tolerance_s", 1.0)
-            if isinstance(tolerance, bool) or not isinstance(tolerance, int | float):
-                _fail(
-                    where, "duration.tolerance_s", f"must be a number of seconds, not {tolerance!r}"
-                )
-        if duration_unit not in TIME_UNITS_S:
-            _fail(where, "duration.unit", f"is {duration_unit!r}; use one of {list(TIME_UNITS_S)}")
-
-    failed_col: str | None = None
-    failed_true: tuple[str, ...] = ()
-    failed_false: tuple[str, ...] | None = None
-    if "failed" in raw:
-        section = _section(raw, "failed", where, {"column", "true_values", "false_values"})
-        failed_col = _required_str(section, "column", where, "failed.column")
-        failed_true = tuple(_value_list(section.get("true_values"), "failed.true_values", where))
-        if not failed_true:
-            _fail(where, "failed.true_values", "must list the values that mean failed")
-        if section.get("false_values") is not None:
-            failed_false = tuple(_value_list(section["false_values"], "failed.false_values", where))
-
-    events = None
-    if "events" in raw:
-        section = _section(raw, "events", where, {"type", "time", "start", "end", "pair_on"})
-        events_pair = section.get("pair_on")
-        events = EventSpec(
-            type_column=_required_str(section, "type", where, "events.type"),
-            time_column=_required_str(section, "time", where, "events.time"),
-            start_values=tuple(_value_list(section.get("start"), "events.start", where)),
-            end_values=tuple(_value_list(section.get("end"), "events.end", where)),
-            pair_on=tuple(_str_list(events_pair, "events.pair_on", where))
-            if events_pair is not None
-            else (),
-        )
-        if not events.start_values or not events.end_values:
-            _fail(
-                where,
-                "events.start" if not events.start_values else "events.end",
-                "must list the event type values that open / close a fault",
-            )
-
-    categories = tuple(_str_list(raw.get("categories", []), "categories", where))
-    if events is not None and events_pair is None:
-        events = EventSpec(
-            events.type_column,
-            events.time_column,
-            events.start_values,
-            events.end_values,
-            categories,
-        )
-
+    duration_col, duration_unit, tolerance = _duration_keys(raw, where)
+    failed_col, failed_true, failed_false = _failed_keys(raw, where)
+    events, categories = _events_keys(raw, where)
     rules, default_class = _classes(raw, where)
     cohorts = _cohorts(raw.get("cohorts", []), where)
-    pattern = None
-    if "cohort_pattern" in raw:
-        section = _section(raw, "cohort_pattern", where, {"column", "regex"})
-        regex = _required_str(section, "regex", where, "cohort_pattern.regex")
-        try:
-            names = regex_names(regex)
-        except pl.exceptions.PolarsError as error:
-            problem = str(error).strip().splitlines()[-1].removeprefix("error: ")
-            _fail(
-                where,
-                "cohort_pattern.regex",
-                f"is not a regular expression the parser (Rust regex) runs: {problem}; "
-                "rewrite it without look-around or back-references",
-            )
-        if not names:
-            _fail(where, "cohort_pattern.regex", "needs named groups, e.g. (?P<cage>\\d)")
-        pattern = (_required_str(section, "column", where, "cohort_pattern.column"), regex)
+    pattern = _cohort_pattern(raw, where)
 
     point_events = raw.get("point_events", False)
     if not isinstance(point_events, bool):
@@ -259,6 +172,122 @@ def mapping_from_dict(raw: object, *, where: str = "mapping") -> FaultLogMapping
     )
     _check_kind(mapping, where)
     return mapping
+
+
+def _file_keys(
+    raw: dict[str, Any], where: str
+) -> tuple[str, str, Literal["csv", "json"] | None, str, tuple[str, ...]]:
+    """Return the dataset, the kind, the format and the CSV separator and null values."""
+    dataset = _required_str(raw, "dataset", where)
+    if not _IDENT.match(dataset):
+        _fail(where, "dataset", f"{dataset!r} must be lower case letters, digits and _")
+    kind = _required_str(raw, "kind", where)
+    if kind not in ("lives", "events"):
+        _fail(where, "kind", f"is {kind!r}; use lives or events")
+    fmt = raw.get("format")
+    if fmt is not None and fmt not in ("csv", "json"):
+        _fail(where, "format", f"is {fmt!r}; use csv or json (or leave it out to detect)")
+    csv_opts = _section(raw, "csv", where, {"separator", "null_values"})
+    separator = str(csv_opts.get("separator", ","))
+    if len(separator) != 1:
+        _fail(where, "csv.separator", f"must be one character, not {separator!r}")
+    null_values = tuple(_value_list(csv_opts.get("null_values", [""]), "csv.null_values", where))
+    return dataset, kind, fmt, separator, null_values
+
+
+def _duration_keys(raw: dict[str, Any], where: str) -> tuple[str | None, str, Any]:
+    """Return the duration column, its unit and the tolerance (s) of start + duration = end."""
+    duration_col, duration_unit, tolerance = None, "seconds", 1.0
+    if "duration" in raw:
+        spec = raw["duration"]
+        if isinstance(spec, str):
+            duration_col = spec
+        else:
+            section = _section(raw, "duration", where, {"column", "unit", "tolerance_s"})
+            duration_col = _required_str(section, "column", where, "duration.column")
+            duration_unit = str(section.get("unit", "seconds"))
+            tolerance = section.get("tolerance_s", 1.0)
+            if isinstance(tolerance, bool) or not isinstance(tolerance, int | float):
+                _fail(
+                    where, "duration.tolerance_s", f"must be a number of seconds, not {tolerance!r}"
+                )
+        if duration_unit not in TIME_UNITS_S:
+            _fail(where, "duration.unit", f"is {duration_unit!r}; use one of {list(TIME_UNITS_S)}")
+    return duration_col, duration_unit, tolerance
+
+
+def _failed_keys(
+    raw: dict[str, Any], where: str
+) -> tuple[str | None, tuple[str, ...], tuple[str, ...] | None]:
+    """Return the failed column and the values that mean failed and not failed."""
+    failed_col: str | None = None
+    failed_true: tuple[str, ...] = ()
+    failed_false: tuple[str, ...] | None = None
+    if "failed" in raw:
+        section = _section(raw, "failed", where, {"column", "true_values", "false_values"})
+        failed_col = _required_str(section, "column", where, "failed.column")
+        failed_true = tuple(_value_list(section.get("true_values"), "failed.true_values", where))
+        if not failed_true:
+            _fail(where, "failed.true_values", "must list the values that mean failed")
+        if section.get("false_values") is not None:
+            failed_false = tuple(_value_list(section["false_values"], "failed.false_values", where))
+    return failed_col, failed_true, failed_false
+
+
+def _events_keys(raw: dict[str, Any], where: str) -> tuple[EventSpec | None, tuple[str, ...]]:
+    """Return the events section (paired on the categories unless it says) and the categories."""
+    events = None
+    events_pair = None
+    if "events" in raw:
+        section = _section(raw, "events", where, {"type", "time", "start", "end", "pair_on"})
+        events_pair = section.get("pair_on")
+        events = EventSpec(
+            type_column=_required_str(section, "type", where, "events.type"),
+            time_column=_required_str(section, "time", where, "events.time"),
+            start_values=tuple(_value_list(section.get("start"), "events.start", where)),
+            end_values=tuple(_value_list(section.get("end"), "events.end", where)),
+            pair_on=tuple(_str_list(events_pair, "events.pair_on", where))
+            if events_pair is not None
+            else (),
+        )
+        if not events.start_values or not events.end_values:
+            _fail(
+                where,
+                "events.start" if not events.start_values else "events.end",
+                "must list the event type values that open / close a fault",
+            )
+
+    categories = tuple(_str_list(raw.get("categories", []), "categories", where))
+    if events is not None and events_pair is None:
+        events = EventSpec(
+            events.type_column,
+            events.time_column,
+            events.start_values,
+            events.end_values,
+            categories,
+        )
+    return events, categories
+
+
+def _cohort_pattern(raw: dict[str, Any], where: str) -> tuple[str, str] | None:
+    """Return the column and the named-group regex that cohorts are read from, if given."""
+    if "cohort_pattern" not in raw:
+        return None
+    section = _section(raw, "cohort_pattern", where, {"column", "regex"})
+    regex = _required_str(section, "regex", where, "cohort_pattern.regex")
+    try:
+        names = regex_names(regex)
+    except pl.exceptions.PolarsError as error:
+        problem = str(error).strip().splitlines()[-1].removeprefix("error: ")
+        _fail(
+            where,
+            "cohort_pattern.regex",
+            f"is not a regular expression the parser (Rust regex) runs: {problem}; "
+            "rewrite it without look-around or back-references",
+        )
+    if not names:
+        _fail(where, "cohort_pattern.regex", "needs named groups, e.g. (?P<cage>\\d)")
+    return (_required_str(section, "column", where, "cohort_pattern.column"), regex)
 
 
 def _check_kind(m: FaultLogMapping, where: str) -> None:
@@ -315,6 +344,7 @@ def _fail(where: str, key: str, problem: str) -> NoReturn:
     raise MappingError(msg)
 
 
+# a section of the mapping as parsed from YAML: a dict is the edge
 def _section(raw: dict[str, Any], key: str, where: str, allowed: set[str]) -> dict[str, Any]:
     value = raw.get(key)
     if value is None:

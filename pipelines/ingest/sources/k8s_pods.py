@@ -345,6 +345,7 @@ def _run(state: Any) -> dict[str, str | None]:
     }
 
 
+# a Kubernetes ownerReference as parsed from the JSON: a dict is the edge
 def _controller(refs: Any) -> dict[str, Any]:
     if not isinstance(refs, list):
         return {}

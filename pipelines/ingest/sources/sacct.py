@@ -271,33 +271,41 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
                 & ~pl.col("state_by_uid").is_between(0, _UID_MAX).fill_null(value=False),
                 pl.format("malformed uid in State '{}'", state),
             ),
-            *[
-                _field_check(column, failed)
-                for column, failed in (
-                    (
-                        "ExitCode",
-                        colon.is_null()
-                        | _negative_or_null("exit_code")
-                        | _negative_or_null("exit_signal"),
-                    ),
-                    ("Elapsed", _negative_or_null("elapsed_text_s")),
-                    ("ElapsedRaw", _negative_or_null("elapsed_raw_s")),
-                    ("AllocNodes", _negative_or_null("alloc_nodes_field")),
-                    ("NNodes", _negative_or_null("n_nodes_field")),
-                    ("Restarts", _negative_or_null("restarts")),
-                )
-                if column in has
-            ],
+            *_number_checks(has, colon),
             (
                 pl.col("n_gpus").is_null(),
                 pl.format("malformed {} '{}'", tres_name, pl.col("tres")),
             ),
         ],
     )
-    checked = _with_nodes(checked)
+    checked = _with_output_columns(_with_nodes(checked), text)
+    return parsed_from(checked, schema=SCHEMA, source_file=source_file, n_ignored=fields.n_ignored)
+
+
+def _number_checks(has: set[str], colon: pl.Expr) -> list[tuple[pl.Expr, pl.Expr]]:
+    """Return the checks of the numeric fields the dump has: a malformed value is a reject."""
+    return [
+        _field_check(column, failed)
+        for column, failed in (
+            (
+                "ExitCode",
+                colon.is_null() | _negative_or_null("exit_code") | _negative_or_null("exit_signal"),
+            ),
+            ("Elapsed", _negative_or_null("elapsed_text_s")),
+            ("ElapsedRaw", _negative_or_null("elapsed_raw_s")),
+            ("AllocNodes", _negative_or_null("alloc_nodes_field")),
+            ("NNodes", _negative_or_null("n_nodes_field")),
+            ("Restarts", _negative_or_null("restarts")),
+        )
+        if column in has
+    ]
+
+
+def _with_output_columns(checked: pl.DataFrame, text: dict[str, pl.Expr]) -> pl.DataFrame:
+    """Return ``checked`` with the row's columns taken from the field that gives each first."""
     start, end = pl.col("start_ts"), pl.col("end_ts")
-    checked = checked.with_columns(
-        job_id.alias("job_id"),
+    return checked.with_columns(
+        pl.col("JobID").alias("job_id"),
         pl.coalesce(
             "alloc_nodes_field",
             "n_nodes_field",
@@ -319,7 +327,6 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
             )
         ],
     )
-    return parsed_from(checked, schema=SCHEMA, source_file=source_file, n_ignored=fields.n_ignored)
 
 
 def _header(data: bytes) -> tuple[str | None, set[str]]:

@@ -167,20 +167,38 @@ def parse_many(
     """
     now_utc = utc_now(now)
     out: list[Parsed | None] = [None] * len(files)
+    for i, (data, source_file, _options) in enumerate(files):
+        if not data:
+            out[i] = Parsed(empty_rows(SCHEMA), empty_file_reject(source_file), 0)
+    parsed = [i for i, (data, _source_file, _options) in enumerate(files) if data]
+    if not parsed:
+        return [p for p in out if p is not None]
+    in_scope, ignored = _in_scope_lines([files[i] for i in parsed], now_utc)
+    checked = _checked_lines(in_scope, now_utc)
+    for i, result in zip(parsed, _per_file(checked, ignored), strict=True):
+        out[i] = result
+    return [p for p in out if p is not None]
+
+
+def _in_scope_lines(
+    files: list[tuple[bytes, str, dict[str, Any]]], now_utc: datetime
+) -> tuple[pl.DataFrame, list[int]]:
+    """Return the Xid lines of non-empty ``files`` (``_file`` indexes them) and each one's ignored.
+
+    Each line carries its file's reference time (its mtime, else ``now_utc``), host from the
+    options or the path (``_stem``) and source file; ``_raw`` is the JSON record of a line rebuilt
+    from a journald export.
+    """
     line_nos: list[int] = []
     lines: list[str] = []
     ok: list[bool] = []
-    counts: list[int] = []  # in-scope lines per file, in the order of ``parsed``
-    parsed: list[int] = []
+    counts: list[int] = []  # in-scope lines per file
     ignored: list[int] = []
     references: list[datetime] = []
     stems: list[str | None] = []
     raws: list[str | None] = []  # the JSON record, for lines rebuilt from journald exports
     needle = MARKER.encode()
-    for i, (data, source_file, options) in enumerate(files):
-        if not data:
-            out[i] = Parsed(empty_rows(SCHEMA), empty_file_reject(source_file), 0)
-            continue
+    for data, source_file, options in files:
         before = len(lines)
         if _is_journal_json(data):
             n_lines = _journal_lines(data, line_nos, lines, ok, raws)
@@ -188,13 +206,10 @@ def parse_many(
             n_lines = find_lines(data, needle, line_nos, lines, ok)
             raws.extend([None] * (len(lines) - before))
         mtime = options.get("file_mtime")
-        parsed.append(i)
         counts.append(len(lines) - before)
         ignored.append(n_lines - counts[-1])
         references.append(utc_now(mtime) if mtime is not None else now_utc)
         stems.append(options.get("host") or _path_host(source_file))
-    if not parsed:
-        return [p for p in out if p is not None]
     per_line = [k for k, n in enumerate(counts) for _ in range(n)]
     in_scope = pl.DataFrame(
         {"line_no": line_nos, "line": lines, "utf8_ok": ok, "_file": per_line, "_raw": raws},
@@ -208,10 +223,10 @@ def parse_many(
     )
     per_file = pl.DataFrame(
         {
-            "_file": range(len(parsed)),
+            "_file": range(len(files)),
             "_reference": references,
             "_stem": stems,
-            "_source_file": [files[i][1] for i in parsed],
+            "_source_file": [source_file for _data, source_file, _options in files],
         },
         schema={
             "_file": pl.Int32,
@@ -220,7 +235,11 @@ def parse_many(
             "_source_file": pl.String,
         },
     )
-    in_scope = in_scope.join(per_file, on="_file", how="left", maintain_order="left")
+    return in_scope.join(per_file, on="_file", how="left", maintain_order="left"), ignored
+
+
+def _checked_lines(in_scope: pl.DataFrame, now_utc: datetime) -> pl.DataFrame:
+    """Return the lines read in their log style, with a ``reason`` on those that are rejects."""
     # A file holds one style: guess them from a sample, look again only if lines were missed.
     styles = _candidate_styles(in_scope.gather_every(max(1, in_scope.height // 64)))
     checked = _checked(in_scope, styles, now_utc)
@@ -247,7 +266,12 @@ def parse_many(
             .otherwise(pl.col("reason"))
             .alias("reason")
         )
-    # rows and rejects of all files at once, then cut per file (splitting is cheap, a plan is not)
+    return checked
+
+
+def _per_file(checked: pl.DataFrame, ignored: list[int]) -> list[Parsed]:
+    """Return each file's result: rows and rejects of all files at once, then cut per file."""
+    # splitting is cheap, a plan is not
     split = parsed_from(
         checked,
         schema=SCHEMA | {"_file": pl.Int32()},
@@ -260,10 +284,10 @@ def parse_many(
         "_file", as_dict=True, include_key=False
     )
     no_rows, no_rejects = split.rows.head(0).drop("_file"), split.rejects.head(0)
-    for k, i in enumerate(parsed):
-        rows, rejects = row_parts.get((k,), no_rows), reject_parts.get((k,), no_rejects)
-        out[i] = Parsed(rows, rejects, ignored[k])
-    return [p for p in out if p is not None]
+    return [
+        Parsed(row_parts.get((k,), no_rows), reject_parts.get((k,), no_rejects), n_ignored)
+        for k, n_ignored in enumerate(ignored)
+    ]
 
 
 def _path_host(source_file: str) -> str | None:
