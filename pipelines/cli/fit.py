@@ -439,6 +439,9 @@ def _run_fits(
     """
     import warnings
 
+    from pipelines import fit as fit_mod
+    from pipelines import warehouse
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if tracked:
@@ -453,29 +456,32 @@ def _run_fits(
                 alpha=alpha,
                 weibayes_shape=shapes,
             )
+            cox_table = None
+            if cox:
+                with warehouse.connect(
+                    settings.db_path, read_only=True, lock_timeout_s=settings.read_lock_timeout_s
+                ) as con:
+                    cox_table = fit_mod.cox_table(
+                        con, _covariates(cox), lives=lives, dataset=dataset, alpha=alpha
+                    )
         else:
-            from pipelines import fit as fit_mod
-
-            outcome = fit_mod.run_fit(
-                settings.db_path,
-                by=by,
-                lives=lives,
-                dataset=dataset,
-                alpha=alpha,
-                lock_timeout_s=settings.lock_timeout_s,
-                weibayes_shape=shapes,
-            )
-        cox_table = None
-        if cox:
-            from pipelines import fit as fit_mod
-
-            cox_table = fit_mod.run_cox(
-                settings.db_path,
-                [c.strip() for c in cox.split(",") if c.strip()],
-                lives=lives,
-                dataset=dataset,
-                alpha=alpha,
-            )
+            # one connection for the run and its Cox table, closed before the plots read
+            with warehouse.connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con:
+                outcome = fit_mod.fit_and_store(
+                    con,
+                    by=by,
+                    lives=lives,
+                    dataset=dataset,
+                    alpha=alpha,
+                    weibayes_shape=shapes,
+                )
+                cox_table = (
+                    fit_mod.cox_table(
+                        con, _covariates(cox), lives=lives, dataset=dataset, alpha=alpha
+                    )
+                    if cox
+                    else None
+                )
         written = None
         if plots is not None:
             from pipelines.report import write_fit_plots
@@ -490,6 +496,11 @@ def _run_fits(
             )
     notes = sorted({_counted(str(w.message), quantity) for w in caught})
     return _FitRun(outcome=outcome, lives=lives, cox=cox_table, plots=written, notes=notes)
+
+
+def _covariates(cox: str) -> list[str]:
+    """Return the covariates of ``--cox batch,position``."""
+    return [c.strip() for c in cox.split(",") if c.strip()]
 
 
 def _shown_rows(

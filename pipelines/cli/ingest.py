@@ -65,6 +65,7 @@ def _run_ingest(
     from rich.progress import Progress
 
     from pipelines import ingest as ingest_mod
+    from pipelines import warehouse
 
     settings = load_settings(
         db_path=db,
@@ -86,12 +87,15 @@ def _run_ingest(
         from pipelines.sources.fault_log import load_mapping
 
         options.setdefault("fault_log", {})["mapping"] = load_mapping(mapping)
-    with Progress(console=err, transient=True, disable=quiet) as progress:
+    ingest_mod.check_parser_options(files, options)  # before the warehouse is made
+    with (
+        Progress(console=err, transient=True, disable=quiet) as progress,
+        warehouse.connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con,
+    ):
         bar = progress.add_task("ingesting", total=len(files))
-        counts = ingest_mod.ingest(
-            settings.db_path,
+        counts = ingest_mod.ingest_into(
+            con,
             files,
-            lock_timeout_s=settings.lock_timeout_s,
             batch_rows=settings.ingest_batch_rows,
             parser_options=options,
             on_file=lambda _c: progress.advance(bar),
