@@ -565,8 +565,30 @@ def run_fit(
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
     weibayes_shape: float | dict[str, float] | None = None,
 ) -> FitOutcome:
+    """Run :func:`fit_and_store` on the warehouse at ``db_path``, opened for this run.
+
+    For scripts and notebooks that hold a path, not a connection; it waits ``lock_timeout_s``
+    for another writer.
+    """
+    check_lives(lives)
+    with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+        return fit_and_store(
+            con, by=by, lives=lives, dataset=dataset, alpha=alpha, weibayes_shape=weibayes_shape
+        )
+
+
+def fit_and_store(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    by: list[str] | None = None,
+    lives: str = "fct_component_lives",
+    dataset: str | None = None,
+    alpha: float = 0.05,
+    weibayes_shape: float | dict[str, float] | None = None,
+) -> FitOutcome:
     """Read lives, fit every class x cohort x family, store the run.
 
+    ``con`` is a writable warehouse connection (the caller opens it and waits for the lock).
     Returns a :class:`FitOutcome`: ``{run_id, results, lives, quantity}``; a repair run
     (``lives`` in :data:`REPAIR_VIEWS`) also has ``repairs``, the counts of
     :func:`repair_lives`; a lifetime or replacement run ``rates``, its interruption (or
@@ -577,39 +599,38 @@ def run_fit(
     check_lives(lives)
     quantity = quantity_of(lives)
     counts = None
-    with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
-        warehouse.apply_schema(con)
-        # a warehouse ingested by an older relia lacks the newer views (rpt_class_rates, ...)
-        warehouse.create_views(con, only_if_changed=True)
-        frame = read_lives(con, view=lives, dataset=dataset)
-        if quantity == "repair_time":
-            frame, counts = repair_lives(frame)
-        if frame.height == 0:
-            raise _no_repairs(lives) if quantity == "repair_time" else no_lives(lives)
-        results = fit_table(
-            frame,
-            by=by,
-            alpha=alpha,
-            weibayes_shape=weibayes_shape,
-            # an MTTR is the mean of the repair times, not a rate over the ages observed
-            headline="lifetime_mean" if quantity == "repair_time" else "observed_rate",
+    warehouse.apply_schema(con)
+    # a warehouse ingested by an older relia lacks the newer views (rpt_class_rates, ...)
+    warehouse.create_views(con, only_if_changed=True)
+    frame = read_lives(con, view=lives, dataset=dataset)
+    if quantity == "repair_time":
+        frame, counts = repair_lives(frame)
+    if frame.height == 0:
+        raise _no_repairs(lives) if quantity == "repair_time" else no_lives(lives)
+    results = fit_table(
+        frame,
+        by=by,
+        alpha=alpha,
+        weibayes_shape=weibayes_shape,
+        # an MTTR is the mean of the repair times, not a rate over the ages observed
+        headline="lifetime_mean" if quantity == "repair_time" else "observed_rate",
+    )
+    if quantity == "repair_time":
+        results = results.with_columns(
+            afr_pct=pl.lit(None, pl.Float64), fit_per_1e9h=pl.lit(None, pl.Float64)
         )
-        if quantity == "repair_time":
-            results = results.with_columns(
-                afr_pct=pl.lit(None, pl.Float64), fit_per_1e9h=pl.lit(None, pl.Float64)
-            )
-        rates = None if quantity == "repair_time" else rate_table(frame, by=by, alpha=alpha)
-        windowed = (
-            "fct_component_lives",
-            "fct_replacement_lives",
-            "stg_repairs",
-            "int_node_unavailability",
-        )
-        window = read_window(con) if lives in windowed else (None, None)
-        run_id = store_fit(con, results, by=list(by or []), window=window, lives=lives, rates=rates)
-        if rates is not None:  # as every reader sees them: the stored rows, through the view
-            rates = read_rates(con, run_id)
-        outside = failures_outside_lives(con) if lives == "fct_component_lives" else None
+    rates = None if quantity == "repair_time" else rate_table(frame, by=by, alpha=alpha)
+    windowed = (
+        "fct_component_lives",
+        "fct_replacement_lives",
+        "stg_repairs",
+        "int_node_unavailability",
+    )
+    window = read_window(con) if lives in windowed else (None, None)
+    run_id = store_fit(con, results, by=list(by or []), window=window, lives=lives, rates=rates)
+    if rates is not None:  # as every reader sees them: the stored rows, through the view
+        rates = read_rates(con, run_id)
+    outside = failures_outside_lives(con) if lives == "fct_component_lives" else None
     outcome: FitOutcome = {
         "run_id": run_id,
         "results": results.with_columns(run_id=pl.lit(run_id)),
@@ -634,14 +655,34 @@ def run_cox(
     alpha: float = 0.05,
     lock_timeout_s: float = DEFAULT_READ_LOCK_TIMEOUT_S,
 ) -> pl.DataFrame:
+    """Open the warehouse at ``db_path`` read-only and return :func:`cox_table` of its lives."""
+    with warehouse.connect(db_path, read_only=True, lock_timeout_s=lock_timeout_s) as con:
+        frame = read_lives(con, view=lives, dataset=dataset)
+    return _cox_of_lives(frame, covariates, lives=lives, alpha=alpha)
+
+
+def cox_table(
+    con: duckdb.DuckDBPyConnection,
+    covariates: list[str],
+    *,
+    lives: str = "fct_component_lives",
+    dataset: str | None = None,
+    alpha: float = 0.05,
+) -> pl.DataFrame:
     """Cox proportional-hazards ratios per component class with failures, on ``covariates``."""
+    frame = read_lives(con, view=lives, dataset=dataset)
+    return _cox_of_lives(frame, covariates, lives=lives, alpha=alpha)
+
+
+def _cox_of_lives(
+    frame: pl.DataFrame, covariates: list[str], *, lives: str, alpha: float
+) -> pl.DataFrame:
+    """Fit Cox PH per component class of ``frame`` (the lives of ``lives``) on ``covariates``."""
     from lifelines.exceptions import ConvergenceError
 
     from models import cox_ph
     from models.exceptions import ConvergenceWarning as ModelConvergenceWarning
 
-    with warehouse.connect(db_path, read_only=True, lock_timeout_s=lock_timeout_s) as con:
-        frame = read_lives(con, view=lives, dataset=dataset)
     if lives in REPAIR_VIEWS:
         frame = frame.filter(pl.col("exit_h").is_not_null())
     missing = [c for c in covariates if c not in frame.columns]

@@ -25,11 +25,7 @@ import math
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from pipelines.runtime.settings import DEFAULT_READ_LOCK_TIMEOUT_S
-
 if TYPE_CHECKING:
-    from pathlib import Path
-
     import duckdb
 
 __all__ = [
@@ -304,19 +300,17 @@ def log_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 
 def goodput_summary(
-    db_path: Path, *, min_gpus: int = 0, lock_timeout_s: float = DEFAULT_READ_LOCK_TIMEOUT_S
+    con: duckdb.DuckDBPyConnection, *, min_gpus: int = 0
 ) -> dict[str, list[dict[str, Any]]]:
     """Return ``relia goodput``'s result: ``jobs``, ``fleet``, ``backtest`` and more rows.
 
     Parameters
     ----------
-    db_path
-        The DuckDB warehouse, opened read-only; it must have every view of
-        :data:`GOODPUT_VIEWS` (see :func:`missing_goodput_views`).
+    con
+        A connection to the warehouse (read-only will do), opened by the caller; the warehouse
+        must have every view of :data:`GOODPUT_VIEWS` (see :func:`missing_goodput_views`).
     min_gpus
         Smallest job (GPUs) listed in ``jobs``.
-    lock_timeout_s
-        How long to wait for a writer holding the file.
 
     Returns
     -------
@@ -325,13 +319,10 @@ def goodput_summary(
         (:func:`backtest_rows`), ``backtest_classes`` (:func:`backtest_class_rows`) and ``logs``
         (:func:`log_rows`: every training log and how it was tied to its job).
     """
-    from pipelines import warehouse
-
-    with warehouse.connect(db_path, read_only=True, lock_timeout_s=lock_timeout_s) as con:
-        return {
-            "jobs": job_rows(con, min_gpus=min_gpus),
-            "fleet": fleet_rows(con),
-            "backtest": backtest_rows(con),
-            "backtest_classes": backtest_class_rows(con),
-            "logs": log_rows(con),
-        }
+    return {
+        "jobs": job_rows(con, min_gpus=min_gpus),
+        "fleet": fleet_rows(con),
+        "backtest": backtest_rows(con),
+        "backtest_classes": backtest_class_rows(con),
+        "logs": log_rows(con),
+    }

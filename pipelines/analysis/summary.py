@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pipelines.runtime.settings import DEFAULT_READ_LOCK_TIMEOUT_S
-
 if TYPE_CHECKING:
-    from pathlib import Path
+    import duckdb
 
 __all__ = ["fleet_summary", "outcomes_by_source", "replacement_rows"]
 
@@ -50,17 +48,13 @@ _QUARANTINE = (
 )
 
 
-def fleet_summary(
-    db_path: Path, *, lock_timeout_s: float = DEFAULT_READ_LOCK_TIMEOUT_S
-) -> dict[str, list[dict[str, Any]]]:
-    """Return the fleet summary of the warehouse at ``db_path``, one list of rows per table.
+def fleet_summary(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]]:
+    """Return the fleet summary of the warehouse, one list of rows per table.
 
     Parameters
     ----------
-    db_path
-        The DuckDB warehouse, opened read-only.
-    lock_timeout_s
-        How long to wait for a writer holding the file.
+    con
+        A connection to the warehouse (read-only will do), opened by the caller.
 
     Returns
     -------
@@ -79,12 +73,11 @@ def fleet_summary(
     """
     from pipelines import warehouse
 
-    with warehouse.connect(db_path, read_only=True, lock_timeout_s=lock_timeout_s) as con:
-        fleet = warehouse.query(con, _FLEET)
-        replacements = warehouse.query(con, _REPLACEMENTS)
-        causes = warehouse.query(con, _CAUSES)
-        quarantine = warehouse.query(con, _QUARANTINE)
-        files = warehouse.query(con, _FILES)
+    fleet = warehouse.query(con, _FLEET)
+    replacements = warehouse.query(con, _REPLACEMENTS)
+    causes = warehouse.query(con, _CAUSES)
+    quarantine = warehouse.query(con, _QUARANTINE)
+    files = warehouse.query(con, _FILES)
     return {
         "failures_by_class": fleet.to_dicts(),
         "replacements_by_class": replacement_rows(replacements.to_dicts()),

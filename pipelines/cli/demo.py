@@ -54,6 +54,7 @@ def demo(
     timings["ingest_flow_s"] = time.perf_counter() - started
     import warnings
 
+    from pipelines import warehouse
     from pipelines.analysis import fit as fit_mod
     from pipelines.analysis.summary import fleet_summary
     from pipelines.report import build_report
@@ -76,7 +77,10 @@ def demo(
     timings["project_s"] = time.perf_counter() - started
     report_result = build_report(settings.db_path, week=None, reports_dir=settings.reports_dir)
     timings["report_s"] = report_result.seconds
-    result = fleet_summary(settings.db_path)
+    with warehouse.connect(
+        settings.db_path, read_only=True, lock_timeout_s=settings.read_lock_timeout_s
+    ) as con:
+        result = fleet_summary(con)
     if as_json:
         print_json(
             {

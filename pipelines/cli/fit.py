@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -15,6 +16,7 @@ from pipelines.cli.options import (
     TrackedOption,
     WindowEndOption,
     WindowStartOption,
+    exit_usage,
     is_tracked,
     load_settings,
     prefect_defaults,
@@ -32,6 +34,12 @@ from pipelines.cli.render import (
     rows_table,
 )
 from pipelines.cli.root import app
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from pipelines.analysis.fit import FitOutcome, Trend
+    from pipelines.runtime.settings import Settings
 
 __all__ = ["FitTable", "fit", "fit_rows", "rate_rows", "trend"]
 
@@ -281,6 +289,53 @@ class FitTable(StrEnum):
     fits = "fits"
 
 
+LivesOption = Annotated[
+    str,
+    typer.Option(
+        help="Lives view: fct_component_lives (the failure process: every job-stopping "
+        "failure) or int_fault_lives (a fault log's), fct_replacement_lives (replacement "
+        "lifetimes from replace tickets), or a repair view: stg_repairs (ticket repair "
+        "times), int_fault_repairs or int_node_unavailability (repair times, MTTR, with a "
+        "pooled class 'all').",
+    ),
+]
+WeibayesShapeOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Known Weibull shape for classes with 1 to 5 failures (Weibayes): 1.3 for every "
+        "class, or gpu=1.3,nic=0.9; default: the class's fleet-wide fit for cohorts, else 1.",
+    ),
+]
+PlotsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--plots",
+        metavar="DIR",
+        help="Write Weibull- and log-normal-paper probability plots (<class>_<paper>.png, "
+        "classes with 3+ failures) into DIR.",
+    ),
+]
+FitTableOption = Annotated[
+    FitTable | None,
+    typer.Option(
+        "--table",
+        help="The table --format csv writes: rates (the interruption rates and headline, "
+        "the default) or fits (the lifetime fits).",
+    ),
+]
+
+
+@dataclass(frozen=True)
+class _FitRun:
+    """What one ``relia fit`` ran: the stored run, its Cox table and plots, the models' notes."""
+
+    outcome: FitOutcome
+    lives: str
+    cox: pl.DataFrame | None
+    plots: list[Path] | None
+    notes: list[str]
+
+
 @app.command()
 def fit(
     by: Annotated[
@@ -290,16 +345,7 @@ def fit(
         str | None,
         typer.Option(help="Comma-separated covariates for Cox PH (e.g. batch,position)."),
     ] = None,
-    lives: Annotated[
-        str,
-        typer.Option(
-            help="Lives view: fct_component_lives (the failure process: every job-stopping "
-            "failure) or int_fault_lives (a fault log's), fct_replacement_lives (replacement "
-            "lifetimes from replace tickets), or a repair view: stg_repairs (ticket repair "
-            "times), int_fault_repairs or int_node_unavailability (repair times, MTTR, with a "
-            "pooled class 'all').",
-        ),
-    ] = "fct_component_lives",
+    lives: LivesOption = "fct_component_lives",
     dataset: Annotated[
         str | None,
         typer.Option(help="Dataset name within int_fault_lives / int_fault_repairs."),
@@ -308,36 +354,15 @@ def fit(
     all_families: Annotated[
         bool, typer.Option("--all-families", help="Print every family, not just the AIC choice.")
     ] = False,
-    weibayes_shape: Annotated[
-        str | None,
-        typer.Option(
-            help="Known Weibull shape for classes with 1 to 5 failures (Weibayes): 1.3 for every "
-            "class, or gpu=1.3,nic=0.9; default: the class's fleet-wide fit for cohorts, else 1.",
-        ),
-    ] = None,
-    plots: Annotated[
-        Path | None,
-        typer.Option(
-            "--plots",
-            metavar="DIR",
-            help="Write Weibull- and log-normal-paper probability plots (<class>_<paper>.png, "
-            "classes with 3+ failures) into DIR.",
-        ),
-    ] = None,
+    weibayes_shape: WeibayesShapeOption = None,
+    plots: PlotsOption = None,
     db: DbOption = None,
     tracked: TrackedOption = False,
     as_json: JsonOption = False,
     window_start: WindowStartOption = None,
     window_end: WindowEndOption = None,
     fmt: FormatOption = OutputFormat.table,
-    table: Annotated[
-        FitTable | None,
-        typer.Option(
-            "--table",
-            help="The table --format csv writes: rates (the interruption rates and headline, "
-            "the default) or fits (the lifetime fits).",
-        ),
-    ] = None,
+    table: FitTableOption = None,
 ) -> None:
     """Fit each class (and cohort): interruption rates first, then lifetimes; store the run.
 
@@ -348,157 +373,233 @@ def fit(
     same families are fitted to repair durations (open repairs right-censored) and the mean is
     the MTTR.
     """
-    import warnings
-
     from pipelines.analysis.fit import LIVES_VIEWS, parse_weibayes_shape, quantity_of
 
     shown = output_format(fmt, as_json)
 
     if lives not in LIVES_VIEWS:
-        err.print(
-            error_text(
-                "error", "red", f"unknown --lives {lives!r}; use one of: {', '.join(LIVES_VIEWS)}"
-            )
-        )
-        raise typer.Exit(2)
+        exit_usage(f"unknown --lives {lives!r}; use one of: {', '.join(LIVES_VIEWS)}")
     shapes = parse_weibayes_shape(weibayes_shape)
     settings = load_settings(db_path=db)
     set_window(settings.db_path, window_start, window_end)
     require_warehouse(settings.db_path, lives, lock_timeout_s=settings.lock_timeout_s)
-    cohorts = list(by or [])
+    quantity = quantity_of(lives)
+    run = _run_fits(
+        settings,
+        tracked=is_tracked(tracked),
+        by=list(by or []),
+        lives=lives,
+        dataset=dataset,
+        alpha=alpha,
+        shapes=shapes,
+        cox=cox,
+        plots=plots,
+        quantity=quantity,
+    )
+    results = run.outcome["results"]
+    if quantity == "repair_time" and table is FitTable.rates:
+        exit_usage("a repair-time run has no rates; use --table fits (or leave --table out)")
+    rows = _shown_rows(results, quantity=quantity, all_families=all_families)
+    json_rows = (results if all_families else results.filter(results["chosen"])).to_dicts()
+    rates = run.outcome.get("rates")
+    rate_dicts = rates.to_dicts() if rates is not None else []
+    if quantity == "replacement":
+        rate_dicts = _replacement_afr(rate_dicts)
+    if quantity == "repair_time":
+        json_rows = _repair_rows(json_rows)
+    if shown is OutputFormat.json:
+        print_json(_fit_payload(run, json_rows, rate_dicts, quantity=quantity))
+    elif shown is OutputFormat.csv:
+        if quantity == "repair_time":
+            print_csv(rows)
+        else:
+            chosen = json_rows if not all_families else results.to_dicts()
+            _print_fit_csv(chosen, rate_dicts, table=table, replacement=quantity == "replacement")
+    else:
+        _print_fit_tables(run, rows, quantity=quantity, all_families=all_families)
+        _print_fit_notes(run, quantity=quantity, plots=plots)
+
+
+def _run_fits(
+    settings: Settings,
+    *,
+    tracked: bool,
+    by: list[str],
+    lives: str,
+    dataset: str | None,
+    alpha: float,
+    shapes: float | dict[str, float] | None,
+    cox: str | None,
+    plots: Path | None,
+    quantity: str,
+) -> _FitRun:
+    """Fit and store the run (as a tracked flow run when asked), then the Cox table and plots.
+
+    The models' warnings are caught and returned as notes, in the run's words.
+    """
+    import warnings
+
+    from pipelines import warehouse
+    from pipelines.analysis import fit as fit_mod
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if is_tracked(tracked):
+        if tracked:
             prefect_defaults()
             from pipelines.flows.fit_reliability import fit_reliability
 
             outcome = fit_reliability(
                 db_path=settings.db_path,
-                by=cohorts,
+                by=by,
                 lives=lives,
                 dataset=dataset,
                 alpha=alpha,
                 weibayes_shape=shapes,
             )
+            cox_table = None
+            if cox:
+                with warehouse.connect(
+                    settings.db_path, read_only=True, lock_timeout_s=settings.read_lock_timeout_s
+                ) as con:
+                    cox_table = fit_mod.cox_table(
+                        con, _covariates(cox), lives=lives, dataset=dataset, alpha=alpha
+                    )
         else:
-            from pipelines.analysis import fit as fit_mod
-
-            outcome = fit_mod.run_fit(
-                settings.db_path,
-                by=cohorts,
-                lives=lives,
-                dataset=dataset,
-                alpha=alpha,
-                lock_timeout_s=settings.lock_timeout_s,
-                weibayes_shape=shapes,
-            )
-        run_id, results = outcome["run_id"], outcome["results"]
-        cox_table = None
-        if cox:
-            from pipelines.analysis import fit as fit_mod
-
-            cox_table = fit_mod.run_cox(
-                settings.db_path,
-                [c.strip() for c in cox.split(",") if c.strip()],
-                lives=lives,
-                dataset=dataset,
-                alpha=alpha,
-            )
+            # one connection for the run and its Cox table, closed before the plots read
+            with warehouse.connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con:
+                outcome = fit_mod.fit_and_store(
+                    con,
+                    by=by,
+                    lives=lives,
+                    dataset=dataset,
+                    alpha=alpha,
+                    weibayes_shape=shapes,
+                )
+                cox_table = (
+                    fit_mod.cox_table(
+                        con, _covariates(cox), lives=lives, dataset=dataset, alpha=alpha
+                    )
+                    if cox
+                    else None
+                )
         written = None
         if plots is not None:
             from pipelines.report import write_fit_plots
 
             written = write_fit_plots(
-                settings.db_path, results, plots, lives=lives, dataset=dataset, alpha=alpha
+                settings.db_path,
+                outcome["results"],
+                plots,
+                lives=lives,
+                dataset=dataset,
+                alpha=alpha,
             )
-    quantity = quantity_of(lives)
     notes = sorted({_counted(str(w.message), quantity) for w in caught})
-    repairs = outcome.get("repairs")
-    rates = outcome.get("rates")
-    outside = outcome.get("outside_lives")
+    return _FitRun(outcome=outcome, lives=lives, cox=cox_table, plots=written, notes=notes)
+
+
+def _covariates(cox: str) -> list[str]:
+    """Return the covariates of ``--cox batch,position``."""
+    return [c.strip() for c in cox.split(",") if c.strip()]
+
+
+def _shown_rows(
+    results: pl.DataFrame, *, quantity: str, all_families: bool
+) -> list[dict[str, Any]]:
+    """Return the fit rows the table (and a repair run's CSV) shows."""
+    if quantity == "repair_time":
+        return _repair_rows(results.to_dicts()) if all_families else _repair_table_rows(results)
     replacement = quantity == "replacement"
-    if quantity == "repair_time":
-        if table is FitTable.rates:
-            err.print(
-                error_text(
-                    "error",
-                    "red",
-                    "a repair-time run has no rates; use --table fits (or leave --table out)",
-                )
-            )
-            raise typer.Exit(2)
-        rows = _repair_rows(results.to_dicts()) if all_families else _repair_table_rows(results)
-    elif all_families:
+    if all_families:
         from pipelines.analysis.headline import replacement_names
 
-        rows = [replacement_names(r) if replacement else r for r in results.to_dicts()]
+        return [replacement_names(r) if replacement else r for r in results.to_dicts()]
+    return fit_rows(results, replacement=replacement)
+
+
+def _fit_payload(
+    run: _FitRun,
+    json_rows: list[dict[str, Any]],
+    rate_dicts: list[dict[str, Any]],
+    *,
+    quantity: str,
+) -> dict[str, Any]:
+    """Return what ``relia fit --json`` prints: the run, its rates and fits, Cox, plots, notes."""
+    from pipelines.analysis.fit import OPEN_END, PROCESSES
+    from pipelines.analysis.headline import replacement_names
+
+    outcome = run.outcome
+    repairs = outcome.get("repairs")
+    outside = outcome.get("outside_lives")
+    rename = replacement_names if quantity == "replacement" else dict
+    return {
+        "run_id": outcome["run_id"],
+        "lives": run.lives,
+        "quantity": quantity,
+        "process": PROCESSES[quantity],
+        "mean": {"repair_time": "MTTR", "replacement": "MTBR"}.get(quantity, "MTBF"),
+        "open_bounds": OPEN_END,
+        **({"repairs": repairs} if repairs is not None else {}),
+        **({"failures_outside_lives": outside} if outside is not None else {}),
+        **({"rates": [rename(r) for r in rate_dicts]} if outcome.get("rates") is not None else {}),
+        "fits": [rename(r) for r in json_rows],
+        "cox": run.cox.to_dicts() if run.cox is not None else None,
+        "plots": [str(p) for p in run.plots] if run.plots is not None else None,
+        "notes": run.notes,
+    }
+
+
+def _print_fit_csv(
+    fits: list[dict[str, Any]],
+    rate_dicts: list[dict[str, Any]],
+    *,
+    table: FitTable | None,
+    replacement: bool,
+) -> None:
+    """Print the ``--table`` of a lifetime or replacement run as CSV: rates (default) or fits."""
+    from pipelines.analysis.headline import replacement_names
+
+    if table is FitTable.fits:
+        picked = _csv_rows(fits, FIT_CSV_COLUMNS)
     else:
-        rows = fit_rows(results, replacement=replacement)
-    json_rows = (results if all_families else results.filter(results["chosen"])).to_dicts()
-    rate_dicts = rates.to_dicts() if rates is not None else []
-    if replacement:
-        rate_dicts = _replacement_afr(rate_dicts)
-    if quantity == "repair_time":
-        json_rows = _repair_rows(json_rows)
-    if shown is OutputFormat.json:
-        from pipelines.analysis.fit import OPEN_END, PROCESSES
-        from pipelines.analysis.headline import replacement_names
-
-        rename = replacement_names if replacement else dict
-        print_json(
-            {
-                "run_id": run_id,
-                "lives": lives,
-                "quantity": quantity,
-                "process": PROCESSES[quantity],
-                "mean": {"repair_time": "MTTR", "replacement": "MTBR"}.get(quantity, "MTBF"),
-                "open_bounds": OPEN_END,
-                **({"repairs": repairs} if repairs is not None else {}),
-                **({"failures_outside_lives": outside} if outside is not None else {}),
-                **({"rates": [rename(r) for r in rate_dicts]} if rates is not None else {}),
-                "fits": [rename(r) for r in json_rows],
-                "cox": cox_table.to_dicts() if cox_table is not None else None,
-                "plots": [str(p) for p in written] if written is not None else None,
-                "notes": notes,
-            }
+        columns = RATE_CSV_COLUMNS + (
+            ("afr_observed_pct", "afr_observed_lo_pct", "afr_observed_hi_pct")
+            if replacement
+            else ()
         )
-        return
-    if shown is OutputFormat.csv:
-        from pipelines.analysis.headline import replacement_names
+        picked = _csv_rows(rate_dicts, columns)
+    print_csv([replacement_names(r) for r in picked] if replacement else picked)
 
-        if quantity == "repair_time":
-            print_csv(rows)
-            return
-        if table is FitTable.fits:
-            chosen = json_rows if not all_families else results.to_dicts()
-            picked = _csv_rows(chosen, FIT_CSV_COLUMNS)
-        else:
-            columns = RATE_CSV_COLUMNS + (
-                ("afr_observed_pct", "afr_observed_lo_pct", "afr_observed_hi_pct")
-                if replacement
-                else ()
-            )
-            picked = _csv_rows(rate_dicts, columns)
-        print_csv([replacement_names(r) for r in picked] if replacement else picked)
-        return
+
+def _print_fit_tables(
+    run: _FitRun, rows: list[dict[str, Any]], *, quantity: str, all_families: bool
+) -> None:
+    """Print a run's tables: a repair run's repair times, else the rates, then the lifetimes."""
+    run_id, lives = run.outcome["run_id"], run.lives
     if quantity == "repair_time":
         title = f"fit run {run_id}: repair times from {lives} (headline MTTR in hours)"
         console.print(rows_table(title, rows))
+        return
+    replacement = quantity == "replacement"
+    _print_rates(run_id, lives, run.outcome.get("rates"), replacement=replacement)
+    if all_families:
+        title = f"lifetime fits of run {run_id}, every family"
+    elif replacement:
+        title = (
+            "replacement lifetimes (times between replacements per unit; AIC-chosen family; "
+            "a model, not the headline)"
+        )
     else:
-        _print_rates(run_id, lives, rates, replacement=replacement)
-        if all_families:
-            title = f"lifetime fits of run {run_id}, every family"
-        elif replacement:
-            title = (
-                "replacement lifetimes (times between replacements per unit; AIC-chosen family; "
-                "a model, not the headline)"
-            )
-        else:
-            title = (
-                "lifetimes (times between failures per unit; AIC-chosen family; a model, not "
-                "the headline)"
-            )
-        console.print(rows_table(title, rows))
+        title = (
+            "lifetimes (times between failures per unit; AIC-chosen family; a model, not "
+            "the headline)"
+        )
+    console.print(rows_table(title, rows))
+
+
+def _print_fit_notes(run: _FitRun, *, quantity: str, plots: Path | None) -> None:
+    """Print what follows a run's tables: extrapolated means, repairs, Cox, plots and notes."""
+    results = run.outcome["results"]
     extrapolated = sorted(
         {r["component_class"] for r in results.to_dicts() if r.get("lifetime_extrapolated")}
     )
@@ -512,6 +613,7 @@ def fit(
                 + " lies beyond the oldest age observed (rmst_h is the mean up to that age)",
             )
         )
+    repairs = run.outcome.get("repairs")
     if repairs is not None:
         unused = repairs["n_open_no_age"] + repairs["n_no_length"] + repairs["n_before_window"]
         console.print(
@@ -523,17 +625,18 @@ def fit(
             highlight=False,
             markup=False,
         )
-    if cox_table is not None:
-        console.print(rows_table("Cox proportional hazards", cox_table.to_dicts()))
-    if written is not None:
+    if run.cox is not None:
+        console.print(rows_table("Cox proportional hazards", run.cox.to_dicts()))
+    if run.plots is not None:
         where = plots.resolve() if plots is not None else None
         console.print(
-            f"probability plots: {len(written)} PNG file(s) in [bold]{where}[/bold]"
-            if written
+            f"probability plots: {len(run.plots)} PNG file(s) in [bold]{where}[/bold]"
+            if run.plots
             else f"probability plots: no class has 3+ failures; nothing written to {where}"
         )
-    for note in notes:
+    for note in run.notes:
         err.print(error_text("note", "yellow", note))
+    outside = run.outcome.get("outside_lives")
     if outside:
         from pipelines.analysis.lives_coverage import outside_lives_text
 
@@ -630,6 +733,18 @@ def trend(
     if shown is OutputFormat.csv:
         print_csv(nodes)
         return
+    _print_trend(result, nodes, lemons, suspects, lemon_alpha=lemon_alpha)
+
+
+def _print_trend(
+    result: Trend,
+    nodes: list[dict[str, Any]],
+    lemons: list[dict[str, Any]],
+    suspects: list[dict[str, Any]],
+    *,
+    lemon_alpha: float,
+) -> None:
+    """Print the fleet's trend, the most improbable nodes and the units that failed again."""
     summary = {"nodes": result.n_nodes, "failures": result.n_failures}
     if result.crow_amsaa:
         ca = result.crow_amsaa
@@ -654,21 +769,23 @@ def trend(
             rows_table(
                 "units that failed more than once (repeat offender: Bonferroni p < "
                 f"{lemon_alpha:g} against the level's fleet rate)",
-                [
-                    {
-                        "unit": r["unit"],
-                        "level": r["unit_level"],
-                        "failures": r["n_failures"],
-                        "expected": r["expected"],
-                        "p_adjusted": r["p_adjusted"],
-                        "repeat_offender": "yes" if r["repeat_offender"] else "",
-                        "again_within_7d": r["n_repeat_7d"],
-                        "min_back_to_fail_h": r["min_back_to_fail_h"],
-                        "classes": ",".join(r["classes"] or []),
-                    }
-                    for r in suspects
-                ],
+                [_suspect_row(r) for r in suspects],
             )
         )
     else:
         console.print("no unit failed more than once in the window", highlight=False)
+
+
+def _suspect_row(row: dict[str, Any]) -> dict[str, Any]:
+    """Return a table row of a unit that failed more than once."""
+    return {
+        "unit": row["unit"],
+        "level": row["unit_level"],
+        "failures": row["n_failures"],
+        "expected": row["expected"],
+        "p_adjusted": row["p_adjusted"],
+        "repeat_offender": "yes" if row["repeat_offender"] else "",
+        "again_within_7d": row["n_repeat_7d"],
+        "min_back_to_fail_h": row["min_back_to_fail_h"],
+        "classes": ",".join(row["classes"] or []),
+    }

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
+    import duckdb
+
 __all__ = ["GoodputTable", "fleet_display", "goodput", "print_goodput"]
 
 
@@ -251,9 +253,8 @@ def _print_ties(logs: list[dict[str, Any]], shown: int = 20) -> None:
         console.print(f"  ... and {len(unresolved) - shown:,} more: --format csv --table logs")
 
 
-def _columns(db_path: Path, table: GoodputTable, *, lock_timeout_s: float) -> list[str]:
+def _columns(con: duckdb.DuckDBPyConnection, table: GoodputTable) -> list[str]:
     """Return the columns of ``table`` (``fct_job_goodput``'s own for ``jobs``)."""
-    from pipelines import warehouse
     from pipelines.analysis import goodput_summary as summary_mod
 
     if table is GoodputTable.fleet:
@@ -264,8 +265,7 @@ def _columns(db_path: Path, table: GoodputTable, *, lock_timeout_s: float) -> li
         return [*summary_mod.BACKTEST_CLASS_COLUMNS, "verdict"]
     if table is GoodputTable.logs:
         return list(summary_mod.LOG_COLUMNS)
-    with warehouse.connect(db_path, read_only=True, lock_timeout_s=lock_timeout_s) as con:
-        return summary_mod.job_columns(con)
+    return summary_mod.job_columns(con)
 
 
 def _print_header(columns: list[str]) -> None:
@@ -336,15 +336,15 @@ def goodput(
                 run_backtest(con, min_gpus=max(min_gpus, 1))
             except MissingDataError as error:  # the roll-up is still worth printing
                 lack = str(error)
-    result: dict[str, Any] = dict(
-        summary_mod.goodput_summary(
-            db_path, min_gpus=min_gpus, lock_timeout_s=settings.lock_timeout_s
-        )
-    )
-    if lack is not None:  # a stored run of other data must not pass for this one
-        result["backtest"] = []
-        result["backtest_classes"] = []
-    result["backtest_missing"] = lack
+    header: list[str] = []
+    with warehouse.connect(db_path, read_only=True, lock_timeout_s=settings.lock_timeout_s) as con:
+        result: dict[str, Any] = dict(summary_mod.goodput_summary(con, min_gpus=min_gpus))
+        if lack is not None:  # a stored run of other data must not pass for this one
+            result["backtest"] = []
+            result["backtest_classes"] = []
+        result["backtest_missing"] = lack
+        if shown is OutputFormat.csv and not result[table.value]:
+            header = _columns(con, table)
     if shown is OutputFormat.json:
         print_json(result)
     elif shown is OutputFormat.csv:
@@ -352,6 +352,6 @@ def goodput(
         if rows:
             print_csv(rows)
         else:  # the header alone: a CSV reader still learns the columns
-            _print_header(_columns(db_path, table, lock_timeout_s=settings.lock_timeout_s))
+            _print_header(header)
     else:
         print_goodput(db_path, result, min_gpus=min_gpus)

@@ -65,6 +65,7 @@ def _run_ingest(
     from rich.progress import Progress
 
     from pipelines import ingest as ingest_mod
+    from pipelines import warehouse
 
     settings = load_settings(
         db_path=db,
@@ -86,12 +87,15 @@ def _run_ingest(
         from pipelines.ingest.sources.fault_log import load_mapping
 
         options.setdefault("fault_log", {})["mapping"] = load_mapping(mapping)
-    with Progress(console=err, transient=True, disable=quiet) as progress:
+    ingest_mod.check_parser_options(files, options)  # before the warehouse is made
+    with (
+        Progress(console=err, transient=True, disable=quiet) as progress,
+        warehouse.connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con,
+    ):
         bar = progress.add_task("ingesting", total=len(files))
-        counts = ingest_mod.ingest(
-            settings.db_path,
+        counts = ingest_mod.ingest_into(
+            con,
             files,
-            lock_timeout_s=settings.lock_timeout_s,
             batch_rows=settings.ingest_batch_rows,
             parser_options=options,
             on_file=lambda _c: progress.advance(bar),
@@ -114,106 +118,125 @@ def _warn_refused(counts: list[dict[str, Any]]) -> None:
             err.print(error_text("warning", "yellow", f"refused {c['path']}: {reason}"))
 
 
+PathsArgument = Annotated[
+    list[Path], typer.Argument(help="Landing folder, source folders or files.")
+]
+SourceOption = Annotated[
+    str | None, typer.Option(help="Source of the files when their folder does not say.")
+]
+MappingOption = Annotated[
+    Path | None,
+    typer.Option(help="Column mapping (YAML) for --source fault_log (data_samples/mappings)."),
+]
+LakeOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="Write raw rows as Parquet under this folder (lake/source=.../date=.../), "
+        "read by the warehouse's views (default: $RELIA_LAKE; unset: raw tables)."
+    ),
+]
+ForceOption = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Re-ingest the named files, replacing in one transaction whatever they loaded "
+        "before under any source (a file ingested with the wrong --source).",
+    ),
+]
+HostOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Host of files whose lines do not name it (dmesg, torchrun, scrapes); wins over "
+        "a path pattern ($RELIA_PATH_PATTERNS)."
+    ),
+]
+RunOption = Annotated[
+    str | None, typer.Option(help="Run (rendezvous) id of torchrun logs that do not print it.")
+]
+JobOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Slurm job id of training logs (1234, 1234_5) not named slurm-<id>.out; wins "
+        "over a path pattern's {job}. Not with --tracked."
+    ),
+]
+TimeFromMtimeOption = Annotated[
+    bool,
+    typer.Option(
+        "--time-from-mtime",
+        help="Take a DCGM scrape's modification time as the time of its samples that carry "
+        "none (when the file name gives none either).",
+    ),
+]
+HoldQuietOption = Annotated[
+    float | None,
+    typer.Option(
+        help="Seconds a live log must be quiet before its last line without a newline is "
+        "read as a line, and a compressed file that ends early is quarantined (default 300)."
+    ),
+]
+ArchiveMaxBytesOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="Most plain bytes one compressed file may inflate to; past it the file is one "
+        "quarantine row (default: $RELIA_ARCHIVE_MAX_BYTES, else 4 GiB).",
+    ),
+]
+ArchiveMaxRatioOption = Annotated[
+    float | None,
+    typer.Option(
+        min=1,
+        help="Most plain bytes per compressed byte of a compressed file once past "
+        "$RELIA_ARCHIVE_RATIO_AFTER_BYTES (64 MiB); past it the file is one quarantine row "
+        "(default: $RELIA_ARCHIVE_MAX_RATIO, else 200).",
+    ),
+]
+GpusPerNodeOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="GPUs in each node whose GPUs no nvidia-smi snapshot or DCGM sample lists "
+        "(kernel logs alone, a sacct export): sets cfg_params.gpus_per_node, so their GPUs "
+        "are units at risk and their GPU failures count in the lives.",
+    ),
+]
+VerboseOption = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        help=f"One row per file even when more than {FILE_ROWS} files were read "
+        "(default: then one row per source and outcome).",
+    ),
+]
+AllowOutsideRootOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-outside-root",
+        help="Read files that resolve outside their landing root (links to files elsewhere); "
+        "by default they are refused, never opened, and named on stderr "
+        "(default: $RELIA_ALLOW_OUTSIDE_ROOT).",
+    ),
+]
+
+
 @app.command()
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Landing folder, source folders or files.")],
-    source: Annotated[
-        str | None, typer.Option(help="Source of the files when their folder does not say.")
-    ] = None,
-    mapping: Annotated[
-        Path | None,
-        typer.Option(help="Column mapping (YAML) for --source fault_log (data_samples/mappings)."),
-    ] = None,
-    lake: Annotated[
-        Path | None,
-        typer.Option(
-            help="Write raw rows as Parquet under this folder (lake/source=.../date=.../), "
-            "read by the warehouse's views (default: $RELIA_LAKE; unset: raw tables)."
-        ),
-    ] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Re-ingest the named files, replacing in one transaction whatever they loaded "
-            "before under any source (a file ingested with the wrong --source).",
-        ),
-    ] = False,
-    host: Annotated[
-        str | None,
-        typer.Option(
-            help="Host of files whose lines do not name it (dmesg, torchrun, scrapes); wins over "
-            "a path pattern ($RELIA_PATH_PATTERNS)."
-        ),
-    ] = None,
-    run: Annotated[
-        str | None, typer.Option(help="Run (rendezvous) id of torchrun logs that do not print it.")
-    ] = None,
-    job: Annotated[
-        str | None,
-        typer.Option(
-            help="Slurm job id of training logs (1234, 1234_5) not named slurm-<id>.out; wins "
-            "over a path pattern's {job}. Not with --tracked."
-        ),
-    ] = None,
-    time_from_mtime: Annotated[
-        bool,
-        typer.Option(
-            "--time-from-mtime",
-            help="Take a DCGM scrape's modification time as the time of its samples that carry "
-            "none (when the file name gives none either).",
-        ),
-    ] = False,
-    hold_quiet_s: Annotated[
-        float | None,
-        typer.Option(
-            help="Seconds a live log must be quiet before its last line without a newline is "
-            "read as a line, and a compressed file that ends early is quarantined (default 300)."
-        ),
-    ] = None,
-    archive_max_bytes: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Most plain bytes one compressed file may inflate to; past it the file is one "
-            "quarantine row (default: $RELIA_ARCHIVE_MAX_BYTES, else 4 GiB).",
-        ),
-    ] = None,
-    archive_max_ratio: Annotated[
-        float | None,
-        typer.Option(
-            min=1,
-            help="Most plain bytes per compressed byte of a compressed file once past "
-            "$RELIA_ARCHIVE_RATIO_AFTER_BYTES (64 MiB); past it the file is one quarantine row "
-            "(default: $RELIA_ARCHIVE_MAX_RATIO, else 200).",
-        ),
-    ] = None,
-    gpus_per_node: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="GPUs in each node whose GPUs no nvidia-smi snapshot or DCGM sample lists "
-            "(kernel logs alone, a sacct export): sets cfg_params.gpus_per_node, so their GPUs "
-            "are units at risk and their GPU failures count in the lives.",
-        ),
-    ] = None,
-    verbose: Annotated[
-        bool,
-        typer.Option(
-            "--verbose",
-            help=f"One row per file even when more than {FILE_ROWS} files were read "
-            "(default: then one row per source and outcome).",
-        ),
-    ] = False,
-    allow_outside_root: Annotated[
-        bool,
-        typer.Option(
-            "--allow-outside-root",
-            help="Read files that resolve outside their landing root (links to files elsewhere); "
-            "by default they are refused, never opened, and named on stderr "
-            "(default: $RELIA_ALLOW_OUTSIDE_ROOT).",
-        ),
-    ] = False,
+    paths: PathsArgument,
+    source: SourceOption = None,
+    mapping: MappingOption = None,
+    lake: LakeOption = None,
+    force: ForceOption = False,
+    host: HostOption = None,
+    run: RunOption = None,
+    job: JobOption = None,
+    time_from_mtime: TimeFromMtimeOption = False,
+    hold_quiet_s: HoldQuietOption = None,
+    archive_max_bytes: ArchiveMaxBytesOption = None,
+    archive_max_ratio: ArchiveMaxRatioOption = None,
+    gpus_per_node: GpusPerNodeOption = None,
+    verbose: VerboseOption = False,
+    allow_outside_root: AllowOutsideRootOption = False,
     db: DbOption = None,
     tracked: TrackedOption = False,
     as_json: JsonOption = False,
@@ -229,16 +252,8 @@ def ingest(
     shown = output_format(fmt, as_json)
     settings = load_settings(db_path=db, lake_dir=lake)
     try:
-        if is_tracked(tracked) and job is not None:
-            msg = "--job is not passed to tracked runs yet; ingest these files without --tracked"
-            raise ValueError(msg)
-        if is_tracked(tracked) and (archive_max_bytes, archive_max_ratio) != (None, None):
-            msg = (
-                "--archive-max-bytes/--archive-max-ratio are not passed to tracked runs: set "
-                "RELIA_ARCHIVE_MAX_BYTES / RELIA_ARCHIVE_MAX_RATIO for the flow instead"
-            )
-            raise ValueError(msg)
         if is_tracked(tracked):
+            _check_tracked(job=job, archive_limits=(archive_max_bytes, archive_max_ratio))
             prefect_defaults()
             from pipelines.flows.ingest_telemetry import ingest_paths_flow
 
@@ -284,6 +299,24 @@ def ingest(
     if shown is OutputFormat.json:
         print_json(counts)
         return
+    _print_counts(counts, db_path=settings.db_path, csv=shown is OutputFormat.csv, verbose=verbose)
+
+
+def _check_tracked(*, job: str | None, archive_limits: tuple[int | None, float | None]) -> None:
+    """Refuse the options a tracked ingest does not pass on (a ``ValueError``, exit 2)."""
+    if job is not None:
+        msg = "--job is not passed to tracked runs yet; ingest these files without --tracked"
+        raise ValueError(msg)
+    if archive_limits != (None, None):
+        msg = (
+            "--archive-max-bytes/--archive-max-ratio are not passed to tracked runs: set "
+            "RELIA_ARCHIVE_MAX_BYTES / RELIA_ARCHIVE_MAX_RATIO for the flow instead"
+        )
+        raise ValueError(msg)
+
+
+def _print_counts(counts: list[dict[str, Any]], *, db_path: Path, csv: bool, verbose: bool) -> None:
+    """Print one row per file (CSV or a table), or per source and outcome past FILE_ROWS files."""
     rows = [
         {
             "file": Path(str(c["path"])).name,
@@ -298,19 +331,19 @@ def ingest(
         for c in counts
     ]
     if len(rows) <= FILE_ROWS or verbose:
-        if shown is OutputFormat.csv:
+        if csv:
             print_csv(rows)
         else:
-            console.print(rows_table(f"ingest into {settings.db_path}", rows))
+            console.print(rows_table(f"ingest into {db_path}", rows))
         return
     from pipelines.analysis.summary import outcomes_by_source
 
     summed = outcomes_by_source(rows)
-    if shown is OutputFormat.csv:
+    if csv:
         print_csv(summed)
         return
     summary = Table(
-        title=f"ingest into {settings.db_path}: {len(rows):,} files by source and outcome "
+        title=f"ingest into {db_path}: {len(rows):,} files by source and outcome "
         "(--verbose lists every file)",
         title_justify="left",
         box=None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -25,6 +25,7 @@ __all__ = [
     "TrackedOption",
     "WindowEndOption",
     "WindowStartOption",
+    "exit_usage",
     "is_tracked",
     "load_settings",
     "prefect_defaults",
@@ -102,6 +103,12 @@ def set_window(db_path: Path, start: str | None, end: str | None) -> None:
     with warehouse.connect(db_path, lock_timeout_s=DEFAULT_LOCK_TIMEOUT_S) as con:
         for name, value in bounds.items():
             warehouse.set_param(con, name, value)
+
+
+def exit_usage(message: str) -> NoReturn:
+    """Print ``error: <message>`` on stderr and exit 2, as for a usage error."""
+    err.print(error_text("error", "red", message))
+    raise typer.Exit(2)
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -12,6 +12,7 @@ from pipelines.cli.options import (
     FormatOption,
     JsonOption,
     TrackedOption,
+    exit_usage,
     is_tracked,
     load_settings,
     prefect_defaults,
@@ -28,6 +29,9 @@ from pipelines.cli.render import (
     rows_table,
 )
 from pipelines.cli.root import app
+
+if TYPE_CHECKING:
+    from pipelines.runtime.settings import Settings
 
 __all__ = ["project", "whatif"]
 
@@ -70,159 +74,195 @@ _PROJECTION_KEYS = (
 )
 
 
+# the knob options of `relia project`, in the order --help lists them; their help states the
+# Scenario defaults (tests/pipelines/test_cli_knobs.py keeps them and models.KNOBS in step)
+GpusOption = Annotated[int, typer.Option(min=1, help="GPUs in the job.")]
+GpusPerNodeOption = Annotated[int, typer.Option(min=1)]
+FailureDomainOption = Annotated[
+    int | None, typer.Option(help="GPUs one fault takes out (default: a node).")
+]
+NodeFailureRateOption = Annotated[
+    float | None, typer.Option(help="Hand-given node failure rate (instead of fits).")
+]
+CheckpointOption = Annotated[float, typer.Option(help="Blocking checkpoint write, s.")]
+CheckpointIntervalOption = Annotated[
+    float | None, typer.Option(help="Compute between checkpoints, s (default: Daly optimum).")
+]
+RestartOption = Annotated[
+    float | None,
+    typer.Option(
+        help="Whole restart time, s: a shorthand that sets --reschedule-s to this minus "
+        "detection, reload and warm-up (each at its value), and says so.",
+    ),
+]
+DetectOption = Annotated[
+    float | None, typer.Option(help="Time to detect a crash, s (default 120).")
+]
+DetectHangOption = Annotated[
+    float | None,
+    typer.Option(help="Time for the watchdog to declare a hang, s (default 600)."),
+]
+HangShareOption = Annotated[
+    float | None,
+    typer.Option(help="Share of interruptions that hang instead of crashing, 0-1 (default 0)."),
+]
+RescheduleOption = Annotated[
+    float | None,
+    typer.Option(
+        help="Wait for replacement hardware from the scheduler, s (default 300; with "
+        "--from-fits: the measured requeue gap less detection).",
+    ),
+]
+ReloadOption = Annotated[
+    float | None, typer.Option(help="Checkpoint reload time, s (default 180).")
+]
+WarmupOption = Annotated[
+    float | None, typer.Option(help="Warm-up to full speed after a restart, s (default 120).")
+]
+StrategyOption = Annotated[str, typer.Option(help="restart, hot_spare or elastic.")]
+HotSparesOption = Annotated[int, typer.Option(min=0)]
+RepairOption = Annotated[
+    float, typer.Option(min=0.001, help="Repair time of a failed domain, h (the median).")
+]
+RepairSigmaOption = Annotated[
+    float | None,
+    typer.Option(
+        help="Log-normal sigma of repair times around the --repair-h median (default 0: "
+        "every repair takes --repair-h).",
+    ),
+]
+RepairFromWarehouseOption = Annotated[
+    bool,
+    typer.Option(
+        help="Set --repair-h and --repair-sigma to the median and log-normal sigma of the "
+        "measured repair times (closed replacement tickets in --db).",
+    ),
+]
+RepairFromFitsOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="latest|RUN_ID",
+        help="Set --repair-h and --repair-sigma to the median exp(mu) and sigma of the "
+        "pooled log-normal of a stored repair-time fit run (relia fit --lives stg_repairs, "
+        "int_fault_repairs or int_node_unavailability), or of the latest one.",
+    ),
+]
+ReplicaOption = Annotated[
+    int | None,
+    typer.Option(
+        help="GPUs a failure removes under elastic: a model-parallel group, TP x PP GPUs "
+        "(default 512).",
+    ),
+]
+JobInterruptionsOption = Annotated[
+    float | None,
+    typer.Option(
+        help="Job-level interruptions per hour that do not grow with GPU count (software "
+        "crashes, storage stalls; default 0).",
+    ),
+]
+NodeGroupOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="SHARE:MULTIPLIER",
+        help="A group of nodes with its own failure rate, share:rate_multiplier (0.1:3 = a "
+        "tenth of the nodes failing 3x as often); repeatable.",
+    ),
+]
+WeibullShapeOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="SHAPE|CLASS=SHAPE",
+        help="Lifetime Weibull shape, fleet-wide (0.7) or per class (gpu=0.7, repeatable); "
+        "1 is exponential, below 1 infant mortality. Default: each class's fitted shape.",
+    ),
+]
+JobDaysOption = Annotated[float, typer.Option(min=0.001)]
+FleetAgeOption = Annotated[
+    str,
+    typer.Option(
+        help="Unit ages at job start: steady_state, new, an age in hours, an age mix "
+        "(age_h:share pairs, 0:0.5,8760:0.5), or inventory (the ages of the units in "
+        "service at the end of the warehouse's data, in up to 10 bins; needs --db).",
+    ),
+]
+FromFitsOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Fit run id for the rates, or 'latest': the newest fit of the failure process "
+        "(every job-stopping failure, fct_component_lives).",
+    ),
+]
+ProcessOption = Annotated[
+    str | None,
+    typer.Option(
+        "--process",
+        metavar="failure|replacement",
+        help="What --from-fits latest projects: failure (default: the interruption rates "
+        "of every job-stopping failure) or replacement (the replacement lifetimes of "
+        "`relia fit --lives fct_replacement_lives`: replace tickets only).",
+    ),
+]
+DrainRecallOption = Annotated[
+    float,
+    typer.Option(
+        min=0.0,
+        max=1.0,
+        help="Share of failures a predictor warns of in time; each becomes a planned drain "
+        "(a checkpoint + a migration) instead of lost work. See `relia predict train`.",
+    ),
+]
+DrainPrecisionOption = Annotated[
+    float,
+    typer.Option(
+        min=0.0,
+        max=1.0,
+        help="Share of the predictor's alarms that are real; the rest drain healthy nodes.",
+    ),
+]
+DrainMigrationOption = Annotated[
+    float, typer.Option(min=0.0, help="Moving the job off a drained node, s.")
+]
+TrialsOption = Annotated[int, typer.Option(min=0, help="Monte Carlo trials to run as well.")]
+SamplesOption = Annotated[int, typer.Option(min=0, help="Parameter samples for intervals.")]
+
+
 @app.command()
 def project(
     ctx: typer.Context,
-    gpus: Annotated[int, typer.Option(min=1, help="GPUs in the job.")] = 16_384,
-    gpus_per_node: Annotated[int, typer.Option(min=1)] = 8,
-    failure_domain_gpus: Annotated[
-        int | None, typer.Option(help="GPUs one fault takes out (default: a node).")
-    ] = None,
-    node_failures_per_1000_node_days: Annotated[
-        float | None, typer.Option(help="Hand-given node failure rate (instead of fits).")
-    ] = None,
-    checkpoint_s: Annotated[float, typer.Option(help="Blocking checkpoint write, s.")] = 60.0,
-    checkpoint_interval_s: Annotated[
-        float | None, typer.Option(help="Compute between checkpoints, s (default: Daly optimum).")
-    ] = None,
-    restart_s: Annotated[
-        float | None,
-        typer.Option(
-            help="Whole restart time, s: a shorthand that sets --reschedule-s to this minus "
-            "detection, reload and warm-up (each at its value), and says so.",
-        ),
-    ] = None,
-    detect_s: Annotated[
-        float | None, typer.Option(help="Time to detect a crash, s (default 120).")
-    ] = None,
-    detect_hang_s: Annotated[
-        float | None,
-        typer.Option(help="Time for the watchdog to declare a hang, s (default 600)."),
-    ] = None,
-    hang_share: Annotated[
-        float | None,
-        typer.Option(help="Share of interruptions that hang instead of crashing, 0-1 (default 0)."),
-    ] = None,
-    reschedule_s: Annotated[
-        float | None,
-        typer.Option(
-            help="Wait for replacement hardware from the scheduler, s (default 300; with "
-            "--from-fits: the measured requeue gap less detection).",
-        ),
-    ] = None,
-    reload_s: Annotated[
-        float | None, typer.Option(help="Checkpoint reload time, s (default 180).")
-    ] = None,
-    warmup_s: Annotated[
-        float | None, typer.Option(help="Warm-up to full speed after a restart, s (default 120).")
-    ] = None,
-    strategy: Annotated[str, typer.Option(help="restart, hot_spare or elastic.")] = "restart",
-    hot_spares: Annotated[int, typer.Option(min=0)] = 0,
-    repair_h: Annotated[
-        float, typer.Option(min=0.001, help="Repair time of a failed domain, h (the median).")
-    ] = 24.0,
-    repair_sigma: Annotated[
-        float | None,
-        typer.Option(
-            help="Log-normal sigma of repair times around the --repair-h median (default 0: "
-            "every repair takes --repair-h).",
-        ),
-    ] = None,
-    repair_from_warehouse: Annotated[
-        bool,
-        typer.Option(
-            help="Set --repair-h and --repair-sigma to the median and log-normal sigma of the "
-            "measured repair times (closed replacement tickets in --db).",
-        ),
-    ] = False,
-    repair_from_fits: Annotated[
-        str | None,
-        typer.Option(
-            metavar="latest|RUN_ID",
-            help="Set --repair-h and --repair-sigma to the median exp(mu) and sigma of the "
-            "pooled log-normal of a stored repair-time fit run (relia fit --lives stg_repairs, "
-            "int_fault_repairs or int_node_unavailability), or of the latest one.",
-        ),
-    ] = None,
-    replica_gpus: Annotated[
-        int | None,
-        typer.Option(
-            help="GPUs a failure removes under elastic: a model-parallel group, TP x PP GPUs "
-            "(default 512).",
-        ),
-    ] = None,
-    job_interruptions_per_h: Annotated[
-        float | None,
-        typer.Option(
-            help="Job-level interruptions per hour that do not grow with GPU count (software "
-            "crashes, storage stalls; default 0).",
-        ),
-    ] = None,
-    node_group: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="SHARE:MULTIPLIER",
-            help="A group of nodes with its own failure rate, share:rate_multiplier (0.1:3 = a "
-            "tenth of the nodes failing 3x as often); repeatable.",
-        ),
-    ] = None,
-    weibull_shape: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="SHAPE|CLASS=SHAPE",
-            help="Lifetime Weibull shape, fleet-wide (0.7) or per class (gpu=0.7, repeatable); "
-            "1 is exponential, below 1 infant mortality. Default: each class's fitted shape.",
-        ),
-    ] = None,
-    job_days: Annotated[float, typer.Option(min=0.001)] = 30.0,
-    fleet_age: Annotated[
-        str,
-        typer.Option(
-            help="Unit ages at job start: steady_state, new, an age in hours, an age mix "
-            "(age_h:share pairs, 0:0.5,8760:0.5), or inventory (the ages of the units in "
-            "service at the end of the warehouse's data, in up to 10 bins; needs --db).",
-        ),
-    ] = "steady_state",
-    from_fits: Annotated[
-        str | None,
-        typer.Option(
-            help="Fit run id for the rates, or 'latest': the newest fit of the failure process "
-            "(every job-stopping failure, fct_component_lives).",
-        ),
-    ] = None,
-    process: Annotated[
-        str | None,
-        typer.Option(
-            "--process",
-            metavar="failure|replacement",
-            help="What --from-fits latest projects: failure (default: the interruption rates "
-            "of every job-stopping failure) or replacement (the replacement lifetimes of "
-            "`relia fit --lives fct_replacement_lives`: replace tickets only).",
-        ),
-    ] = None,
+    gpus: GpusOption = 16_384,
+    gpus_per_node: GpusPerNodeOption = 8,
+    failure_domain_gpus: FailureDomainOption = None,
+    node_failures_per_1000_node_days: NodeFailureRateOption = None,
+    checkpoint_s: CheckpointOption = 60.0,
+    checkpoint_interval_s: CheckpointIntervalOption = None,
+    restart_s: RestartOption = None,
+    detect_s: DetectOption = None,
+    detect_hang_s: DetectHangOption = None,
+    hang_share: HangShareOption = None,
+    reschedule_s: RescheduleOption = None,
+    reload_s: ReloadOption = None,
+    warmup_s: WarmupOption = None,
+    strategy: StrategyOption = "restart",
+    hot_spares: HotSparesOption = 0,
+    repair_h: RepairOption = 24.0,
+    repair_sigma: RepairSigmaOption = None,
+    repair_from_warehouse: RepairFromWarehouseOption = False,
+    repair_from_fits: RepairFromFitsOption = None,
+    replica_gpus: ReplicaOption = None,
+    job_interruptions_per_h: JobInterruptionsOption = None,
+    node_group: NodeGroupOption = None,
+    weibull_shape: WeibullShapeOption = None,
+    job_days: JobDaysOption = 30.0,
+    fleet_age: FleetAgeOption = "steady_state",
+    from_fits: FromFitsOption = None,
+    process: ProcessOption = None,
     default_rates_if_none: DefaultRatesOption = False,
-    drain_recall: Annotated[
-        float,
-        typer.Option(
-            min=0.0,
-            max=1.0,
-            help="Share of failures a predictor warns of in time; each becomes a planned drain "
-            "(a checkpoint + a migration) instead of lost work. See `relia predict train`.",
-        ),
-    ] = 0.0,
-    drain_precision: Annotated[
-        float,
-        typer.Option(
-            min=0.0,
-            max=1.0,
-            help="Share of the predictor's alarms that are real; the rest drain healthy nodes.",
-        ),
-    ] = 1.0,
-    drain_migration_s: Annotated[
-        float, typer.Option(min=0.0, help="Moving the job off a drained node, s.")
-    ] = 300.0,
-    simulate: Annotated[int, typer.Option(min=0, help="Monte Carlo trials to run as well.")] = 0,
-    samples: Annotated[int, typer.Option(min=0, help="Parameter samples for intervals.")] = 2000,
+    drain_recall: DrainRecallOption = 0.0,
+    drain_precision: DrainPrecisionOption = 1.0,
+    drain_migration_s: DrainMigrationOption = 300.0,
+    simulate: TrialsOption = 0,
+    samples: SamplesOption = 2000,
     seed: int = 0,
     db: DbOption = None,
     as_json: JsonOption = False,
@@ -237,20 +277,7 @@ def project(
     # the knob options by the knob table (models.KNOBS); tests/pipelines/test_cli_knobs.py
     # keeps the options above and the table in step
     knobs = knob_text.cli_knobs(ctx.params)
-    if weibull_shape and len(weibull_shape) > 1 and any("=" not in w for w in weibull_shape):
-        err.print(
-            error_text(
-                "error",
-                "red",
-                "give one fleet-wide --weibull-shape (0.7) or per-class ones (gpu=0.7), not both",
-            )
-        )
-        raise typer.Exit(2)
-    if process is not None and from_fits is None:
-        err.print(
-            error_text("error", "red", "--process chooses the rates of --from-fits: give both")
-        )
-        raise typer.Exit(2)
+    _check_rate_options(weibull_shape, from_fits=from_fits, process=process)
     settings = load_settings(db_path=db)
     if from_fits is not None or repair_from_fits is not None:
         require_warehouse(
@@ -281,14 +308,25 @@ def project(
     if shown is OutputFormat.json:
         print_json(result)
         return
-    rows = [
-        {"figure": k, "value": "n/a (see ettr_note)" if result[k] is None else result[k]}
-        for k in _PROJECTION_KEYS
-        if k in result
-    ]
+    rows = _figure_rows(result)
     if shown is OutputFormat.csv:
         print_csv(rows)
         return
+    _print_projection(
+        result, rows, gpus=gpus, strategy=strategy, job_days=job_days, simulate=simulate
+    )
+
+
+def _print_projection(
+    result: dict[str, Any],
+    rows: list[dict[str, Any]],
+    *,
+    gpus: int,
+    strategy: str,
+    job_days: float,
+    simulate: int,
+) -> None:
+    """Print a projection's tables (figures, interruptions by class) and the lines under them."""
     console.print(rows_table(f"projection: {gpus:,} GPUs, {strategy}", rows))
     console.print(
         rows_table(
@@ -296,6 +334,40 @@ def project(
             _class_rows(result["expected_interruptions_by_class"]),
         )
     )
+    _print_assumptions(result)
+    _print_inputs(result)
+    if "simulation" in result:
+        sim = result["simulation"]
+        console.print(
+            f"Monte Carlo ({simulate} trials): goodput {sim['goodput']:.4f} "
+            f"± {sim['goodput_se']:.4f} (s.e.)",
+            highlight=False,
+        )
+
+
+def _check_rate_options(
+    weibull_shape: list[str] | None, *, from_fits: str | None, process: str | None
+) -> None:
+    """Exit 2 with one line for options that contradict each other (shapes, --process)."""
+    if weibull_shape and len(weibull_shape) > 1 and any("=" not in w for w in weibull_shape):
+        exit_usage(
+            "give one fleet-wide --weibull-shape (0.7) or per-class ones (gpu=0.7), not both"
+        )
+    if process is not None and from_fits is None:
+        exit_usage("--process chooses the rates of --from-fits: give both")
+
+
+def _figure_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Return the projection's figures as table rows, ``n/a`` where ETTR has no value."""
+    return [
+        {"figure": k, "value": "n/a (see ettr_note)" if result[k] is None else result[k]}
+        for k in _PROJECTION_KEYS
+        if k in result
+    ]
+
+
+def _print_assumptions(result: dict[str, Any]) -> None:
+    """Print where the rates came from, the assumptions, and how exact the analytical model is."""
     keys = (
         "rate_source",
         "rate_process",
@@ -325,6 +397,10 @@ def project(
         ),
         highlight=False,
     )
+
+
+def _print_inputs(result: dict[str, Any]) -> None:
+    """Print the inputs the projection measured or derived: repairs, fleet ages, restart time."""
     if "measured_repair" in result:
         repair = result["measured_repair"]
         console.print(
@@ -360,13 +436,6 @@ def project(
             f"{set_['warmup_s']:g} held at their values)",
             highlight=False,
             markup=False,
-        )
-    if "simulation" in result:
-        sim = result["simulation"]
-        console.print(
-            f"Monte Carlo ({simulate} trials): goodput {sim['goodput']:.4f} "
-            f"± {sim['goodput_se']:.4f} (s.e.)",
-            highlight=False,
         )
 
 
@@ -453,32 +522,15 @@ def whatif(
         raise FileNotFoundError(2, "no such file", str(sweep_file))
     prefect_defaults()
     # a bad sweep file (ValueError) is one line, exit 2: see _ReliaGroup
-    if is_tracked(tracked) or settings.dask_address:
-        from pipelines.flows.what_if import what_if
-
-        # the what-if flow: as a tracked run, or its function without orchestration (which
-        # checks the Dask address it would fan out to)
-        run = what_if if is_tracked(tracked) else what_if.fn
-        result = run(
-            sweep_file=sweep_file,
-            out_dir=out,
-            db_path=settings.db_path,
-            drain_model=drain_model,
-            simulate=simulate,
-            default_rates_if_none=default_rates_if_none,
-        )
-    else:
-        from pipelines.analysis import project as project_mod
-
-        # what the flow's function runs untracked, without importing Prefect
-        result = project_mod.run_sweep_file(
-            sweep_file,
-            out_dir=out,
-            db_path=settings.db_path,
-            drain_model=drain_model,
-            simulate=simulate,
-            default_rates_if_none=default_rates_if_none,
-        )
+    result = _run_sweep(
+        sweep_file,
+        out=out,
+        settings=settings,
+        tracked=is_tracked(tracked),
+        drain_model=drain_model,
+        simulate=simulate,
+        default_rates_if_none=default_rates_if_none,
+    )
     _warn_rates(result)
     if shown is OutputFormat.json:
         print_json(result)
@@ -487,6 +539,55 @@ def whatif(
     if shown is OutputFormat.csv:
         print_csv(gains)
         return
+    _print_gains(result, gains)
+    _print_scenarios(result)
+    _print_best(result)
+
+
+def _run_sweep(
+    sweep_file: Path,
+    *,
+    out: Path,
+    settings: Settings,
+    tracked: bool,
+    drain_model: str | None,
+    simulate: int | None,
+    default_rates_if_none: bool,
+) -> dict[str, Any]:
+    """Run the what-if grid and return its result.
+
+    As the what-if flow when tracked (or its function when a Dask address is set), else the
+    pipeline function the flow runs, without importing Prefect.
+    """
+    if tracked or settings.dask_address:
+        from pipelines.flows.what_if import what_if
+
+        # the what-if flow: as a tracked run, or its function without orchestration (which
+        # checks the Dask address it would fan out to)
+        run = what_if if tracked else what_if.fn
+        return run(
+            sweep_file=sweep_file,
+            out_dir=out,
+            db_path=settings.db_path,
+            drain_model=drain_model,
+            simulate=simulate,
+            default_rates_if_none=default_rates_if_none,
+        )
+    from pipelines.analysis import project as project_mod
+
+    # what the flow's function runs untracked, without importing Prefect
+    return project_mod.run_sweep_file(
+        sweep_file,
+        out_dir=out,
+        db_path=settings.db_path,
+        drain_model=drain_model,
+        simulate=simulate,
+        default_rates_if_none=default_rates_if_none,
+    )
+
+
+def _print_gains(result: dict[str, Any], gains: list[dict[str, Any]]) -> None:
+    """Print the baseline, the knobs ranked by goodput gain, and the extrapolated classes."""
     held = ", ".join(f"{k}={v}" for k, v in result["baseline_values"].items())
     console.print(
         f"baseline at {result['target_gpus']:,} GPUs (held for every other knob): {held}",
@@ -511,6 +612,10 @@ def whatif(
                 + " lies beyond the oldest age observed (relia fit shows the restricted mean)",
             )
         )
+
+
+def _print_scenarios(result: dict[str, Any]) -> None:
+    """Print how many scenarios ran, where their table and plots are, which were simulated."""
     console.print(f"{result['n_points']} scenarios; table {result['table']}; plots:")
     for plot in result["plots"]:
         console.print(f"  {plot}", highlight=False)
@@ -534,6 +639,10 @@ def whatif(
             highlight=False,
             markup=False,
         )
+
+
+def _print_best(result: dict[str, Any]) -> None:
+    """Print the knob with the largest gain, the pair's interaction, the best drain threshold."""
     best = result["best_knob"]
     if best:
         caveat = " (within the projection's uncertainty)" if best["within_uncertainty"] else ""

@@ -103,13 +103,17 @@ def summary(
     ] = SummaryTable.failures_by_class,
 ) -> None:
     """Print the fleet summary from the warehouse."""
+    from pipelines import warehouse
     from pipelines.analysis import summary as summary_mod
 
     shown = output_format(fmt, as_json)
     settings = load_settings(db_path=db)
     set_window(settings.db_path, window_start, window_end)
     require_warehouse(settings.db_path, "rpt_fleet_summary", lock_timeout_s=settings.lock_timeout_s)
-    result = summary_mod.fleet_summary(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
+    with warehouse.connect(
+        settings.db_path, read_only=True, lock_timeout_s=settings.lock_timeout_s
+    ) as con:
+        result = summary_mod.fleet_summary(con)
     if shown is OutputFormat.json:
         print_json(result)
     elif shown is OutputFormat.csv:

@@ -22,104 +22,121 @@ from pipelines.cli.render import (
 )
 from pipelines.cli.root import app
 
+OutOption = Annotated[Path, typer.Option(help="Landing folder to write.")]
+PresetOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="NAME",
+        help="Start from a preset fleet: llama3 (2,048 nodes x 8 GPUs, 54 days, Llama 3's "
+        "published interruption rate per class); the other options override it.",
+    ),
+]
+NodesOption = Annotated[
+    int | None, typer.Option(min=1, help="Nodes in the fleet (default 256, or the preset's).")
+]
+GpusPerNodeOption = Annotated[
+    int | None, typer.Option(min=1, max=16, help="GPUs per node (default 8, or the preset's).")
+]
+DaysOption = Annotated[
+    int | None,
+    typer.Option(min=1, help="Length of the observation window (default 90, or the preset's)."),
+]
+K8sShareOption = Annotated[
+    float, typer.Option(min=0.0, max=1.0, help="Share of jobs run under Kubernetes.")
+]
+ElasticShareOption = Annotated[
+    float, typer.Option(min=0.0, max=1.0, help="Share of jobs run under torchrun (elastic).")
+]
+NodeEventsOption = Annotated[
+    bool,
+    typer.Option(
+        "--node-events/--no-node-events",
+        help="Write sacctmgr node down/drain events (what slurmctld records by itself).",
+    ),
+]
+DcgmIntervalOption = Annotated[
+    int | None,
+    typer.Option(help="Write DCGM samples every this many seconds (off by default)."),
+]
+PrecursorShareOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        max=1.0,
+        help="Plant warning signals (ECC, row remaps, NVLink CRC, heat, warning Xids) in the "
+        "hours before this share of GPU failures and none before the others; with "
+        "--dcgm-interval-s. Ground truth marks which failures got them.",
+    ),
+]
+TrainingLogsOption = Annotated[
+    bool,
+    typer.Option(
+        "--training-logs",
+        help="Write training logs (Megatron / torchtitan) for the training jobs and the "
+        "per-job goodput truth (job_goodput).",
+    ),
+]
+FamilyOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="CLASS=FAMILY",
+        help="Draw a class's lifetimes from weibull, exponential, lognormal or loglogistic "
+        "at the same mean and median as its default Weibull (exponential: same mean); "
+        "repeatable, all=FAMILY for every class.",
+    ),
+]
+FixesOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="CLASS=FIX:SHARE,...",
+        help="Shares of the fixes of a hardware class's failures, e.g. "
+        "gpu=replace:0.3,reset:0.5,reboot:0.2 (replace, reset, reboot, reseat; only "
+        "replace writes a ticket and a new serial); repeatable, all= for every class.",
+    ),
+]
+BadUnitShareOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        max=0.99,
+        help="Share of units installed bad (repeat offenders until replaced; default 0.03, "
+        "the llama3 preset 0).",
+    ),
+]
+BadUnitFactorOption = Annotated[
+    float | None,
+    typer.Option(min=1.0, help="Hazard multiple of a bad unit (default 10)."),
+]
+RateOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="CLASS=PER_1000_NODE_DAYS",
+        help="Rate of a non-hardware interruption class (software, driver, nccl, network, "
+        "maintenance) per 1000 node-days; 0 switches it off; repeatable.",
+    ),
+]
+
 
 @app.command()
 def synth(
-    out: Annotated[Path, typer.Option(help="Landing folder to write.")] = Path("landing"),
-    preset: Annotated[
-        str | None,
-        typer.Option(
-            metavar="NAME",
-            help="Start from a preset fleet: llama3 (2,048 nodes x 8 GPUs, 54 days, Llama 3's "
-            "published interruption rate per class); the other options override it.",
-        ),
-    ] = None,
-    nodes: Annotated[
-        int | None, typer.Option(min=1, help="Nodes in the fleet (default 256, or the preset's).")
-    ] = None,
-    gpus_per_node: Annotated[
-        int | None, typer.Option(min=1, max=16, help="GPUs per node (default 8, or the preset's).")
-    ] = None,
-    days: Annotated[
-        int | None,
-        typer.Option(min=1, help="Length of the observation window (default 90, or the preset's)."),
-    ] = None,
+    out: OutOption = Path("landing"),
+    preset: PresetOption = None,
+    nodes: NodesOption = None,
+    gpus_per_node: GpusPerNodeOption = None,
+    days: DaysOption = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     start: Annotated[str, typer.Option(help="Window start, ISO date (UTC).")] = "2026-06-01",
-    k8s_share: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Share of jobs run under Kubernetes.")
-    ] = 0.0,
-    elastic_share: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Share of jobs run under torchrun (elastic).")
-    ] = 0.0,
-    node_events: Annotated[
-        bool,
-        typer.Option(
-            "--node-events/--no-node-events",
-            help="Write sacctmgr node down/drain events (what slurmctld records by itself).",
-        ),
-    ] = True,
-    dcgm_interval_s: Annotated[
-        int | None,
-        typer.Option(help="Write DCGM samples every this many seconds (off by default)."),
-    ] = None,
-    precursor_share: Annotated[
-        float | None,
-        typer.Option(
-            min=0.0,
-            max=1.0,
-            help="Plant warning signals (ECC, row remaps, NVLink CRC, heat, warning Xids) in the "
-            "hours before this share of GPU failures and none before the others; with "
-            "--dcgm-interval-s. Ground truth marks which failures got them.",
-        ),
-    ] = None,
-    training_logs: Annotated[
-        bool,
-        typer.Option(
-            "--training-logs",
-            help="Write training logs (Megatron / torchtitan) for the training jobs and the "
-            "per-job goodput truth (job_goodput).",
-        ),
-    ] = False,
-    family: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="CLASS=FAMILY",
-            help="Draw a class's lifetimes from weibull, exponential, lognormal or loglogistic "
-            "at the same mean and median as its default Weibull (exponential: same mean); "
-            "repeatable, all=FAMILY for every class.",
-        ),
-    ] = None,
-    fixes: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="CLASS=FIX:SHARE,...",
-            help="Shares of the fixes of a hardware class's failures, e.g. "
-            "gpu=replace:0.3,reset:0.5,reboot:0.2 (replace, reset, reboot, reseat; only "
-            "replace writes a ticket and a new serial); repeatable, all= for every class.",
-        ),
-    ] = None,
-    bad_unit_share: Annotated[
-        float | None,
-        typer.Option(
-            min=0.0,
-            max=0.99,
-            help="Share of units installed bad (repeat offenders until replaced; default 0.03, "
-            "the llama3 preset 0).",
-        ),
-    ] = None,
-    bad_unit_factor: Annotated[
-        float | None,
-        typer.Option(min=1.0, help="Hazard multiple of a bad unit (default 10)."),
-    ] = None,
-    rate: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="CLASS=PER_1000_NODE_DAYS",
-            help="Rate of a non-hardware interruption class (software, driver, nccl, network, "
-            "maintenance) per 1000 node-days; 0 switches it off; repeatable.",
-        ),
-    ] = None,
+    k8s_share: K8sShareOption = 0.0,
+    elastic_share: ElasticShareOption = 0.0,
+    node_events: NodeEventsOption = True,
+    dcgm_interval_s: DcgmIntervalOption = None,
+    precursor_share: PrecursorShareOption = None,
+    training_logs: TrainingLogsOption = False,
+    family: FamilyOption = None,
+    fixes: FixesOption = None,
+    bad_unit_share: BadUnitShareOption = None,
+    bad_unit_factor: BadUnitFactorOption = None,
+    rate: RateOption = None,
     as_json: JsonOption = False,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
@@ -159,10 +176,24 @@ def synth(
         err.print(error_text("error", "red", error))
         raise typer.Exit(2) from error
     truth = synthesize(out, config)
+    seconds = round(time.perf_counter() - started, 2)
+    summary = _fleet_summary(truth, out=out, seconds=seconds, training_logs=training_logs)
+    if shown is OutputFormat.json:
+        print_json(summary)
+    elif shown is OutputFormat.csv:
+        print_csv([summary])
+    else:
+        console.print(rows_table("synthetic fleet", [summary]))
+
+
+def _fleet_summary(
+    truth: dict[str, Any], *, out: Path, seconds: float, training_logs: bool
+) -> dict[str, Any]:
+    """Return the one row ``relia synth`` prints (and its JSON): the fleet and its failures."""
     process = truth["failure_process"]
     summary = {
         "out": str(out),
-        "seconds": round(time.perf_counter() - started, 2),
+        "seconds": seconds,
         "nodes": truth["n_nodes"],
         "gpus": truth["n_gpus"],
         "window_start": truth["window_start"],
@@ -176,12 +207,7 @@ def synth(
     }
     if training_logs:
         summary["training_jobs"] = sum(1 for j in truth["job_goodput"] if j["has_training_log"])
-    if shown is OutputFormat.json:
-        print_json(summary)
-    elif shown is OutputFormat.csv:
-        print_csv([summary])
-    else:
-        console.print(rows_table("synthetic fleet", [summary]))
+    return summary
 
 
 def _pairs(option: str, pairs: list[str], example: str) -> dict[str, str]:

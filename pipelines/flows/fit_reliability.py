@@ -30,15 +30,10 @@ def fit_reliability(
     """
     settings = Settings.from_env(db_path=db_path)
     warehouse.prepare(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
-    outcome = fit.run_fit(
-        settings.db_path,
-        by=by,
-        lives=lives,
-        dataset=dataset,
-        alpha=alpha,
-        lock_timeout_s=settings.lock_timeout_s,
-        weibayes_shape=weibayes_shape,
-    )
+    with warehouse.connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con:
+        outcome = fit.fit_and_store(
+            con, by=by, lives=lives, dataset=dataset, alpha=alpha, weibayes_shape=weibayes_shape
+        )
     chosen = outcome["results"].filter("chosen")
     get_run_logger().info(
         "fit run %s (%s from %s): %d classes, %d failures or closed repairs",

@@ -128,17 +128,18 @@ def load_files(
         options.setdefault("fault_log", {})["mapping"] = fault_log.load_mapping(mapping)
     settings = Settings.from_env()  # RELIA_INGEST_BATCH_ROWS, RELIA_ARCHIVE_*
     limits = settings.archive_limits
-    counts = ingest.ingest(
-        db_path,
-        files,
-        lock_timeout_s=lock_timeout_s,
-        parser_options=options,
-        lake_dir=lake_dir,
-        parse_many=_fan_out(parse_tasks, options, limits) if parse_tasks > 0 else None,
-        force=force,
-        batch_rows=settings.ingest_batch_rows,
-        archive_limits=limits,
-    )
+    ingest.check_parser_options(files, options)  # before the warehouse is made
+    with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+        counts = ingest.ingest_into(
+            con,
+            files,
+            parser_options=options,
+            lake_dir=lake_dir,
+            parse_many=_fan_out(parse_tasks, options, limits) if parse_tasks > 0 else None,
+            force=force,
+            batch_rows=settings.ingest_batch_rows,
+            archive_limits=limits,
+        )
     return [asdict(c) | {"status": c.outcome} for c in counts]
 
 

@@ -70,10 +70,12 @@ __all__ = [
     "TIME_FROM_MTIME",
     "LandingFile",
     "ParsedFile",
+    "check_parser_options",
     "discover",
     "file_options",
     "identity_options",
     "ingest",
+    "ingest_into",
     "landing_files",
     "parse_files",
 ]
@@ -296,7 +298,61 @@ def ingest(
     hold_quiet_s: float = HOLD_QUIET_S,
     archive_limits: ArchiveLimits | None = None,
 ) -> list[warehouse.LoadCounts]:
-    """Ingest ``files`` into the warehouse at ``db_path`` and rebuild the views.
+    """Run :func:`ingest_into` on the warehouse at ``db_path``, opened (and created) for it.
+
+    For scripts, tests and notebooks that hold a path, not a connection: it checks the parser
+    options first (:func:`check_parser_options`, so a bad call creates no file), then waits up
+    to ``lock_timeout_s`` for another writer.
+    """
+    check_parser_options(files, parser_options)
+    with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+        return ingest_into(
+            con,
+            files,
+            batch_rows=batch_rows,
+            parser_options=parser_options,
+            on_file=on_file,
+            lake_dir=lake_dir,
+            parse_many=parse_many,
+            force=force,
+            hold_quiet_s=hold_quiet_s,
+            archive_limits=archive_limits,
+        )
+
+
+def check_parser_options(
+    files: list[LandingFile], parser_options: dict[str, dict[str, Any]] | None
+) -> None:
+    """Raise ``ValueError`` when ``files`` need a parser option that is not given.
+
+    Fault-log files need their column mapping. Callers that open the warehouse check this
+    before opening it, so a bad call creates no file.
+    """
+    extra = parser_options or {}
+    if any(f.source == "fault_log" and not f.refused for f in files) and "mapping" not in extra.get(
+        "fault_log", {}
+    ):
+        msg = "fault_log files need a column mapping: pass --mapping mapping.yaml"
+        raise ValueError(msg)
+
+
+def ingest_into(
+    con: duckdb.DuckDBPyConnection,
+    files: list[LandingFile],
+    *,
+    batch_rows: int = DEFAULT_INGEST_BATCH_ROWS,
+    parser_options: dict[str, dict[str, Any]] | None = None,
+    on_file: Callable[[warehouse.LoadCounts], None] | None = None,
+    lake_dir: Path | None = None,
+    parse_many: Callable[[list[LandingFile]], Iterable[ParsedFile]] | None = None,
+    force: bool = False,
+    hold_quiet_s: float = HOLD_QUIET_S,
+    archive_limits: ArchiveLimits | None = None,
+) -> list[warehouse.LoadCounts]:
+    """Ingest ``files`` into the warehouse and rebuild the views.
+
+    ``con`` is a writable connection to the warehouse, opened by the caller (who waits for
+    another writer's lock); :func:`ingest` opens one from a path.
 
     Files are read and hashed in chunks (one lookup of the chunk's hashes), parsed (small files
     of one kind joined, :mod:`pipelines.ingest.sources.batch`) and validated in batches of about
@@ -334,12 +390,10 @@ def ingest(
     as a stream) is replaced by this load, in the same transaction (``relia ingest --force``: a
     file ingested under the wrong ``--source``).
     """
+    check_parser_options(files, parser_options)
     refused = [f for f in files if f.refused]
     files = [f for f in files if not f.refused]
     extra = parser_options or {}
-    if any(f.source == "fault_log" for f in files) and "mapping" not in extra.get("fault_log", {}):
-        msg = "fault_log files need a column mapping: pass --mapping mapping.yaml"
-        raise ValueError(msg)
     now = datetime.now(UTC)
     results: list[warehouse.LoadCounts] = []
 
@@ -349,58 +403,57 @@ def ingest(
             for c in counts:
                 on_file(c)
 
-    with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:
-        warehouse.apply_schema(con)
-        lake.check_warehouse(con, lake_dir)
-        emit(_record_refused(con, refused, lake_dir) if refused else [])
-        classes = _component_classes(con)
-        # an ingest that stopped half-way loaded rows its views and snapshots never saw
-        resumed = warehouse.unfinished_ingest(con) is not None
-        marked = False
+    warehouse.apply_schema(con)
+    lake.check_warehouse(con, lake_dir)
+    emit(_record_refused(con, refused, lake_dir) if refused else [])
+    classes = _component_classes(con)
+    # an ingest that stopped half-way loaded rows its views and snapshots never saw
+    resumed = warehouse.unfinished_ingest(con) is not None
+    marked = False
 
-        def load(queue: list[ParsedFile]) -> None:
-            nonlocal marked
-            with warehouse.transaction(con):
-                if not marked:  # the first batch commits it: until the views are made again,
-                    warehouse.start_ingest(con)  # commands say to rerun the ingest
-                counts = _validate_and_load(
-                    con, queue, now=now, component_classes=classes, lake_dir=lake_dir
-                )
-            marked = True
-            emit(counts)
+    def load(queue: list[ParsedFile]) -> None:
+        nonlocal marked
+        with warehouse.transaction(con):
+            if not marked:  # the first batch commits it: until the views are made again,
+                warehouse.start_ingest(con)  # commands say to rerun the ingest
+            counts = _validate_and_load(
+                con, queue, now=now, component_classes=classes, lake_dir=lake_dir
+            )
+        marked = True
+        emit(counts)
 
-        whole = [f for f in files if f.source not in TAILED]
-        tailed = [f for f in files if f.source in TAILED]
-        forced = {str(f.path.resolve()) for f in files} if force else set()
-        parsed = itertools.chain(
-            parsed_new_files(
-                con,
-                whole,
-                extra,
-                parse_many,
-                on_known=emit,
-                force=force,
-                limits=archive_limits,
-                quiet_s=hold_quiet_s,
-            ),
-            tailed_reads(
-                con,
-                tailed,
-                extra,
-                quiet_s=hold_quiet_s,
-                on_known=emit,
-                forced=forced,
-                limits=archive_limits,
-            ),
-        )
-        _load_in_batches(parsed, load, batch_rows=batch_rows, force=force)
-        with warehouse.transaction(con):  # the views, their snapshots and the marker: all or none
-            if lake_dir is not None:
-                lake.attach(con, lake_dir)
-            # the snapshots are taken here, once per ingest that changed rows, not by every
-            # reader: a query over the views alone binds the whole tree of views under it
-            warehouse.refresh(con, data_changed=marked or resumed or bool(refused))
-            warehouse.finish_ingest(con)
+    whole = [f for f in files if f.source not in TAILED]
+    tailed = [f for f in files if f.source in TAILED]
+    forced = {str(f.path.resolve()) for f in files} if force else set()
+    parsed = itertools.chain(
+        parsed_new_files(
+            con,
+            whole,
+            extra,
+            parse_many,
+            on_known=emit,
+            force=force,
+            limits=archive_limits,
+            quiet_s=hold_quiet_s,
+        ),
+        tailed_reads(
+            con,
+            tailed,
+            extra,
+            quiet_s=hold_quiet_s,
+            on_known=emit,
+            forced=forced,
+            limits=archive_limits,
+        ),
+    )
+    _load_in_batches(parsed, load, batch_rows=batch_rows, force=force)
+    with warehouse.transaction(con):  # the views, their snapshots and the marker: all or none
+        if lake_dir is not None:
+            lake.attach(con, lake_dir)
+        # the snapshots are taken here, once per ingest that changed rows, not by every
+        # reader: a query over the views alone binds the whole tree of views under it
+        warehouse.refresh(con, data_changed=marked or resumed or bool(refused))
+        warehouse.finish_ingest(con)
     return results
 
 

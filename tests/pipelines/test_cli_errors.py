@@ -219,14 +219,18 @@ def test_cli_debug_shows_the_traceback(tmp_path: Path, how: str) -> None:
 
 def test_cli_a_bug_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import pipelines.cli.summary as cli
+    from pipelines import warehouse
     from pipelines.analysis import summary
 
-    def broken(db_path: Path, *, lock_timeout_s: float = 30) -> dict[str, Any]:
+    def broken(con: object) -> dict[str, Any]:
         raise KeyError("a bug")
 
     monkeypatch.setattr(summary, "fleet_summary", broken)
     monkeypatch.setattr(cli, "require_warehouse", lambda *_a, **_k: None)
-    result = runner.invoke(app, ["summary", "--db", str(tmp_path / "w.duckdb")])
+    db = tmp_path / "w.duckdb"
+    with warehouse.connect(db):  # the command opens it (read-only) before the stage runs
+        pass
+    result = runner.invoke(app, ["summary", "--db", str(db)])
     assert result.exit_code == 1
     assert isinstance(result.exception, KeyError)
 
