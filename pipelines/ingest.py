@@ -280,6 +280,62 @@ def _validate_and_load(
     return warehouse.load_files(con, loads, write_parts=write_parts)
 
 
+HELD_BATCHES = 2
+"""Full batches the ingest parses ahead of validation while Great Expectations starts up."""
+
+
+class _HeldForStartUp:
+    """Full batches held back while Great Expectations starts up, then loaded in their order.
+
+    GX's start-up (:func:`pipelines.quality.start_up_in_background`) runs while the first
+    files are parsed; a batch that fills before it is done waits here (at most
+    :data:`HELD_BATCHES`, so memory stays bounded by the batch size) and parsing goes on. Counts
+    of files loaded before, reported meanwhile, wait behind the held batches, so every count
+    reaches the caller in the order it would have without the wait. Validation and loading are
+    unchanged: the same batches, in the same order, a little later.
+    """
+
+    def __init__(
+        self,
+        load: Callable[[list[ParsedFile]], None],
+        emit: Callable[[list[warehouse.LoadCounts]], None],
+    ) -> None:
+        self._load = load
+        self._emit = emit
+        self._steps: list[tuple[list[ParsedFile] | None, list[warehouse.LoadCounts]]] = []
+        self._n_batches = 0
+
+    def report(self, counts: list[warehouse.LoadCounts]) -> None:
+        """Pass counts on, behind any held batch."""
+        if self._steps:
+            self._steps.append((None, counts))
+        else:
+            self._emit(counts)
+
+    def load(self, batch: list[ParsedFile]) -> None:
+        """Validate and load a full batch, or hold it while GX starts up (room permitting)."""
+        if self._n_batches < HELD_BATCHES and quality.starting_up():
+            self._steps.append((batch, []))
+            self._n_batches += 1
+            return
+        self.flush()
+        self._load(batch)
+
+    def flush_if_started(self) -> None:
+        """Load the held batches once GX has started up."""
+        if self._steps and not quality.starting_up():
+            self.flush()
+
+    def flush(self) -> None:
+        """Load every held batch and pass on the counts behind them, in order."""
+        steps, self._steps, self._n_batches = self._steps, [], 0
+        for batch, counts in steps:
+            if batch is None:
+                self._emit(counts)
+            else:
+                self._load(batch)
+
+
 def ingest(
     db_path: Path,
     files: list[LandingFile],
@@ -367,6 +423,7 @@ def ingest(
             marked = True
             emit(counts)
 
+        waiting = _HeldForStartUp(load, emit)
         queues: dict[str, list[ParsedFile]] = {}
         queued_rows: dict[str, int] = {}
         queued_bytes: dict[str, int] = {}
@@ -380,7 +437,7 @@ def ingest(
                 whole,
                 extra,
                 parse_many,
-                on_known=emit,
+                on_known=waiting.report,
                 force=force,
                 limits=archive_limits,
                 quiet_s=hold_quiet_s,
@@ -390,7 +447,7 @@ def ingest(
                 tailed,
                 extra,
                 quiet_s=hold_quiet_s,
-                on_known=emit,
+                on_known=waiting.report,
                 forced=forced,
                 limits=archive_limits,
             ),
@@ -398,15 +455,19 @@ def ingest(
         for pending in parsed:
             if force:
                 pending.forget = True
+            if pending.parsed.rows.height:  # rows to validate: GX starts up while parsing goes on
+                quality.start_up_in_background()
+            waiting.flush_if_started()
             queue = queues.setdefault(pending.table, [])
             queue.append(pending)
             n_rows = queued_rows.get(pending.table, 0) + pending.parsed.rows.height
             n_bytes = queued_bytes.get(pending.table, 0) + len(pending.data)
             queued_rows[pending.table], queued_bytes[pending.table] = n_rows, n_bytes
             if n_rows >= batch_rows or n_bytes >= batch_bytes or len(queue) >= BATCH_FILES:
-                load(queue)
+                waiting.load(list(queue))
                 queue.clear()
                 queued_rows[pending.table] = queued_bytes[pending.table] = 0
+        waiting.flush()
         for queue in queues.values():
             if queue:
                 load(queue)
