@@ -326,18 +326,11 @@ def start_up() -> None:
         return
     from pipelines import quality_sql
 
-    probe = pl.DataFrame({"a": [1], "b": [0]})
+    probe = [_not_null("a"), _in_set("a", [1]), _between("a", 0, 1), _not_before("a", "b")]
     quality_sql.failing_rows(
         context,
-        probe,
-        [
-            gxe.ExpectColumnValuesToNotBeNull(column="a"),
-            gxe.ExpectColumnValuesToBeInSet(column="a", value_set=[1]),
-            gxe.ExpectColumnValuesToBeBetween(column="a", min_value=0, max_value=1),
-            gxe.ExpectColumnPairValuesAToBeGreaterThanB(
-                column_A="a", column_B="b", or_equal=True, ignore_row_if="either_value_is_missing"
-            ),
-        ],
+        pl.DataFrame({"a": [1], "b": [0]}),
+        [getattr(gxe, check.kind)(**check.kwargs) for check in probe],
     )
 
 
