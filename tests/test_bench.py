@@ -11,11 +11,12 @@ import importlib
 
 import pytest
 
-from bench.bench_ingest import PHASES
+from bench.bench_ingest import PHASES, START_UP
 
 
 @pytest.mark.parametrize(
-    ("module", "name"), [target for targets in PHASES.values() for target in targets]
+    ("module", "name"),
+    [target for timed in (PHASES, START_UP) for targets in timed.values() for target in targets],
 )
 def test_timed_ingest_steps_exist(module: str, name: str) -> None:
     assert callable(getattr(importlib.import_module(module), name))

@@ -301,6 +301,7 @@ def _planned_reads(
         known = warehouse.stream_states(con, source)
         index = streams.StreamIndex(s for s in known if s.rows_path not in forced)
         deferred: list[tuple[LandingFile, os.stat_result]] = []
+        path_options = {other.resolved: other.path_options for other in items}
         quarantined = _quarantined_before(con, items, index, forced, on_known)
         for item in items:
             path = item.resolved
@@ -347,7 +348,7 @@ def _planned_reads(
             path = item.resolved
             before = index.continuation(path, content) or index.rest(path, content)
             if before is None:
-                copy = index.copy_of(content, same_source=_same_source(item, items))
+                copy = index.copy_of(content, same_source=_same_source(item, path_options))
                 if copy is not None and not copy[1]:
                     on_known([_status(item, f"same stream as {copy[0].rows_path}")])
                     continue
@@ -388,15 +389,15 @@ def _quarantined_before(
 
 
 def _same_source(
-    item: LandingFile, items: list[LandingFile]
+    item: LandingFile, options: dict[str, tuple[tuple[str, str], ...]]
 ) -> Callable[[streams.StreamState], bool]:
     """Return whether a stream's lines mean what ``item``'s would.
 
     They do when the file the stream's rows carry got the same values from its path pattern
-    (host, run; for a file not in this run: none) and from its name (the job of Slurm's
-    default output name ``slurm-<id>.out``, a parser's ``job_from_name``) as ``item``.
+    (``options``: the path options of each file of this run by path; for a file not in this
+    run: none) and from its name (the job of Slurm's default output name ``slurm-<id>.out``, a
+    parser's ``job_from_name``) as ``item``.
     """
-    options = {other.resolved: other.path_options for other in items}
     named = getattr(PARSERS[item.source][1], "job_from_name", None)
 
     def identity(path: str, path_options: tuple[tuple[str, str], ...]) -> tuple[object, ...]:

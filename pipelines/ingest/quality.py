@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -298,6 +299,11 @@ class Validated:
     results: list[dict[str, Any]]
 
 
+_START_UP_LOCK = threading.Lock()
+_START_UP: list[threading.Thread] = []
+"""The thread of :func:`start_up_in_background`, once started (one a process)."""
+
+
 @cache
 def _context() -> Any:
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
@@ -307,6 +313,69 @@ def _context() -> Any:
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
     return context
+
+
+def start_up() -> None:
+    """Pay this process's one-off Great Expectations start-up now (idempotent).
+
+    GX's import, its context and, when the SQL path can run, its DuckDB data source and one
+    validation of a one-row frame by each kind of SQL check (GX's first run of a kind builds its
+    metric providers). :func:`validate` does the same work on its first call when this has not
+    run; nothing here touches the rows of an ingest.
+    """
+    import great_expectations.expectations as gxe
+
+    context = _context()
+    if not sql_available():
+        return
+    from pipelines.ingest import quality_sql
+
+    probe = [_not_null("a"), _in_set("a", [1]), _between("a", 0, 1), _not_before("a", "b")]
+    quality_sql.failing_rows(
+        context,
+        pl.DataFrame({"a": [1], "b": [0]}),
+        [getattr(gxe, check.kind)(**check.kwargs) for check in probe],
+    )
+
+
+def start_up_in_background() -> None:
+    """Start :func:`start_up` on a thread of its own, once a process, and return at once.
+
+    The ingest calls it as soon as it finds something to parse: GX's import (most of its start-up,
+    about 2.5 s) is Python that runs while the parsers run in polars, which let go of the GIL.
+    :func:`validate` waits for the thread before it uses GX (:func:`wait_for_start_up`). A
+    failure on the thread is logged and left to :func:`validate`, which meets it again and
+    raises it where the ingest can see it.
+    """
+    with _START_UP_LOCK:
+        if _START_UP:
+            return
+        thread = threading.Thread(target=_start_up_quietly, name="relia-gx-start-up")
+        _START_UP.append(thread)
+        thread.start()
+
+
+def _start_up_quietly() -> None:
+    try:
+        start_up()
+    except Exception:  # validate() runs the same steps again and raises there
+        logger.debug("Great Expectations start-up failed on its thread", exc_info=True)
+
+
+def starting_up() -> bool:
+    """Say whether a start-up begun by :func:`start_up_in_background` is still running."""
+    return any(thread.is_alive() for thread in _START_UP)
+
+
+def wait_for_start_up() -> None:
+    """Wait for a start-up begun by :func:`start_up_in_background`, if one is running.
+
+    GX's modules are then imported by one thread only: two threads importing one package at once
+    can each see the other's modules half made.
+    """
+    for thread in _START_UP:
+        if thread is not threading.current_thread():
+            thread.join()
 
 
 @cache
@@ -398,6 +467,7 @@ def validate(
             for c in checks
         ]
         return Validated(rows, rows.head(0).with_columns(reason=pl.lit("")), passed)
+    wait_for_start_up()
     import great_expectations.expectations as gxe
 
     if engine not in ("auto", "sql", "pandas"):

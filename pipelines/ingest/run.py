@@ -284,6 +284,62 @@ def _validate_and_load(
     return warehouse.load_files(con, loads, write_parts=write_parts)
 
 
+HELD_BATCHES = 2
+"""Full batches the ingest parses ahead of validation while Great Expectations starts up."""
+
+
+class _HeldForStartUp:
+    """Full batches held back while Great Expectations starts up, then loaded in their order.
+
+    GX's start-up (:func:`pipelines.ingest.quality.start_up_in_background`) runs while the first
+    files are parsed; a batch that fills before it is done waits here (at most
+    :data:`HELD_BATCHES`, so memory stays bounded by the batch size) and parsing goes on. Counts
+    of files loaded before, reported meanwhile, wait behind the held batches, so every count
+    reaches the caller in the order it would have without the wait. Validation and loading are
+    unchanged: the same batches, in the same order, a little later.
+    """
+
+    def __init__(
+        self,
+        load: Callable[[list[ParsedFile]], None],
+        emit: Callable[[list[warehouse.LoadCounts]], None],
+    ) -> None:
+        self._load = load
+        self._emit = emit
+        self._steps: list[tuple[list[ParsedFile] | None, list[warehouse.LoadCounts]]] = []
+        self._n_batches = 0
+
+    def report(self, counts: list[warehouse.LoadCounts]) -> None:
+        """Pass counts on, behind any held batch."""
+        if self._steps:
+            self._steps.append((None, counts))
+        else:
+            self._emit(counts)
+
+    def load(self, batch: list[ParsedFile]) -> None:
+        """Validate and load a full batch, or hold it while GX starts up (room permitting)."""
+        if self._n_batches < HELD_BATCHES and quality.starting_up():
+            self._steps.append((batch, []))
+            self._n_batches += 1
+            return
+        self.flush()
+        self._load(batch)
+
+    def flush_if_started(self) -> None:
+        """Load the held batches once GX has started up."""
+        if self._steps and not quality.starting_up():
+            self.flush()
+
+    def flush(self) -> None:
+        """Load every held batch and pass on the counts behind them, in order."""
+        steps, self._steps, self._n_batches = self._steps, [], 0
+        for batch, counts in steps:
+            if batch is None:
+                self._emit(counts)
+            else:
+                self._load(batch)
+
+
 def ingest(
     db_path: Path,
     files: list[LandingFile],
@@ -422,6 +478,7 @@ def ingest_into(
         marked = True
         emit(counts)
 
+    waiting = _HeldForStartUp(load, emit)
     whole = [f for f in files if f.source not in TAILED]
     tailed = [f for f in files if f.source in TAILED]
     forced = {str(f.path.resolve()) for f in files} if force else set()
@@ -431,7 +488,7 @@ def ingest_into(
             whole,
             extra,
             parse_many,
-            on_known=emit,
+            on_known=waiting.report,
             force=force,
             limits=archive_limits,
             quiet_s=hold_quiet_s,
@@ -441,12 +498,12 @@ def ingest_into(
             tailed,
             extra,
             quiet_s=hold_quiet_s,
-            on_known=emit,
+            on_known=waiting.report,
             forced=forced,
             limits=archive_limits,
         ),
     )
-    _load_in_batches(parsed, load, batch_rows=batch_rows, force=force)
+    _load_in_batches(parsed, waiting, batch_rows=batch_rows, force=force)
     with warehouse.transaction(con):  # the views, their snapshots and the marker: all or none
         if lake_dir is not None:
             lake.attach(con, lake_dir)
@@ -459,15 +516,17 @@ def ingest_into(
 
 def _load_in_batches(
     parsed: Iterable[ParsedFile],
-    load: Callable[[list[ParsedFile]], None],
+    waiting: _HeldForStartUp,
     *,
     batch_rows: int,
     force: bool,
 ) -> None:
-    """Queue parsed files per raw table and ``load`` each queue once it makes a batch.
+    """Queue parsed files per raw table and load each queue once it makes a batch.
 
     A batch is about ``batch_rows`` rows, :data:`BATCH_BYTES_PER_ROW` times that in bytes, or
-    :data:`BATCH_FILES` files, whichever comes first; what is left is loaded at the end.
+    :data:`BATCH_FILES` files, whichever comes first; what is left is loaded at the end. The
+    first file with rows to validate starts Great Expectations up in the background; batches
+    that fill meanwhile wait in ``waiting`` (in order) while parsing goes on.
     """
     queues: dict[str, list[ParsedFile]] = {}
     queued_rows: dict[str, int] = {}
@@ -476,15 +535,20 @@ def _load_in_batches(
     for pending in parsed:
         if force:
             pending.forget = True
+        if pending.parsed.rows.height:  # rows to validate: GX starts up while parsing goes on
+            quality.start_up_in_background()
+        waiting.flush_if_started()
         queue = queues.setdefault(pending.table, [])
         queue.append(pending)
         n_rows = queued_rows.get(pending.table, 0) + pending.parsed.rows.height
         n_bytes = queued_bytes.get(pending.table, 0) + len(pending.data)
         queued_rows[pending.table], queued_bytes[pending.table] = n_rows, n_bytes
         if n_rows >= batch_rows or n_bytes >= batch_bytes or len(queue) >= BATCH_FILES:
-            load(queue)
+            waiting.load(list(queue))
             queue.clear()
             queued_rows[pending.table] = queued_bytes[pending.table] = 0
+    waiting.flush()
     for queue in queues.values():
         if queue:
-            load(queue)
+            waiting.load(list(queue))
+    waiting.flush()

@@ -59,3 +59,36 @@ def test_sacct_and_node_events_differ_only_on_empty_lists() -> None:
     assert sacct._expand("gpu[008-") is None
     assert node_events._expand("gpu[008-") is None
     assert sacct._expand("gpu[1-2]") == node_events._expand("gpu[1-2]") == ("gpu1", "gpu2")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "gpu001",
+        "node with space",
+        "gpu[001-004,007]",
+        "gpu[1-3,2,010]",  # a repeat, widths that differ
+        "gpu[9-11]",
+        "gpu[08-10]",
+        "[1-3]",  # no prefix
+        "gpu[1-100000]",  # the most hosts python-hostlist makes from one range
+        "gpu[0-100000]",  # one more
+        "gpu[1-60000,70001-130000]",  # too many over the ranges together
+        "gpu[3-1]",
+        "gpu[1-2]-ib",  # a suffix: the general path
+        "rack[1-2]-gpu[01-02]",
+        "gpu[008-010],login[1,3]",
+        "gpu[1,,2]",
+        "gpu[-2]",
+        "gpu[1-2-3]",
+        "",
+    ],
+)
+def test_simple_lists_expand_as_python_hostlist_does(text: str) -> None:
+    import hostlist
+
+    try:
+        expected: tuple[str, ...] | None = tuple(hostlist.expand_hostlist(text))
+    except hostlist.BadHostlist:
+        expected = None
+    assert expand_hostlist.__wrapped__(text) == expected
