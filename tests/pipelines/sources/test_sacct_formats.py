@@ -293,3 +293,42 @@ def test_multi_cluster_dump_keeps_one_job_id_per_cluster(tmp_path: Path) -> None
     assert staged == [("alpha", "1042", "NODE_FAIL"), ("beta", "1042", "COMPLETED")]
     assert attempts == [("alpha/1042", "NODE_FAIL", 16, 2), ("beta/1042", "COMPLETED", 8, 1)]
     assert conflicts == (0,)
+
+
+def test_array_and_het_jobs_without_jobidraw_reach_the_attempts(tmp_path: Path) -> None:
+    # Slurm 23 --format=JobID,JobName,... (no JobIDRaw): task 500_3 ran twice (requeued after a
+    # NODE_FAIL, --duplicates), 500_4 once, het job 700 has two components; nothing is quarantined
+    # and each task or component is one job in the attempts, requeues numbered within it
+    slurm = tmp_path / "slurm"
+    slurm.mkdir()
+    (slurm / "sacct_arrays.txt").write_text(
+        "JobID|JobName|State|Submit|Start|End|NodeList|AllocTRES\n"
+        "500_3|sweep|NODE_FAIL|2026-06-01T00:00:00|2026-06-01T00:00:10|2026-06-01T00:10:10|"
+        "gpu0003|gres/gpu=8\n"
+        "500_3.batch|batch|CANCELLED|2026-06-01T00:00:10|2026-06-01T00:00:10|2026-06-01T00:10:10|"
+        "gpu0003|gres/gpu=8\n"
+        "500_3|sweep|COMPLETED|2026-06-01T00:10:20|2026-06-01T00:11:00|2026-06-01T00:21:00|"
+        "gpu0004|gres/gpu=8\n"
+        "500_4|sweep|COMPLETED|2026-06-01T00:00:00|2026-06-01T00:00:10|2026-06-01T00:05:00|"
+        "gpu0005|gres/gpu=8\n"
+        "700+0|het|COMPLETED|2026-06-01T00:00:00|2026-06-01T00:00:05|2026-06-01T00:30:00|"
+        "gpu0006|gres/gpu=8\n"
+        "700+1|het|COMPLETED|2026-06-01T00:00:00|2026-06-01T00:00:05|2026-06-01T00:30:00|"
+        "cpu0001|cpu=4\n"
+    )
+    db = tmp_path / "w.duckdb"
+    ingest.ingest(db, ingest.discover([slurm]))
+    with warehouse.connect(db, read_only=True) as con:
+        quarantined = con.execute("select count(*) from raw_quarantine").fetchone()
+        attempts = con.execute(
+            "select job_id_raw, attempt, job_id, state, n_gpus from int_job_attempts "
+            "where scheduler = 'slurm' order by job_id_raw, attempt"
+        ).fetchall()
+    assert quarantined == (0,)
+    assert attempts == [
+        ("500_3", 1, "500_3", "NODE_FAIL", 8),
+        ("500_3", 2, "500_3", "COMPLETED", 8),
+        ("500_4", 1, "500_4", "COMPLETED", 8),
+        ("700", 1, "700+0", "COMPLETED", 8),
+        ("700+1", 1, "700+1", "COMPLETED", 0),
+    ]
