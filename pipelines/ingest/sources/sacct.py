@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from pipelines.ingest.sources import sacct_json
 from pipelines.ingest.sources.common import (
     Parsed,
     delimited_fields,
@@ -223,6 +224,8 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
     """  # noqa: E501
     if not data:
         return Parsed(empty_rows(SCHEMA), empty_file_reject(source_file), 0)
+    if sacct_json.is_json(data):
+        return _parse_json(data, source_file=source_file, now=now)
     now_utc = utc_now(now)
     separator, names = _header(data)
     if separator is None:
@@ -300,6 +303,21 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
     )
     checked = _with_output_columns(_with_nodes(checked), text)
     return parsed_from(checked, schema=SCHEMA, source_file=source_file, n_ignored=fields.n_ignored)
+
+
+def _parse_json(data: bytes, *, source_file: str, now: datetime | None) -> Parsed:
+    """Parse a ``sacct --json`` document as the ``--parsable2`` text of the same jobs.
+
+    ``line_no`` is the record's place in the document: 1 for the first job, then its steps,
+    then the next job. A document that does not parse is one reject.
+    """
+    text, reason = sacct_json.to_parsable(data)
+    if reason is not None:
+        first = data.lstrip()[:200].decode("utf-8", errors="replace").splitlines()[0]
+        return Parsed(empty_rows(SCHEMA), rejects_frame([(source_file, 1, first, reason)]), 0)
+    parsed = parse(text, source_file=source_file, now=now)
+    shift = pl.col("line_no") - 1
+    return Parsed(parsed.rows.with_columns(shift), parsed.rejects.with_columns(shift), 0)
 
 
 def _number_checks(has: set[str], colon: pl.Expr) -> list[tuple[pl.Expr, pl.Expr]]:
