@@ -168,6 +168,15 @@ def file_columns(source_file: str) -> dict[str, str | None]:
     return {}
 
 
+def joinable(data: bytes) -> bool:
+    """Return whether a file may be parsed joined with others of its header: not a JSON document.
+
+    ``sacct --json`` documents all open with the same ``{`` line, and two of them joined are not
+    one document.
+    """
+    return not sacct_json.is_json(data)
+
+
 def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Parsed:
     r"""Parse one sacct export (``--parsable2``, ``--parsable`` or any ``--delimiter``).
 

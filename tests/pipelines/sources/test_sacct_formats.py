@@ -430,3 +430,30 @@ def test_json_that_does_not_parse_is_one_reject_with_the_reason() -> None:
     assert reject_reasons(not_sacct) == {
         1: "sacct --json document has no 'jobs' list (expected the output of sacct --json)"
     }
+
+
+def test_json_documents_are_ingested_one_by_one(tmp_path: Path) -> None:
+    # sacct --json ends its document with a newline and every document opens with the same "{"
+    # line: the files must not be joined like dumps that share a header
+    slurm = tmp_path / "slurm"
+    slurm.mkdir()
+    for name in (
+        "slurmweb_slurmdb_23.11_v0.0.39_completed",
+        "slurmweb_slurmdb_24.11_v0.0.41_failed",
+    ):
+        data = (SAMPLES / f"{name}.json").read_bytes()
+        (slurm / f"{name}.json").write_bytes(data.rstrip(b"\n") + b"\n")
+    db = tmp_path / "w.duckdb"
+    ingest.ingest(db, ingest.discover([slurm]))
+    with warehouse.connect(db, read_only=True) as con:
+        quarantined = con.execute("select count(*) from raw_quarantine").fetchone()
+        staged = con.execute(
+            "select cluster, job_id, step, state, exit_code from stg_slurm_jobs order by job_id"
+        ).fetchall()
+    assert quarantined == (0,)
+    assert staged == [
+        ("hpc", "58", None, "COMPLETED", 0),
+        ("hpc", "58.batch", "batch", "COMPLETED", 0),
+        ("hpc", "5966", None, "FAILED", 1),
+        ("hpc", "5966.batch", "batch", "FAILED", 1),
+    ]
