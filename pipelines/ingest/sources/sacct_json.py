@@ -42,6 +42,8 @@ COLUMNS: tuple[str, ...] = (
     "Restarts",
 )
 """The ``--format`` the document is written out as."""
+_NO_VAL = 0xFFFFFFFE
+"""Slurm's 32-bit "no value" (``NO_VAL``); it and ``INFINITE`` (one more) mean unset."""
 SEPARATOR = "\x1f"
 """The delimiter of the written text: no job field holds it (it is replaced where one does)."""
 
@@ -176,9 +178,12 @@ def _tres(entries: Any) -> str:
 
 
 def _time(value: Any) -> str:
-    """Return a Unix time as sacct's UTC ISO text; 0 or unset is ``Unknown``."""
+    """Return a Unix time as sacct's UTC ISO text; 0, unset or Slurm's NO_VAL is ``Unknown``.
+
+    A job cancelled before it started has ``time.start`` 4294967294 (``NO_VAL``, 2106).
+    """
     seconds = _number(value)
-    if not seconds:
+    if not seconds or seconds >= _NO_VAL:
         return "Unknown"
     return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
 

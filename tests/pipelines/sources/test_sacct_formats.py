@@ -457,3 +457,25 @@ def test_json_documents_are_ingested_one_by_one(tmp_path: Path) -> None:
         ("hpc", "5966", None, "FAILED", 1),
         ("hpc", "5966.batch", "batch", "FAILED", 1),
     ]
+
+
+def test_real_json_job_cancelled_before_start_has_no_start() -> None:
+    # Slurm 25.11.0, data_parser v0.0.41: time.start is 4294967294 (NO_VAL), no steps, no nodes
+    result = _parse(
+        (SAMPLES / "slurmweb_slurmdb_25.11_v0.0.41_cancelled_before_start.json").read_bytes()
+    )
+    assert result.rejects.height == 0
+    assert result.rows.select(
+        "job_id", "state", "nodes", "alloc_nodes", "submit_ts", "start_ts", "end_ts", "elapsed_s"
+    ).rows() == [
+        (
+            "5715",
+            "CANCELLED",
+            [],
+            0,
+            utc("2025-11-10T17:34:26"),
+            None,
+            utc("2025-11-10T17:34:26"),
+            0,
+        )
+    ]
