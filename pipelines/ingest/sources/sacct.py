@@ -17,6 +17,10 @@ since its columns may be cut. Counts come from whichever field the dump has: nod
 entries, so a TRES string carrying both counts its GPUs once). Multi-cluster dumps (``sacct -M``
 with a ``Cluster`` column) keep the cluster on every row; staging keys a job by cluster and job id.
 
+A ``sacct --json`` document (first byte ``{``) is read as the ``--parsable2`` lines of the same
+jobs and steps (:mod:`pipelines.ingest.sources.sacct_json`); a dump whose first line is a job
+record (``--noheader``) is refused line by line with a reason naming the fix.
+
 Every field is cut and checked with polars string expressions over the whole file; only the
 expansion of compressed host lists calls python-hostlist, once per distinct ``NodeList``.
 """
