@@ -17,6 +17,10 @@ since its columns may be cut. Counts come from whichever field the dump has: nod
 entries, so a TRES string carrying both counts its GPUs once). Multi-cluster dumps (``sacct -M``
 with a ``Cluster`` column) keep the cluster on every row; staging keys a job by cluster and job id.
 
+A ``sacct --json`` document (first byte ``{``) is read as the ``--parsable2`` lines of the same
+jobs and steps (:mod:`pipelines.ingest.sources.sacct_json`); a dump whose first line is a job
+record (``--noheader``) is refused line by line with a reason naming the fix.
+
 Every field is cut and checked with polars string expressions over the whole file; only the
 expansion of compressed host lists calls python-hostlist, once per distinct ``NodeList``.
 """
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from pipelines.ingest.sources import sacct_json
 from pipelines.ingest.sources.common import (
     Parsed,
     delimited_fields,
@@ -145,6 +150,17 @@ _ZONED = re.compile(rb"T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{2}")
 _NO_TIME = ("Unknown", "None", "")
 _NO_NODES = ("None assigned", "")
 _UID_MAX = 2**32 - 1
+_NO_HEADER = "no header"
+_TABLE_OUTPUT = (
+    "sacct table output (space-padded columns, values may be cut) cannot be read: export "
+    "with --parsable2 (or --parsable / --delimiter)"
+)
+_HEADERLESS = (
+    f"sacct header is missing columns {', '.join(REQUIRED)}: expected a first line naming "
+    f"{'|'.join(REQUIRED)}, found a job record (a dump written with --noheader): run sacct with "
+    "--parsable2 and without --noheader (-n), or put the --format names, joined by the "
+    "delimiter, as its first line"
+)
 
 
 def file_columns(source_file: str) -> dict[str, str | None]:
@@ -154,6 +170,15 @@ def file_columns(source_file: str) -> dict[str, str | None]:
     (:mod:`pipelines.ingest.sources.batch`), which saves the per-call set-up of a few hundred files.
     """
     return {}
+
+
+def joinable(data: bytes) -> bool:
+    """Return whether a file may be parsed joined with others of its header: not a JSON document.
+
+    ``sacct --json`` documents all open with the same ``{`` line, and two of them joined are not
+    one document.
+    """
+    return not sacct_json.is_json(data)
 
 
 def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Parsed:
@@ -174,7 +199,7 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
     Parsed
         ``rows`` with the ``raw_slurm_jobs`` columns (:data:`SCHEMA`): ``cluster`` (from a
         ``Cluster`` column, else null), ``job_id`` as printed, ``job_id_raw`` (the allocation id
-        without step: ``JobIDRaw``, else ``JobID`` up to its step), ``step`` (null for allocation
+        without step: ``JobIDRaw``, else from ``JobID``, see :func:`_derived_job_id_raw`), ``step`` (null for allocation
         rows), ``job_name``, ``partition``, ``account``, ``user_name``, ``alloc_nodes``
         (``AllocNodes``, else ``NNodes``, else the number of expanded nodes), ``alloc_tres`` (the
         TRES text the GPUs were counted from: ``AllocTRES``, else ``ReqTRES``), ``n_gpus`` (0 if
@@ -189,7 +214,8 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
     Notes
     -----
     Rejects: a header without the needed columns (then every line, with the missing names),
-    fixed-width table output (every line: export with ``--parsable2``), a wrong number of fields,
+    fixed-width table output (every line: export with ``--parsable2``), a first line that is a job
+    record (every line: export without ``--noheader``), a wrong number of fields,
     bytes that are not UTF-8, a malformed JobID, JobIDRaw, timestamp, Elapsed, ElapsedRaw,
     ExitCode, AllocNodes, NNodes, Restarts or NodeList, an unknown State word, and timestamps in
     the future. End before Start is left to validation.
@@ -211,16 +237,20 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
     """  # noqa: E501
     if not data:
         return Parsed(empty_rows(SCHEMA), empty_file_reject(source_file), 0)
+    if sacct_json.is_json(data):
+        return _parse_json(data, source_file=source_file, now=now)
     now_utc = utc_now(now)
     separator, names = _header(data)
     if separator is None:
-        return _table_output(data, source_file)
+        return _every_line_rejected(data, source_file, _TABLE_OUTPUT)
+    if separator == _NO_HEADER:
+        return _every_line_rejected(data, source_file, _HEADERLESS)
     wanted = [*REQUIRED, *(c for c in OPTIONAL if c in names)]
     fields = delimited_fields(data, separator=separator, columns=wanted, what="sacct header")
     has = set(wanted)
     text = {c: pl.col(c) if c in has else pl.lit(None, pl.String) for c in (*REQUIRED, *OPTIONAL)}
     job_id, state = pl.col("JobID"), pl.col("State")
-    job_id_raw = text["JobIDRaw"] if "JobIDRaw" in has else _before(job_id, ".")
+    job_id_raw = text["JobIDRaw"] if "JobIDRaw" in has else _derived_job_id_raw(job_id)
     exit_text, elapsed = text["ExitCode"], text["Elapsed"]
     by = state.str.find(" by ", literal=True)
     colon = exit_text.str.find(":", literal=True)
@@ -256,9 +286,15 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
         [
             *fields.checks,
             (~job_id.str.contains(_JOB_ID), pl.format("malformed JobID '{}'", job_id)),
-            (
-                ~job_id_raw.str.contains(_JOB_ID_RAW).fill_null(value=True),
-                pl.format("malformed JobIDRaw '{}'", job_id_raw),
+            *(
+                [
+                    (
+                        ~job_id_raw.str.contains(_JOB_ID_RAW).fill_null(value=True),
+                        pl.format("malformed JobIDRaw '{}'", job_id_raw),
+                    )
+                ]
+                if "JobIDRaw" in has
+                else []
             ),
             *[
                 time_check(c, pl.col(f"{c.lower()}_ts"), now_utc, no_time=_NO_TIME)
@@ -280,6 +316,21 @@ def parse(data: bytes, *, source_file: str, now: datetime | None = None) -> Pars
     )
     checked = _with_output_columns(_with_nodes(checked), text)
     return parsed_from(checked, schema=SCHEMA, source_file=source_file, n_ignored=fields.n_ignored)
+
+
+def _parse_json(data: bytes, *, source_file: str, now: datetime | None) -> Parsed:
+    """Parse a ``sacct --json`` document as the ``--parsable2`` text of the same jobs.
+
+    ``line_no`` is the record's place in the document: 1 for the first job, then its steps,
+    then the next job. A document that does not parse is one reject.
+    """
+    text, reason = sacct_json.to_parsable(data)
+    if reason is not None:
+        first = data.lstrip()[:200].decode("utf-8", errors="replace").splitlines()[0]
+        return Parsed(empty_rows(SCHEMA), rejects_frame([(source_file, 1, first, reason)]), 0)
+    parsed = parse(text, source_file=source_file, now=now)
+    shift = pl.col("line_no") - 1
+    return Parsed(parsed.rows.with_columns(shift), parsed.rejects.with_columns(shift), 0)
 
 
 def _number_checks(has: set[str], colon: pl.Expr) -> list[tuple[pl.Expr, pl.Expr]]:
@@ -334,13 +385,16 @@ def _header(data: bytes) -> tuple[str | None, set[str]]:
 
     The delimiter is the run of characters after the first name that cannot be part of a sacct
     field name (``|``, ``;``, a tab, ``::``...): ``|`` when the line holds a single name, None
-    when the names are padded with spaces (sacct's fixed-width table output).
+    when the names are padded with spaces (sacct's fixed-width table output), :data:`_NO_HEADER`
+    when the line starts with a digit (a job record: every JobID does; ``--noheader``).
     """
     lines = split_lines(data[:65536])
     first = lines.filter(pl.col("line").str.strip_chars() != "").head(1)["line"]
     if not first.len():
         return "|", set()
     line = first[0].rstrip("\r")
+    if line.lstrip()[:1].isdigit():
+        return _NO_HEADER, set()
     name = _HEADER_NAME.match(line)
     if name is None or name.end() == len(line):
         return "|", {line.strip()}
@@ -350,16 +404,27 @@ def _header(data: bytes) -> tuple[str | None, set[str]]:
     return separator, {n.strip() for n in line.split(separator)}
 
 
-def _table_output(data: bytes, source_file: str) -> Parsed:
-    """Every non-blank line of a fixed-width ``sacct`` table as a reject saying how to export."""
+def _every_line_rejected(data: bytes, source_file: str, reason: str) -> Parsed:
+    """Every non-blank line as a reject with ``reason`` (a dump whose form cannot be read)."""
     lines = split_lines(data)
     kept = lines.filter(pl.col("line").str.strip_chars() != "")
-    reason = (
-        "sacct table output (space-padded columns, values may be cut) cannot be read: export "
-        "with --parsable2 (or --parsable / --delimiter)"
-    )
     records = [(source_file, n, line, reason) for n, line in kept.select("line_no", "line").rows()]
     return Parsed(empty_rows(SCHEMA), rejects_frame(records), lines.height - kept.height)
+
+
+def _derived_job_id_raw(job_id: pl.Expr) -> pl.Expr:
+    """Return the allocation key of a dump without ``JobIDRaw``, from ``JobID`` alone.
+
+    ``JobID`` up to its step, where Slurm makes the numeric id exact: a plain id is its own; the
+    record of an array's tasks not yet started (``123_[4-7%2]``) is the array's own job, so
+    ``123``; the first component of a heterogeneous job (``123+0``) is the leader, whose id is the
+    het job id, ``123``. A started array task (``123_4``) or a later component (``123+1``) has a
+    numeric id of its own that ``JobID`` does not show: its key is the id as printed, which
+    names that one job (``scontrol``/``scancel`` accept it) and stays the same when it is requeued.
+    """
+    allocation = _before(job_id, ".")
+    leader = allocation.str.extract(r"^(\d+)(?:_\[[^\]]*\]|\+0)$")
+    return pl.coalesce(leader, allocation)
 
 
 def _before(text: pl.Expr, mark: str) -> pl.Expr:

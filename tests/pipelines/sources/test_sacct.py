@@ -190,6 +190,89 @@ def test_sacct_job_arrays_and_heterogeneous_jobs_keep_their_ids() -> None:
     assert_accounted(result, SCHEMA, n_in_scope=6, n_ignored=1)
 
 
+def test_sacct_job_arrays_and_heterogeneous_jobs_load_without_jobidraw() -> None:
+    # The lines above without their JobIDRaw field (Slurm 23 --format=JobID,JobName,... dumps).
+    # Where Slurm makes it exact the key is the numeric id: the pending record of an array's
+    # remaining tasks is the array's own job (500), the first het component is the leader (700).
+    # A started task or a later component keeps its id as printed: its own number is not shown.
+    header = HEADER.replace("JobIDRaw|", "")
+    result = _parse(
+        f"""
+        {header}
+        500_3|sweep|gpu|ml|bo|1|gres/gpu=8|gpu0003|2026-06-01T00:00:00|2026-06-01T00:00:10|2026-06-01T00:10:10|00:10:00|COMPLETED|0:0|0
+        500_3.batch|batch||ml||1|gres/gpu=8|gpu0003|2026-06-01T00:00:10|2026-06-01T00:00:10|2026-06-01T00:10:10|00:10:00|COMPLETED|0:0|
+        500_[4-9%2]|sweep|gpu|ml|bo|0||None assigned|2026-06-01T00:00:00|Unknown|Unknown|00:00:00|PENDING|0:0|0
+        500_[10-12]|sweep|gpu|ml|bo|0||None assigned|2026-06-01T00:00:00|Unknown|Unknown|00:00:00|PENDING|0:0|0
+        700+0|het|gpu|ml|bo|1|gres/gpu=8|gpu0004|2026-06-01T00:00:00|2026-06-01T00:00:05|Unknown|00:05:00|RUNNING|0:0|0
+        700+1|het|cpu|ml|bo|1|cpu=4|cpu0001|2026-06-01T00:00:00|2026-06-01T00:00:05|Unknown|00:05:00|RUNNING|0:0|0
+        700+0.0|python||ml||1|gres/gpu=8|gpu0004|2026-06-01T00:00:06|2026-06-01T00:00:06|Unknown|00:04:59|RUNNING|0:0|
+        700+1.batch|batch||ml||1|cpu=4|cpu0001|2026-06-01T00:00:06|2026-06-01T00:00:06|Unknown|00:04:59|RUNNING|0:0|
+        5908801_3.extern|extern||ml||1|gres/gpu=8|gpu0005|2026-06-01T00:00:00|2026-06-01T00:00:00|2026-06-01T00:01:00|00:01:00|COMPLETED|0:0|
+        """  # noqa: E501
+    )
+    got = result.rows.select("job_id", "job_id_raw", "step", "n_gpus", "nodes")
+    expected = pl.DataFrame(
+        {
+            "job_id": [
+                "500_3",
+                "500_3.batch",
+                "500_[4-9%2]",
+                "500_[10-12]",
+                "700+0",
+                "700+1",
+                "700+0.0",
+                "700+1.batch",
+                "5908801_3.extern",
+            ],
+            "job_id_raw": [
+                "500_3",
+                "500_3",
+                "500",
+                "500",
+                "700",
+                "700+1",
+                "700",
+                "700+1",
+                "5908801_3",
+            ],
+            "step": [None, "batch", None, None, None, None, "0", "batch", "extern"],
+            "n_gpus": [8, 8, 0, 0, 8, 0, 8, 0, 8],
+            "nodes": [
+                ["gpu0003"],
+                ["gpu0003"],
+                [],
+                [],
+                ["gpu0004"],
+                ["cpu0001"],
+                ["gpu0004"],
+                ["cpu0001"],
+                ["gpu0005"],
+            ],
+        },
+        schema={c: SCHEMA[c] for c in got.columns},
+    )
+    assert_frame_equal(got, expected)
+    assert_accounted(result, SCHEMA, n_in_scope=9, n_ignored=1)
+
+
+def test_sacct_malformed_jobid_is_still_rejected_without_jobidraw() -> None:
+    header = "JobID|State|Start|End|NodeList"
+    result = _parse(
+        f"""
+        {header}
+        500_|COMPLETED|2026-06-01T00:00:00|2026-06-01T00:01:00|gpu0001
+        x7|COMPLETED|2026-06-01T00:00:00|2026-06-01T00:01:00|gpu0001
+        700+|COMPLETED|2026-06-01T00:00:00|2026-06-01T00:01:00|gpu0001
+        """
+    )
+    assert reject_reasons(result) == {
+        2: "malformed JobID '500_'",
+        3: "malformed JobID 'x7'",
+        4: "malformed JobID '700+'",
+    }
+    assert result.rows.height == 0
+
+
 @pytest.mark.parametrize(
     ("state_text", "state", "uid"),
     [
@@ -407,6 +490,27 @@ def test_sacct_missing_header_rejects_every_line() -> None:
         "line naming JobID|State|Start|End|NodeList"
     )
     assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=0)
+    # the first line is a record (--noheader): the reason says how to export
+    assert set(result.rejects["reason"]) == {
+        "sacct header is missing columns JobID, State, Start, End, NodeList: expected a first "
+        "line naming JobID|State|Start|End|NodeList, found a job record (a dump written with "
+        "--noheader): run sacct with --parsable2 and without --noheader (-n), or put the "
+        "--format names, joined by the delimiter, as its first line"
+    }
+
+
+def test_sacct_headerless_dump_with_another_delimiter_names_the_fix() -> None:
+    result = _parse(
+        b"\n5908801_3;COMPLETED;2026-06-01T00:00:00;2026-06-01T00:01:00;gpu0001\n"
+        b"5908802;FAILED;2026-06-01T00:00:00;2026-06-01T00:01:00;gpu0001\n"
+    )
+    assert result.rejects["line_no"].to_list() == [2, 3]
+    assert result.rejects["reason"][1].endswith(
+        "found a job record (a dump written with --noheader): run sacct with --parsable2 and "
+        "without --noheader (-n), or put the --format names, joined by the delimiter, as its "
+        "first line"
+    )
+    assert_accounted(result, SCHEMA, n_in_scope=2, n_ignored=1)
 
 
 def test_sacct_header_with_other_order_and_extra_columns_is_read_by_name() -> None:

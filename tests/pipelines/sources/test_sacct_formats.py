@@ -293,3 +293,189 @@ def test_multi_cluster_dump_keeps_one_job_id_per_cluster(tmp_path: Path) -> None
     assert staged == [("alpha", "1042", "NODE_FAIL"), ("beta", "1042", "COMPLETED")]
     assert attempts == [("alpha/1042", "NODE_FAIL", 16, 2), ("beta/1042", "COMPLETED", 8, 1)]
     assert conflicts == (0,)
+
+
+def test_array_and_het_jobs_without_jobidraw_reach_the_attempts(tmp_path: Path) -> None:
+    # Slurm 23 --format=JobID,JobName,... (no JobIDRaw): task 500_3 ran twice (requeued after a
+    # NODE_FAIL, --duplicates), 500_4 once, het job 700 has two components; nothing is quarantined
+    # and each task or component is one job in the attempts, requeues numbered within it
+    slurm = tmp_path / "slurm"
+    slurm.mkdir()
+    (slurm / "sacct_arrays.txt").write_text(
+        "JobID|JobName|State|Submit|Start|End|NodeList|AllocTRES\n"
+        "500_3|sweep|NODE_FAIL|2026-06-01T00:00:00|2026-06-01T00:00:10|2026-06-01T00:10:10|"
+        "gpu0003|gres/gpu=8\n"
+        "500_3.batch|batch|CANCELLED|2026-06-01T00:00:10|2026-06-01T00:00:10|2026-06-01T00:10:10|"
+        "gpu0003|gres/gpu=8\n"
+        "500_3|sweep|COMPLETED|2026-06-01T00:10:20|2026-06-01T00:11:00|2026-06-01T00:21:00|"
+        "gpu0004|gres/gpu=8\n"
+        "500_4|sweep|COMPLETED|2026-06-01T00:00:00|2026-06-01T00:00:10|2026-06-01T00:05:00|"
+        "gpu0005|gres/gpu=8\n"
+        "700+0|het|COMPLETED|2026-06-01T00:00:00|2026-06-01T00:00:05|2026-06-01T00:30:00|"
+        "gpu0006|gres/gpu=8\n"
+        "700+1|het|COMPLETED|2026-06-01T00:00:00|2026-06-01T00:00:05|2026-06-01T00:30:00|"
+        "cpu0001|cpu=4\n"
+    )
+    db = tmp_path / "w.duckdb"
+    ingest.ingest(db, ingest.discover([slurm]))
+    with warehouse.connect(db, read_only=True) as con:
+        quarantined = con.execute("select count(*) from raw_quarantine").fetchone()
+        attempts = con.execute(
+            "select job_id_raw, attempt, job_id, state, n_gpus from int_job_attempts "
+            "where scheduler = 'slurm' order by job_id_raw, attempt"
+        ).fetchall()
+    assert quarantined == (0,)
+    assert attempts == [
+        ("500_3", 1, "500_3", "NODE_FAIL", 8),
+        ("500_3", 2, "500_3", "COMPLETED", 8),
+        ("500_4", 1, "500_4", "COMPLETED", 8),
+        ("700", 1, "700+0", "COMPLETED", 8),
+        ("700+1", 1, "700+1", "COMPLETED", 0),
+    ]
+
+
+def test_real_json_documents_of_two_data_parser_versions() -> None:
+    # Slurm 23.11.10 (data_parser v0.0.39: bare numbers, state a word) and 24.11.5 (v0.0.41:
+    # {"set","number"} numbers, state a list, exit signal): one job and its batch step each.
+    # Values read off the documents: time.* are Unix seconds (1727355355 = 2024-09-26T12:55:55Z)
+    old = _parse((SAMPLES / "slurmweb_slurmdb_23.11_v0.0.39_completed.json").read_bytes())
+    new = _parse((SAMPLES / "slurmweb_slurmdb_24.11_v0.0.41_failed.json").read_bytes())
+    columns = ["line_no", "cluster", "job_id", "job_id_raw", "step", "job_name", "partition"]
+    columns += ["account", "user_name", "alloc_nodes", "n_gpus", "nodes", "submit_ts", "start_ts"]
+    columns += ["end_ts", "elapsed_s", "state", "exit_code", "exit_signal", "restarts"]
+    assert old.rows.select(columns).rows() == [
+        (1, "hpc", "58", "58", None, "wrap", "normal", "biology", "cgross", 4, 0,
+         ["cn1", "cn2", "cn3", "cn4"], utc("2024-09-26T12:55:55"), utc("2024-09-26T13:44:21"),
+         utc("2024-09-26T13:50:22"), 361, "COMPLETED", 0, 0, None),
+        (2, "hpc", "58.batch", "58", "batch", "batch", None, "biology", None, 1, 0, ["cn1"],
+         utc("2024-09-26T13:44:21"), utc("2024-09-26T13:44:21"), utc("2024-09-26T13:50:22"),
+         361, "COMPLETED", 0, 0, None),
+    ]  # fmt: skip
+    assert new.rows.select(columns).rows() == [
+        (1, "hpc", "5966", "5966", None, "wrap", "normal", "optic", "ksoto", 1, 0, ["cn1"],
+         utc("2025-05-20T14:32:00"), utc("2025-05-20T14:32:01"), utc("2025-05-20T14:32:02"), 1,
+         "FAILED", 1, 0, None),
+        (2, "hpc", "5966.batch", "5966", "batch", "batch", None, "optic", None, 1, 0, ["cn1"],
+         utc("2025-05-20T14:32:01"), utc("2025-05-20T14:32:01"), utc("2025-05-20T14:32:02"), 1,
+         "FAILED", 1, 0, None),
+    ]  # fmt: skip
+    assert old.rejects.height == new.rejects.height == 0
+    assert old.n_ignored == new.n_ignored == 0
+
+
+_JSON_JOBS = """
+{"meta": {"plugin": {"data_parser": "data_parser/v0.0.41"}, "command": ["sacct", "--json"]},
+ "jobs": [
+  {"job_id": 503, "name": "sweep", "partition": "gpu", "account": "ml", "user": "bo",
+   "cluster": "alpha", "array": {"job_id": 500, "task_id": {"set": true, "number": 3}},
+   "het": {"job_id": 0, "job_offset": {"set": false, "number": 0}},
+   "state": {"current": ["NODE_FAIL"]}, "allocation_nodes": 2, "nodes": "gpu[0001-0002]",
+   "exit_code": {"status": ["ERROR"], "return_code": {"set": true, "number": 0},
+                 "signal": {"id": {"set": true, "number": 9}}},
+   "time": {"submission": 1780272000, "start": 1780272010, "end": 1780272610, "elapsed": 600},
+   "tres": {"allocated": [{"type": "cpu", "name": "", "count": 16},
+                          {"type": "gres", "name": "gpu", "count": 16},
+                          {"type": "gres", "name": "gpu:h100", "count": 16}]},
+   "steps": [{"step": {"id": "503.0", "name": "python"}, "state": ["FAILED"],
+              "exit_code": {"status": ["ERROR"], "return_code": {"set": true, "number": 1}},
+              "nodes": {"count": 2, "range": "gpu[0001-0002]"},
+              "time": {"start": {"set": true, "number": 1780272015}, "end": 1780272610,
+                       "elapsed": 595},
+              "tres": {"allocated": [{"type": "gres", "name": "gpu", "count": 16}]}}]},
+  {"job_id": 500, "name": "sweep", "partition": "gpu", "account": "ml", "user": "bo",
+   "cluster": "alpha", "array": {"job_id": 500, "task_id": {"set": false, "number": 0},
+   "task": "4-9%2"}, "state": {"current": "PENDING"}, "allocation_nodes": 0,
+   "nodes": "None assigned", "time": {"submission": 1780272000, "start": 0, "end": 0,
+   "elapsed": 0}, "steps": []},
+  {"job_id": 701, "name": "het", "partition": "cpu", "account": "ml", "user": "bo",
+   "cluster": "alpha", "het": {"job_id": 700, "job_offset": {"set": true, "number": 1}},
+   "state": {"current": ["CANCELLED"]}, "allocation_nodes": 1, "nodes": "cpu0001",
+   "exit_code": {"status": ["SIGNALED"], "return_code": {"set": false, "number": 0},
+                 "signal": {"id": {"set": true, "number": 15}}},
+   "time": {"submission": 1780272000, "start": 1780272005, "end": 1780272305, "elapsed": 300},
+   "tres": {"allocated": [{"type": "cpu", "name": "", "count": 4}]}}
+ ]}
+"""
+_SAME_JOBS_PARSABLE2 = """
+JobID|JobIDRaw|Cluster|JobName|Partition|Account|User|AllocNodes|AllocTRES|NodeList|Submit|Start|End|Elapsed|State|ExitCode
+500_3|503|alpha|sweep|gpu|ml|bo|2|cpu=16,gres/gpu=16,gres/gpu:h100=16|gpu[0001-0002]|2026-06-01T00:00:00|2026-06-01T00:00:10|2026-06-01T00:10:10|00:10:00|NODE_FAIL|0:9
+500_3.0|503.0|alpha|python||ml||2|gres/gpu=16|gpu[0001-0002]|2026-06-01T00:00:15|2026-06-01T00:00:15|2026-06-01T00:10:10|00:09:55|FAILED|1:0
+500_[4-9%2]|500|alpha|sweep|gpu|ml|bo|0||None assigned|2026-06-01T00:00:00|Unknown|Unknown|00:00:00|PENDING|
+700+1|701|alpha|het|cpu|ml|bo|1|cpu=4|cpu0001|2026-06-01T00:00:00|2026-06-01T00:00:05|2026-06-01T00:05:05|00:05:00|CANCELLED|0:15
+"""  # noqa: E501
+
+
+def test_json_gives_the_rows_of_parsable2_for_the_same_jobs() -> None:
+    # The same four records written by hand both ways (1780272000 = 2026-06-01T00:00:00Z); as
+    # sacct does, a step line prints the job's account and leaves partition and user empty
+    from_json = _parse(_JSON_JOBS.encode())
+    from_text = _parse(_SAME_JOBS_PARSABLE2)
+    assert from_json.rejects.height == from_text.rejects.height == 0
+    compared = [c for c in from_text.rows.columns if c not in ("line_no", "alloc_tres")]
+    assert from_json.rows.select(compared).to_dicts() == from_text.rows.select(compared).to_dicts()
+    assert from_json.rows.select("job_id", "job_id_raw", "n_gpus", "exit_signal").rows() == [
+        ("500_3", "503", 16, 9),
+        ("500_3.0", "503", 16, 0),
+        ("500_[4-9%2]", "500", 0, None),
+        ("700+1", "701", 0, 15),
+    ]
+    assert from_json.rows["line_no"].to_list() == [1, 2, 3, 4]
+
+
+def test_json_that_does_not_parse_is_one_reject_with_the_reason() -> None:
+    broken = _parse(b'{"jobs": [{"job_id": 1')
+    not_sacct = _parse(b'{"nodes": []}')
+    assert broken.rows.height == not_sacct.rows.height == 0
+    assert broken.rejects["reason"][0].startswith("sacct --json document does not parse: ")
+    assert reject_reasons(not_sacct) == {
+        1: "sacct --json document has no 'jobs' list (expected the output of sacct --json)"
+    }
+
+
+def test_json_documents_are_ingested_one_by_one(tmp_path: Path) -> None:
+    # sacct --json ends its document with a newline and every document opens with the same "{"
+    # line: the files must not be joined like dumps that share a header
+    slurm = tmp_path / "slurm"
+    slurm.mkdir()
+    for name in (
+        "slurmweb_slurmdb_23.11_v0.0.39_completed",
+        "slurmweb_slurmdb_24.11_v0.0.41_failed",
+    ):
+        data = (SAMPLES / f"{name}.json").read_bytes()
+        (slurm / f"{name}.json").write_bytes(data.rstrip(b"\n") + b"\n")
+    db = tmp_path / "w.duckdb"
+    ingest.ingest(db, ingest.discover([slurm]))
+    with warehouse.connect(db, read_only=True) as con:
+        quarantined = con.execute("select count(*) from raw_quarantine").fetchone()
+        staged = con.execute(
+            "select cluster, job_id, step, state, exit_code from stg_slurm_jobs order by job_id"
+        ).fetchall()
+    assert quarantined == (0,)
+    assert staged == [
+        ("hpc", "58", None, "COMPLETED", 0),
+        ("hpc", "58.batch", "batch", "COMPLETED", 0),
+        ("hpc", "5966", None, "FAILED", 1),
+        ("hpc", "5966.batch", "batch", "FAILED", 1),
+    ]
+
+
+def test_real_json_job_cancelled_before_start_has_no_start() -> None:
+    # Slurm 25.11.0, data_parser v0.0.41: time.start is 4294967294 (NO_VAL), no steps, no nodes
+    result = _parse(
+        (SAMPLES / "slurmweb_slurmdb_25.11_v0.0.41_cancelled_before_start.json").read_bytes()
+    )
+    assert result.rejects.height == 0
+    assert result.rows.select(
+        "job_id", "state", "nodes", "alloc_nodes", "submit_ts", "start_ts", "end_ts", "elapsed_s"
+    ).rows() == [
+        (
+            "5715",
+            "CANCELLED",
+            [],
+            0,
+            utc("2025-11-10T17:34:26"),
+            None,
+            utc("2025-11-10T17:34:26"),
+            0,
+        )
+    ]
