@@ -114,6 +114,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "expected_by_class",
         "project",
     ),
+    "goodput_core": (),
     "laws": (),
     "lifetimes": (
         "Lifetimes",
