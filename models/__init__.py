@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from models.fitter import *
     from models.gof import *
     from models.goodput import *
+    from models.group_summary import *
     from models.lifetimes import *
     from models.mc_sweep import *
     from models.mtbf_summary import *
@@ -115,6 +116,14 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "project",
     ),
     "goodput_core": (),
+    "group_summary": (
+        "FamilyCheck",
+        "FamilyFit",
+        "GroupSummary",
+        "LifetimeMean",
+        "family_mixture",
+        "summarise_group",
+    ),
     "laws": (),
     "lifetimes": (
         "Lifetimes",
@@ -131,10 +140,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "EXTRAPOLATED_SHARE",
         "HEADLINE_COLUMNS",
         "WEIBAYES_MAX_FAILURES",
+        "Headline",
         "ModelAverage",
         "Weibayes",
         "aic_weights",
-        "family_mixture",
         "mixture_components",
         "mixture_quantile",
         "model_average",
@@ -142,7 +151,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "observed_rates",
         "poisson_count_bounds",
         "sampled_mean",
-        "summarise_group",
         "weibayes",
     ),
     "nonparametric": (
