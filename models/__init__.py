@@ -191,6 +191,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "projector": ("GoodputProjector",),
     "ranking": (
+        "KnobInteraction",
         "KnobRanking",
         "knob_gains",
         "paired_goodput_samples",

@@ -493,7 +493,7 @@ def run_sweep(
         "baseline_values": held,
         "gains": ranking.gains.to_dicts(),
         "best_knob": ranking.best_knob,
-        "interaction": ranking.interaction,
+        "interaction": None if ranking.interaction is None else ranking.interaction.to_dict(),
         "gain_uncertainty": ranking.uncertainty,
         "simulate_trials": spec.simulate,
         "n_monte_carlo": _n_monte_carlo(table),
