@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from models.parametric import *
     from models.predict import *
     from models.predict_features import *
+    from models.predict_metrics import *
     from models.projector import *
     from models.ranking import *
     from models.rates import *
@@ -164,15 +165,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "restricted_mean",
         "survival_function",
     ),
-    "predict": (
-        "FailurePredictor",
-        "choose_threshold",
-        "evaluate",
-        "never_predict",
-        "operating_curve",
-        "pr_auc_null",
-        "sbe_rule",
-    ),
+    "predict": ("FailurePredictor",),
     "predict_features": (
         "EXTRA_FEATURES",
         "FEATURES",
@@ -188,6 +181,16 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "labels",
         "split_bounds",
         "time_split",
+    ),
+    "predict_metrics": (
+        "RuleMetrics",
+        "ScoreMetrics",
+        "choose_threshold",
+        "evaluate",
+        "never_predict",
+        "operating_curve",
+        "pr_auc_null",
+        "sbe_rule",
     ),
     "projector": ("GoodputProjector",),
     "ranking": (
