@@ -412,6 +412,30 @@ def _acting(
         acting = settled
 
 
+def _with_job_events(
+    plan: Plan,
+    events: dict[str, NDArray[Any]],
+    jobs: NDArray[np.float64],
+    rng: np.random.Generator,
+) -> tuple[NDArray[Any], ...]:
+    """Merge the job-level interruptions (restarts in place) into the faults and alarms.
+
+    Returns ``t``, ``alarm``, ``detect``, ``fixed`` and ``token`` in time order per trial.
+    """
+    job_detect = _detect_times(plan, jobs.shape, rng)
+    ev = _merged(
+        events,
+        {
+            "t": jobs,
+            "alarm": np.zeros(jobs.shape, dtype=bool),
+            "detect": np.broadcast_to(job_detect, jobs.shape),
+            "fixed": np.full(jobs.shape, plan.reload_warm_s),
+            "token": np.full(jobs.shape, -np.inf),
+        },
+    )
+    return tuple(ev[key] for key in ("t", "alarm", "detect", "fixed", "token"))
+
+
 def _account_drained(
     plan: Plan,
     t: NDArray[np.float64],
@@ -453,19 +477,11 @@ def _account_drained(
             return out | counts | {"n_drains": (valid & alarm).sum(axis=1).astype(float)}
         fixed = np.full(t.shape, plan.hardware_fixed_s)
         if jobs is not None:  # restarts in place, among the faults and alarms
-            job_detect = _detect_times(plan, jobs.shape, rng)
-            ev = _merged(
+            t, alarm, detect, fixed, token = _with_job_events(
+                plan,
                 {"t": t, "alarm": alarm, "detect": detect, "fixed": fixed, "token": token},
-                {
-                    "t": jobs,
-                    "alarm": np.zeros(jobs.shape, dtype=bool),
-                    "detect": np.broadcast_to(job_detect, jobs.shape),
-                    "fixed": np.full(jobs.shape, plan.reload_warm_s),
-                    "token": np.full(jobs.shape, -np.inf),
-                },
-            )
-            t, alarm, detect, fixed, token = (
-                ev[key] for key in ("t", "alarm", "detect", "fixed", "token")
+                jobs,
+                rng,
             )
             valid = np.isfinite(t)
             unwarned = valid & ~alarm

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
     import polars as pl
 
+    from models import ClassRate, Scenario
+
 # polars, PyYAML and the warehouse (DuckDB) are imported by the functions that use them: a
 # projection without a warehouse (``relia project`` with hand-given or default rates) needs none
 
@@ -48,8 +50,11 @@ logger = logging.getLogger(__name__)
 
 
 def build_scenario(
-    knobs: dict[str, Any], *, rates: tuple[Any, ...] = (), measured: dict[str, Any] | None = None
-) -> Any:
+    knobs: dict[str, Any],
+    *,
+    rates: tuple[ClassRate, ...] = (),
+    measured: dict[str, Any] | None = None,
+) -> Scenario:
     """Return a ``Scenario`` from knobs.
 
     Measured restart overhead fills ``reschedule_s`` when not given.
