@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from models.scenario import *
     from models.simulate import *
     from models.simulate_naive import *
+    from models.simulate_plan import *
     from models.survival import *
     from models.sweep import *
     from models.trend import *
@@ -221,7 +222,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "simulate": ("simulate_job",),
     "simulate_naive": ("simulate_job_naive",),
     "survival": ("fit_lives",),
-    "simulate_plan": (),
+    "simulate_plan": ("SimulationSummary",),
     "sweep": (
         "drain_sweep",
         "knob_label",

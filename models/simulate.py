@@ -93,7 +93,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from models.simulate_plan import Plan, build_plan, failure_matrix, trial_summary
+from models.simulate_plan import Plan, SimulationSummary, build_plan, failure_matrix, trial_summary
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -526,7 +526,7 @@ def simulate_job(
     *,
     n_trials: int = 1000,
     random_state: int | np.random.Generator | None = None,
-) -> dict[str, Any]:
+) -> SimulationSummary:
     """Monte Carlo of the training job, vectorised over trials and failures.
 
     Parameters
@@ -541,16 +541,11 @@ def simulate_job(
 
     Returns
     -------
-    dict
-        ``goodput`` (mean over trials) with ``goodput_se`` (its Monte Carlo standard error) and
-        ``goodput_lo`` / ``goodput_hi`` (2.5/97.5 % of trials); ``interruptions`` (mean
-        interruptions in the window: faults, warned of or not, and job-level ones) with
-        ``interruptions_se``; ``job_interruptions`` (the job-level ones) with
-        ``job_interruptions_se``; ``drains`` (mean drains done) with ``drains_se``; ``mtti_h``
-        with ``mtti_h_se`` (delta method);
-        ``checkpoint_interval_min``; ``lost_gpu_h_checkpoint`` / ``_rework`` / ``_restart`` /
-        ``_spares_wait`` / ``_drain`` / ``_total``; ``energy_lost_mwh``;
-        ``fleet_age_assumption``; and ``trials``, a polars frame with one row per trial.
+    SimulationSummary
+        Goodput with its standard error and trial quantiles, interruptions, job-level
+        interruptions and drains with theirs, MTTI, the checkpoint interval, the GPU-hours lost
+        by cause, the energy lost, the fleet-age assumption and ``trials``, a polars frame with
+        one row per trial (see :class:`~models.simulate_plan.SimulationSummary`).
 
     Notes
     -----

@@ -10,11 +10,11 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from models.simulate_plan import Plan, UnitClass, build_plan, trial_summary
+from models.simulate_plan import Plan, SimulationSummary, UnitClass, build_plan, trial_summary
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -315,7 +315,7 @@ def simulate_job_naive(
     *,
     n_trials: int = 100,
     random_state: int | np.random.Generator | None = None,
-) -> dict[str, Any]:
+) -> SimulationSummary:
     """Run the same Monte Carlo as :func:`simulate_job`, one Python step per failure.
 
     Draws every unit's first failure directly, keeps the pending failures in a heap, and walks
@@ -334,8 +334,8 @@ def simulate_job_naive(
 
     Returns
     -------
-    dict
-        The same keys as :func:`simulate_job`.
+    SimulationSummary
+        As :func:`simulate_job` gives it, with ``method="naive"``.
     """
     if n_trials < 1:
         msg = f"n_trials must be at least 1, got {n_trials}."

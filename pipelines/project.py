@@ -202,7 +202,7 @@ def run_projection(
         from models import simulate_job  # the Monte Carlo's modules only when it runs
 
         sim = simulate_job(scenario, n_trials=simulate_trials, random_state=seed)
-        result["simulation"] = {k: v for k, v in sim.items() if k != "trials"}
+        result["simulation"] = {k: v for k, v in sim.to_dict().items() if k != "trials"}
     if db_path is not None and fit_run is not None:
         _store(db_path, run_id, result)
     return result
