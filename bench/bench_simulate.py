@@ -89,17 +89,17 @@ def main() -> None:
     )
     naive_scaled_s = naive_s * args.n_trials / args.naive_trials
     ratio = naive_scaled_s / fast_s
-    z = (fast["goodput"] - slow["goodput"]) / math.hypot(fast["goodput_se"], slow["goodput_se"])
+    z = (fast.goodput - slow.goodput) / math.hypot(fast.goodput_se, slow.goodput_se)
 
     print(
         f"simulate_job        {args.n_trials:>5} trials: {fast_s:8.3f} s  median of "
         f"{args.repeats} (min {min(t for t, _ in runs):.3f}, max {max(t for t, _ in runs):.3f})"
-        f"   goodput {fast['goodput']:.4f} ± {fast['goodput_se']:.4f}"
+        f"   goodput {fast.goodput:.4f} ± {fast.goodput_se:.4f}"
     )
     print(
         f"simulate_job_naive  {args.naive_trials:>5} trials: {naive_s:8.3f} s  measured; scaled "
         f"linearly to {args.n_trials} trials: {naive_scaled_s:.2f} s"
-        f"   goodput {slow['goodput']:.4f} ± {slow['goodput_se']:.4f}"
+        f"   goodput {slow.goodput:.4f} ± {slow.goodput_se:.4f}"
     )
     print(f"analytical goodput {analytic['goodput']:.4f}; naive vs vectorised z = {z:+.2f}")
     print(f"vectorised time    : {fast_s:8.3f} s   (target < {TARGET_SIM_SECONDS:g} s)")

@@ -137,9 +137,7 @@ def bench_monte_carlo(naive_points: int, naive_trials: int, n_trials: int = 1000
         )
         naive_s += seconds
         fast = table.row(i, named=True)
-        z.append(
-            (fast["goodput"] - slow["goodput"]) / math.hypot(fast["goodput_se"], slow["goodput_se"])
-        )
+        z.append((fast["goodput"] - slow.goodput) / math.hypot(fast["goodput_se"], slow.goodput_se))
     scale = (n_points / len(picked)) * (n_trials / naive_trials)
     naive_scaled_s = naive_s * scale
     se = table["goodput_se"]

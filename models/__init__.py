@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from models.fitter import *
     from models.gof import *
     from models.goodput import *
+    from models.group_summary import *
     from models.lifetimes import *
     from models.mc_sweep import *
     from models.mtbf_summary import *
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from models.parametric import *
     from models.predict import *
     from models.predict_features import *
+    from models.predict_metrics import *
     from models.projector import *
     from models.ranking import *
     from models.rates import *
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from models.scenario import *
     from models.simulate import *
     from models.simulate_naive import *
+    from models.simulate_plan import *
     from models.survival import *
     from models.sweep import *
     from models.trend import *
@@ -114,6 +117,15 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "expected_by_class",
         "project",
     ),
+    "goodput_core": (),
+    "group_summary": (
+        "FamilyCheck",
+        "FamilyFit",
+        "GroupSummary",
+        "LifetimeMean",
+        "family_mixture",
+        "summarise_group",
+    ),
     "laws": (),
     "lifetimes": (
         "Lifetimes",
@@ -130,10 +142,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "EXTRAPOLATED_SHARE",
         "HEADLINE_COLUMNS",
         "WEIBAYES_MAX_FAILURES",
+        "Headline",
         "ModelAverage",
         "Weibayes",
         "aic_weights",
-        "family_mixture",
         "mixture_components",
         "mixture_quantile",
         "model_average",
@@ -141,7 +153,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "observed_rates",
         "poisson_count_bounds",
         "sampled_mean",
-        "summarise_group",
         "weibayes",
     ),
     "nonparametric": (
@@ -155,15 +166,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "restricted_mean",
         "survival_function",
     ),
-    "predict": (
-        "FailurePredictor",
-        "choose_threshold",
-        "evaluate",
-        "never_predict",
-        "operating_curve",
-        "pr_auc_null",
-        "sbe_rule",
-    ),
+    "predict": ("FailurePredictor",),
     "predict_features": (
         "EXTRA_FEATURES",
         "FEATURES",
@@ -180,8 +183,19 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "split_bounds",
         "time_split",
     ),
+    "predict_metrics": (
+        "RuleMetrics",
+        "ScoreMetrics",
+        "choose_threshold",
+        "evaluate",
+        "never_predict",
+        "operating_curve",
+        "pr_auc_null",
+        "sbe_rule",
+    ),
     "projector": ("GoodputProjector",),
     "ranking": (
+        "KnobInteraction",
         "KnobRanking",
         "knob_gains",
         "paired_goodput_samples",
@@ -208,7 +222,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "simulate": ("simulate_job",),
     "simulate_naive": ("simulate_job_naive",),
     "survival": ("fit_lives",),
-    "simulate_plan": (),
+    "simulate_plan": ("SimulationSummary",),
     "sweep": (
         "drain_sweep",
         "knob_label",

@@ -505,25 +505,74 @@ def backtest_jobs(
     _require(jobs, _JOB_COLUMNS, "jobs")
     _require(attempts, _ATTEMPT_COLUMNS, "attempts")
     _require(lives, _LIFE_COLUMNS, "lives")
-    n_jobs = jobs.height
-    levels = (
-        lives.group_by("component_class").agg(pl.col("unit_level").first()).sort("component_class")
-    )
-    classes = levels["component_class"].to_list()
-    class_of = {c: i for i, c in enumerate(classes)}
-    on_gpu = (levels["unit_level"] == "gpu").to_numpy()
     start = jobs["first_start_s"].cast(pl.Float64).to_numpy()
-    rates = asof_rates(
-        lives["entry_s"].cast(pl.Float64).to_numpy(),
-        lives["exit_s"].cast(pl.Float64).to_numpy(),
-        lives["failed"].cast(pl.Boolean).to_numpy(),
-        lives["component_class"].replace_strict(class_of, return_dtype=pl.Int64).to_numpy(),
-        start,
-        n_classes=len(classes),
-        alpha=alpha,
+    hours = _run_hours(jobs, attempts)
+    hw = _hardware_expected(lives, hours, start, alpha)
+    nan = np.full(jobs.height, np.nan)
+    # job-level interruptions (causes outside the fitted classes) per job-hour, jobs ended before
+    end = jobs["last_end_s"].cast(pl.Float64).to_numpy()
+    other = (
+        jobs["interruptions_other"].fill_null(0).cast(pl.Float64).to_numpy()
+        + jobs["interruptions_unattributed"].fill_null(0).cast(pl.Float64).to_numpy()
     )
+    job_rate = np.nan_to_num(asof_pooled_ratio(end, other, hours.run_h, start), nan=0.0)
+    restart_each, unexposed_each, source = _restart_per_interruption(
+        jobs, end, start, default_restart_s
+    )
+    productive = jobs["productive_s"].cast(pl.Float64).to_numpy()
+    common = {
+        "interval_s": jobs["checkpoint_interval_s"].cast(pl.Float64).to_numpy(),
+        "checkpoint_s": jobs["checkpoint_cost_s"].fill_null(0).cast(pl.Float64).to_numpy(),
+        "restart_s": restart_each - unexposed_each,
+        "unexposed_s": unexposed_each,
+        "overhead_s": jobs["overhead_s"].fill_null(0).cast(pl.Float64).to_numpy(),
+    }
+    walls = [
+        predicted_wall_s(productive, rate_per_s=(r + job_rate) / _SECONDS_PER_HOUR, **common)
+        for r in hw.per_h
+    ]
+    walls = [np.where(hw.has_history, w, nan) for w in walls]
+    wall = jobs["wall_s"].cast(pl.Float64).to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        goodput = [productive / w for w in walls]
+        measured = np.where(wall > 0, productive / np.where(wall > 0, wall, 1.0), np.nan)
+    return jobs.with_columns(
+        pl.Series("bucket", gpu_bucket(jobs["n_gpus"].fill_null(0).to_numpy()), pl.String),
+        pl.Series("run_h", hours.run_h),
+        pl.Series("gpu_run_h", hours.gpu_h),
+        pl.Series("node_run_h", hours.node_h),
+        pl.Series("has_history", hw.has_history),
+        pl.Series("rate_per_h", np.where(hw.has_history, hw.per_h[0], nan)),
+        pl.Series("rate_lo_per_h", np.where(hw.has_history, hw.per_h[1], nan)),
+        pl.Series("rate_hi_per_h", np.where(hw.has_history, hw.per_h[2], nan)),
+        pl.Series("job_level_rate_per_h", job_rate),
+        pl.Series("interruptions_expected", hw.expected[0]),
+        pl.Series("interruptions_expected_lo", hw.expected[1]),
+        pl.Series("interruptions_expected_hi", hw.expected[2]),
+        pl.Series("restart_per_interruption_s", restart_each),
+        pl.Series("restart_source", source, pl.String),
+        pl.Series("predicted_wall_s", walls[0]),
+        pl.Series("predicted_wall_lo_s", walls[1]),
+        pl.Series("predicted_wall_hi_s", walls[2]),
+        pl.Series("goodput_measured", measured),
+        pl.Series("goodput_predicted", goodput[0]),
+        # more failures, longer wall, lower goodput: the upper rate gives the lower bound
+        pl.Series("goodput_predicted_lo", goodput[2]),
+        pl.Series("goodput_predicted_hi", goodput[1]),
+    ).with_columns(pl.col(pl.Float64).fill_nan(None))
 
-    # unit-hours of each job on GPU-level and node-level classes, over its attempts
+
+@dataclass(frozen=True, slots=True)
+class _RunHours:
+    """Each job's hours over its attempts: wall, and times its GPUs and its nodes."""
+
+    run_h: NDArray[np.float64]
+    gpu_h: NDArray[np.float64]
+    node_h: NDArray[np.float64]
+
+
+def _run_hours(jobs: pl.DataFrame, attempts: pl.DataFrame) -> _RunHours:
+    """Return the unit-hours of each job on GPU-level and node-level classes, over its attempts."""
     index = jobs.select("job_id_raw").with_row_index("_job")
     hours = (
         attempts.join(index, on="job_id_raw", how="inner")
@@ -539,38 +588,68 @@ def backtest_jobs(
             (pl.col("_run_h") * pl.col("n_nodes").fill_null(0)).sum().alias("_node_h"),
         )
     )
-    run_h, gpu_h, node_h = (np.zeros(n_jobs) for _ in range(3))
+    run_h, gpu_h, node_h = (np.zeros(jobs.height) for _ in range(3))
     k = hours["_job"].to_numpy().astype(np.int64)
     run_h[k] = hours["run_h"].to_numpy()
     gpu_h[k] = hours["_gpu_h"].to_numpy()
     node_h[k] = hours["_node_h"].to_numpy()
-    unit_h = np.where(on_gpu[None, :], gpu_h[:, None], node_h[:, None])
+    return _RunHours(run_h, gpu_h, node_h)
+
+
+@dataclass(frozen=True, slots=True)
+class _HardwareExpected:
+    """Each job's expected hardware interruptions as of its start, and per run hour."""
+
+    has_history: NDArray[np.bool_]  # every class the job uses had exposure before its start
+    expected: tuple[NDArray[np.float64], ...]  # point, lower, upper (NaN without history)
+    per_h: list[NDArray[np.float64]]  # the same per run hour (0 without run time)
+
+
+def _hardware_expected(
+    lives: pl.DataFrame, hours: _RunHours, start: NDArray[np.float64], alpha: float
+) -> _HardwareExpected:
+    """Return the units x as-of class rates of each job, with Fay-Feuer bounds."""
+    levels = (
+        lives.group_by("component_class").agg(pl.col("unit_level").first()).sort("component_class")
+    )
+    classes = levels["component_class"].to_list()
+    class_of = {c: i for i, c in enumerate(classes)}
+    on_gpu = (levels["unit_level"] == "gpu").to_numpy()
+    rates = asof_rates(
+        lives["entry_s"].cast(pl.Float64).to_numpy(),
+        lives["exit_s"].cast(pl.Float64).to_numpy(),
+        lives["failed"].cast(pl.Boolean).to_numpy(),
+        lives["component_class"].replace_strict(class_of, return_dtype=pl.Int64).to_numpy(),
+        start,
+        n_classes=len(classes),
+        alpha=alpha,
+    )
+    unit_h = np.where(on_gpu[None, :], hours.gpu_h[:, None], hours.node_h[:, None])
     with np.errstate(invalid="ignore", divide="ignore"):
         weights = np.where(unit_h > 0, unit_h / rates.exposure_h, 0.0)
     has_history = np.all(np.isfinite(weights), axis=1) & (len(classes) > 0)
-    expected, expected_lo, expected_hi = weighted_poisson_interval(
+    bounds = weighted_poisson_interval(
         rates.failures, np.where(np.isfinite(weights), weights, 0.0), alpha=alpha
     )
-    nan = np.full(n_jobs, np.nan)
-    expected, expected_lo, expected_hi = (
-        np.where(has_history, a, nan) for a in (expected, expected_lo, expected_hi)
-    )
+    nan = np.full(start.shape[0], np.nan)
+    expected = tuple(np.where(has_history, a, nan) for a in bounds)
+    run_h = hours.run_h
     with np.errstate(invalid="ignore", divide="ignore"):
-        per_h = [
-            np.where(run_h > 0, a / np.where(run_h > 0, run_h, 1.0), 0.0)
-            for a in (expected, expected_lo, expected_hi)
-        ]
+        per_h = [np.where(run_h > 0, a / np.where(run_h > 0, run_h, 1.0), 0.0) for a in expected]
+    return _HardwareExpected(has_history, expected, per_h)
 
-    # job-level interruptions (causes outside the fitted classes) per job-hour, jobs ended before
-    end = jobs["last_end_s"].cast(pl.Float64).to_numpy()
-    other = (
-        jobs["interruptions_other"].fill_null(0).cast(pl.Float64).to_numpy()
-        + jobs["interruptions_unattributed"].fill_null(0).cast(pl.Float64).to_numpy()
-    )
-    job_rate = np.nan_to_num(asof_pooled_ratio(end, other, run_h, start), nan=0.0)
 
-    # restart overhead per interruption: the job's own, else the fleet's before it, else all;
-    # the part the job is not exposed to faults (detection, requeue, queue wait) apart
+def _restart_per_interruption(
+    jobs: pl.DataFrame,
+    end: NDArray[np.float64],
+    start: NDArray[np.float64],
+    default_restart_s: float,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.object_]]:
+    """Return each job's restart overhead per interruption, its unexposed part and its source.
+
+    The job's own, else the fleet's before it, else all; the part the job is not exposed to
+    faults (detection, requeue, queue wait) apart.
+    """
     n_int = jobs["n_interruptions"].fill_null(0).cast(pl.Float64).to_numpy()
     restart = jobs["restart_s"].fill_null(0).cast(pl.Float64).to_numpy()
     unexposed = (
@@ -584,45 +663,4 @@ def backtest_jobs(
     source[~np.isfinite(restart_each)] = "default"
     unexposed_each = np.where(np.isfinite(restart_each), unexposed_each, 0.0)
     restart_each = np.where(np.isfinite(restart_each), restart_each, default_restart_s)
-
-    productive = jobs["productive_s"].cast(pl.Float64).to_numpy()
-    common = {
-        "interval_s": jobs["checkpoint_interval_s"].cast(pl.Float64).to_numpy(),
-        "checkpoint_s": jobs["checkpoint_cost_s"].fill_null(0).cast(pl.Float64).to_numpy(),
-        "restart_s": restart_each - unexposed_each,
-        "unexposed_s": unexposed_each,
-        "overhead_s": jobs["overhead_s"].fill_null(0).cast(pl.Float64).to_numpy(),
-    }
-    walls = [
-        predicted_wall_s(productive, rate_per_s=(r + job_rate) / _SECONDS_PER_HOUR, **common)
-        for r in per_h
-    ]
-    walls = [np.where(has_history, w, nan) for w in walls]
-    wall = jobs["wall_s"].cast(pl.Float64).to_numpy()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        goodput = [productive / w for w in walls]
-        measured = np.where(wall > 0, productive / np.where(wall > 0, wall, 1.0), np.nan)
-    return jobs.with_columns(
-        pl.Series("bucket", gpu_bucket(jobs["n_gpus"].fill_null(0).to_numpy()), pl.String),
-        pl.Series("run_h", run_h),
-        pl.Series("gpu_run_h", gpu_h),
-        pl.Series("node_run_h", node_h),
-        pl.Series("has_history", has_history),
-        pl.Series("rate_per_h", np.where(has_history, per_h[0], nan)),
-        pl.Series("rate_lo_per_h", np.where(has_history, per_h[1], nan)),
-        pl.Series("rate_hi_per_h", np.where(has_history, per_h[2], nan)),
-        pl.Series("job_level_rate_per_h", job_rate),
-        pl.Series("interruptions_expected", expected),
-        pl.Series("interruptions_expected_lo", expected_lo),
-        pl.Series("interruptions_expected_hi", expected_hi),
-        pl.Series("restart_per_interruption_s", restart_each),
-        pl.Series("restart_source", source, pl.String),
-        pl.Series("predicted_wall_s", walls[0]),
-        pl.Series("predicted_wall_lo_s", walls[1]),
-        pl.Series("predicted_wall_hi_s", walls[2]),
-        pl.Series("goodput_measured", measured),
-        pl.Series("goodput_predicted", goodput[0]),
-        # more failures, longer wall, lower goodput: the upper rate gives the lower bound
-        pl.Series("goodput_predicted_lo", goodput[2]),
-        pl.Series("goodput_predicted_hi", goodput[1]),
-    ).with_columns(pl.col(pl.Float64).fill_nan(None))
+    return restart_each, unexposed_each, source

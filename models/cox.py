@@ -73,6 +73,35 @@ def _design(
     return design, labels
 
 
+def _cox_ages(
+    frame: pl.DataFrame, time_resolution_h: float | None
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], float | None]:
+    """Return exit and entry ages (on the time grid, if any), failed, and the grid used."""
+    checked = check_lifetimes(
+        frame.get_column("exit_h").to_numpy(),
+        frame.get_column("failed").to_numpy(),
+        frame.get_column("entry_h").to_numpy(),
+    )
+    exit_h, entry = checked.exit_h, checked.entry_h
+    n_flat = int(np.count_nonzero(exit_h <= entry))
+    if n_flat:
+        msg = (
+            f"{n_flat} life/lives have exit_h <= entry_h (no time at risk); Cox needs a positive "
+            "length: drop them or check their ages."
+        )
+        raise ValueError(msg)
+    resolution = time_resolution_h
+    if resolution is None and checked.truncated and checked.n_units > _COX_AUTO_ROWS:
+        resolution = _nice_resolution(float(exit_h.max()), _COX_AUTO_BINS)
+    if resolution is not None:
+        if not resolution > 0:
+            msg = f"time_resolution_h must be positive hours; got {resolution!r}."
+            raise ValueError(msg)
+        exit_h = np.ceil(exit_h / resolution) * resolution
+        entry = np.floor(entry / resolution) * resolution
+    return exit_h, entry, checked.failed, resolution
+
+
 def cox_ph(
     lives: pl.DataFrame,
     covariates: list[str],
@@ -131,30 +160,9 @@ def cox_ph(
         msg = f"lives is missing column(s) {missing}."
         raise ValueError(msg)
     frame = lives.select(needed)
-    checked = check_lifetimes(
-        frame.get_column("exit_h").to_numpy(),
-        frame.get_column("failed").to_numpy(),
-        frame.get_column("entry_h").to_numpy(),
-    )
-    exit_h, entry = checked.exit_h, checked.entry_h
-    n_flat = int(np.count_nonzero(exit_h <= entry))
-    if n_flat:
-        msg = (
-            f"{n_flat} life/lives have exit_h <= entry_h (no time at risk); Cox needs a positive "
-            "length: drop them or check their ages."
-        )
-        raise ValueError(msg)
-    resolution = time_resolution_h
-    if resolution is None and checked.truncated and checked.n_units > _COX_AUTO_ROWS:
-        resolution = _nice_resolution(float(exit_h.max()), _COX_AUTO_BINS)
-    if resolution is not None:
-        if not resolution > 0:
-            msg = f"time_resolution_h must be positive hours; got {resolution!r}."
-            raise ValueError(msg)
-        exit_h = np.ceil(exit_h / resolution) * resolution
-        entry = np.floor(entry / resolution) * resolution
+    exit_h, entry, failed, resolution = _cox_ages(frame, time_resolution_h)
     design, labels = _design(frame, covariates)
-    data = pd.DataFrame({"exit_h": exit_h, "failed": checked.failed, **design})
+    data = pd.DataFrame({"exit_h": exit_h, "failed": failed, **design})
     truncated = bool(np.any(entry > 0))
     if truncated:
         data["entry_h"] = entry

@@ -69,7 +69,7 @@ FAILURE_RATE_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
 """Columns of :func:`failure_rates` after the ``by`` columns, with their types."""
 
 _WINDOW = ("window_entry_h", "window_exit_h")
-_TREND_NULL: dict[str, Any] = {
+_TREND_NULL: dict[str, object] = {
     "laplace_u": None,
     "laplace_p": None,
     "mil_hdbk_189_chi2": None,
@@ -253,7 +253,7 @@ def failure_rates(
 
 def _group_row(
     part: pl.DataFrame, group: dict[str, Any], cohort_ratio: float | None, alpha: float
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Return the counts, exposures, rates and headline of one group."""
     level = str(part.get_column("unit_level")[0])
     lives = Lifetimes(  # the counts and exposure fit_lives takes, to the last bit
@@ -307,10 +307,10 @@ def _group_row(
         "mtbf_observed_h": observed["mtbf_observed_h"],
         "mtbf_observed_lo_h": observed["mtbf_observed_lo_h"],
         "mtbf_observed_hi_h": observed["mtbf_observed_hi_h"],
-    } | observed_headline(r, exposure, alpha=alpha)
+    } | observed_headline(r, exposure, alpha=alpha).columns()
 
 
-def _trend_row(part: pl.DataFrame, alpha: float) -> dict[str, Any]:
+def _trend_row(part: pl.DataFrame, alpha: float) -> dict[str, object]:
     """Return the recurrence view of one group on the calendar; nulls with no failure."""
     failed = part.get_column("failed").to_numpy()
     if not failed.any():

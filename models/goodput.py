@@ -27,44 +27,26 @@ References
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from models.checkpoint import daly_interval_s, ettr_meta, young_interval_s
-from models.renewal import (
-    RENEWAL_GRID,
-    WAIT_NODES,
-    expected_failures_at,
-    fleet_age_assumption,
-    piece_edges,
-    scenario_param,
-    spare_wait,
-    spare_wait_random,
-    spare_wait_random_sampled,
-)
-from models.scenario import (
-    CATEGORICAL_KNOBS,
-    RSC1_NODE_FAILURES_PER_1000_NODE_DAYS,
-    SECONDS_PER_DAY,
-    SECONDS_PER_HOUR,
-    Projection,
-    Scenario,
-)
+from models.goodput_core import project_core
+from models.renewal import RENEWAL_GRID, expected_failures_at, fleet_age_assumption
+from models.scenario import Scenario  # noqa: TC001 (stays importable from here, see below)
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
 
     from numpy.typing import ArrayLike, NDArray
+
+    from models.scenario import Projection
 
 # ``Scenario`` is imported above and stays importable from here (tests/models/eventsim.py).
 __all__ = ["expected_by_class", "project"]
 
 _EXACT_SHARE = 0.01  # an analytical goodput is exact when its error bound is within 1 % of it
-_MIN_REPAIR_SIGMA = 0.02  # below: fixed repairs (within 1e-4 goodput; the quadrature's error)
-_MIN_INTERVAL_S = 1e-3  # floor on the checkpoint interval: the limit of checkpointing every step
 
 
 def project_arrays(
@@ -87,16 +69,17 @@ def project_arrays(
     :mod:`models.simulate`: errors of 0.2-20 % of goodput where a quarter or more of the
     waits are interrupted, a few tenths of a percent where none are).
     """
-    fine = _project_core(s, over, mtbf_override, fine=True)
-    edge = fine.pop("_edge_effect")
-    contention = fine.pop("_contention")
-    if fine.pop("_pieces") and mtbf_override is None:  # samples for an interval need no bound
-        coarse = _project_core(s, over, mtbf_override, fine=False)
-        discretisation = np.abs(fine["goodput"] - coarse["goodput"])
+    fine = project_core(s, over, mtbf_override, fine=True)
+    out = dict(fine.outputs)
+    if fine.pieces and mtbf_override is None:  # samples for an interval need no bound
+        coarse = project_core(s, over, mtbf_override, fine=False)
+        discretisation = np.abs(out["goodput"] - coarse.outputs["goodput"])
     else:
-        discretisation = np.zeros_like(fine["goodput"])
-    fine["goodput_error_bound"] = discretisation + edge + contention * fine["goodput"]
-    return fine
+        discretisation = np.zeros_like(out["goodput"])
+    out["goodput_error_bound"] = (
+        discretisation + fine.edge_effect + fine.contention * out["goodput"]
+    )
+    return out
 
 
 _project_arrays = project_arrays
@@ -123,271 +106,6 @@ def project_arrays_via_seam(
         What ``_project_arrays`` returns (:func:`project_arrays` unless a test patched it).
     """
     return _project_arrays(s, over)
-
-
-def _mix(weights: Iterable[tuple[Any, Any]]) -> Any:
-    """Sum of weight * value pairs (a mixture over detection kinds or interruption kinds)."""
-    return sum(w * v for w, v in weights)
-
-
-def _project_core(
-    s: Scenario,
-    over: Mapping[str, ArrayLike] | None,
-    mtbf_override: Sequence[NDArray[np.float64]] | None,
-    *,
-    fine: bool,
-) -> dict[str, Any]:
-    over = {} if over is None else over
-    p = {
-        f.name: scenario_param(s, over, f.name)
-        for f in dataclasses.fields(s)
-        if f.name not in CATEGORICAL_KNOBS
-    }
-    rates = s.class_rates()
-    if mtbf_override is not None:
-        mtbfs = [np.asarray(m, float) for m in mtbf_override]
-    elif not s.rates and "node_failures_per_1000_node_days" in over:
-        per_1000 = np.where(
-            np.isnan(p["node_failures_per_1000_node_days"]),
-            RSC1_NODE_FAILURES_PER_1000_NODE_DAYS,
-            p["node_failures_per_1000_node_days"],
-        )
-        mtbfs = [24_000.0 / per_1000]
-    else:
-        mtbfs = [np.asarray(r.mtbf_h, float) for r in rates]
-
-    n_gpus = p["n_gpus"]
-    domain = p["failure_domain_gpus"]
-    n_domains = np.ceil(n_gpus / domain)
-    gpus_held = n_domains * domain
-    nodes_held = np.ceil(gpus_held / p["gpus_per_node"])
-    horizon_h = p["job_days"] * 24.0
-    horizon_s = horizon_h * SECONDS_PER_HOUR
-
-    # time pieces: where the fault rate changes over the job (a young or aged non-exponential
-    # fleet) or the spare pool starts full, the equations below hold piece by piece
-    constant_rate = s.fleet_age == "steady_state" or all(r.weibull_shape == 1.0 for r in rates)
-    pieces = not constant_rate or s.strategy != "restart"
-    edges = piece_edges(fine) if pieces else np.asarray([0, RENEWAL_GRID])
-    frac = edges / RENEWAL_GRID
-    weight = np.diff(frac)  # share of the job's wall time in each piece
-    count: Any = 0.0  # expected hardware faults by each edge
-    for r, mtbf in zip(rates, mtbfs, strict=True):
-        units = gpus_held if r.level == "gpu" else nodes_held
-        for share, multiplier in s.unit_groups():
-            by_edge = expected_failures_at(
-                mtbf / multiplier, r.weibull_shape, horizon_h, s.fleet_age, edges
-            )
-            count = count + (units * share)[..., None] * by_edge
-    count = np.asarray(count, float)
-    piece_s = horizon_s[..., None] * weight
-    t_mid = horizon_s[..., None] * (frac[:-1] + frac[1:]) / 2.0
-    lam_hw = np.diff(count, axis=-1) / piece_s  # hardware faults per second, by piece
-    hw_total = count[..., -1]
-    q = {k: v[..., None] for k, v in p.items()}  # knobs, broadcast against the pieces
-
-    recall, precision = q["drain_recall"], q["drain_precision"]
-    lam_j = q["job_interruptions_per_h"] / SECONDS_PER_HOUR  # job-level, never warned of
-    lam_uhw = (1.0 - recall) * lam_hw  # hardware faults nobody was warned of
-    lam_u = lam_uhw + lam_j  # everything that interrupts the job without warning
-    lam_alarm = recall * lam_hw / precision  # alarms, true and false
-    lam_out = lam_u + lam_alarm  # everything that ends a checkpoint segment
-    lam_spare = lam_uhw + lam_alarm  # everything that takes a spare
-    with np.errstate(divide="ignore", invalid="ignore"):
-        share_hw = np.where(lam_u > 0, lam_uhw / lam_u, 1.0)
-    share_job = 1.0 - share_hw
-
-    # the checkpoint interval: one for the whole job, from its mean unwarned interruption rate
-    lam_u_mean = (1.0 - p["drain_recall"]) * hw_total / horizon_s + p["job_interruptions_per_h"] / (
-        SECONDS_PER_HOUR
-    )
-    delta = p["checkpoint_s"]
-    migration = q["drain_migration_s"]
-    drain_s = q["checkpoint_s"] + migration
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mtti_u_s = 1.0 / lam_u_mean  # inf when every interruption is warned of
-        young = np.asarray(young_interval_s(delta, mtti_u_s))
-        daly = np.asarray(daly_interval_s(delta, mtti_u_s))
-    tau = np.where(np.isnan(p["checkpoint_interval_s"]), daly, p["checkpoint_interval_s"])
-    tau = np.where(np.isfinite(tau), tau, horizon_s)  # no unwarned fault: no periodic checkpoint
-    tau = np.maximum(tau, _MIN_INTERVAL_S)  # a free checkpoint (delta = 0) gives Daly's tau = 0
-    tau_q = tau[..., None]
-    seg = tau_q + q["checkpoint_s"]
-
-    # detection: a crash after detect_s, a hang after detect_hang_s
-    detections = [(1.0 - q["hang_share"], q["detect_s"]), (q["hang_share"], q["detect_hang_s"])]
-    reload_warm = q["reload_s"] + q["warmup_s"]
-    repair_s = q["repair_h"] * SECONDS_PER_HOUR
-    random_repair = bool(np.any(p["repair_sigma"] >= _MIN_REPAIR_SIGMA))
-    waits = []  # (mean wait, Laplace transform at lam_u) after each kind of detection
-    for _, d in detections:
-        c = np.maximum(repair_s - d, 0.0)  # from detection until the domain's own repair is done
-        fixed = spare_wait(q["hot_spares"], c, lam_spare, lam_u, t_mid)
-        if random_repair and s.strategy != "restart":  # below sigma 0.02: the fixed answer
-            sigma = np.maximum(q["repair_sigma"], _MIN_REPAIR_SIGMA)
-            one_scenario = all(np.ndim(v) == 0 for v in p.values())
-            if one_scenario and lam_hw.ndim == 2 and lam_hw.shape[0] > WAIT_NODES:
-                rand = spare_wait_random_sampled(q, d, repair_s, sigma, lam_hw, t_mid)
-            else:
-                rand = spare_wait_random(
-                    q["hot_spares"], d, repair_s, sigma, lam_spare, lam_u, t_mid
-                )
-            spread = q["repair_sigma"] >= _MIN_REPAIR_SIGMA
-            fixed = (np.where(spread, rand[0], fixed[0]), np.where(spread, rand[1], fixed[1]))
-        mean_w, laplace = (np.nan_to_num(v, nan=0.0) for v in fixed)
-        laplace = np.where(lam_spare > 0, laplace, 1.0)
-        waits.append((np.where(lam_spare > 0, mean_w, 0.0), laplace))
-    mean_detect = _mix(detections)
-    mean_wait = _mix((w, wt[0]) for (w, _), wt in zip(detections, waits, strict=True))
-
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        # a job-level interruption restarts in place: detection, reload, warm-up
-        survive_job = _mix((w, np.exp(-lam_u * (d + reload_warm))) for w, d in detections)
-        if s.strategy == "elastic":
-            group = np.maximum(q["replica_gpus"], q["failure_domain_gpus"])
-            frac_group = np.minimum(group / q["n_gpus"], 1.0)
-            down_s = mean_detect + mean_wait + reload_warm
-            # a drained group leaves without stalling the others and moves onto a spare
-            down = np.minimum(
-                lam_uhw * down_s * frac_group + lam_alarm * migration * frac_group, 1.0
-            )
-            stall = np.minimum(lam_uhw * mean_detect, 1.0)
-            # job-level interruptions roll the whole job back to its last checkpoint
-            survive_rb = _mix((w, np.exp(-lam_j * (d + reload_warm))) for w, d in detections)
-            q_j = np.exp(-lam_j * seg)
-            cycle_rb = np.where(lam_j > 0, -np.expm1(-lam_j * seg) / (lam_j * survive_rb), seg)
-            good_rb = q_j * tau_q / cycle_rb
-            ckpt_rb = q_j * q["checkpoint_s"] / cycle_rb
-            base = (1.0 - down) * (1.0 - stall)
-            goodput = base * good_rb
-            checkpoint = base * ckpt_rb
-            wait = np.minimum(lam_uhw * mean_wait * frac_group, down)
-            drain = np.minimum(lam_alarm * migration * frac_group, down - wait)
-            restart_rb = base * (1.0 - survive_rb)
-            restart = down - wait - drain + (1.0 - down) * stall + restart_rb
-            rework = np.maximum(base * (1.0 - good_rb - ckpt_rb) - restart_rb, 0.0)
-            mean_restart_s = down_s + 0.0 * lam_u
-            drains_per_s = lam_alarm + 0.0 * goodput
-        else:
-            if s.strategy == "restart":
-                restart_hw = q["reschedule_s"] + reload_warm
-                survive_hw = _mix((w, np.exp(-lam_u * (d + restart_hw))) for w, d in detections)
-                wait = np.zeros_like(survive_hw)
-                mean_hw_s = mean_detect + restart_hw
-            else:
-                survive_hw = _mix(
-                    (w, np.exp(-lam_u * (d + reload_warm)) * lap)
-                    for (w, d), (_, lap) in zip(detections, waits, strict=True)
-                )
-                wait = share_hw * _mix(
-                    (w, np.exp(-lam_u * d) * (1.0 - lap))
-                    for (w, d), (_, lap) in zip(detections, waits, strict=True)
-                )
-                mean_hw_s = mean_detect + mean_wait + reload_warm
-            survive = share_hw * survive_hw + share_job * survive_job
-            mean_restart_s = share_hw * mean_hw_s + share_job * (mean_detect + reload_warm)
-            # renewal reward over cycles that each start a fresh checkpoint segment
-            q_seg = np.exp(-lam_out * seg)  # the segment completes
-            # time in a drain, done or cut short by an unwarned fault: E[min(Y, D)]
-            drain_busy = np.where(lam_u > 0, -np.expm1(-lam_u * drain_s) / lam_u, drain_s)
-            cycle_s = -np.expm1(-lam_out * seg) * (1.0 + lam_alarm * drain_busy)
-            cycle_s = np.where(
-                lam_out > 0, cycle_s / (lam_out * survive), seg * (1.0 + lam_alarm * drain_busy)
-            )
-            # work a drain commits: the compute done in the segment, if its checkpoint completes
-            with_alarms = lam_alarm > 0
-            drained = np.where(
-                with_alarms,
-                (-np.expm1(-lam_out * tau_q) / np.where(with_alarms, lam_out, 1.0) - tau_q * q_seg)
-                * np.exp(-lam_u * q["checkpoint_s"]),
-                0.0,
-            )
-            alarm_share = np.where(lam_out > 0, lam_alarm / lam_out, 0.0)
-            goodput = (q_seg * tau_q + alarm_share * drained) / cycle_s
-            checkpoint = q_seg * q["checkpoint_s"] / cycle_s
-            drains_per_s = lam_alarm * survive / (1.0 + lam_alarm * drain_busy)
-            drain = drains_per_s * drain_busy
-            in_restart = 1.0 - survive
-            restart = in_restart - wait
-            rework = np.maximum(1.0 - goodput - checkpoint - drain - in_restart, 0.0)
-
-    def over_time(x: Any) -> NDArray[np.float64]:  # the job's average of a per-piece share
-        share: NDArray[np.float64] = np.sum(
-            np.broadcast_to(x, np.broadcast_shapes(np.shape(x), lam_u.shape)) * weight, axis=-1
-        )
-        return share
-
-    def per_fault(x: Any, rate: Any) -> NDArray[np.float64]:  # average over the faults' times
-        total = np.sum(rate * weight, axis=-1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean: NDArray[np.float64] = np.where(
-                total > 0, np.sum(x * rate * weight, axis=-1) / total, np.mean(x + 0.0 * rate, -1)
-            )
-            return mean
-
-    goodput_t = over_time(goodput)
-    mean_restart_t = per_fault(mean_restart_s, lam_u)
-    lam_alarm_mean = np.sum(lam_alarm * weight, axis=-1)
-    expected = hw_total + p["job_interruptions_per_h"] * horizon_h
-    mtti_s = horizon_s / expected
-    # Meta's equation models a whole-job restart: for elastic it is what that restart would give
-    u0 = (
-        per_fault(mean_detect + q["reschedule_s"] + reload_warm, lam_u)
-        if s.strategy == "elastic"
-        else mean_restart_t
-    )
-    ettr = np.asarray(
-        ettr_meta(
-            nodes_held,
-            lam_u_mean * SECONDS_PER_DAY / nodes_held,
-            restart_s=u0,
-            checkpoint_interval_s=tau,
-            checkpoint_s=delta,
-            drains_per_node_day=lam_alarm_mean * SECONDS_PER_DAY / nodes_held,
-            drain_s=delta + p["drain_migration_s"],
-            clip=False,
-        )
-    )
-    gpu_h = n_gpus * horizon_h
-    lost_total = (1.0 - goodput_t) * gpu_h
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        daly_wall_s = horizon_s / goodput_t
-    return {
-        "mtti_h": mtti_s / SECONDS_PER_HOUR,
-        "mtti_unpredicted_h": mtti_u_s / SECONDS_PER_HOUR,
-        "expected_interruptions": expected,
-        "expected_drains": np.sum(drains_per_s * piece_s, axis=-1),
-        "expected_false_alarms": lam_alarm_mean * (1.0 - p["drain_precision"]) * horizon_s,
-        "young_interval_min": young / 60.0,
-        "daly_interval_min": daly / 60.0,
-        "checkpoint_interval_min": tau / 60.0,
-        "mean_restart_min": mean_restart_t / 60.0,
-        "mean_spare_wait_min": (
-            per_fault(mean_wait, lam_uhw) if s.strategy != "restart" else 0.0 * goodput_t
-        )
-        / 60.0,
-        "ettr": np.where(ettr >= 0.0, np.minimum(ettr, 1.0), np.nan),
-        "goodput": goodput_t,
-        "daly_wall_time_h": daly_wall_s / SECONDS_PER_HOUR,
-        "useful_gpu_h": goodput_t * gpu_h,
-        "lost_gpu_h_checkpoint": over_time(checkpoint) * gpu_h,
-        "lost_gpu_h_rework": over_time(rework) * gpu_h,
-        "lost_gpu_h_restart": over_time(restart) * gpu_h,
-        "lost_gpu_h_spares_wait": over_time(wait) * gpu_h,
-        "lost_gpu_h_drain": over_time(drain) * gpu_h,
-        "lost_gpu_h_total": lost_total,
-        "energy_lost_mwh": lost_total * p["gpu_power_w"] * p["pue"] / 1e6,
-        "_pieces": pieces,
-        # waits for a spare that a further fault interrupts: their lengths are correlated (the
-        # spares come back in order), which the renewal argument treats as independent
-        "_contention": over_time(
-            wait
-            * (1.0 - _mix((w, lap) for (w, _), (_, lap) in zip(detections, waits, strict=True)))
-        ),
-        # the window's edges: the segment in progress at the end is not committed, the first
-        # cycle starts fresh; at most about a segment's share of the job
-        "_edge_effect": goodput_t * (tau + delta) / (2.0 * horizon_s),
-    }
 
 
 def project(

@@ -118,7 +118,7 @@ def _simulated_row(
     sim = simulate_job(scenario, n_trials=n_trials, random_state=np.random.default_rng(seed))
     out = {
         _SIMULATED.get(key, key): float(value)
-        for key, value in sim.items()
+        for key, value in sim.to_dict().items()
         if isinstance(value, int | float) and not isinstance(value, bool)
     }
     gpu_h = scenario.n_gpus * scenario.job_days * 24.0

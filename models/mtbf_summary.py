@@ -11,7 +11,8 @@ into the numbers a reader sees:
 - **The headline** (:func:`observed_headline`): the rate over the ages observed, as an MTBF
   (exposure / failures) with its exact chi-square interval; with no failure its one-sided lower
   bound. :func:`models.fit_lives` and :func:`models.failure_rates` both take it from here.
-- **Model-averaged lifetime mean** (:func:`model_average`): the families' sampling distributions of
+- **Model-averaged lifetime mean** (:func:`model_average`, put together per group by
+  :func:`models.group_summary.summarise_group`): the families' sampling distributions of
   log(MTBF) mixed with Akaike weights; the bounds are the model-averaged tail-area (MATA-Wald)
   interval of Turek & Fletcher (2012), the point is the mixture's median. A family with an
   infinite mean (log-logistic with shape <= 1) puts its weight at +inf.
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import optimize, special, stats
@@ -33,11 +34,10 @@ from scipy import optimize, special, stats
 from models.parametric import (
     HOURS_PER_YEAR,
     log_mean_of_theta,
-    restricted_mean,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
     from numpy.typing import ArrayLike, NDArray
 
@@ -45,10 +45,10 @@ __all__ = [
     "EXTRAPOLATED_SHARE",
     "HEADLINE_COLUMNS",
     "WEIBAYES_MAX_FAILURES",
+    "Headline",
     "ModelAverage",
     "Weibayes",
     "aic_weights",
-    "family_mixture",
     "mixture_components",
     "mixture_quantile",
     "model_average",
@@ -56,7 +56,6 @@ __all__ = [
     "observed_rates",
     "poisson_count_bounds",
     "sampled_mean",
-    "summarise_group",
     "weibayes",
 ]
 
@@ -153,7 +152,33 @@ HEADLINE_COLUMNS = (
 """The headline's columns, in :func:`models.fit_lives` and :func:`models.failure_rates` alike."""
 
 
-def observed_headline(n_failures: int, exposure_h: float, *, alpha: float = 0.05) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Headline:
+    """A class's headline MTBF and how it was reached (:func:`observed_headline`).
+
+    ``extrapolated`` is False for the observed rate (it never rests on ages beyond those
+    observed); ``rmst_h`` is NaN: a rate is not a mean that could be restricted.
+    """
+
+    method: str
+    mtbf_h: float
+    mtbf_lo_h: float
+    mtbf_hi_h: float
+    extrapolated: bool | None = False
+    rmst_h: float = math.nan
+
+    def columns(self) -> dict[str, object]:
+        """Return the :data:`HEADLINE_COLUMNS` of a table row."""
+        return {
+            "headline_method": self.method,
+            "headline_mtbf_h": self.mtbf_h,
+            "headline_mtbf_lo_h": self.mtbf_lo_h,
+            "headline_mtbf_hi_h": self.mtbf_hi_h,
+            "headline_extrapolated": self.extrapolated,
+        }
+
+
+def observed_headline(n_failures: int, exposure_h: float, *, alpha: float = 0.05) -> Headline:
     """Return the headline MTBF of a class: the rate over the ages observed, exact interval.
 
     One definition, used by every table that shows a headline (:func:`models.fit_lives`,
@@ -170,8 +195,8 @@ def observed_headline(n_failures: int, exposure_h: float, *, alpha: float = 0.05
 
     Returns
     -------
-    dict
-        The :data:`HEADLINE_COLUMNS`:
+    Headline
+        Its :meth:`Headline.columns` are the :data:`HEADLINE_COLUMNS`:
 
         - ``r >= 1``: ``headline_method = "observed_rate"``, ``headline_mtbf_h = T / r`` with the
           exact chi-square bounds ``2T / chi2(1 - alpha/2; 2r + 2)`` and ``2T / chi2(alpha/2;
@@ -193,13 +218,12 @@ def observed_headline(n_failures: int, exposure_h: float, *, alpha: float = 0.05
     the hazard is flat or the ages observed are the steady state's.
     """
     observed = observed_rates(n_failures, exposure_h, alpha=alpha)
-    return {
-        "headline_method": "observed_rate" if n_failures > 0 else "chi_square_bound",
-        "headline_mtbf_h": observed["mtbf_observed_h"],
-        "headline_mtbf_lo_h": observed["mtbf_observed_lo_h"],
-        "headline_mtbf_hi_h": observed["mtbf_observed_hi_h"],
-        "headline_extrapolated": False,
-    }
+    return Headline(
+        "observed_rate" if n_failures > 0 else "chi_square_bound",
+        observed["mtbf_observed_h"],
+        observed["mtbf_observed_lo_h"],
+        observed["mtbf_observed_hi_h"],
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -458,144 +482,3 @@ def weibayes(
         - t_beta / theta
     )
     return Weibayes(beta, scale, lo, hi, scale * gamma, lo * gamma, hi * gamma, ll)
-
-
-# --------------------------------------------------------------------------------------------
-# One group's headline
-# --------------------------------------------------------------------------------------------
-def _mean_of(row: Mapping[str, Any]) -> float:
-    return float(row["mtbf_h"]) if row["mtbf_h"] is not None else math.nan
-
-
-def _number(value: Any) -> float:
-    return math.nan if value is None else float(value)
-
-
-def _sampled_centre(row: Mapping[str, Any]) -> float:
-    """Return a family's sampled median; +inf for a family whose fitted mean is infinite."""
-    if math.isinf(_mean_of(row)):
-        return math.inf
-    return _number(row["mtbf_sampled_h"])
-
-
-def family_mixture(
-    rows: Sequence[Mapping[str, Any]], *, alpha: float = 0.05
-) -> tuple[tuple[float, float, float, float], ...]:
-    """Return the mixture (:func:`mixture_components`) of one class's family rows.
-
-    The rows are as :func:`fit_lives` stores them: sampled medians and bounds, Akaike weights and
-    shares at infinity; the mixture is the distribution the headline's bounds are quantiles of,
-    for a projection to sample.
-    """
-    return mixture_components(
-        [_sampled_centre(r) for r in rows],
-        [_number(r["mtbf_sampled_lo_h"]) for r in rows],
-        [_number(r["mtbf_sampled_hi_h"]) for r in rows],
-        [_number(r["aic_weight"]) for r in rows],
-        [_number(r["mtbf_sampled_inf_share"]) for r in rows],
-        alpha=alpha,
-    )
-
-
-def summarise_group(
-    rows: list[dict[str, Any]],
-    *,
-    n_failures: int,
-    exposure_h: float,
-    max_age_h: float,
-    alpha: float,
-) -> None:
-    """Add the extrapolation check, observed rates, the headline and the lifetime mean to rows.
-
-    Every row gets ``max_age_h`` (the oldest age observed in the group), ``rmst_h`` (its family's
-    mean restricted to that age), ``extrapolated`` (more than :data:`EXTRAPOLATED_SHARE` of the
-    family's mean lies beyond that age) and ``aic_weight``; every row repeats the group's
-    observed rates (:func:`observed_rates`), its headline (:func:`observed_headline`: the rate
-    over the ages observed as an MTBF with its exact chi-square interval, the one-sided bound
-    with no failure) and its lifetime mean, ``lifetime_*``, shown beside the headline:
-
-    - no failure: ``chi_square``, the exponential row (no point, a one-sided lower bound);
-    - 1 to :data:`WEIBAYES_MAX_FAILURES` failures: ``weibayes_lr``, the chosen Weibayes row;
-    - more: ``model_average``: the bounds are :func:`model_average` of the families' sampled
-      means (each family's skewed sampling distribution, :func:`sampled_mean`, with its Akaike
-      weight), so they carry the uncertainty about the family; the point is the AIC-chosen
-      family's mean (held inside the bounds; the mixture's median when that mean is infinite).
-      Over simulated fleets of all four families the chosen family's mean is the less biased
-      point (median log error +0.03 / +0.34 / -0.14 / -0.12 for exponential / Weibull /
-      log-normal / log-logistic truths, against +0.16 / +0.63 / -0.27 / +0.02 for the
-      mixture's median), while its own interval alone misses the truth too often. Its
-      ``lifetime_extrapolated`` compares the weighted restricted means with the weighted means
-      (``1 - sum w rmst / sum w mean``; an infinite mean with weight counts as extrapolated).
-
-    ``headline_rmst_h`` is NaN: the headline is a rate, not a mean that could be restricted; it
-    is kept for the readers of stored fit runs, and the lifetime mean's restricted mean is
-    ``lifetime_rmst_h``.
-    """
-    observed = observed_rates(n_failures, exposure_h, alpha=alpha)
-    for row in rows:
-        params = row.pop("_params")
-        mean = _mean_of(row)
-        if params is None or not math.isfinite(max_age_h) or math.isnan(mean):
-            rmst, beyond = math.nan, None
-        else:
-            rmst = restricted_mean(row["family"], params, max_age_h)
-            beyond = bool(math.isinf(mean) or 1.0 - rmst / mean > EXTRAPOLATED_SHARE)
-        row |= {"max_age_h": max_age_h, "rmst_h": rmst, "extrapolated": beyond} | observed
-    weights = aic_weights([r["aic"] for r in rows])
-    if n_failures == 0:
-        head = next(r for r in rows if r["chosen"])
-        lifetime = {
-            "lifetime_method": "chi_square",
-            "lifetime_mtbf_h": head["mtbf_h"],
-            "lifetime_mtbf_lo_h": head["mtbf_lo_h"],
-            "lifetime_mtbf_hi_h": head["mtbf_hi_h"],
-            "lifetime_rmst_h": math.nan,
-            "lifetime_extrapolated": None,
-        }
-    elif n_failures <= WEIBAYES_MAX_FAILURES:
-        head = next(r for r in rows if r["chosen"])
-        lifetime = {
-            "lifetime_method": head["method"],
-            "lifetime_mtbf_h": head["mtbf_h"],
-            "lifetime_mtbf_lo_h": head["mtbf_lo_h"],
-            "lifetime_mtbf_hi_h": head["mtbf_hi_h"],
-            "lifetime_rmst_h": head["rmst_h"],
-            "lifetime_extrapolated": head["extrapolated"],
-        }
-    else:
-        averaged = model_average(
-            [_sampled_centre(r) for r in rows],
-            [r["mtbf_sampled_lo_h"] for r in rows],
-            [r["mtbf_sampled_hi_h"] for r in rows],
-            [r["aic"] for r in rows],
-            inf_share=[r["mtbf_sampled_inf_share"] for r in rows],
-            alpha=alpha,
-        )
-        weights = np.asarray(averaged.weights)
-        used = weights > 0
-        means = np.array([_mean_of(r) for r in rows])[used]
-        rmsts = np.array([r["rmst_h"] for r in rows])[used]
-        w = weights[used]
-        mean_avg = float((w * means).sum()) if used.any() else math.nan
-        rmst_avg = float((w * rmsts).sum()) if used.any() else math.nan
-        chosen = next((r for r in rows if r["chosen"]), None)
-        point = _mean_of(chosen) if chosen is not None else math.nan
-        if not math.isfinite(point):
-            point = averaged.mtbf_h
-        lifetime = {
-            "lifetime_method": "model_average",
-            "lifetime_mtbf_h": min(max(point, averaged.lo_h), averaged.hi_h),
-            "lifetime_mtbf_lo_h": averaged.lo_h,
-            "lifetime_mtbf_hi_h": averaged.hi_h,
-            "lifetime_rmst_h": rmst_avg,
-            "lifetime_extrapolated": (
-                bool(math.isinf(mean_avg) or 1.0 - rmst_avg / mean_avg > EXTRAPOLATED_SHARE)
-                if used.any()
-                else None
-            ),
-        }
-    headline = observed_headline(n_failures, exposure_h, alpha=alpha) | {
-        "headline_rmst_h": math.nan
-    }
-    for row, weight in zip(rows, weights, strict=True):
-        row |= {"aic_weight": float(weight)} | headline | lifetime

@@ -6,8 +6,8 @@ the next failure of the GPU or its node (``hours_to_failure``, the label; never 
 is positive when ``hours_to_failure < horizon_h``.
 
 :func:`time_split` cuts a frame into train, calibration and test periods in time order and
-purges rows whose label window reaches into the next period. The model and its metrics are in
-:mod:`models.predict`.
+purges rows whose label window reaches into the next period. The model is in
+:mod:`models.predict`, its metrics in :mod:`models.predict_metrics`.
 
 
 Leakage guards: :func:`check_leakage` refuses label columns as features and any single feature

@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from models.goodput import project, project_arrays
-from models.scenario import Scenario
+from models.scenario import Projection, Scenario
 from models.sweep import knob_label
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from polars._typing import SchemaDict
 
-__all__ = ["KnobRanking", "knob_gains", "paired_goodput_samples"]
+__all__ = ["KnobInteraction", "KnobRanking", "knob_gains", "paired_goodput_samples"]
 
 
 _GAIN_SCHEMA: SchemaDict = {
@@ -45,6 +45,32 @@ _GAIN_SCHEMA: SchemaDict = {
     "values": pl.List(pl.String),
     "goodputs": pl.List(pl.Float64),
 }
+
+
+@dataclass(frozen=True, slots=True)
+class KnobInteraction:
+    """The two knobs with the largest gains, changed together.
+
+    ``knobs`` and their best ``values`` (labels in ``relia project`` syntax), ``goodput_both``
+    (both changed), ``gain_both`` over the baseline and ``interaction`` (``gain_both`` minus the
+    two knobs' own gains).
+    """
+
+    knobs: list[str]
+    values: list[str]
+    goodput_both: float
+    gain_both: float
+    interaction: float
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields as a plain dict (for JSON)."""
+        return {
+            "knobs": self.knobs,
+            "values": self.values,
+            "goodput_both": self.goodput_both,
+            "gain_both": self.gain_both,
+            "interaction": self.interaction,
+        }
 
 
 @dataclass(frozen=True)
@@ -68,8 +94,7 @@ class KnobRanking:
         is 0),
         ``values`` and ``goodputs`` (every candidate value and its goodput, in grid order).
     interaction
-        For the two knobs with the largest gains: ``knobs``, ``values``, ``goodput_both``
-        (both changed), ``gain_both`` and ``interaction`` (``gain_both`` minus the two gains);
+        The two knobs with the largest gains changed together (:class:`KnobInteraction`);
         ``None`` with fewer than two knobs.
     uncertainty
         What the gains' intervals were computed from, in words.
@@ -77,7 +102,7 @@ class KnobRanking:
 
     baseline: Scenario
     gains: pl.DataFrame
-    interaction: dict[str, Any] | None
+    interaction: KnobInteraction | None
     uncertainty: str
 
     @property
@@ -175,17 +200,37 @@ def knob_gains(
     >>> ranking.best_knob["knob"]
     'detect_s'
     """
+    base_out = project(baseline)
+    rows = []
+    best_of: dict[str, Scenario] = {}
+    for knob, scenarios in _candidates(baseline, grid).items():
+        row, best_of[knob] = _knob_gain(
+            knob, scenarios, base_out, n_samples=n_samples, random_state=random_state
+        )
+        rows.append(row)
+    gains = pl.DataFrame(rows, schema=_GAIN_SCHEMA).sort(
+        "gain", descending=True, maintain_order=True
+    )
+    return KnobRanking(
+        baseline=baseline,
+        gains=gains,
+        interaction=_interaction(baseline, gains, best_of, base_out["goodput"]),
+        uncertainty=_sampling_note(baseline, n_samples),
+    )
+
+
+def _candidates(baseline: Scenario, grid: Mapping[str, Sequence[Any]]) -> dict[str, list[Scenario]]:
+    """Return each knob's scenarios: the baseline first, then every other distinct value."""
     fields = {f.name for f in dataclasses.fields(Scenario)}
     unknown = sorted(set(grid) - fields)
     if unknown:
         msg = f"unknown knobs {unknown}; grid keys must be Scenario fields: {sorted(fields)}."
         raise ValueError(msg)
-    base_out = project(baseline)
     candidates: dict[str, list[Scenario]] = {}
     for knob, values in grid.items():
         if knob == "n_gpus":
             continue
-        scenarios = [baseline]  # the baseline first, then every other distinct value
+        scenarios = [baseline]
         seen = [getattr(baseline, knob)]
         for value in values:
             changed = replace(baseline, **{knob: value})
@@ -194,65 +239,72 @@ def knob_gains(
                 scenarios.append(changed)
         if len(scenarios) > 1:
             candidates[knob] = scenarios
-    rows = []
-    best_of: dict[str, Scenario] = {}
-    for knob, scenarios in candidates.items():
-        outs = [base_out] + [project(s) for s in scenarios[1:]]
-        goodputs = [o["goodput"] for o in outs]
-        best = int(np.argmax(goodputs))  # ties keep the baseline
-        best_of[knob] = scenarios[best]
-        gain_lo = gain_hi = None
-        within = None
-        # rates as a knob change the draws themselves: no pairing, so no interval
-        samples, _ = paired_goodput_samples(
-            [baseline, scenarios[best]],
-            n_samples=n_samples if best and knob != "rates" else 0,
-            random_state=random_state,
-        )
-        if samples is not None:
-            diff = samples[1] - samples[0]
-            gain_lo, gain_hi = (float(q) for q in np.quantile(diff, [0.025, 0.975]))
-            within = bool(gain_lo <= 0.0 <= gain_hi)
-        gain = goodputs[best] - base_out["goodput"]
-        model_bound = base_out["goodput_error_bound"] + outs[best]["goodput_error_bound"]
-        if best and gain <= model_bound:  # the model's own error could make up the gain
-            within = True
-        rows.append(
-            {
-                "knob": knob,
-                "baseline_value": knob_label(knob, getattr(baseline, knob)),
-                "best_value": knob_label(knob, getattr(scenarios[best], knob)),
-                "goodput_baseline": base_out["goodput"],
-                "goodput_best": goodputs[best],
-                "gain": goodputs[best] - base_out["goodput"],
-                "gain_useful_gpu_h": outs[best]["useful_gpu_h"] - base_out["useful_gpu_h"],
-                "gain_lo": gain_lo,
-                "gain_hi": gain_hi,
-                "within_uncertainty": within,
-                "gain_model_bound": model_bound,
-                "values": [knob_label(knob, getattr(s, knob)) for s in scenarios],
-                "goodputs": goodputs,
-            }
-        )
-    gains = pl.DataFrame(rows, schema=_GAIN_SCHEMA).sort(
-        "gain", descending=True, maintain_order=True
+    return candidates
+
+
+def _knob_gain(
+    knob: str,
+    scenarios: list[Scenario],
+    base_out: Projection,
+    *,
+    n_samples: int,
+    random_state: int | np.random.Generator | None,
+) -> tuple[dict[str, object], Scenario]:
+    """Return one knob's row of the gains table and its best scenario."""
+    baseline = scenarios[0]
+    outs = [base_out] + [project(s) for s in scenarios[1:]]
+    goodputs = [o["goodput"] for o in outs]
+    best = int(np.argmax(goodputs))  # ties keep the baseline
+    gain_lo = gain_hi = None
+    within = None
+    # rates as a knob change the draws themselves: no pairing, so no interval
+    samples, _ = paired_goodput_samples(
+        [baseline, scenarios[best]],
+        n_samples=n_samples if best and knob != "rates" else 0,
+        random_state=random_state,
     )
-    uncertainty = _sampling_note(baseline, n_samples)
-    interaction = None
-    if gains.height >= 2:
-        first, second = gains.row(0, named=True), gains.row(1, named=True)
-        both = replace(
-            baseline, **{r["knob"]: getattr(best_of[r["knob"]], r["knob"]) for r in (first, second)}
-        )
-        goodput_both = project(both)["goodput"]
-        gain_both = goodput_both - base_out["goodput"]
-        interaction = {
-            "knobs": [first["knob"], second["knob"]],
-            "values": [first["best_value"], second["best_value"]],
-            "goodput_both": goodput_both,
-            "gain_both": gain_both,
-            "interaction": gain_both - first["gain"] - second["gain"],
-        }
-    return KnobRanking(
-        baseline=baseline, gains=gains, interaction=interaction, uncertainty=uncertainty
+    if samples is not None:
+        diff = samples[1] - samples[0]
+        gain_lo, gain_hi = (float(q) for q in np.quantile(diff, [0.025, 0.975]))
+        within = bool(gain_lo <= 0.0 <= gain_hi)
+    gain = goodputs[best] - base_out["goodput"]
+    model_bound = base_out["goodput_error_bound"] + outs[best]["goodput_error_bound"]
+    if best and gain <= model_bound:  # the model's own error could make up the gain
+        within = True
+    row = {
+        "knob": knob,
+        "baseline_value": knob_label(knob, getattr(baseline, knob)),
+        "best_value": knob_label(knob, getattr(scenarios[best], knob)),
+        "goodput_baseline": base_out["goodput"],
+        "goodput_best": goodputs[best],
+        "gain": goodputs[best] - base_out["goodput"],
+        "gain_useful_gpu_h": outs[best]["useful_gpu_h"] - base_out["useful_gpu_h"],
+        "gain_lo": gain_lo,
+        "gain_hi": gain_hi,
+        "within_uncertainty": within,
+        "gain_model_bound": model_bound,
+        "values": [knob_label(knob, getattr(s, knob)) for s in scenarios],
+        "goodputs": goodputs,
+    }
+    return row, scenarios[best]
+
+
+def _interaction(
+    baseline: Scenario, gains: pl.DataFrame, best_of: Mapping[str, Scenario], base_goodput: float
+) -> KnobInteraction | None:
+    """Return the interaction of the two knobs with the largest gains (None with fewer)."""
+    if gains.height < 2:
+        return None
+    first, second = gains.row(0, named=True), gains.row(1, named=True)
+    both = replace(
+        baseline, **{r["knob"]: getattr(best_of[r["knob"]], r["knob"]) for r in (first, second)}
+    )
+    goodput_both = project(both)["goodput"]
+    gain_both = goodput_both - base_goodput
+    return KnobInteraction(
+        knobs=[first["knob"], second["knob"]],
+        values=[first["best_value"], second["best_value"]],
+        goodput_both=goodput_both,
+        gain_both=gain_both,
+        interaction=gain_both - first["gain"] - second["gain"],
     )

@@ -428,65 +428,11 @@ def period_mtbf(
     >>> period_mtbf(times, window=(start, end), period="quarter", timezone="America/New_York")
     """
     alpha = check_alpha(alpha)
-    if period not in _PERIODS:
-        msg = f"period must be one of {sorted(_PERIODS)}; got {period!r}."
-        raise ValueError(msg)
-    try:
-        ZoneInfo(timezone)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        msg = f"timezone {timezone!r} is not an IANA zone name such as 'UTC' or 'Europe/Paris'."
-        raise ValueError(msg) from exc
-    start_ts, end_ts = _aware_utc(pl.Series("window", list(window)), "window")
-    if len(window) != 2 or not end_ts > start_ts:
-        msg = "window must be (start, end) with end later than start."
-        raise ValueError(msg)
-    times = failure_times if isinstance(failure_times, pl.Series) else pl.Series(failure_times)
-    if times.len() and times.null_count():
-        msg = f"failure_times has {times.null_count()} null(s); drop them first."
-        raise ValueError(msg)
-    times = (
-        _aware_utc(times, "failure_times")
-        if times.len()
-        else pl.Series([], dtype=pl.Datetime("us", "UTC"))
-    )
-    n_outside = int(((times < start_ts) | (times >= end_ts)).sum())
-    if n_outside:
-        msg = (
-            f"{n_outside} failure(s) fall outside the window [{start_ts}, {end_ts}); filter "
-            "them out or widen the window."
-        )
-        raise ValueError(msg)
-
+    times, start_ts, end_ts = _checked_failures(failure_times, window, period, timezone)
     every = _PERIODS[period]
-    local = pl.Series([start_ts, end_ts]).dt.convert_time_zone(timezone)
-    first = local.dt.truncate(every)[0]
-    bounds = pl.datetime_range(
-        first, local[1], interval=every, time_zone=timezone, eager=True
-    ).dt.convert_time_zone("UTC")
-    if bounds[-1] < end_ts:
-        bounds.append(bounds.tail(1).dt.offset_by(every))
-    periods = pl.DataFrame({"period_start": bounds.head(-1), "period_end": bounds.tail(-1)}).filter(
-        pl.col("period_end") > start_ts
-    )
-    counted = (
-        times.to_frame("t")
-        .with_columns(
-            pl.col("t")
-            .dt.convert_time_zone(timezone)
-            .dt.truncate(every)
-            .dt.convert_time_zone("UTC")
-            .alias("period_start")
-        )
-        .group_by("period_start")
-        .agg(
-            pl.len().alias("n_failures"),
-            ((pl.col("t").max() - pl.col("t").min()).dt.total_microseconds() / 3.6e9).alias(
-                "span_h"
-            ),
-        )
-    )
     frame = (
-        periods.join(counted, on="period_start", how="left")
+        _calendar_periods(start_ts, end_ts, every, timezone)
+        .join(_failures_by_period(times, every, timezone), on="period_start", how="left")
         .with_columns(
             pl.max_horizontal(pl.col("period_start"), pl.lit(start_ts)).alias("start_ts"),
             pl.min_horizontal(pl.col("period_end"), pl.lit(end_ts)).alias("end_ts"),
@@ -520,4 +466,79 @@ def period_mtbf(
         .otherwise(None)
         .fill_null(math.nan)
         .alias("mean_gap_h"),
+    )
+
+
+def _checked_failures(
+    failure_times: pl.Series | Sequence[datetime],
+    window: tuple[datetime, datetime],
+    period: str,
+    timezone: str,
+) -> tuple[pl.Series, datetime, datetime]:
+    """Return the failures and the window's ends in UTC; raise on any input that is not valid."""
+    if period not in _PERIODS:
+        msg = f"period must be one of {sorted(_PERIODS)}; got {period!r}."
+        raise ValueError(msg)
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        msg = f"timezone {timezone!r} is not an IANA zone name such as 'UTC' or 'Europe/Paris'."
+        raise ValueError(msg) from exc
+    start_ts, end_ts = _aware_utc(pl.Series("window", list(window)), "window")
+    if len(window) != 2 or not end_ts > start_ts:
+        msg = "window must be (start, end) with end later than start."
+        raise ValueError(msg)
+    times = failure_times if isinstance(failure_times, pl.Series) else pl.Series(failure_times)
+    if times.len() and times.null_count():
+        msg = f"failure_times has {times.null_count()} null(s); drop them first."
+        raise ValueError(msg)
+    times = (
+        _aware_utc(times, "failure_times")
+        if times.len()
+        else pl.Series([], dtype=pl.Datetime("us", "UTC"))
+    )
+    n_outside = int(((times < start_ts) | (times >= end_ts)).sum())
+    if n_outside:
+        msg = (
+            f"{n_outside} failure(s) fall outside the window [{start_ts}, {end_ts}); filter "
+            "them out or widen the window."
+        )
+        raise ValueError(msg)
+    return times, start_ts, end_ts
+
+
+def _calendar_periods(
+    start_ts: datetime, end_ts: datetime, every: str, timezone: str
+) -> pl.DataFrame:
+    """Return the calendar periods (``period_start``, ``period_end``, UTC) the window overlaps."""
+    local = pl.Series([start_ts, end_ts]).dt.convert_time_zone(timezone)
+    first = local.dt.truncate(every)[0]
+    bounds = pl.datetime_range(
+        first, local[1], interval=every, time_zone=timezone, eager=True
+    ).dt.convert_time_zone("UTC")
+    if bounds[-1] < end_ts:
+        bounds.append(bounds.tail(1).dt.offset_by(every))
+    return pl.DataFrame({"period_start": bounds.head(-1), "period_end": bounds.tail(-1)}).filter(
+        pl.col("period_end") > start_ts
+    )
+
+
+def _failures_by_period(times: pl.Series, every: str, timezone: str) -> pl.DataFrame:
+    """Return each period's failures (``n_failures``) and first-to-last span (``span_h``)."""
+    return (
+        times.to_frame("t")
+        .with_columns(
+            pl.col("t")
+            .dt.convert_time_zone(timezone)
+            .dt.truncate(every)
+            .dt.convert_time_zone("UTC")
+            .alias("period_start")
+        )
+        .group_by("period_start")
+        .agg(
+            pl.len().alias("n_failures"),
+            ((pl.col("t").max() - pl.col("t").min()).dt.total_microseconds() / 3.6e9).alias(
+                "span_h"
+            ),
+        )
     )

@@ -19,6 +19,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from dataclasses import Field
 
     from numpy.typing import NDArray
 
@@ -51,6 +52,17 @@ KnobKind = Literal[
 each kind): a whole number, a number, a number or None, a word, or one of the structured knobs."""
 
 
+@dataclass(frozen=True, slots=True)
+class _KnobSpec:
+    """A :class:`Scenario` field's row of the knob table, as the field's metadata holds it."""
+
+    kind: KnobKind
+    unit: str
+    option: str | None  # "" for ``--`` and the name with dashes
+    categorical: bool
+    bound: Literal["positive", "non_negative"] | None
+
+
 def _knob(
     kind: KnobKind,
     unit: str,
@@ -58,19 +70,13 @@ def _knob(
     option: str | None = "",
     categorical: bool = False,
     bound: Literal["positive", "non_negative"] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, _KnobSpec]:
     """Return the metadata of a :class:`Scenario` field: its row of the knob table (:class:`Knob`).
 
     ``option`` is the ``relia project`` option, ``""`` for ``--`` and the name with dashes,
     None for a knob with no option.
     """
-    return {
-        "kind": kind,
-        "unit": unit,
-        "option": option,
-        "categorical": categorical,
-        "bound": bound,
-    }
+    return {"knob": _KnobSpec(kind, unit, option, categorical, bound)}
 
 
 @dataclass(frozen=True)
@@ -509,20 +515,21 @@ class Knob:
         return None if self.option is None else self.option.removeprefix("--").replace("-", "_")
 
 
-KNOBS = tuple(
-    Knob(
+def _knob_row(f: Field[Any]) -> Knob:
+    """Return the knob table's row of a :class:`Scenario` field, from its metadata."""
+    spec: _KnobSpec = f.metadata["knob"]
+    return Knob(
         name=f.name,
-        kind=f.metadata["kind"],
+        kind=spec.kind,
         default=f.default,
-        unit=f.metadata["unit"],
-        option=(
-            "--" + f.name.replace("_", "-") if f.metadata["option"] == "" else f.metadata["option"]
-        ),
-        categorical=f.metadata["categorical"],
-        bound=f.metadata["bound"],
+        unit=spec.unit,
+        option="--" + f.name.replace("_", "-") if spec.option == "" else spec.option,
+        categorical=spec.categorical,
+        bound=spec.bound,
     )
-    for f in fields(Scenario)
-)
+
+
+KNOBS = tuple(_knob_row(f) for f in fields(Scenario))
 """The knob table, one row per :class:`Scenario` field in field order: the one list of knob names,
 kinds, defaults, units, ``relia project`` options and bounds that the CLI, the sweep YAML and the
 sweeps read."""

@@ -93,7 +93,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from models.simulate_plan import Plan, build_plan, failure_matrix, trial_summary
+from models.simulate_plan import Plan, SimulationSummary, build_plan, failure_matrix, trial_summary
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -412,6 +412,30 @@ def _acting(
         acting = settled
 
 
+def _with_job_events(
+    plan: Plan,
+    events: dict[str, NDArray[Any]],
+    jobs: NDArray[np.float64],
+    rng: np.random.Generator,
+) -> tuple[NDArray[Any], ...]:
+    """Merge the job-level interruptions (restarts in place) into the faults and alarms.
+
+    Returns ``t``, ``alarm``, ``detect``, ``fixed`` and ``token`` in time order per trial.
+    """
+    job_detect = _detect_times(plan, jobs.shape, rng)
+    ev = _merged(
+        events,
+        {
+            "t": jobs,
+            "alarm": np.zeros(jobs.shape, dtype=bool),
+            "detect": np.broadcast_to(job_detect, jobs.shape),
+            "fixed": np.full(jobs.shape, plan.reload_warm_s),
+            "token": np.full(jobs.shape, -np.inf),
+        },
+    )
+    return tuple(ev[key] for key in ("t", "alarm", "detect", "fixed", "token"))
+
+
 def _account_drained(
     plan: Plan,
     t: NDArray[np.float64],
@@ -453,19 +477,11 @@ def _account_drained(
             return out | counts | {"n_drains": (valid & alarm).sum(axis=1).astype(float)}
         fixed = np.full(t.shape, plan.hardware_fixed_s)
         if jobs is not None:  # restarts in place, among the faults and alarms
-            job_detect = _detect_times(plan, jobs.shape, rng)
-            ev = _merged(
+            t, alarm, detect, fixed, token = _with_job_events(
+                plan,
                 {"t": t, "alarm": alarm, "detect": detect, "fixed": fixed, "token": token},
-                {
-                    "t": jobs,
-                    "alarm": np.zeros(jobs.shape, dtype=bool),
-                    "detect": np.broadcast_to(job_detect, jobs.shape),
-                    "fixed": np.full(jobs.shape, plan.reload_warm_s),
-                    "token": np.full(jobs.shape, -np.inf),
-                },
-            )
-            t, alarm, detect, fixed, token = (
-                ev[key] for key in ("t", "alarm", "detect", "fixed", "token")
+                jobs,
+                rng,
             )
             valid = np.isfinite(t)
             unwarned = valid & ~alarm
@@ -510,7 +526,7 @@ def simulate_job(
     *,
     n_trials: int = 1000,
     random_state: int | np.random.Generator | None = None,
-) -> dict[str, Any]:
+) -> SimulationSummary:
     """Monte Carlo of the training job, vectorised over trials and failures.
 
     Parameters
@@ -525,16 +541,11 @@ def simulate_job(
 
     Returns
     -------
-    dict
-        ``goodput`` (mean over trials) with ``goodput_se`` (its Monte Carlo standard error) and
-        ``goodput_lo`` / ``goodput_hi`` (2.5/97.5 % of trials); ``interruptions`` (mean
-        interruptions in the window: faults, warned of or not, and job-level ones) with
-        ``interruptions_se``; ``job_interruptions`` (the job-level ones) with
-        ``job_interruptions_se``; ``drains`` (mean drains done) with ``drains_se``; ``mtti_h``
-        with ``mtti_h_se`` (delta method);
-        ``checkpoint_interval_min``; ``lost_gpu_h_checkpoint`` / ``_rework`` / ``_restart`` /
-        ``_spares_wait`` / ``_drain`` / ``_total``; ``energy_lost_mwh``;
-        ``fleet_age_assumption``; and ``trials``, a polars frame with one row per trial.
+    SimulationSummary
+        Goodput with its standard error and trial quantiles, interruptions, job-level
+        interruptions and drains with theirs, MTTI, the checkpoint interval, the GPU-hours lost
+        by cause, the energy lost, the fleet-age assumption and ``trials``, a polars frame with
+        one row per trial (see :class:`~models.simulate_plan.SimulationSummary`).
 
     Notes
     -----

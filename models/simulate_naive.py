@@ -10,11 +10,11 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from models.simulate_plan import Plan, UnitClass, build_plan, trial_summary
+from models.simulate_plan import Plan, SimulationSummary, UnitClass, build_plan, trial_summary
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -125,7 +125,8 @@ class _NaiveTimeline:
         }
 
 
-def _naive_trial(plan: Plan, rng: np.random.Generator) -> dict[str, float]:
+def _first_events(plan: Plan, rng: np.random.Generator) -> list[tuple[float, int]]:
+    """Return the heap of the window's first events: faults, false alarms, job-level ones."""
     horizon = plan.horizon_s
     heap: list[tuple[float, int]] = []
     for index, c in enumerate(plan.classes):
@@ -138,31 +139,141 @@ def _naive_trial(plan: Plan, rng: np.random.Generator) -> dict[str, float]:
         n_jobs = rng.poisson(plan.job_rate_s * horizon)
         heap.extend((float(t), _JOB) for t in horizon * rng.random(n_jobs))
     heapq.heapify(heap)
-    detect_s, migration = plan.detect_s, plan.drain_s - plan.delta_s
-    # the spare pool: free domains, open claims (oldest first), when each claim was served
-    free = plan.spares
-    claims: deque[int] = deque()
-    claimed: dict[int, float] = {}
-    n_claims = 0
-    needed: int | None = None  # the claim the job waits for before it can run again
-    job = _NaiveTimeline(plan, claimed)
-    rollbacks = _NaiveTimeline(plan, {})  # elastic: the job-level interruptions alone
-    elastic_faults: list[tuple[float, float, int]] = []
-    n_fail = n_jobs = n_drains = 0
-    stall = moving = 0.0
+    return heap
 
+
+class _SparePool:
+    """The spare pool: free domains, open claims (oldest first), when each claim was served."""
+
+    def __init__(self, spares: int) -> None:
+        self.free = spares
+        self.claims: deque[int] = deque()
+        self.claimed: dict[int, float] = {}
+        self.n_claims = 0
+
+    def repaired(self, t: float) -> None:
+        """Give a repaired domain to the oldest open claim, else back to the pool."""
+        if self.claims:
+            self.claimed[self.claims.popleft()] = t
+        else:
+            self.free += 1
+
+    def take(self, t: float) -> int:
+        """Claim a spare at ``t``: served now if one is free, else when one comes back."""
+        claim = self.n_claims
+        self.n_claims += 1
+        if self.free:
+            self.free -= 1
+            self.claimed[claim] = t
+        else:
+            self.claims.append(claim)
+        return claim
+
+
+def _detection_s(plan: Plan, rng: np.random.Generator) -> float:
+    """Draw an unwarned interruption's detection time: a hang's or a crash's."""
+    if 0 < plan.hang_share < 1:
+        return plan.detect_hang_s if rng.random() < plan.hang_share else plan.detect_s
+    return plan.detect_hang_s if plan.hang_share >= 1 else plan.detect_s
+
+
+def _renewed_and_warned(
+    plan: Plan, heap: list[tuple[float, int]], index: int, t: float, rng: np.random.Generator
+) -> bool:
+    """Schedule the failed unit's next fault; draw whether this one was warned of."""
+    c = plan.classes[index]
+    renewed = t + c.scale_s * rng.standard_exponential() ** (1.0 / c.shape)
+    if renewed < plan.horizon_s:
+        heapq.heappush(heap, (renewed, index))
+    return bool(plan.drain_recall > 0 and rng.random() < plan.drain_recall)
+
+
+def _take_spare(
+    plan: Plan,
+    pool: _SparePool,
+    heap: list[tuple[float, int]],
+    t: float,
+    rng: np.random.Generator,
+) -> int:
+    """Claim a spare for the domain struck at ``t`` and schedule that domain's repair."""
+    claim = pool.take(t)
+    repair = plan.repair_s
+    if plan.repair_sigma > 0:
+        repair *= math.exp(plan.repair_sigma * rng.standard_normal())
+    if t + repair < plan.horizon_s:
+        heapq.heappush(heap, (t + repair, _BACK))
+    return claim
+
+
+class _ElasticTally:
+    """Elastic: the groups' faults (settled at the end), detection stalls and migrations."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.faults: list[tuple[float, float, int]] = []
+        self.stall = self.moving = 0.0
+
+    def add(self, t: float, *, alarm: bool, detect: float, claim: int) -> None:
+        """Count a fault (its group is out until its spare is in) or a drain (a migration)."""
+        remaining = self.plan.horizon_s - t
+        if alarm:  # the group leaves without stalling the others, moves onto its spare
+            self.moving += min(self.plan.drain_s - self.plan.delta_s, remaining)
+        else:
+            self.faults.append((t, detect, claim))
+            self.stall += min(detect, remaining)
+
+    def fractions(self, claimed: dict[int, float], rollbacks: _NaiveTimeline) -> dict[str, float]:
+        """Return the goodput and loss fractions, with the job-level rollbacks' timeline."""
+        plan, horizon = self.plan, self.plan.horizon_s
+        down = down_wait = 0.0
+        for t, detect, claim in self.faults:
+            remaining = horizon - t
+            w = max(claimed.get(claim, math.inf) - t - detect, 0.0)
+            down += min(detect + w + plan.reload_warm_s, remaining)
+            down_wait += min(max(remaining - detect, 0.0), w)
+        down_f = min(plan.frac_group * (down + self.moving) / horizon, 1.0)
+        wait_f = min(plan.frac_group * down_wait / horizon, down_f)
+        drain_f = min(plan.frac_group * self.moving / horizon, down_f - wait_f)
+        stall_f = min(self.stall / horizon, 1.0)
+        running = (1.0 - down_f) * (1.0 - stall_f)
+        tau, seg = plan.tau_s, plan.tau_s + plan.delta_s
+        out = {
+            "goodput": running * tau / seg,
+            "checkpoint": running * plan.delta_s / seg,
+            "rework": 0.0,
+            "restart": down_f - wait_f + (1.0 - down_f) * stall_f - drain_f,
+            "spares_wait": wait_f,
+            "drain": drain_f,
+        }
+        if plan.job_rate_s <= 0:
+            return out
+        # whole-job rollbacks: own timeline, elastic rate while computing
+        rolled = rollbacks.fractions()
+        computing = rolled["goodput"] + rolled["checkpoint"]
+        return {
+            "goodput": rolled["goodput"] * running,
+            "checkpoint": rolled["checkpoint"] * running,
+            "rework": rolled["rework"],
+            "restart": rolled["restart"] + computing * out["restart"],
+            "spares_wait": computing * out["spares_wait"],
+            "drain": computing * out["drain"],
+        }
+
+
+def _naive_trial(plan: Plan, rng: np.random.Generator) -> dict[str, float]:
+    heap = _first_events(plan, rng)
+    pool = _SparePool(plan.spares)
+    needed: int | None = None  # the claim the job waits for before it can run again
+    job = _NaiveTimeline(plan, pool.claimed)
+    rollbacks = _NaiveTimeline(plan, {})  # elastic: the job-level interruptions alone
+    elastic = _ElasticTally(plan)
+    n_fail = n_jobs = n_drains = 0
     while heap:
         t, index = heapq.heappop(heap)
-        if index == _BACK:  # a repaired domain: to the oldest open claim, else to the pool
-            if claims:
-                claimed[claims.popleft()] = t
-            else:
-                free += 1
+        if index == _BACK:  # a repaired domain
+            pool.repaired(t)
             continue
-        if 0 < plan.hang_share < 1:
-            detect = plan.detect_hang_s if rng.random() < plan.hang_share else detect_s
-        else:
-            detect = plan.detect_hang_s if plan.hang_share >= 1 else detect_s
+        detect = _detection_s(plan, rng)
         if index == _JOB:
             n_jobs += 1
             if plan.strategy == "elastic":
@@ -172,34 +283,15 @@ def _naive_trial(plan: Plan, rng: np.random.Generator) -> dict[str, float]:
             continue
         alarm = index == _FALSE_ALARM
         if not alarm:
-            c = plan.classes[index]
-            renewed = t + c.scale_s * rng.standard_exponential() ** (1.0 / c.shape)
-            if renewed < horizon:
-                heapq.heappush(heap, (renewed, index))
+            alarm = _renewed_and_warned(plan, heap, index, t, rng)
             n_fail += 1
-            alarm = plan.drain_recall > 0 and rng.random() < plan.drain_recall
-        claim = None
-        if plan.strategy != "restart":  # a drain takes a spare too, but trains until it is in
-            claim = n_claims
-            n_claims += 1
-            if free:
-                free -= 1
-                claimed[claim] = t
-            else:
-                claims.append(claim)
-            repair = plan.repair_s
-            if plan.repair_sigma > 0:
-                repair *= math.exp(plan.repair_sigma * rng.standard_normal())
-            if t + repair < horizon:
-                heapq.heappush(heap, (t + repair, _BACK))
+        # a drain takes a spare too, but trains until it is in
+        claim = _take_spare(plan, pool, heap, t, rng) if plan.strategy != "restart" else None
         if plan.strategy == "elastic":
-            if alarm:  # the group leaves without stalling the others, moves onto its spare
+            assert claim is not None
+            elastic.add(t, alarm=alarm, detect=detect, claim=claim)
+            if alarm:
                 n_drains += 1
-                moving += min(migration, horizon - t)
-            else:  # its group is out until its spare is in: settled at the end
-                assert claim is not None
-                elastic_faults.append((t, detect, claim))
-                stall += min(detect, horizon - t)
             continue
         if alarm and t < job.t + job.busy()[0]:
             continue  # the job is restarting or draining: the alarm is handled within
@@ -215,38 +307,7 @@ def _naive_trial(plan: Plan, rng: np.random.Generator) -> dict[str, float]:
     }
     if plan.strategy != "elastic":
         return job.fractions() | counts
-    down = down_wait = 0.0
-    for t, detect, claim in elastic_faults:
-        remaining = horizon - t
-        w = max(claimed.get(claim, math.inf) - t - detect, 0.0)
-        down += min(detect + w + plan.reload_warm_s, remaining)
-        down_wait += min(max(remaining - detect, 0.0), w)
-    down_f = min(plan.frac_group * (down + moving) / horizon, 1.0)
-    wait_f = min(plan.frac_group * down_wait / horizon, down_f)
-    drain_f = min(plan.frac_group * moving / horizon, down_f - wait_f)
-    stall_f = min(stall / horizon, 1.0)
-    running = (1.0 - down_f) * (1.0 - stall_f)
-    tau, seg = plan.tau_s, plan.tau_s + plan.delta_s
-    out = {
-        "goodput": running * tau / seg,
-        "checkpoint": running * plan.delta_s / seg,
-        "rework": 0.0,
-        "restart": down_f - wait_f + (1.0 - down_f) * stall_f - drain_f,
-        "spares_wait": wait_f,
-        "drain": drain_f,
-    }
-    if plan.job_rate_s > 0:  # whole-job rollbacks: own timeline, elastic rate while computing
-        rolled = rollbacks.fractions()
-        computing = rolled["goodput"] + rolled["checkpoint"]
-        out = {
-            "goodput": rolled["goodput"] * running,
-            "checkpoint": rolled["checkpoint"] * running,
-            "rework": rolled["rework"],
-            "restart": rolled["restart"] + computing * out["restart"],
-            "spares_wait": computing * out["spares_wait"],
-            "drain": computing * out["drain"],
-        }
-    return out | counts
+    return elastic.fractions(pool.claimed, rollbacks) | counts
 
 
 def simulate_job_naive(
@@ -254,7 +315,7 @@ def simulate_job_naive(
     *,
     n_trials: int = 100,
     random_state: int | np.random.Generator | None = None,
-) -> dict[str, Any]:
+) -> SimulationSummary:
     """Run the same Monte Carlo as :func:`simulate_job`, one Python step per failure.
 
     Draws every unit's first failure directly, keeps the pending failures in a heap, and walks
@@ -273,8 +334,8 @@ def simulate_job_naive(
 
     Returns
     -------
-    dict
-        The same keys as :func:`simulate_job`.
+    SimulationSummary
+        As :func:`simulate_job` gives it, with ``method="naive"``.
     """
     if n_trials < 1:
         msg = f"n_trials must be at least 1, got {n_trials}."

@@ -11,7 +11,7 @@ per-trial results into the dict :func:`models.simulate.simulate_job` and
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,9 +23,11 @@ from models.scenario import SECONDS_PER_HOUR, Scenario
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    import polars as pl
     from numpy.typing import NDArray
 
-__all__: list[str] = []  # shared by models.simulate and models.simulate_naive only
+# the rest is shared by models.simulate and models.simulate_naive only
+__all__ = ["SimulationSummary"]
 
 _LOSSES = ("checkpoint", "rework", "restart", "spares_wait", "drain")
 
@@ -257,9 +259,55 @@ def _standard_error(x: NDArray[np.float64]) -> float:
     return float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else math.nan
 
 
+@dataclass(frozen=True, slots=True)
+class SimulationSummary:
+    """What a Monte Carlo of the job gives (:func:`models.simulate.simulate_job`).
+
+    ``goodput`` (mean over trials) with ``goodput_se`` (its Monte Carlo standard error) and
+    ``goodput_lo`` / ``goodput_hi`` (2.5/97.5 % of trials); ``interruptions`` (mean
+    interruptions in the window: faults, warned of or not, and job-level ones) with
+    ``interruptions_se``; ``job_interruptions`` (the job-level ones) with
+    ``job_interruptions_se``; ``drains`` (mean drains done) with ``drains_se``; ``mtti_h`` with
+    ``mtti_h_se`` (delta method); ``checkpoint_interval_min``; ``lost_gpu_h_checkpoint`` /
+    ``_rework`` / ``_restart`` / ``_spares_wait`` / ``_drain`` / ``_total``;
+    ``energy_lost_mwh``; ``fleet_age_assumption``; and ``trials``, a polars frame with one row
+    per trial. ``method`` is ``vectorised`` or ``naive``.
+    """
+
+    method: str
+    n_trials: int
+    strategy: str
+    goodput: float
+    goodput_se: float
+    goodput_lo: float
+    goodput_hi: float
+    interruptions: float
+    interruptions_se: float
+    job_interruptions: float
+    job_interruptions_se: float
+    drains: float
+    drains_se: float
+    mtti_h: float
+    mtti_h_se: float
+    checkpoint_interval_min: float
+    lost_gpu_h_checkpoint: float
+    lost_gpu_h_rework: float
+    lost_gpu_h_restart: float
+    lost_gpu_h_spares_wait: float
+    lost_gpu_h_drain: float
+    lost_gpu_h_total: float
+    energy_lost_mwh: float
+    fleet_age_assumption: str
+    trials: pl.DataFrame
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields as a plain dict, in field order (``trials`` last)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
 def trial_summary(
     plan: Plan, per_trial: dict[str, NDArray[np.float64]], method: str
-) -> dict[str, Any]:
+) -> SimulationSummary:
     n = per_trial["goodput"].size
     horizon_h = plan.horizon_s / SECONDS_PER_HOUR
     gpu_h = plan.n_gpus * horizon_h
@@ -282,28 +330,32 @@ def trial_summary(
             **{f"lost_frac_{key}": per_trial[key] for key in _LOSSES},
         }
     )
-    return {
-        "method": method,
-        "n_trials": n,
-        "strategy": plan.strategy,
-        "goodput": float(goodput.mean()),
-        "goodput_se": _standard_error(goodput),
-        "goodput_lo": float(np.quantile(goodput, 0.025)),
-        "goodput_hi": float(np.quantile(goodput, 0.975)),
-        "interruptions": mean_count,
-        "interruptions_se": _standard_error(count),
-        "job_interruptions": float(jobs.mean()),
-        "job_interruptions_se": _standard_error(jobs),
-        "drains": float(drains.mean()),
-        "drains_se": _standard_error(drains),
-        "mtti_h": horizon_h / mean_count if mean_count > 0 else math.inf,
-        "mtti_h_se": horizon_h * _standard_error(count) / mean_count**2
+    return SimulationSummary(
+        method=method,
+        n_trials=n,
+        strategy=plan.strategy,
+        goodput=float(goodput.mean()),
+        goodput_se=_standard_error(goodput),
+        goodput_lo=float(np.quantile(goodput, 0.025)),
+        goodput_hi=float(np.quantile(goodput, 0.975)),
+        interruptions=mean_count,
+        interruptions_se=_standard_error(count),
+        job_interruptions=float(jobs.mean()),
+        job_interruptions_se=_standard_error(jobs),
+        drains=float(drains.mean()),
+        drains_se=_standard_error(drains),
+        mtti_h=horizon_h / mean_count if mean_count > 0 else math.inf,
+        mtti_h_se=horizon_h * _standard_error(count) / mean_count**2
         if mean_count > 0
         else math.nan,
-        "checkpoint_interval_min": plan.tau_s / 60.0,
-        **{f"lost_gpu_h_{key}": value for key, value in lost.items()},
-        "lost_gpu_h_total": lost_total,
-        "energy_lost_mwh": lost_total * plan.gpu_power_w * plan.pue / 1e6,
-        "fleet_age_assumption": plan.fleet_age_assumption,
-        "trials": trials,
-    }
+        checkpoint_interval_min=plan.tau_s / 60.0,
+        lost_gpu_h_checkpoint=lost["checkpoint"],
+        lost_gpu_h_rework=lost["rework"],
+        lost_gpu_h_restart=lost["restart"],
+        lost_gpu_h_spares_wait=lost["spares_wait"],
+        lost_gpu_h_drain=lost["drain"],
+        lost_gpu_h_total=lost_total,
+        energy_lost_mwh=lost_total * plan.gpu_power_w * plan.pue / 1e6,
+        fleet_age_assumption=plan.fleet_age_assumption,
+        trials=trials,
+    )

@@ -21,14 +21,10 @@ from scipy import special
 
 from models.exceptions import ConvergenceWarning, FewFailuresWarning
 from models.families import FAMILY_REGISTRY, Family, closed_form_family, family_of, weibayes_family
+from models.group_summary import FamilyFit, GroupSummary, summarise_group
 from models.lifetimes import Lifetimes, LogLives, lives_frame
 from models.mle import ParametricFit, fit_family_fast
-from models.mtbf_summary import (
-    WEIBAYES_MAX_FAILURES,
-    sampled_mean,
-    summarise_group,
-    weibayes,
-)
+from models.mtbf_summary import WEIBAYES_MAX_FAILURES, sampled_mean, weibayes
 from models.parametric import (
     FAMILIES,
     MIN_FAILURES,
@@ -101,70 +97,70 @@ _RESULT_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
 _HEADLINES = ("observed_rate", "lifetime_mean")
 
 
-def _lifetime(row: Mapping[str, Any]) -> dict[str, Any]:
-    """Return the lifetime mean's columns of a row (``lifetime_*``)."""
-    return {k: v for k, v in row.items() if k.startswith("lifetime_")}
-
-
 def _json(params: dict[str, float]) -> str:
     return json.dumps({k: (v if math.isfinite(v) else None) for k, v in params.items()})
 
 
-def _exponential_row(family: Family, data: LogLives, alpha: float) -> dict[str, Any]:
-    """Return the closed-form row of a family with no shape (the exponential: exact bounds)."""
+def _exponential_fit(family: Family, data: LogLives, alpha: float) -> FamilyFit:
+    """Return the closed-form fit of a family with no shape (the exponential: exact bounds)."""
     r, total = data.n_failures, data.exposure_h
     mtbf, lo, hi = exponential_mtbf(r, total, alpha=alpha)
     ll = exponential_log_likelihood(r, total)
     afr, fit = annual_rates(mtbf)
     params = dict(zip(family.param_names, [mtbf], strict=True))
-    return {
-        "family": family.name,
-        "params_json": _json(params),
-        "shape": 1.0,
-        "log_likelihood": ll,
-        "aic": 2.0 - 2.0 * ll,
-        "mtbf_h": mtbf,
-        "mtbf_lo_h": lo,
-        "mtbf_hi_h": hi,
-        "afr_pct": afr,
-        "fit_per_1e9h": fit,
-        "b10_h": family.b10_h(params) if r > 0 else math.nan,
-        "method": "chi_square",
-        "shape_lo": math.nan,
-        "shape_hi": math.nan,
-        "_params": params,
-        "mtbf_sampled_h": mtbf,
-        "mtbf_sampled_lo_h": lo,
-        "mtbf_sampled_hi_h": hi,
-        "mtbf_sampled_inf_share": 0.0,
-    }
+    return FamilyFit(
+        family=family.name,
+        params_json=_json(params),
+        shape=1.0,
+        log_likelihood=ll,
+        aic=2.0 - 2.0 * ll,
+        mtbf_h=mtbf,
+        mtbf_lo_h=lo,
+        mtbf_hi_h=hi,
+        afr_pct=afr,
+        fit_per_1e9h=fit,
+        b10_h=family.b10_h(params) if r > 0 else math.nan,
+        method="chi_square",
+        shape_lo=math.nan,
+        shape_hi=math.nan,
+        params=params,
+        mtbf_sampled_h=mtbf,
+        mtbf_sampled_lo_h=lo,
+        mtbf_sampled_hi_h=hi,
+        mtbf_sampled_inf_share=0.0,
+    )
 
 
-def _parametric_row(fit: ParametricFit, alpha: float) -> dict[str, Any]:
+def _not_converged_fit(family: Family) -> FamilyFit:
+    """Return the row of a family whose fit did not converge: NaN throughout."""
+    nan = math.nan
+    return FamilyFit(
+        family=family.name,
+        params_json=_json(dict.fromkeys(family.param_names, nan)),
+        shape=nan,
+        log_likelihood=nan,
+        aic=nan,
+        mtbf_h=nan,
+        mtbf_lo_h=nan,
+        mtbf_hi_h=nan,
+        afr_pct=nan,
+        fit_per_1e9h=nan,
+        b10_h=nan,
+        method="mle_delta",
+        shape_lo=nan,
+        shape_hi=nan,
+        params=None,
+        mtbf_sampled_h=nan,
+        mtbf_sampled_lo_h=nan,
+        mtbf_sampled_hi_h=nan,
+        mtbf_sampled_inf_share=nan,
+    )
+
+
+def _parametric_fit(fit: ParametricFit, alpha: float) -> FamilyFit:
     family = family_of(fit.family)
     if not fit.converged:
-        nan = math.nan
-        return {
-            "family": family.name,
-            "params_json": _json(dict.fromkeys(family.param_names, nan)),
-            "shape": nan,
-            "log_likelihood": nan,
-            "aic": nan,
-            "mtbf_h": nan,
-            "mtbf_lo_h": nan,
-            "mtbf_hi_h": nan,
-            "afr_pct": nan,
-            "fit_per_1e9h": nan,
-            "b10_h": nan,
-            "method": "mle_delta",
-            "shape_lo": nan,
-            "shape_hi": nan,
-            "_params": None,
-            "mtbf_sampled_h": nan,
-            "mtbf_sampled_lo_h": nan,
-            "mtbf_sampled_hi_h": nan,
-            "mtbf_sampled_inf_share": nan,
-        }
+        return _not_converged_fit(family)
     mtbf, lo, hi = delta_interval(family.name, fit.params, fit.cov, alpha)
     shape_param = family.shape_param or ""  # a fitted family has a shape
     shape = fit.params[shape_param]
@@ -172,29 +168,33 @@ def _parametric_row(fit: ParametricFit, alpha: float) -> dict[str, Any]:
     sd_log_shape = math.sqrt(fit.cov[1, 1]) / shape if fit.cov[1, 1] >= 0 else math.nan
     half = float(special.ndtri(1.0 - alpha / 2.0)) * sd_log_shape
     afr, fit_rate = annual_rates(mtbf)
-    return {
-        "family": family.name,
-        "params_json": _json(fit.params),
-        "shape": fit.params[shape_param],
-        "log_likelihood": fit.log_likelihood,
-        "aic": fit.aic,
-        "mtbf_h": mtbf,
-        "mtbf_lo_h": lo,
-        "mtbf_hi_h": hi,
-        "afr_pct": afr,
-        "fit_per_1e9h": fit_rate,
-        "b10_h": family.b10_h(fit.params),
-        "method": "mle_delta",
-        "shape_lo": shape * math.exp(-half),
-        "shape_hi": shape * math.exp(half),
-        "_params": fit.params,
-        **sampled_mean(family.name, fit.theta, fit.cov_theta, alpha=alpha),
-    }
+    sampled = sampled_mean(family.name, fit.theta, fit.cov_theta, alpha=alpha)
+    return FamilyFit(
+        family=family.name,
+        params_json=_json(fit.params),
+        shape=fit.params[shape_param],
+        log_likelihood=fit.log_likelihood,
+        aic=fit.aic,
+        mtbf_h=mtbf,
+        mtbf_lo_h=lo,
+        mtbf_hi_h=hi,
+        afr_pct=afr,
+        fit_per_1e9h=fit_rate,
+        b10_h=family.b10_h(fit.params),
+        method="mle_delta",
+        shape_lo=shape * math.exp(-half),
+        shape_hi=shape * math.exp(half),
+        params=fit.params,
+        mtbf_sampled_h=sampled["mtbf_sampled_h"],
+        mtbf_sampled_lo_h=sampled["mtbf_sampled_lo_h"],
+        mtbf_sampled_hi_h=sampled["mtbf_sampled_hi_h"],
+        mtbf_sampled_inf_share=sampled["mtbf_sampled_inf_share"],
+    )
 
 
-def _weibayes_row(
+def _weibayes_fit(
     part: pl.DataFrame, shape: tuple[float, str], data: LogLives, alpha: float
-) -> dict[str, Any]:
+) -> FamilyFit:
     """Fit the Weibayes row of a group with 1 to 5 failures.
 
     A Weibull (:func:`~models.families.weibayes_family`) at a known shape, with
@@ -211,27 +211,38 @@ def _weibayes_row(
     )
     params = dict(zip(family.param_names, [fit.scale_h, beta], strict=True))
     afr, fit_rate = annual_rates(fit.mtbf_h)
-    return {
-        "family": family.name,
-        "params_json": _json(params),
-        "shape": beta,
-        "log_likelihood": fit.log_likelihood,
-        "aic": 2.0 - 2.0 * fit.log_likelihood,
-        "mtbf_h": fit.mtbf_h,
-        "mtbf_lo_h": fit.mtbf_lo_h,
-        "mtbf_hi_h": fit.mtbf_hi_h,
-        "afr_pct": afr,
-        "fit_per_1e9h": fit_rate,
-        "b10_h": family.b10_h(params) if data.n_failures else math.nan,
-        "method": "weibayes_lr",
-        "shape_lo": math.nan,
-        "shape_hi": math.nan,
-        "_params": params,
-        "mtbf_sampled_h": fit.mtbf_h,
-        "mtbf_sampled_lo_h": fit.mtbf_lo_h,
-        "mtbf_sampled_hi_h": fit.mtbf_hi_h,
-        "mtbf_sampled_inf_share": 0.0,
-    }
+    return FamilyFit(
+        family=family.name,
+        params_json=_json(params),
+        shape=beta,
+        log_likelihood=fit.log_likelihood,
+        aic=2.0 - 2.0 * fit.log_likelihood,
+        mtbf_h=fit.mtbf_h,
+        mtbf_lo_h=fit.mtbf_lo_h,
+        mtbf_hi_h=fit.mtbf_hi_h,
+        afr_pct=afr,
+        fit_per_1e9h=fit_rate,
+        b10_h=family.b10_h(params) if data.n_failures else math.nan,
+        method="weibayes_lr",
+        shape_lo=math.nan,
+        shape_hi=math.nan,
+        params=params,
+        mtbf_sampled_h=fit.mtbf_h,
+        mtbf_sampled_lo_h=fit.mtbf_lo_h,
+        mtbf_sampled_hi_h=fit.mtbf_hi_h,
+        mtbf_sampled_inf_share=0.0,
+    )
+
+
+def _log_lives(part: pl.DataFrame) -> LogLives:
+    """Return the log ages of a group's lives, shared by the families' fits."""
+    return LogLives(
+        Lifetimes(
+            part.get_column("exit_h").to_numpy(),
+            part.get_column("failed").to_numpy(),
+            part.get_column("entry_h").to_numpy(),
+        )
+    )
 
 
 class _WeibayesShapes:
@@ -264,14 +275,7 @@ class _WeibayesShapes:
         if len(self.by) < 2:
             return 1.0, "assumed (no fleet-wide fit)"
         if key[0] not in self.pooled:
-            part = self.frame.filter(pl.col(self.by[0]) == key[0])
-            data = LogLives(
-                Lifetimes(
-                    part.get_column("exit_h").to_numpy(),
-                    part.get_column("failed").to_numpy(),
-                    part.get_column("entry_h").to_numpy(),
-                )
-            )
+            data = _log_lives(self.frame.filter(pl.col(self.by[0]) == key[0]))
             found = (1.0, "assumed (no fleet-wide fit)")
             if data.n_failures > WEIBAYES_MAX_FAILURES:
                 family = weibayes_family()
@@ -335,7 +339,7 @@ def fit_lives(
         - ``aic_weight``, ``max_age_h``, ``rmst_h``, ``extrapolated``, ``mtbf_sampled_*``,
           the observed rates (``unit_years``, ``afr_observed_*``, ``mtbf_observed_*``) and the
           group's figures repeated on each of its rows (see
-          :func:`models.mtbf_summary.summarise_group`):
+          :func:`models.group_summary.summarise_group`):
         - the **headline** (``headline_method``, ``headline_mtbf_h``, ``headline_mtbf_lo_h``,
           ``headline_mtbf_hi_h``, ``headline_extrapolated``): the rate over the ages observed,
           exposure / failures with its exact chi-square interval (``observed_rate``), or with
@@ -381,122 +385,153 @@ def fit_lives(
     >>> table.filter(pl.col("chosen")).select("component_class", "family", "mtbf_h")
     """
     alpha = check_alpha(alpha)
-    if headline not in _HEADLINES:
-        msg = f"headline must be one of {list(_HEADLINES)}, got {headline!r}."
-        raise ValueError(msg)
-    by = list(by)
-    wanted = [family_of(check_family(f)) for f in dict.fromkeys(families)]
-    if not wanted:
-        msg = "families is empty; pass at least one of " + ", ".join(FAMILY_REGISTRY) + "."
-        raise ValueError(msg)
+    by, wanted = _checked_options(by, families, headline)
     frame = lives_frame(lives, by)
     schema = {c: lives.schema[c] for c in by} | _RESULT_COLUMNS
     if frame.height == 0:
         return pl.DataFrame(schema=schema)
     parts = frame.partition_by(by, as_dict=True, maintain_order=True) if by else {(): frame}
-
     columns: dict[str, list[Any]] = {name: [] for name in schema}
-    few: list[tuple[Any, ...]] = []
-    weibayes_groups: list[tuple[Any, ...]] = []
-    not_converged: list[str] = []
-    shapes = _WeibayesShapes(frame, by, weibayes_shape)
+    notes = _GroupNotes(by, _WeibayesShapes(frame, by, weibayes_shape))
     for key, part in parts.items():
-        data = LogLives(
-            Lifetimes(
-                part.get_column("exit_h").to_numpy(),
-                part.get_column("failed").to_numpy(),
-                part.get_column("entry_h").to_numpy(),
-            )
-        )
+        data = _log_lives(part)
         if not data.exposure_h > 0:
             msg = (
                 f"Group {dict(zip(by, key, strict=True))} has no time at risk (every exit_h "
                 "equals its entry_h); drop it or check its ages."
             )
             raise ValueError(msg)
-        rows: list[dict[str, Any]] = []
-        r = data.n_failures
-        if r < MIN_FAILURES:
-            few.append(key)
-        elif r <= WEIBAYES_MAX_FAILURES:
-            weibayes_groups.append(key)
-        if r == 0:
-            rows.append(_exponential_row(closed_form_family(), data, alpha) | {"chosen": True})
-        else:
-            reference: ParametricFit | None = None  # the fit that starts the others
-            for family in wanted:
-                if not family.has_shape:
-                    rows.append(_exponential_row(family, data, alpha))
-                    continue
-                if r <= WEIBAYES_MAX_FAILURES and family.weibayes:
-                    shape = shapes.weibayes_shape(key)
-                    rows.append(_weibayes_row(part, shape, data, alpha))
-                    continue
-                if r < MIN_FAILURES:
-                    continue
-                fit = fit_family_fast(family.name, data, reference)
-                if family.starts_others:
-                    reference = fit
-                if not fit.converged:
-                    not_converged.append(f"{family.name} for {dict(zip(by, key, strict=True))}")
-                rows.append(_parametric_row(fit, alpha))
-            if r <= WEIBAYES_MAX_FAILURES:
-                if not any(row["method"] == "weibayes_lr" for row in rows):
-                    shape = shapes.weibayes_shape(key)
-                    rows.append(_weibayes_row(part, shape, data, alpha))
-                for row in rows:
-                    row["chosen"] = row["method"] == "weibayes_lr"
-            else:
-                aics = np.array([row["aic"] for row in rows], dtype=np.float64)
-                best = int(np.nanargmin(aics)) if np.any(np.isfinite(aics)) else -1
-                for i, row in enumerate(rows):
-                    row["chosen"] = i == best
-        summarise_group(
-            rows,
-            n_failures=r,
+        fits = _group_fits(key, part, data, wanted, notes, alpha)
+        chosen = _chosen(fits, data.n_failures)
+        summary = summarise_group(
+            fits,
+            chosen,
+            n_failures=data.n_failures,
             exposure_h=data.exposure_h,
             max_age_h=float(part.get_column("exit_h").max()),  # type: ignore[arg-type]
             alpha=alpha,
         )
-        if headline == "lifetime_mean":
-            for row in rows:
-                row |= {f"headline_{k[len('lifetime_') :]}": v for k, v in _lifetime(row).items()}
-        for row in rows:
+        group: dict[str, object] = {"n_units": data.n_units, "n_failures": data.n_failures}
+        group |= {"exposure_h": data.exposure_h} | summary.observed
+        group |= _headline_columns(summary, headline) | summary.lifetime.columns()
+        for fit, is_chosen, check in zip(fits, chosen, summary.checks, strict=True):
+            row = fit.as_row() | {"chosen": is_chosen} | check.columns() | group
             for c, value in zip(by, key, strict=True):
                 columns[c].append(value)
-            row |= {
-                "n_units": data.n_units,
-                "n_failures": data.n_failures,
-                "exposure_h": data.exposure_h,
-            }
             for name in _RESULT_COLUMNS:
                 columns[name].append(row[name])
-    if few:
-        shown = ", ".join(str(dict(zip(by, k, strict=True))) for k in few[:10])
-        more = f" and {len(few) - 10} more" if len(few) > 10 else ""
-        warnings.warn(
-            f"{len(few)} group(s) have fewer than {MIN_FAILURES} failures ({shown}{more}): no "
-            "family is fitted by maximum likelihood; with none the exponential chi-square bound "
-            "is reported, with one a Weibayes row (known shape, likelihood-ratio bounds); read "
-            "them as bounds.",
-            FewFailuresWarning,
-            stacklevel=2,
-        )
-    if weibayes_groups:
-        shown = ", ".join(str(dict(zip(by, k, strict=True))) for k in weibayes_groups[:10])
-        more = f" and {len(weibayes_groups) - 10} more" if len(weibayes_groups) > 10 else ""
-        warnings.warn(
-            f"{len(weibayes_groups)} group(s) have {MIN_FAILURES} to {WEIBAYES_MAX_FAILURES} "
-            f"failures ({shown}{more}): their chosen row is Weibayes (a Weibull at a known shape "
-            "with likelihood-ratio bounds); the other families' fits are shown, not chosen. "
-            "Shapes: " + "; ".join(f"{k}: {v}" for k, v in list(shapes.used.items())[:10]) + ".",
-            FewFailuresWarning,
-            stacklevel=2,
-        )
-    if not_converged:
-        warnings.warn(
-            "Fit did not converge (row left NaN, never chosen): " + "; ".join(not_converged),
-            ConvergenceWarning,
-            stacklevel=2,
-        )
+    notes.warn()
     return pl.DataFrame(columns, schema=schema)
+
+
+def _checked_options(
+    by: Sequence[str], families: Sequence[str], headline: str
+) -> tuple[list[str], list[Family]]:
+    """Return the grouping columns and the families to fit; raise on an unknown option."""
+    if headline not in _HEADLINES:
+        msg = f"headline must be one of {list(_HEADLINES)}, got {headline!r}."
+        raise ValueError(msg)
+    wanted = [family_of(check_family(f)) for f in dict.fromkeys(families)]
+    if not wanted:
+        msg = "families is empty; pass at least one of " + ", ".join(FAMILY_REGISTRY) + "."
+        raise ValueError(msg)
+    return list(by), wanted
+
+
+def _headline_columns(summary: GroupSummary, headline: str) -> dict[str, object]:
+    """Return the ``headline_*`` columns: the observed rate's, or the lifetime mean's."""
+    if headline == "lifetime_mean":
+        return summary.lifetime.columns("headline_")
+    return summary.headline.columns() | {"headline_rmst_h": summary.headline.rmst_h}
+
+
+class _GroupNotes:
+    """The groups :func:`fit_lives` warns about: few failures, Weibayes, fits not converged."""
+
+    def __init__(self, by: list[str], shapes: _WeibayesShapes) -> None:
+        self.by, self.shapes = by, shapes
+        self.few: list[tuple[Any, ...]] = []
+        self.weibayes_groups: list[tuple[Any, ...]] = []
+        self.not_converged: list[str] = []
+
+    def _shown(self, keys: list[tuple[Any, ...]]) -> str:
+        shown = ", ".join(str(dict(zip(self.by, k, strict=True))) for k in keys[:10])
+        return shown + (f" and {len(keys) - 10} more" if len(keys) > 10 else "")
+
+    def warn(self) -> None:
+        """Warn once for each kind of group noted (at the caller of :func:`fit_lives`)."""
+        if self.few:
+            warnings.warn(
+                f"{len(self.few)} group(s) have fewer than {MIN_FAILURES} failures "
+                f"({self._shown(self.few)}): no "
+                "family is fitted by maximum likelihood; with none the exponential chi-square "
+                "bound is reported, with one a Weibayes row (known shape, likelihood-ratio "
+                "bounds); read them as bounds.",
+                FewFailuresWarning,
+                stacklevel=3,
+            )
+        if self.weibayes_groups:
+            used = list(self.shapes.used.items())[:10]
+            warnings.warn(
+                f"{len(self.weibayes_groups)} group(s) have {MIN_FAILURES} to "
+                f"{WEIBAYES_MAX_FAILURES} failures ({self._shown(self.weibayes_groups)}): their "
+                "chosen row is Weibayes (a Weibull at a known shape with likelihood-ratio "
+                "bounds); the other families' fits are shown, not chosen. "
+                "Shapes: " + "; ".join(f"{k}: {v}" for k, v in used) + ".",
+                FewFailuresWarning,
+                stacklevel=3,
+            )
+        if self.not_converged:
+            warnings.warn(
+                "Fit did not converge (row left NaN, never chosen): "
+                + "; ".join(self.not_converged),
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+
+
+def _group_fits(
+    key: tuple[Any, ...],
+    part: pl.DataFrame,
+    data: LogLives,
+    wanted: Sequence[Family],
+    notes: _GroupNotes,
+    alpha: float,
+) -> list[FamilyFit]:
+    """Fit every wanted family to one group (Weibayes for 1 to 5 failures, none below 2)."""
+    r = data.n_failures
+    if r < MIN_FAILURES:
+        notes.few.append(key)
+    elif r <= WEIBAYES_MAX_FAILURES:
+        notes.weibayes_groups.append(key)
+    if r == 0:
+        return [_exponential_fit(closed_form_family(), data, alpha)]
+    fits: list[FamilyFit] = []
+    reference: ParametricFit | None = None  # the fit that starts the others
+    for family in wanted:
+        if not family.has_shape:
+            fits.append(_exponential_fit(family, data, alpha))
+        elif r <= WEIBAYES_MAX_FAILURES and family.weibayes:
+            fits.append(_weibayes_fit(part, notes.shapes.weibayes_shape(key), data, alpha))
+        elif r >= MIN_FAILURES:
+            fit = fit_family_fast(family.name, data, reference)
+            if family.starts_others:
+                reference = fit
+            if not fit.converged:
+                where = dict(zip(notes.by, key, strict=True))
+                notes.not_converged.append(f"{family.name} for {where}")
+            fits.append(_parametric_fit(fit, alpha))
+    if r <= WEIBAYES_MAX_FAILURES and not any(f.method == "weibayes_lr" for f in fits):
+        fits.append(_weibayes_fit(part, notes.shapes.weibayes_shape(key), data, alpha))
+    return fits
+
+
+def _chosen(fits: Sequence[FamilyFit], n_failures: int) -> list[bool]:
+    """Flag each group's chosen fit: the only one, the Weibayes one, or the lowest AIC."""
+    if n_failures == 0:
+        return [True for _ in fits]
+    if n_failures <= WEIBAYES_MAX_FAILURES:
+        return [f.method == "weibayes_lr" for f in fits]
+    aics = np.array([f.aic for f in fits], dtype=np.float64)
+    best = int(np.nanargmin(aics)) if np.any(np.isfinite(aics)) else -1
+    return [i == best for i in range(len(fits))]

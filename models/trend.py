@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -82,7 +82,7 @@ class CrowAmsaaResult:
     alpha: float
     verdict: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """Return the fields as a plain dict (``lambda_`` kept with its underscore)."""
         return asdict(self)
 
@@ -339,7 +339,7 @@ class LaplaceResult:
     alpha: float
     verdict: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """Return the fields as a plain dict."""
         return asdict(self)
 
@@ -415,7 +415,7 @@ class MilHdbk189Result:
     alpha: float
     verdict: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """Return the fields as a plain dict."""
         return asdict(self)
 

@@ -1,11 +1,12 @@
 """Failure prediction on warehouse data: read GPU-hours, train, check for leakage, store, score.
 
-I/O lives here; the model and the metrics are in :mod:`models.predict`. Features come from the
-view ``fct_gpu_hour_features`` (one row per GPU and hour, as of the end of the hour). Training
-reads every GPU-hour of the test period and every positive one, and a deterministic hash sample
-of the other training and calibration hours (weighted by the inverse rate), so memory and time
-stay bounded on a large fleet. Models, with their data windows and test metrics, go to
-``predict_models``; scores to ``predict_scores`` (``sql/schema/006_predict.sql``).
+I/O lives here; the model is in :mod:`models.predict`, the metrics in
+:mod:`models.predict_metrics`. Features come from the view ``fct_gpu_hour_features`` (one row
+per GPU and hour, as of the end of the hour). Training reads every GPU-hour of the test period
+and every positive one, and a deterministic hash sample of the other training and calibration
+hours (weighted by the inverse rate), so memory and time stay bounded on a large fleet. Models,
+with their data windows and test metrics, go to ``predict_models``; scores to
+``predict_scores`` (``sql/schema/006_predict.sql``).
 
 Examples
 --------
@@ -65,8 +66,8 @@ class TrainResult:
     """A trained and evaluated model.
 
     ``metrics`` has ``model``, ``never_predict`` and ``sbe_rule`` (each the dict of
-    :func:`models.predict.evaluate` on the test period) and ``sizes``; ``curve`` is the test
-    period's operating curve; ``events`` has one row per test failure (``failure_id, level,
+    :func:`models.predict_metrics.evaluate` on the test period) and ``sizes``; ``curve`` is the
+    test period's operating curve; ``events`` has one row per test failure (``failure_id, level,
     component_class, host, gpu_index, failed_ts, max_prob, caught, lead_time_h``).
     """
 
@@ -303,11 +304,13 @@ def train_model(
     prob = model.predict_proba(split.test)
     curve = mp.operating_curve(split.test, prob, horizon_h=horizon_h)
     metrics: dict[str, Any] = {
-        "model": mp.evaluate(split.test, prob, horizon_h=horizon_h, threshold=model.threshold_),
-        "never_predict": mp.never_predict(split.test, horizon_h=horizon_h),
+        "model": mp.evaluate(
+            split.test, prob, horizon_h=horizon_h, threshold=model.threshold_
+        ).to_dict(),
+        "never_predict": mp.never_predict(split.test, horizon_h=horizon_h).to_dict(),
         "sbe_rule": mp.sbe_rule(
             split.train, split.test, horizon_h=horizon_h, target_precision=target_precision
-        ),
+        ).to_dict(),
     }
     best = curve.filter(pl.col("precision") >= target_precision)
     metrics["model"]["recall_at_target_precision"] = (

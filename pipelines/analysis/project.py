@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
     import polars as pl
 
+    from models import ClassRate
     from models.scenario import Projection, Scenario
 
 # polars, PyYAML and the warehouse (DuckDB) are imported by the functions that use them: a
@@ -53,8 +54,11 @@ logger = logging.getLogger(__name__)
 
 
 def build_scenario(
-    knobs: dict[str, Any], *, rates: tuple[Any, ...] = (), measured: dict[str, Any] | None = None
-) -> Any:
+    knobs: dict[str, Any],
+    *,
+    rates: tuple[ClassRate, ...] = (),
+    measured: dict[str, Any] | None = None,
+) -> Scenario:
     """Return a ``Scenario`` from knobs.
 
     Measured restart overhead fills ``reschedule_s`` when not given.
@@ -216,7 +220,7 @@ def run_projection(
         from models import simulate_job  # the Monte Carlo's modules only when it runs
 
         sim = simulate_job(scenario, n_trials=simulate_trials, random_state=seed)
-        simulation = {k: v for k, v in sim.items() if k != "trials"}
+        simulation = {k: v for k, v in sim.to_dict().items() if k != "trials"}
     result = ProjectionRun(
         projection=projection,
         scenario=scenario,
@@ -533,7 +537,7 @@ def run_sweep(
         "baseline_values": held,
         "gains": ranking.gains.to_dicts(),
         "best_knob": ranking.best_knob,
-        "interaction": ranking.interaction,
+        "interaction": None if ranking.interaction is None else ranking.interaction.to_dict(),
         "gain_uncertainty": ranking.uncertainty,
         "simulate_trials": spec.simulate,
         "n_monte_carlo": _n_monte_carlo(table),

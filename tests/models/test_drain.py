@@ -370,21 +370,21 @@ class TestSimulation:
         # 1600 trials keep Z x SE under 0.1 % of goodput here (SE 0.05-0.2 goodput points)
         mc = simulate_job(scenario, n_trials=1600, random_state=11)
         edge = _edge_bound(scenario, analytic)
-        tolerance = Z * mc["goodput_se"] + edge
+        tolerance = Z * mc.goodput_se + edge
         # the test only means something if the tolerance is itself well inside 1 %
         assert tolerance < 0.005 * analytic["goodput"]
-        assert mc["goodput"] == pytest.approx(analytic["goodput"], abs=tolerance)
-        assert abs(mc["goodput"] / analytic["goodput"] - 1) < 0.01
+        assert mc.goodput == pytest.approx(analytic["goodput"], abs=tolerance)
+        assert abs(mc.goodput / analytic["goodput"] - 1) < 0.01
         # faults are Poisson: their count has no edge effect; the drains' has at most the
         # alarms of the one restart or drain the simulation skips at t = 0
-        assert mc["interruptions"] == pytest.approx(
-            analytic["expected_interruptions"], abs=Z * mc["interruptions_se"]
+        assert mc.interruptions == pytest.approx(
+            analytic["expected_interruptions"], abs=Z * mc.interruptions_se
         )
         _, lam_a = _rates_s(scenario, analytic)
         restart = scenario.detect_s + scenario.reschedule_s + scenario.reload_s + scenario.warmup_s
         skipped = lam_a * max(restart, scenario.checkpoint_s + scenario.drain_migration_s)
-        assert mc["drains"] == pytest.approx(
-            analytic["expected_drains"], abs=Z * mc["drains_se"] + skipped + 1e-12
+        assert mc.drains == pytest.approx(
+            analytic["expected_drains"], abs=Z * mc.drains_se + skipped + 1e-12
         )
 
     def test_loss_split_agrees_with_analysis(self) -> None:
@@ -393,8 +393,10 @@ class TestSimulation:
         mc = simulate_job(s, n_trials=400, random_state=5)
         gpu_h = s.n_gpus * s.job_days * 24
         for key in LOST_KEYS:
-            assert mc[key] == pytest.approx(analytic[key], abs=0.01 * gpu_h)
-        assert sum(mc[k] for k in LOST_KEYS) == pytest.approx(mc["lost_gpu_h_total"], rel=1e-9)
+            assert getattr(mc, key) == pytest.approx(analytic[key], abs=0.01 * gpu_h)
+        assert sum(getattr(mc, k) for k in LOST_KEYS) == pytest.approx(
+            mc.lost_gpu_h_total, rel=1e-9
+        )
 
     def test_false_alarms_lower_simulated_goodput(self) -> None:
         noisy = Scenario(drain_recall=0.9)
@@ -403,8 +405,8 @@ class TestSimulation:
             for p in (1.0, 0.3, 0.1)
         ]
         for better, worse in itertools.pairwise(runs):
-            se = math.hypot(better["goodput_se"], worse["goodput_se"])
-            assert better["goodput"] - worse["goodput"] > Z * se
+            se = math.hypot(better.goodput_se, worse.goodput_se)
+            assert better.goodput - worse.goodput > Z * se
 
     def test_knob_off_replays_the_same_random_stream(self) -> None:
         # with recall 0 the simulator draws no marks and no false alarms: same numbers as before
@@ -414,11 +416,11 @@ class TestSimulation:
             n_trials=50,
             random_state=3,
         )
-        assert a["trials"].equals(b["trials"])
-        assert a["drains"] == 0.0
-        assert a["lost_gpu_h_drain"] == 0.0
-        assert a["trials"].columns[:3] == ["trial", "goodput", "n_interruptions"]
-        assert "n_drains" in a["trials"].columns  # beside n_job_interruptions (#13)
+        assert a.trials.equals(b.trials)
+        assert a.drains == 0.0
+        assert a.lost_gpu_h_drain == 0.0
+        assert a.trials.columns[:3] == ["trial", "goodput", "n_interruptions"]
+        assert "n_drains" in a.trials.columns  # beside n_job_interruptions (#13)
 
     @pytest.mark.parametrize(
         ("strategy", "expected", "n_drains"),
@@ -520,6 +522,6 @@ class TestNaiveCrossCheck:
         fast = simulate_job(scenario, n_trials=400, random_state=21)
         slow = simulate_job_naive(scenario, n_trials=150, random_state=22)
         for key in ("goodput", "interruptions", "drains"):
-            se = math.hypot(fast[f"{key}_se"], slow[f"{key}_se"])
-            assert fast[key] == pytest.approx(slow[key], abs=Z * se)
-        assert set(fast) == set(slow)
+            se = math.hypot(getattr(fast, f"{key}_se"), getattr(slow, f"{key}_se"))
+            assert getattr(fast, key) == pytest.approx(getattr(slow, key), abs=Z * se)
+        assert set(fast.to_dict()) == set(slow.to_dict())

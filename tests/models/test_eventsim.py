@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from models import ClassRate, Scenario, project, simulate_job
+from models import ClassRate, Scenario, SimulationSummary, project, simulate_job
 from tests.models import eventsim
 
 Z = 3.0  # standard errors allowed
@@ -77,7 +77,7 @@ def event_sim(s: Scenario) -> dict[str, Any]:
 
 
 @functools.cache
-def monte_carlo(s: Scenario) -> dict[str, Any]:
+def monte_carlo(s: Scenario) -> SimulationSummary:
     return simulate_job(s, n_trials=1000, random_state=13)
 
 
@@ -414,8 +414,8 @@ class TestAnalyticalAgainstEventSim:
         else:
             edge = edge_bound(s, tau)
         assert abs(analytic["goodput"] - ev["goodput"]) <= Z * ev["goodput_se"] + edge
-        se = math.hypot(ev["goodput_se"], mc["goodput_se"])
-        assert abs(mc["goodput"] - ev["goodput"]) <= Z * se
+        se = math.hypot(ev["goodput_se"], mc.goodput_se)
+        assert abs(mc.goodput - ev["goodput"]) <= Z * se
         assert ev["interruptions"] == pytest.approx(
             analytic["expected_interruptions"], abs=Z * ev["interruptions_se"]
         )
@@ -429,9 +429,9 @@ class TestMonteCarloAgainstEventSim:
         s = grid_scenario(n_gpus, shape, fleet_age, pool)
         ev = event_sim(s)
         mc = monte_carlo(s)
-        se = math.hypot(ev["goodput_se"], mc["goodput_se"])
+        se = math.hypot(ev["goodput_se"], mc.goodput_se)
         tolerance = REL * ev["goodput"] + Z * se + resolution(s, ev)
-        assert abs(mc["goodput"] - ev["goodput"]) <= tolerance
+        assert abs(mc.goodput - ev["goodput"]) <= tolerance
 
 
 BASE = reference(16_384)
@@ -482,9 +482,9 @@ class TestKnobsMoveGoodputLikeEventSim:
         effect = ev_knob["goodput"] - ev_base["goodput"]
         se_ev = paired_se(ev_base["goodput_trials"], ev_knob["goodput_trials"])
         mc_base, mc_knob = monte_carlo(base), monte_carlo(replace(base, **knobs))
-        model = mc_knob["goodput"] - mc_base["goodput"]
+        model = mc_knob.goodput - mc_base.goodput
         se_mc = paired_se(
-            mc_base["trials"]["goodput"].to_numpy(), mc_knob["trials"]["goodput"].to_numpy()
+            mc_base.trials["goodput"].to_numpy(), mc_knob.trials["goodput"].to_numpy()
         )
         assert math.copysign(1.0, model) == math.copysign(1.0, effect)
         scale = max(ev_base["goodput"], ev_knob["goodput"])

@@ -123,8 +123,8 @@ class TestAgeMixSplits:
         s = reference(1_024, weibull_shape=0.7, fleet_age=MIX)
         out = simulate_job_naive(s, n_trials=300, random_state=3)
         want = project(s)["expected_interruptions"]
-        assert out["interruptions"] == pytest.approx(want, abs=Z * out["interruptions_se"])
-        assert "age mix" in out["fleet_age_assumption"]
+        assert out.interruptions == pytest.approx(want, abs=Z * out.interruptions_se)
+        assert "age mix" in out.fleet_age_assumption
 
 
 ENGINES = [
@@ -153,7 +153,5 @@ class TestAgeMixAgainstEventSim:
         s = reference(n_gpus, weibull_shape=0.7, fleet_age=MIX)
         ev = event_sim(s)
         mc = monte_carlo(s)
-        se = math.hypot(ev["goodput_se"], mc["goodput_se"])
-        assert abs(mc["goodput"] - ev["goodput"]) <= REL * ev["goodput"] + Z * se + resolution(
-            s, ev
-        )
+        se = math.hypot(ev["goodput_se"], mc.goodput_se)
+        assert abs(mc.goodput - ev["goodput"]) <= REL * ev["goodput"] + Z * se + resolution(s, ev)

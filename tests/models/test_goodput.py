@@ -411,13 +411,13 @@ class TestKnobGains:
         ranking = knob_gains(self.BASE, self.GRID)
         pair = ranking.interaction
         assert pair is not None
-        assert pair["knobs"] == ["detect_s", "checkpoint_s"]
+        assert pair.knobs == ["detect_s", "checkpoint_s"]
         both = project(replace(self.BASE, detect_s=30.0, checkpoint_s=5.0))["goodput"]
         base = project(self.BASE)["goodput"]
         gains = dict(zip(ranking.gains["knob"], ranking.gains["gain"], strict=True))
         expected = both - base - gains["detect_s"] - gains["checkpoint_s"]
-        assert pair["interaction"] == pytest.approx(expected, abs=1e-12)
-        assert pair["goodput_both"] == pytest.approx(both, rel=1e-12)
+        assert pair.interaction == pytest.approx(expected, abs=1e-12)
+        assert pair.goodput_both == pytest.approx(both, rel=1e-12)
 
     def test_without_intervals_the_gains_say_so(self) -> None:
         ranking = knob_gains(self.BASE, self.GRID, n_samples=500)

@@ -169,8 +169,8 @@ def test_operating_curve_counts_precision_recall_lead_and_alarms() -> None:
     assert low["alarm_precision"] == pytest.approx(1 / 2)  # the run 6-8 precedes the failure
     assert (high["precision"], high["recall"], high["lead_time_h"]) == (1.0, 1.0, 1.5)
     metrics = evaluate(frame, scores, horizon_h=4.0, threshold=0.5)
-    assert metrics["n_failures"] == 1
-    assert metrics["base_rate"] == pytest.approx(0.4)
+    assert metrics.n_failures == 1
+    assert metrics.base_rate == pytest.approx(0.4)
 
 
 def test_classifier_recall_at_high_precision_matches_precursor_share(
@@ -190,16 +190,16 @@ def test_classifier_recall_at_high_precision_matches_precursor_share(
     tolerance = 3 * math.sqrt(share * (1 - share) / len(events))
     assert recall == pytest.approx(share, abs=tolerance)
     at_threshold = evaluate(split.test, prob, horizon_h=H, threshold=model.threshold_)
-    assert at_threshold["precision"] >= 0.8
-    assert at_threshold["recall"] == pytest.approx(share, abs=tolerance)
-    assert 0 < at_threshold["lead_time_h"] < 16
-    assert at_threshold["pr_auc"] > 2 * at_threshold["base_rate"]
+    assert at_threshold.precision >= 0.8
+    assert at_threshold.recall == pytest.approx(share, abs=tolerance)
+    assert 0 < at_threshold.lead_time_h < 16
+    assert at_threshold.pr_auc > 2 * at_threshold.base_rate
     # baselines: never predict ranks nothing; the SBE rule's N comes from the training period
     never = never_predict(split.test, horizon_h=H)
-    assert (never["recall"], never["pr_auc"]) == (0.0, pytest.approx(never["base_rate"]))
+    assert (never.recall, never.pr_auc) == (0.0, pytest.approx(never.base_rate))
     rule = sbe_rule(split.train, split.test, horizon_h=H)
-    assert rule["n_sbe_per_h"] is not None
-    assert rule["n_sbe_per_h"] >= 1
+    assert rule.n_sbe_per_h is not None
+    assert rule.n_sbe_per_h >= 1
 
 
 def test_shifted_label_in_a_feature_raises_leakage_error(
@@ -253,5 +253,5 @@ def test_pr_auc_of_uninformative_scores_is_the_base_rate(
     scores = rng.random(frame.height)
     metrics = evaluate(frame, scores, horizon_h=H, threshold=0.5)
     null = pr_auc_null(frame, scores, horizon_h=H, n_draws=10)
-    assert null["mean"] == pytest.approx(metrics["base_rate"], rel=0.05)
-    assert abs(metrics["pr_auc"] - null["mean"]) < 4 * null["sd"] + 1e-3
+    assert null["mean"] == pytest.approx(metrics.base_rate, rel=0.05)
+    assert abs(metrics.pr_auc - null["mean"]) < 4 * null["sd"] + 1e-3

@@ -14,7 +14,14 @@ from typing import Any
 
 import pytest
 
-from models import ClassRate, Scenario, project, simulate_job, simulate_job_naive
+from models import (
+    ClassRate,
+    Scenario,
+    SimulationSummary,
+    project,
+    simulate_job,
+    simulate_job_naive,
+)
 
 Z = 4.0
 HOUR = 3600.0
@@ -62,14 +69,14 @@ class TestAgreementWithAnalysis:
         analytic = project(scenario)
         # SE ~ sd / sqrt(n): 1600 trials keep Z x SE under 0.25 % even at goodput 0.33 (131k GPUs)
         mc = simulate_job(scenario, n_trials=1600, random_state=11)
-        tolerance = Z * mc["goodput_se"] + _edge_bound(scenario, analytic)
+        tolerance = Z * mc.goodput_se + _edge_bound(scenario, analytic)
         # the test only means something if the tolerance is itself well inside 1 %
         assert tolerance < 0.005 * analytic["goodput"]
-        assert mc["goodput"] == pytest.approx(analytic["goodput"], abs=tolerance)
-        assert abs(mc["goodput"] / analytic["goodput"] - 1) < 0.01
+        assert mc.goodput == pytest.approx(analytic["goodput"], abs=tolerance)
+        assert abs(mc.goodput / analytic["goodput"] - 1) < 0.01
         # failures are Poisson here: the count has no edge effect at all
-        assert mc["interruptions"] == pytest.approx(
-            analytic["expected_interruptions"], abs=Z * mc["interruptions_se"]
+        assert mc.interruptions == pytest.approx(
+            analytic["expected_interruptions"], abs=Z * mc.interruptions_se
         )
 
     def test_lost_hours_split_agrees_with_analysis(self) -> None:
@@ -83,8 +90,8 @@ class TestAgreementWithAnalysis:
             "lost_gpu_h_restart",
             "lost_gpu_h_spares_wait",
         ):
-            assert mc[key] == pytest.approx(analytic[key], abs=0.01 * gpu_h)
-        assert mc["lost_gpu_h_total"] == pytest.approx(analytic["lost_gpu_h_total"], rel=0.02)
+            assert getattr(mc, key) == pytest.approx(analytic[key], abs=0.01 * gpu_h)
+        assert mc.lost_gpu_h_total == pytest.approx(analytic["lost_gpu_h_total"], rel=0.02)
 
 
 class TestWeibullFleets:
@@ -94,8 +101,8 @@ class TestWeibullFleets:
             s = Scenario(rates=rates, fleet_age="steady_state")
             mc = simulate_job(s, n_trials=600, random_state=2)
             expected = s.n_gpus * s.job_days * 24 / 40_000.0  # n T / MTBF
-            assert mc["interruptions"] == pytest.approx(expected, abs=Z * mc["interruptions_se"])
-            assert "equilibrium" in mc["fleet_age_assumption"]
+            assert mc.interruptions == pytest.approx(expected, abs=Z * mc.interruptions_se)
+            assert "equilibrium" in mc.fleet_age_assumption
 
     def test_new_fleet_with_infant_mortality_loses_more_goodput(self) -> None:
         rates = (ClassRate("gpu", "gpu", mtbf_h=80_000.0, weibull_shape=0.7),)
@@ -105,28 +112,28 @@ class TestWeibullFleets:
         mc_new = simulate_job(new, n_trials=600, random_state=4)
         an_steady, an_new = project(steady), project(new)
         # size of the effect on faults: the renewal function of a new fleet, ~4.9x the steady rate
-        assert mc_new["interruptions"] == pytest.approx(
-            an_new["expected_interruptions"], abs=Z * mc_new["interruptions_se"]
+        assert mc_new.interruptions == pytest.approx(
+            an_new["expected_interruptions"], abs=Z * mc_new.interruptions_se
         )
         assert an_new["expected_interruptions"] / an_steady[
             "expected_interruptions"
         ] == pytest.approx(4.88, abs=0.01)
         # and on goodput: the new fleet loses ~20 points more, in simulation and analysis alike
-        gap_mc = mc_steady["goodput"] - mc_new["goodput"]
+        gap_mc = mc_steady.goodput - mc_new.goodput
         gap_an = an_steady["goodput"] - an_new["goodput"]
         assert gap_mc > 0.15
         assert gap_an > 0.15
         # the analysis follows the fault rate through the job piece by piece (#13): the early
         # faults are bunched at the start, where they cost less, in both
-        assert an_new["goodput"] == pytest.approx(mc_new["goodput"], abs=Z * mc_new["goodput_se"])
+        assert an_new["goodput"] == pytest.approx(mc_new.goodput, abs=Z * mc_new.goodput_se)
         assert gap_mc == pytest.approx(gap_an, rel=0.05)
 
     def test_aged_fleet_matches_delayed_renewal_count(self) -> None:
         rates = (ClassRate("gpu", "gpu", mtbf_h=60_000.0, weibull_shape=0.7),)
         s = Scenario(rates=rates, fleet_age=3000.0)
         mc = simulate_job(s, n_trials=600, random_state=6)
-        assert mc["interruptions"] == pytest.approx(
-            project(s)["expected_interruptions"], abs=Z * mc["interruptions_se"]
+        assert mc.interruptions == pytest.approx(
+            project(s)["expected_interruptions"], abs=Z * mc.interruptions_se
         )
 
 
@@ -138,7 +145,7 @@ class TestSameDirectionAsAnalysis:
             s = Scenario(strategy="hot_spare", hot_spares=spares, repair_h=repair_h)
             an.append(project(s)["goodput"])
             out = simulate_job(s, n_trials=200, random_state=7)
-            mc.append((out["goodput"], out["goodput_se"]))
+            mc.append((out.goodput, out.goodput_se))
         assert an == sorted(an, reverse=True)
         for (better, se_b), (worse, se_w) in itertools.pairwise(mc):
             assert better - worse > Z * math.hypot(se_b, se_w)
@@ -152,10 +159,10 @@ class TestSameDirectionAsAnalysis:
             results[domain] = (project(s)["goodput"], simulate_job(s, n_trials=200, random_state=8))
         (an_node, mc_node), (an_rack, mc_rack) = results[8], results[72]
         assert an_rack < an_node
-        assert mc_node["goodput"] - mc_rack["goodput"] > Z * math.hypot(
-            mc_node["goodput_se"], mc_rack["goodput_se"]
+        assert mc_node.goodput - mc_rack.goodput > Z * math.hypot(
+            mc_node.goodput_se, mc_rack.goodput_se
         )
-        assert mc_node["goodput"] - mc_rack["goodput"] == pytest.approx(an_node - an_rack, rel=0.1)
+        assert mc_node.goodput - mc_rack.goodput == pytest.approx(an_node - an_rack, rel=0.1)
 
 
 class TestNaiveCrossCheck:
@@ -190,28 +197,28 @@ class TestNaiveCrossCheck:
         fast = simulate_job(scenario, n_trials=400, random_state=21)
         slow = simulate_job_naive(scenario, n_trials=150, random_state=22)
         for key in ("goodput", "interruptions"):
-            se = math.hypot(fast[f"{key}_se"], slow[f"{key}_se"])
-            assert fast[key] == pytest.approx(slow[key], abs=Z * se)
-        assert set(fast) == set(slow)
-        assert slow["method"] == "naive"
+            se = math.hypot(getattr(fast, f"{key}_se"), getattr(slow, f"{key}_se"))
+            assert getattr(fast, key) == pytest.approx(getattr(slow, key), abs=Z * se)
+        assert set(fast.to_dict()) == set(slow.to_dict())
+        assert slow.method == "naive"
 
 
 class TestInterface:
     def test_reproducible_with_a_seed(self) -> None:
         a = simulate_job(Scenario(n_gpus=2048), n_trials=50, random_state=3)
         b = simulate_job(Scenario(n_gpus=2048), n_trials=50, random_state=3)
-        assert a["goodput"] == b["goodput"]
-        assert a["trials"].equals(b["trials"])
+        assert a.goodput == b.goodput
+        assert a.trials.equals(b.trials)
 
     def test_per_trial_frame_and_loss_split(self) -> None:
         s = Scenario(n_gpus=2048, strategy="hot_spare", hot_spares=1)
         out = simulate_job(s, n_trials=30, random_state=0)
-        trials = out["trials"]
+        trials = out.trials
         assert trials.height == 30
         assert trials.columns[:3] == ["trial", "goodput", "n_interruptions"]
         gpu_h = s.n_gpus * s.job_days * 24
         lost = sum(
-            out[k]
+            getattr(out, k)
             for k in (
                 "lost_gpu_h_checkpoint",
                 "lost_gpu_h_rework",
@@ -219,8 +226,8 @@ class TestInterface:
                 "lost_gpu_h_spares_wait",
             )
         )
-        assert lost == pytest.approx(out["lost_gpu_h_total"], rel=1e-9)
-        assert out["lost_gpu_h_total"] == pytest.approx((1 - out["goodput"]) * gpu_h, rel=1e-9)
+        assert lost == pytest.approx(out.lost_gpu_h_total, rel=1e-9)
+        assert out.lost_gpu_h_total == pytest.approx((1 - out.goodput) * gpu_h, rel=1e-9)
 
     def test_trials_must_be_positive(self) -> None:
         with pytest.raises(ValueError, match="n_trials"):
@@ -248,9 +255,9 @@ def _node_rate_s(s: Scenario) -> float:
     return nodes * 6.5 / 1000.0 / 86_400.0
 
 
-def _loss_fractions(out: dict[str, Any]) -> dict[str, tuple[float, float]]:
+def _loss_fractions(out: SimulationSummary) -> dict[str, tuple[float, float]]:
     """Mean and standard error of each per-trial loss fraction."""
-    trials = out["trials"]
+    trials = out.trials
     result = {}
     for column in trials.columns:
         if column.startswith("lost_frac_"):
@@ -323,12 +330,12 @@ class TestKnobsNaiveCrossCheck:
         fast = simulate_job(scenario, n_trials=400, random_state=21)
         slow = simulate_job_naive(scenario, n_trials=150, random_state=22)
         for key in ("goodput", "interruptions", "job_interruptions"):
-            se = math.hypot(fast[f"{key}_se"], slow[f"{key}_se"])
-            assert fast[key] == pytest.approx(slow[key], abs=Z * se + 1e-12)
+            se = math.hypot(getattr(fast, f"{key}_se"), getattr(slow, f"{key}_se"))
+            assert getattr(fast, key) == pytest.approx(getattr(slow, key), abs=Z * se + 1e-12)
         for column, (mean, se) in _loss_fractions(fast).items():
             slow_mean, slow_se = _loss_fractions(slow)[column]
             assert mean == pytest.approx(slow_mean, abs=Z * math.hypot(se, slow_se) + 1e-12)
-        assert fast["trials"].columns == slow["trials"].columns
+        assert fast.trials.columns == slow.trials.columns
 
 
 class TestJobLevelInterruptions:
@@ -347,7 +354,7 @@ class TestJobLevelInterruptions:
             hang_share=hang_share,
         )
         mc = simulate_job(s, n_trials=1600, random_state=31)
-        tau = mc["checkpoint_interval_min"] * 60.0
+        tau = mc.checkpoint_interval_min * 60.0
         rate_hw, rate_job = _node_rate_s(s), 0.5 / HOUR
         rate = rate_hw + rate_job
         reload_warm = s.reload_s + s.warmup_s
@@ -363,40 +370,40 @@ class TestJobLevelInterruptions:
         # window edges: no restart before the first interruption, the last segment lost
         horizon_s = s.job_days * 86_400.0
         edge = (600.0 + s.reschedule_s + reload_warm + tau + s.checkpoint_s) / horizon_s
-        assert mc["goodput"] == pytest.approx(expected, abs=Z * mc["goodput_se"] + edge)
-        assert mc["job_interruptions"] == pytest.approx(
-            rate_job * horizon_s, abs=Z * mc["job_interruptions_se"]
+        assert mc.goodput == pytest.approx(expected, abs=Z * mc.goodput_se + edge)
+        assert mc.job_interruptions == pytest.approx(
+            rate_job * horizon_s, abs=Z * mc.job_interruptions_se
         )
         # the knob matters far beyond the tolerance: without it goodput is ~0.1 higher
         without = _daly_goodput(tau, s.checkpoint_s, rate_hw, survive)
-        assert without - expected > 10 * (Z * mc["goodput_se"] + edge)
+        assert without - expected > 10 * (Z * mc.goodput_se + edge)
 
     def test_elastic_rolls_the_whole_job_back(self) -> None:
         base = Scenario(strategy="elastic", replica_gpus=128, hot_spares=4, repair_h=2.0)
         with_jobs = replace(base, job_interruptions_per_h=0.5)
         mc_base = simulate_job(base, n_trials=800, random_state=32)
         mc_jobs = simulate_job(with_jobs, n_trials=800, random_state=33)
-        tau = mc_jobs["checkpoint_interval_min"] * 60.0
+        tau = mc_jobs.checkpoint_interval_min * 60.0
         seg = tau + base.checkpoint_s
         # the checkpoint interval follows the unwarned rate, job-level interruptions included,
         # so the base runs at its own interval
-        tau_base = mc_base["checkpoint_interval_min"] * 60.0
+        tau_base = mc_base.checkpoint_interval_min * 60.0
         seg_base = tau_base + base.checkpoint_s
         # the elastic rate of the hardware faults (running share = goodput x seg / tau) while
         # the job-level interruptions alone give a Daly restart timeline (detect, reload, warm)
         rate_job = 0.5 / HOUR
         survive = math.exp(-rate_job * (base.detect_s + base.reload_s + base.warmup_s))
         expected = (
-            mc_base["goodput"]
+            mc_base.goodput
             * seg_base
             / tau_base
             * _daly_goodput(tau, base.checkpoint_s, rate_job, survive)
         )
         edge = (base.detect_s + base.reload_s + base.warmup_s + seg) / (base.job_days * 86_400)
-        se = math.hypot(mc_jobs["goodput_se"], mc_base["goodput_se"])
-        assert mc_jobs["goodput"] == pytest.approx(expected, abs=Z * se + edge)
-        assert mc_base["goodput"] - mc_jobs["goodput"] > 0.03
-        assert mc_jobs["lost_gpu_h_rework"] > 0.0 == mc_base["lost_gpu_h_rework"]
+        se = math.hypot(mc_jobs.goodput_se, mc_base.goodput_se)
+        assert mc_jobs.goodput == pytest.approx(expected, abs=Z * se + edge)
+        assert mc_base.goodput - mc_jobs.goodput > 0.03
+        assert mc_jobs.lost_gpu_h_rework > 0.0 == mc_base.lost_gpu_h_rework
 
     def test_more_job_interruptions_lower_goodput_for_every_strategy(self) -> None:
         for strategy in ("restart", "hot_spare", "elastic"):
@@ -411,8 +418,8 @@ class TestJobLevelInterruptions:
                 for rate in (0.0, 0.2, 1.0)
             ]
             for better, worse in itertools.pairwise(runs):
-                se = math.hypot(better["goodput_se"], worse["goodput_se"])
-                assert better["goodput"] - worse["goodput"] > Z * se
+                se = math.hypot(better.goodput_se, worse.goodput_se)
+                assert better.goodput - worse.goodput > Z * se
 
 
 class TestHangs:
@@ -444,11 +451,11 @@ class TestHangs:
         for engine, n_trials in ((simulate_job, 100), (simulate_job_naive, 10)):
             a = engine(hangs, n_trials=n_trials, random_state=41)
             b = engine(slow_detect, n_trials=n_trials, random_state=41)
-            assert a["trials"].equals(b["trials"])
+            assert a.trials.equals(b.trials)
         # and a hang detected faster than a crash gains what the slower crash loses
         assert (
-            simulate_job(hangs, n_trials=100, random_state=41)["goodput"]
-            < simulate_job(s, n_trials=100, random_state=41)["goodput"]
+            simulate_job(hangs, n_trials=100, random_state=41).goodput
+            < simulate_job(s, n_trials=100, random_state=41).goodput
         )
 
     def test_hang_share_lowers_goodput_for_every_strategy(self) -> None:
@@ -462,8 +469,8 @@ class TestHangs:
                 for share in (0.0, 0.5, 1.0)
             ]
             for better, worse in itertools.pairwise(runs):
-                se = math.hypot(better["goodput_se"], worse["goodput_se"])
-                assert better["goodput"] - worse["goodput"] > Z * se
+                se = math.hypot(better.goodput_se, worse.goodput_se)
+                assert better.goodput - worse.goodput > Z * se
 
 
 class TestRandomRepair:
@@ -473,9 +480,9 @@ class TestRandomRepair:
             s = Scenario(n_gpus=8192, strategy="hot_spare", hot_spares=spares, repair_h=2.0)
             fixed = simulate_job(s, n_trials=300, random_state=51)
             tiny = simulate_job(replace(s, repair_sigma=1e-9), n_trials=300, random_state=51)
-            assert tiny["goodput"] == pytest.approx(fixed["goodput"], abs=1e-9)
-            assert tiny["lost_gpu_h_spares_wait"] == pytest.approx(
-                fixed["lost_gpu_h_spares_wait"], rel=1e-6
+            assert tiny.goodput == pytest.approx(fixed.goodput, abs=1e-9)
+            assert tiny.lost_gpu_h_spares_wait == pytest.approx(
+                fixed.lost_gpu_h_spares_wait, rel=1e-6
             )
 
     def test_fixed_repair_anchor_and_spread_lengthens_the_waits(self) -> None:
@@ -491,17 +498,17 @@ class TestRandomRepair:
         expected = math.exp(-lam * s.detect_s) * -math.expm1(-lam * (r - s.detect_s))
         assert wait == pytest.approx(expected, abs=Z * se)
         # log-normal repair of the same median: mean r exp(sigma^2 / 2), longer waits
-        previous = (wait, se, fixed["goodput"], fixed["goodput_se"])
+        previous = (wait, se, fixed.goodput, fixed.goodput_se)
         for sigma in (0.5, 1.0):
             out = simulate_job(replace(s, repair_sigma=sigma), n_trials=1000, random_state=52)
             wait, se = _loss_fractions(out)["lost_frac_spares_wait"]
             assert wait - previous[0] > Z * math.hypot(se, previous[1])
-            assert previous[2] - out["goodput"] > Z * math.hypot(out["goodput_se"], previous[3])
-            previous = (wait, se, out["goodput"], out["goodput_se"])
+            assert previous[2] - out.goodput > Z * math.hypot(out.goodput_se, previous[3])
+            previous = (wait, se, out.goodput, out.goodput_se)
 
     def test_a_pool_that_never_runs_dry_never_waits(self) -> None:
         s = Scenario(strategy="hot_spare", hot_spares=100_000, repair_h=48.0, repair_sigma=2.0)
-        assert simulate_job(s, n_trials=50, random_state=53)["lost_gpu_h_spares_wait"] == 0.0
+        assert simulate_job(s, n_trials=50, random_state=53).lost_gpu_h_spares_wait == 0.0
 
 
 class TestNodeGroups:
@@ -517,8 +524,8 @@ class TestNodeGroups:
             replace(s, node_groups=((0.3, 1.0), (0.2, 1.0))), n_trials=600, random_state=62
         )
         for key in ("goodput", "interruptions"):
-            se = math.hypot(plain[f"{key}_se"], grouped[f"{key}_se"])
-            assert grouped[key] == pytest.approx(plain[key], abs=Z * se)
+            se = math.hypot(getattr(plain, f"{key}_se"), getattr(grouped, f"{key}_se"))
+            assert getattr(grouped, key) == pytest.approx(getattr(plain, key), abs=Z * se)
 
     def test_everyone_in_one_group_is_the_mtbf_divided_by_its_multiplier(self) -> None:
         rates = (
@@ -534,7 +541,7 @@ class TestNodeGroups:
         for engine, n_trials in ((simulate_job, 150), (simulate_job_naive, 10)):
             a = engine(grouped, n_trials=n_trials, random_state=63)
             b = engine(divided, n_trials=n_trials, random_state=63)
-            assert a["trials"].equals(b["trials"])  # the same units, the same draws
+            assert a.trials.equals(b.trials)  # the same units, the same draws
 
     def test_exponential_group_adds_its_extra_rate(self) -> None:
         # exponential lives: the superposition is Poisson at the summed rate, here
@@ -548,12 +555,12 @@ class TestNodeGroups:
         )
         plain = simulate_job(s, n_trials=600, random_state=66)
         horizon_s = s.job_days * 86_400.0
-        assert grouped["interruptions"] == pytest.approx(
-            1.75 * _node_rate_s(s) * horizon_s, abs=Z * grouped["interruptions_se"]
+        assert grouped.interruptions == pytest.approx(
+            1.75 * _node_rate_s(s) * horizon_s, abs=Z * grouped.interruptions_se
         )
-        se = math.hypot(grouped["goodput_se"], faster["goodput_se"])
-        assert grouped["goodput"] == pytest.approx(faster["goodput"], abs=Z * se)
-        assert plain["goodput"] - grouped["goodput"] > 10 * se
+        se = math.hypot(grouped.goodput_se, faster.goodput_se)
+        assert grouped.goodput == pytest.approx(faster.goodput, abs=Z * se)
+        assert plain.goodput - grouped.goodput > 10 * se
 
 
 class TestWeibullShapeOverride:
@@ -566,11 +573,11 @@ class TestWeibullShapeOverride:
         )
         a = simulate_job(s, n_trials=100, random_state=71)
         b = simulate_job(per_class, n_trials=100, random_state=71)
-        assert a["trials"].equals(b["trials"])
+        assert a.trials.equals(b.trials)
         # infant mortality in a new fleet: more faults, less goodput than exponential lives
         exponential = simulate_job(replace(s, weibull_shape=1.0), n_trials=100, random_state=72)
-        se = math.hypot(a["goodput_se"], exponential["goodput_se"])
-        assert exponential["goodput"] - a["goodput"] > Z * se
+        se = math.hypot(a.goodput_se, exponential.goodput_se)
+        assert exponential.goodput - a.goodput > Z * se
 
 
 def test_a_plan_without_unit_classes_has_no_failures() -> None:
