@@ -584,3 +584,56 @@ def test_models_package_exports_every_public_name_of_its_modules() -> None:
         submodule = importlib.import_module(f"models.{module}")
         for name in names:
             assert getattr(models, name) is getattr(submodule, name), f"models.{name}"
+
+
+# --- function size -------------------------------------------------------------------------------
+MAX_FUNCTION_LINES = 100
+"""No function of the project has more lines of code (docs/architecture.md, "How we split code":
+past about 80, look for the named steps). Lines of code: from the ``def`` line to the last line of
+the body, without blank lines, comment lines and the docstring."""
+
+
+def _lines_of_code(source_lines: list[str], node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    doc: set[int] = set()
+    first = node.body[0]
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        doc = set(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    end = node.end_lineno or node.lineno
+    return sum(
+        1
+        for number in range(node.lineno, end + 1)
+        if number not in doc
+        and (text := source_lines[number - 1].strip())
+        and not text.startswith("#")
+    )
+
+
+def test_no_function_over_100_lines_of_code() -> None:
+    too_long = {}
+    for path in MODULES.values():
+        source = path.read_text()
+        lines = source.splitlines()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                n = _lines_of_code(lines, node)
+                if n > MAX_FUNCTION_LINES:
+                    too_long[f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"] = n
+    assert not too_long, f"functions over {MAX_FUNCTION_LINES} lines of code: {too_long}"
+
+
+def test_the_line_counter_counts_code_only() -> None:
+    source = '''def f(x):
+    """Docstring
+    over two lines."""
+    # a comment
+
+    y = x + 1
+    return y
+'''
+    node = ast.parse(source).body[0]
+    assert isinstance(node, ast.FunctionDef)
+    assert _lines_of_code(source.splitlines(), node) == 3  # def, y = ..., return
