@@ -455,7 +455,9 @@ class _GroupNotes:
         self.not_converged: list[str] = []
 
     def _shown(self, keys: list[tuple[Any, ...]]) -> str:
-        shown = ", ".join(str(dict(zip(self.by, k, strict=True))) for k in keys[:10])
+        # sorted: the groups arrive in the order of the rows, which a query need not fix
+        first = sorted(keys, key=lambda key: tuple(map(str, key)))[:10]
+        shown = ", ".join(str(dict(zip(self.by, k, strict=True))) for k in first)
         return shown + (f" and {len(keys) - 10} more" if len(keys) > 10 else "")
 
     def warn(self) -> None:
@@ -471,7 +473,7 @@ class _GroupNotes:
                 stacklevel=3,
             )
         if self.weibayes_groups:
-            used = list(self.shapes.used.items())[:10]
+            used = sorted(self.shapes.used.items(), key=lambda item: str(item[0]))[:10]
             warnings.warn(
                 f"{len(self.weibayes_groups)} group(s) have {MIN_FAILURES} to "
                 f"{WEIBAYES_MAX_FAILURES} failures ({self._shown(self.weibayes_groups)}): their "
