@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -52,8 +53,12 @@ def _run_ingest(
     allow_outside_root: bool = False,
     archive_max_bytes: int | None = None,
     archive_max_ratio: float | None = None,
+    year: int | None = None,
+    boot_time: datetime | None = None,
 ) -> list[dict[str, Any]]:
     """Ingest ``paths`` into ``db`` directly (no flow run), with a progress bar on stderr.
+
+    ``year`` and ``boot_time`` default to ``RELIA_LOG_YEAR`` and ``RELIA_BOOT_TIME``.
 
     Returns
     -------
@@ -71,6 +76,8 @@ def _run_ingest(
         lake_dir=lake,
         archive_max_bytes=archive_max_bytes,
         archive_max_ratio=archive_max_ratio,
+        log_year=year,
+        boot_time=boot_time,
     )
     files = ingest_mod.discover(
         paths,
@@ -80,7 +87,13 @@ def _run_ingest(
         max_depth=settings.landing_max_depth,
     )
     options = ingest_mod.identity_options(
-        files, host=host, run=run, time_from_mtime=time_from_mtime, job=job
+        files,
+        host=host,
+        run=run,
+        time_from_mtime=time_from_mtime,
+        job=job,
+        year=settings.log_year,
+        boot_time=settings.boot_time,
     )
     if mapping is not None:
         from pipelines.ingest.sources.fault_log import load_mapping
@@ -101,6 +114,13 @@ def _run_ingest(
             archive_limits=settings.archive_limits,
         )
     return [asdict(c) | {"status": c.outcome} for c in counts]
+
+
+def _boot_time(text: str | None) -> datetime | None:
+    """Return ``--boot-time`` in UTC (None when not given); a ``ValueError`` names the option."""
+    from pipelines.runtime.settings import parse_utc_time
+
+    return None if text is None else parse_utc_time(text, "--boot-time")
 
 
 def _warn_refused(counts: list[dict[str, Any]]) -> None:
@@ -164,6 +184,24 @@ def ingest(
             "none (when the file name gives none either).",
         ),
     ] = False,
+    year: Annotated[
+        int | None,
+        typer.Option(
+            min=1970,
+            max=9999,
+            help="Year kernel syslog and torchrun glog lines (which print none) end in; a line "
+            "dated after the log's last line falls in the year before "
+            "(default: $RELIA_LOG_YEAR, else the file's modification time).",
+        ),
+    ] = None,
+    boot_time: Annotated[
+        str | None,
+        typer.Option(
+            help="When the node booted, ISO 8601 UTC (2024-01-10T08:00:00Z): dmesg lines stamped "
+            "in seconds since boot ([12345.678901]) take it plus those seconds "
+            "(default: $RELIA_BOOT_TIME; without it they are rejects).",
+        ),
+    ] = None,
     hold_quiet_s: Annotated[
         float | None,
         typer.Option(
@@ -238,6 +276,12 @@ def ingest(
                 "RELIA_ARCHIVE_MAX_BYTES / RELIA_ARCHIVE_MAX_RATIO for the flow instead"
             )
             raise ValueError(msg)
+        if is_tracked(tracked) and (year, boot_time) != (None, None):
+            msg = (
+                "--year/--boot-time are not passed to tracked runs: set RELIA_LOG_YEAR / "
+                "RELIA_BOOT_TIME for the flow instead"
+            )
+            raise ValueError(msg)
         if is_tracked(tracked):
             prefect_defaults()
             from pipelines.flows.ingest_telemetry import ingest_paths_flow
@@ -271,6 +315,8 @@ def ingest(
                 allow_outside_root=allow_outside_root,
                 archive_max_bytes=archive_max_bytes,
                 archive_max_ratio=archive_max_ratio,
+                year=year,
+                boot_time=_boot_time(boot_time),
             )
     except ValueError as error:
         err.print(error_text("error", "red", error))

@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipelines.ingest import fence
-from pipelines.ingest.sources import IDENTITY_OPTIONS, MTIME_OPTIONS, PARSERS
+from pipelines.ingest.sources import (
+    BOOT_TIME_SOURCES,
+    IDENTITY_OPTIONS,
+    MTIME_OPTIONS,
+    PARSERS,
+    YEAR_SOURCES,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -190,6 +196,8 @@ def identity_options(
     run: str | None = None,
     time_from_mtime: bool = False,
     job: str | None = None,
+    year: int | None = None,
+    boot_time: datetime | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Return parser options that name the host, run, job and sample time of files.
 
@@ -200,16 +208,24 @@ def identity_options(
 
     ``time_from_mtime`` is kept as the option ``time_from_mtime=True``, which parsing turns into
     each file's own modification time under the parser's keyword (:func:`file_options`).
+    ``year`` (the year logs without one end in, ``--year``) goes to the sources of
+    :data:`~pipelines.ingest.sources.YEAR_SOURCES`, ``boot_time`` (``--boot-time``, for
+    ``dmesg`` lines in seconds since boot) to those of
+    :data:`~pipelines.ingest.sources.BOOT_TIME_SOURCES`.
     """
     named = {"host": host, "run": run, "job": job}
     given = {k: v for k, v in named.items() if v is not None}
     options: dict[str, dict[str, Any]] = {}
     for source in sorted({f.source for f in files}):
-        chosen: dict[str, str | bool] = {
+        chosen: dict[str, str | bool | int | datetime] = {
             k: v for k, v in given.items() if k in IDENTITY_OPTIONS.get(source, ())
         }
         if time_from_mtime and source in MTIME_OPTIONS:
             chosen[TIME_FROM_MTIME] = True
+        if year is not None and source in YEAR_SOURCES:
+            chosen["year"] = year
+        if boot_time is not None and source in BOOT_TIME_SOURCES:
+            chosen["boot_time"] = boot_time
         if chosen:
             options[source] = chosen
     return options
