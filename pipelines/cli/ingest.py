@@ -134,6 +134,25 @@ def _warn_refused(counts: list[dict[str, Any]]) -> None:
             err.print(error_text("warning", "yellow", f"refused {c['path']}: {reason}"))
 
 
+def _warn_time_assumptions(counts: list[dict[str, Any]]) -> None:
+    """Print on stderr what files' times rest on that their lines do not print.
+
+    One line per file (the year of syslog and glog lines from the file's modification time),
+    or, past :data:`FILE_ROWS` such files, one line per source and assumption with a count.
+    """
+    assumed = [c for c in counts if c.get("time_assumption")]
+    if len(assumed) <= FILE_ROWS:
+        for c in assumed:
+            err.print(error_text("warning", "yellow", f"{c['path']}: {c['time_assumption']}"))
+        return
+    groups: dict[tuple[str, str], int] = {}
+    for c in assumed:
+        key = (str(c["source"]), str(c["time_assumption"]))
+        groups[key] = groups.get(key, 0) + 1
+    for (source, text), n in sorted(groups.items()):
+        err.print(error_text("warning", "yellow", f"{n} {source} files: {text}"))
+
+
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Landing folder, source folders or files.")],
@@ -322,6 +341,7 @@ def ingest(
         err.print(error_text("error", "red", error))
         raise typer.Exit(2) from error
     _warn_refused(counts)
+    _warn_time_assumptions(counts)
     if gpus_per_node is not None:
         from pipelines import warehouse
 

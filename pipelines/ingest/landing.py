@@ -29,6 +29,8 @@ from pipelines.ingest.sources import (
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
+    import polars as pl
+
     from pipelines.runtime.path_patterns import PathPattern
 
 log = logging.getLogger(__name__)
@@ -250,6 +252,28 @@ def file_options(item: LandingFile, extra: dict[str, Any] | None = None) -> dict
     if options.pop(TIME_FROM_MTIME, False):
         options[MTIME_OPTIONS[item.source]] = _mtime(item.path)["file_mtime"]
     return options
+
+
+YEARLESS_FORMATS = frozenset({"syslog", "glog"})
+"""``log_format`` values of lines that print no year (kernel syslog, torchrun glog)."""
+
+
+def time_assumption(options: dict[str, Any], rows: pl.DataFrame) -> str:
+    """Return what a file's row times rest on that its lines do not print ("" for nothing).
+
+    That is the year of syslog or glog rows (:data:`YEARLESS_FORMATS`) parsed without a
+    ``year`` option: taken from the file's modification time (``file_mtime``). The text names
+    the option that states it instead.
+    """
+    mtime = options.get("file_mtime")
+    if options.get("year") is not None or mtime is None or "log_format" not in rows.columns:
+        return ""
+    if not rows["log_format"].is_in(YEARLESS_FORMATS).any():
+        return ""
+    return (
+        f"year {mtime.year} taken from the file's modification time; give --year "
+        "(RELIA_LOG_YEAR) if the log is older"
+    )
 
 
 # parser keyword options (parse(**options)): a dict is the edge

@@ -147,6 +147,7 @@ def _rows_load(
             stream=read,
             forget=pending.forget,
             stat=pending.stat,
+            time_assumption=pending.time_assumption,
         )
     validation_rejects = pl.DataFrame(
         {
@@ -183,6 +184,7 @@ def _rows_load(
         stream=read,
         forget=pending.forget,
         stat=pending.stat,
+        time_assumption=pending.time_assumption,
     )
 
 

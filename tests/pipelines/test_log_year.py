@@ -222,3 +222,70 @@ def test_cli_refuses_a_boot_time_that_is_not_iso(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "--boot-time: expected an ISO 8601 time such as 2024-01-10T08:00:00Z" in result.output
+
+
+WARNING = (
+    "year 2026 taken from the file's modification time; give --year (RELIA_LOG_YEAR) if the log "
+    "is older"
+)
+
+
+def _lineage(db: Path) -> list[tuple[object, ...]]:
+    with warehouse.connect(db, read_only=True) as con:
+        return con.execute("select path, time_assumption from raw_ingest_files").fetchall()
+
+
+def test_cli_warns_once_and_records_a_year_taken_from_the_mtime(tmp_path: Path) -> None:
+    log = _landing(tmp_path, "gpu0003.log", SYSLOG_2024)
+    db = tmp_path / "w.duckdb"
+    result = runner.invoke(app, ["ingest", str(log), "--json", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    [counts] = json.loads(result.stdout)
+    assert counts["time_assumption"] == WARNING
+    stderr = " ".join(result.stderr.split())  # rich may wrap the line
+    assert stderr.count(WARNING) == 1
+    assert str(log.resolve()) in stderr.replace(" ", "")
+    assert _xid_times(db) == [
+        (_utc("2026-01-10T13:04:04Z"), 79),
+        (_utc("2026-01-12T08:00:10Z"), 63),
+    ]
+    assert _lineage(db) == [(str(log.resolve()), WARNING)]
+    # the same file again: nothing new is loaded, the note stays
+    again = runner.invoke(app, ["ingest", str(log), "--json", "--db", str(db)])
+    assert again.exit_code == 0, again.output
+    assert _lineage(db) == [(str(log.resolve()), WARNING)]
+    assert len(_xid_times(db)) == 2
+
+
+def test_cli_with_a_year_does_not_warn(tmp_path: Path) -> None:
+    log = _landing(tmp_path, "gpu0003.log", SYSLOG_2024)
+    db = tmp_path / "w.duckdb"
+    result = runner.invoke(app, ["ingest", str(log), "--year", "2024", "--json", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert "taken from the file's modification time" not in result.stderr
+    assert _lineage(db) == [(str(log.resolve()), None)]
+
+
+def test_files_whose_lines_print_their_year_assume_nothing(tmp_path: Path) -> None:
+    log = _landing(
+        tmp_path,
+        "gpu0005.log",
+        "[Wed Jan 10 13:04:04 2024] NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus.",
+    )
+    db = tmp_path / "w.duckdb"
+    result = runner.invoke(app, ["ingest", str(log), "--json", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert "taken from" not in result.stderr
+    assert _lineage(db) == [(str(log.resolve()), None)]
+
+
+def test_a_warehouse_made_before_gains_the_time_assumption_column(tmp_path: Path) -> None:
+    import duckdb
+
+    db = tmp_path / "old.duckdb"
+    with duckdb.connect(str(db)) as con:
+        warehouse.apply_schema(con)
+        con.execute("alter table raw_ingest_files drop column time_assumption")
+    log = _landing(tmp_path, "gpu0003.log", SYSLOG_2024)
+    _ingest([str(log), "--db", str(db)])
+    assert _lineage(db) == [(str(log.resolve()), WARNING)]
