@@ -289,3 +289,29 @@ def test_a_warehouse_made_before_gains_the_time_assumption_column(tmp_path: Path
     log = _landing(tmp_path, "gpu0003.log", SYSLOG_2024)
     _ingest([str(log), "--db", str(db)])
     assert _lineage(db) == [(str(log.resolve()), WARNING)]
+
+
+def test_flow_task_takes_the_year_and_boot_time_from_the_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipelines.flows.ingest_telemetry import load_files
+    from pipelines.ingest import discover
+
+    monkeypatch.setenv("RELIA_LOG_YEAR", "2024")
+    monkeypatch.setenv("RELIA_BOOT_TIME", "2024-01-10T08:00:00Z")
+    _landing(tmp_path, "gpu0003.log", SYSLOG_2024)
+    _landing(tmp_path, "gpu0004.log", DMESG_RELATIVE)
+    db = tmp_path / "w.duckdb"
+    counts = load_files.fn(db, discover([tmp_path / "landing"]), 5.0)
+    assert [(c["n_loaded"], c["n_quarantined"], c["time_assumption"]) for c in counts] == [
+        (2, 0, ""),
+        (2, 0, ""),
+    ]
+    with warehouse.connect(db, read_only=True) as con:
+        rows = con.execute("select host, ts, xid from raw_xid_events order by host, line_no")
+        assert rows.fetchall() == [
+            ("gpu0003", _utc("2024-01-10T13:04:04Z"), 79),
+            ("gpu0003", _utc("2024-01-12T08:00:10Z"), 63),
+            ("gpu0004", _utc("2024-01-10T08:20:34.567890Z"), 79),
+            ("gpu0004", _utc("2024-01-11T08:00:00.000001Z"), 48),
+        ]
