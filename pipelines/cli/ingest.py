@@ -210,7 +210,8 @@ def ingest(
             max=9999,
             help="Year kernel syslog and torchrun glog lines (which print none) end in; a line "
             "dated after the log's last line falls in the year before "
-            "(default: $RELIA_LOG_YEAR, else the file's modification time).",
+            "(default: $RELIA_LOG_YEAR, else a kernel log's own full dates of one year, else the "
+            "file's modification time, with a warning).",
         ),
     ] = None,
     boot_time: Annotated[

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -266,7 +267,9 @@ def time_assumption(options: dict[str, Any], rows: pl.DataFrame) -> str:
     the option that states it instead.
     """
     mtime = options.get("file_mtime")
-    if options.get("year") is not None or mtime is None or "log_format" not in rows.columns:
+    if options.get("year") is not None or options.get("dated") is not None:
+        return ""
+    if mtime is None or "log_format" not in rows.columns:
         return ""
     if not rows["log_format"].is_in(YEARLESS_FORMATS).any():
         return ""
@@ -276,7 +279,53 @@ def time_assumption(options: dict[str, Any], rows: pl.DataFrame) -> str:
     )
 
 
+_SYSLOG_LINE = re.compile(rb"(?m)^[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} ")
+_DATED_LINE = re.compile(
+    rb"(?m)^(?:\[[A-Z][a-z]{2} ([A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4})\]"
+    rb"|([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}))"
+)
+"""A line that opens with a full date: ``dmesg -T``'s ``[Wed Jan 10 13:04:04 2024]`` or ISO 8601."""
+
+
 # parser keyword options (parse(**options)): a dict is the edge
+def content_options(source: str, data: bytes, options: dict[str, Any]) -> dict[str, Any]:
+    """Return ``options`` and, for a kernel log with syslog lines and no ``year``, its dates.
+
+    The option ``dated`` (:func:`dated_lines`) lets syslog lines take their year from the
+    file's own dated lines instead of its modification time.
+    """
+    if source != "kernel" or options.get("year") is not None or not _SYSLOG_LINE.search(data):
+        return options
+    dated = dated_lines(data)
+    return options if dated is None else options | {"dated": dated}
+
+
+def dated_lines(data: bytes) -> tuple[int, datetime, int, datetime] | None:
+    """Return the first and last line that open with a full date (number, UTC time).
+
+    Only when every such line is in one year (None otherwise, or when there is none): that is
+    the year of the file's yearless lines between them; see the ``dated`` option of
+    :func:`pipelines.ingest.sources.xid.parse`. Times are read to the second; an ISO time's offset
+    is left out (taken as UTC): the year is what matters.
+    """
+    found: list[tuple[int, datetime]] = []
+    for match in _DATED_LINE.finditer(data):
+        ctime, iso = match.group(1), match.group(2)
+        try:
+            if ctime:
+                text = " ".join(ctime.decode().split())  # "Jan  1" -> "Jan 1"
+                when = datetime.strptime(text, "%b %d %H:%M:%S %Y")
+            else:
+                when = datetime.fromisoformat(iso.decode())
+        except ValueError:
+            continue
+        found.append((match.start(), when.replace(tzinfo=UTC)))
+    if not found or len({when.year for _, when in found}) != 1:
+        return None
+    (first_at, first), (last_at, last) = found[0], found[-1]
+    return data.count(b"\n", 0, first_at) + 1, first, data.count(b"\n", 0, last_at) + 1, last
+
+
 def _no_options(_path: Path) -> dict[str, Any]:
     return {}
 

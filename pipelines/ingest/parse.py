@@ -18,7 +18,13 @@ import polars as pl
 
 from pipelines import warehouse
 from pipelines.ingest import streams
-from pipelines.ingest.landing import OPTION_BUILDERS, LandingFile, file_options, time_assumption
+from pipelines.ingest.landing import (
+    OPTION_BUILDERS,
+    LandingFile,
+    content_options,
+    file_options,
+    time_assumption,
+)
 from pipelines.ingest.sources import PARSERS, batch
 from pipelines.ingest.sources.common import REJECT_SCHEMA, Parsed
 
@@ -94,7 +100,7 @@ def parse_file(
         the error.
     """
     table, parser = PARSERS[item.source]
-    options = file_options(item, extra)
+    options = content_options(item.source, data, file_options(item, extra))
     source_file = item.resolved
     try:
         parsed = parser.parse(data, source_file=source_file, **options)
@@ -119,7 +125,8 @@ def parse_together(
     source = members[0][0].source
     table, parser = PARSERS[source]
     inputs = [
-        (data, item.resolved, file_options(item, extra.get(source))) for item, data, _ in members
+        (data, item.resolved, content_options(source, data, file_options(item, extra.get(source))))
+        for item, data, _ in members
     ]
     try:
         results = parser.parse_many(inputs)

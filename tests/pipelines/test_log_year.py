@@ -315,3 +315,72 @@ def test_flow_task_takes_the_year_and_boot_time_from_the_settings(
             ("gpu0004", _utc("2024-01-10T08:20:34.567890Z"), 79),
             ("gpu0004", _utc("2024-01-11T08:00:00.000001Z"), 48),
         ]
+
+
+# a kern.log slice whose middle line a collector stamped with a full ISO date (line 3)
+SYSLOG_WITH_A_DATED_LINE = """
+    Jan 10 13:04:04 gpu0003 kernel: [ 1234.567890] NVRM: Xid (PCI:0000:18:00): 79, pid=1896, name=python3, GPU has fallen off the bus.
+    Jan 10 13:04:05 gpu0003 kernel: [ 1235.001234] NVRM: GPU 0000:18:00.0: GPU has fallen off the bus.
+    2024-01-11T02:15:00.123456+00:00 gpu0003 kernel: [   12.000001] nvidia-nvswitch0: open (major=508)
+    Jan 12 08:00:10 gpu0003 kernel: [   31.250000] NVRM: Xid (PCI:0000:18:00): 63, pid=1896, Row Remapper: New row marked for remapping, reset gpu to activate.
+"""  # noqa: E501
+
+
+def _xid_with_content(text: str, **options: object) -> Parsed:
+    from pipelines.ingest.landing import content_options
+
+    data = raw_bytes(text)
+    chosen = content_options("kernel", data, {"file_mtime": COPIED, **options})
+    return xid.parse(data, source_file=SOURCE, now=NOW, **chosen)
+
+
+def test_dated_lines_are_the_first_and_last_full_dates_of_one_year() -> None:
+    from pipelines.ingest.landing import dated_lines
+
+    data = raw_bytes(SYSLOG_WITH_A_DATED_LINE)
+    when = _utc("2024-01-11T02:15:00Z")  # to the second, the offset left out
+    assert dated_lines(data) == (3, when, 3, when)
+    two_years = (
+        data + b"[Mon Jan  1 00:00:05 2025] NVRM: loading NVIDIA UNIX x86_64 Kernel Module\n"
+    )
+    assert dated_lines(two_years) is None
+    assert dated_lines(raw_bytes(SYSLOG_2024)) is None
+
+
+def test_syslog_takes_the_year_of_a_dated_line_in_the_file() -> None:
+    result = _xid_with_content(SYSLOG_WITH_A_DATED_LINE)
+    assert result.rows.select("line_no", "ts").rows() == [
+        (1, _utc("2024-01-10T13:04:04Z")),
+        (4, _utc("2024-01-12T08:00:10Z")),
+    ]
+    # --year wins over the content
+    result = _xid_with_content(SYSLOG_WITH_A_DATED_LINE, year=2023)
+    assert result.rows["ts"].to_list() == [
+        _utc("2023-01-10T13:04:04Z"),
+        _utc("2023-01-12T08:00:10Z"),
+    ]
+
+
+def test_a_dated_line_gives_the_years_on_both_sides_of_new_year() -> None:
+    text = """
+        Dec 30 23:00:00 gpu0003 kernel: NVRM: Xid (PCI:0000:18:00): 92, pid=1, name=x, High single-bit ECC error rate
+        [Tue Dec 31 12:00:00 2024] NVRM: GPU 0000:18:00.0: RmInitAdapter succeeded
+        Jan  2 01:00:00 gpu0003 kernel: NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus.
+    """  # noqa: E501
+    result = _xid_with_content(text)
+    # Dec 30 is before the dated line and before it in 2024: 2024; Jan 2 is after it and would be
+    # a year before it in 2024: 2025
+    assert result.rows["ts"].to_list() == [
+        _utc("2024-12-30T23:00:00Z"),
+        _utc("2025-01-02T01:00:00Z"),
+    ]
+
+
+def test_cli_takes_a_dated_line_year_without_a_warning(tmp_path: Path) -> None:
+    log = _landing(tmp_path, "gpu0003.log", SYSLOG_WITH_A_DATED_LINE)
+    db = tmp_path / "w.duckdb"
+    result = runner.invoke(app, ["ingest", str(log), "--json", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert "taken from" not in result.stderr
+    assert _xid_times(db) == IN_2024
+    assert _lineage(db) == [(str(log.resolve()), None)]

@@ -116,6 +116,7 @@ def parse(
     host: str | None = None,
     year: int | None = None,
     boot_time: datetime | None = None,
+    dated: tuple[int, datetime, int, datetime] | None = None,
 ) -> Parsed:
     """Parse the Xid lines of one kernel log.
 
@@ -146,6 +147,13 @@ def parse(
         When the node booted (``relia ingest --boot-time``, ``RELIA_BOOT_TIME``), for ``dmesg``
         lines stamped in seconds since boot (``[ 1234.567890]``): their time is ``boot_time``
         plus those seconds. Without it such lines are rejects naming the option.
+    dated
+        The first and last line of the file that open with a full date, all in one year
+        (``(line_no, time, line_no, time)``, :func:`pipelines.ingest.landing.dated_lines`):
+        without ``year``, syslog lines take that year, wins over ``file_mtime``. A line
+        before the first dated line that would be more than a day after it takes the year
+        before; a line after the last one that would be more than a day before it, the year
+        after.
 
     Returns
     -------
@@ -168,7 +176,13 @@ def parse(
     >>> parse(line, source_file="gpu0001.log").rows.select("host", "xid", "message").row(0)
     ('gpu0001', 79, 'Off.')
     """
-    options = {"file_mtime": file_mtime, "host": host, "year": year, "boot_time": boot_time}
+    options = {
+        "file_mtime": file_mtime,
+        "host": host,
+        "year": year,
+        "boot_time": boot_time,
+        "dated": dated,
+    }
     return parse_many([(data, source_file, options)], now=now)[0]
 
 
@@ -178,8 +192,8 @@ def parse_many(
     """Parse several kernel logs in one pass: one polars plan for all their Xid lines.
 
     ``files`` holds ``(data, source_file, options)`` with the keyword options of :func:`parse`
-    (``file_mtime``, ``host``, ``year``, ``boot_time``); the results come in the same order and
-    equal :func:`parse` file by file.
+    (``file_mtime``, ``host``, ``year``, ``boot_time``, ``dated``); the results come in the same
+    order and equal :func:`parse` file by file.
     A plan costs milliseconds while a log holds a few Xid lines, so a fleet's logs are parsed
     together (the marker is still searched in each file's bytes on its own).
     """
@@ -216,6 +230,7 @@ def _in_scope_lines(
     references: list[datetime] = []
     years: list[int | None] = []
     boots: list[datetime | None] = []
+    dates: list[tuple[int, datetime, int, datetime] | tuple[None, None, None, None]] = []
     stems: list[str | None] = []
     raws: list[str | None] = []  # the JSON record, for lines rebuilt from journald exports
     needle = MARKER.encode()
@@ -233,6 +248,7 @@ def _in_scope_lines(
         years.append(options.get("year"))
         boot = options.get("boot_time")
         boots.append(utc_now(boot) if boot is not None else None)
+        dates.append(options.get("dated") or (None, None, None, None))
         stems.append(options.get("host") or _path_host(source_file))
     per_line = [k for k, n in enumerate(counts) for _ in range(n)]
     in_scope = pl.DataFrame(
@@ -251,6 +267,10 @@ def _in_scope_lines(
             "_reference": references,
             "_year": years,
             "_boot": boots,
+            "_first_dated_line": [d[0] for d in dates],
+            "_first_dated": [d[1] for d in dates],
+            "_last_dated_line": [d[2] for d in dates],
+            "_last_dated": [d[3] for d in dates],
             "_stem": stems,
             "_source_file": [source_file for _data, source_file, _options in files],
         },
@@ -259,6 +279,10 @@ def _in_scope_lines(
             "_reference": pl.Datetime("us", "UTC"),
             "_year": pl.Int32,
             "_boot": pl.Datetime("us", "UTC"),
+            "_first_dated_line": pl.Int64,
+            "_first_dated": pl.Datetime("us", "UTC"),
+            "_last_dated_line": pl.Int64,
+            "_last_dated": pl.Datetime("us", "UTC"),
             "_stem": pl.String,
             "_source_file": pl.String,
         },
@@ -521,7 +545,9 @@ def _with_time_and_host(frame: pl.LazyFrame, styles: list[str]) -> pl.LazyFrame:
         )
         values.append((iso, value))
     if "syslog" in styles:
-        values.append((["syslog"], _syslog_ts(text, _syslog_reference(text, style))))
+        by_reference = _syslog_ts(text, _syslog_reference(text, style))
+        syslog = pl.when(pl.col("_first_dated").is_null()).then(by_reference)
+        values.append((["syslog"], syslog.otherwise(_dated_syslog_ts(text))))
     return frame.with_columns(_by_style(style, values).cast(pl.Datetime("us", "UTC")).alias("ts"))
 
 
@@ -556,6 +582,31 @@ def _syslog_reference(text: pl.Expr, style: pl.Expr) -> pl.Expr:
     in_year = _naive_utc(day + " " + pl.col("_year").cast(pl.String), "%b %e %Y") + clock
     log_end = pl.when(style == "syslog").then(in_year).drop_nulls().last().over("_file")
     return pl.when(pl.col("_year").is_not_null()).then(log_end).otherwise(pl.col("_reference"))
+
+
+def _dated_syslog_ts(text: pl.Expr) -> pl.Expr:
+    """Return a year-less syslog time in the year of the file's dated lines (``dated`` option).
+
+    A line before the first dated line more than a day after it is in the year before; a line
+    after the last one more than a day before it, in the year after.
+    """
+    first, last, line_no = pl.col("_first_dated"), pl.col("_last_dated"), pl.col("line_no")
+    year = first.dt.year()
+    in_year = _in_year(text, year)
+    day = pl.duration(days=1)
+    return (
+        pl.when((line_no < pl.col("_first_dated_line")) & (in_year > first + day))
+        .then(_in_year(text, year - 1))
+        .when((line_no > pl.col("_last_dated_line")) & (in_year < last - day))
+        .then(_in_year(text, year + 1))
+        .otherwise(in_year)
+    )
+
+
+def _in_year(text: pl.Expr, year: pl.Expr) -> pl.Expr:
+    """Return the syslog time ``text`` (``Jun  1 00:00:00``) in ``year``."""
+    day = _naive_utc(text.str.slice(0, 6) + " " + year.cast(pl.String), "%b %e %Y")
+    return day + pl.duration(seconds=_clock_s(text, 7))
 
 
 def _syslog_ts(text: pl.Expr, reference: pl.Expr) -> pl.Expr:
