@@ -280,11 +280,14 @@ def time_assumption(options: dict[str, Any], rows: pl.DataFrame) -> str:
 
 
 _SYSLOG_LINE = re.compile(rb"(?m)^[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} ")
-_DATED_LINE = re.compile(
-    rb"(?m)^(?:\[[A-Z][a-z]{2} ([A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4})\]"
+_DATED = (
+    rb"(?:\[[A-Z][a-z]{2} ([A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4})\]"
     rb"|([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}))"
 )
-"""A line that opens with a full date: ``dmesg -T``'s ``[Wed Jan 10 13:04:04 2024]`` or ISO 8601."""
+"""What opens a line with a full date: ``dmesg -T``'s ``[Wed Jan 10 13:04:04 2024]`` or ISO 8601."""
+_DATED_FIRST_LINE = re.compile(_DATED)
+_DATED_LINE = re.compile(rb"\n" + _DATED)
+"""A dated line after the first (a literal newline first: searched some 4x faster than ``^``)."""
 
 
 # parser keyword options (parse(**options)): a dict is the edge
@@ -309,7 +312,10 @@ def dated_lines(data: bytes) -> tuple[int, datetime, int, datetime] | None:
     is left out (taken as UTC): the year is what matters.
     """
     found: list[tuple[int, datetime]] = []
-    for match in _DATED_LINE.finditer(data):
+    first_line = _DATED_FIRST_LINE.match(data)
+    for match in (first_line, *_DATED_LINE.finditer(data)):
+        if match is None:
+            continue
         ctime, iso = match.group(1), match.group(2)
         try:
             if ctime:
@@ -319,7 +325,8 @@ def dated_lines(data: bytes) -> tuple[int, datetime, int, datetime] | None:
                 when = datetime.fromisoformat(iso.decode())
         except ValueError:
             continue
-        found.append((match.start(), when.replace(tzinfo=UTC)))
+        line_start = match.start() if match is first_line else match.start() + 1
+        found.append((line_start, when.replace(tzinfo=UTC)))
     if not found or len({when.year for _, when in found}) != 1:
         return None
     (first_at, first), (last_at, last) = found[0], found[-1]
