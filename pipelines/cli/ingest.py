@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -52,8 +53,12 @@ def _run_ingest(
     allow_outside_root: bool = False,
     archive_max_bytes: int | None = None,
     archive_max_ratio: float | None = None,
+    year: int | None = None,
+    boot_time: datetime | None = None,
 ) -> list[dict[str, Any]]:
     """Ingest ``paths`` into ``db`` directly (no flow run), with a progress bar on stderr.
+
+    ``year`` and ``boot_time`` default to ``RELIA_LOG_YEAR`` and ``RELIA_BOOT_TIME``.
 
     Returns
     -------
@@ -72,6 +77,8 @@ def _run_ingest(
         lake_dir=lake,
         archive_max_bytes=archive_max_bytes,
         archive_max_ratio=archive_max_ratio,
+        log_year=year,
+        boot_time=boot_time,
     )
     files = ingest_mod.discover(
         paths,
@@ -81,7 +88,13 @@ def _run_ingest(
         max_depth=settings.landing_max_depth,
     )
     options = ingest_mod.identity_options(
-        files, host=host, run=run, time_from_mtime=time_from_mtime, job=job
+        files,
+        host=host,
+        run=run,
+        time_from_mtime=time_from_mtime,
+        job=job,
+        year=settings.log_year,
+        boot_time=settings.boot_time,
     )
     if mapping is not None:
         from pipelines.ingest.sources.fault_log import load_mapping
@@ -105,6 +118,13 @@ def _run_ingest(
             archive_limits=settings.archive_limits,
         )
     return [asdict(c) | {"status": c.outcome} for c in counts]
+
+
+def _boot_time(text: str | None) -> datetime | None:
+    """Return ``--boot-time`` in UTC (None when not given); a ``ValueError`` names the option."""
+    from pipelines.runtime.settings import parse_utc_time
+
+    return None if text is None else parse_utc_time(text, "--boot-time")
 
 
 def _warn_refused(counts: list[dict[str, Any]]) -> None:
@@ -168,6 +188,25 @@ TimeFromMtimeOption = Annotated[
         "none (when the file name gives none either).",
     ),
 ]
+YearOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1970,
+        max=9999,
+        help="Year kernel syslog and torchrun glog lines (which print none) end in; a line "
+        "dated after the log's last line falls in the year before "
+        "(default: $RELIA_LOG_YEAR, else a kernel log's own full dates of one year, else the "
+        "file's modification time, with a warning).",
+    ),
+]
+BootTimeOption = Annotated[
+    str | None,
+    typer.Option(
+        help="When the node booted, ISO 8601 UTC (2024-01-10T08:00:00Z): dmesg lines stamped "
+        "in seconds since boot ([12345.678901]) take it plus those seconds "
+        "(default: $RELIA_BOOT_TIME; without it they are rejects).",
+    ),
+]
 HoldQuietOption = Annotated[
     float | None,
     typer.Option(
@@ -220,6 +259,25 @@ AllowOutsideRootOption = Annotated[
 ]
 
 
+def _warn_time_assumptions(counts: list[dict[str, Any]]) -> None:
+    """Print on stderr what files' times rest on that their lines do not print.
+
+    One line per file (the year of syslog and glog lines from the file's modification time),
+    or, past :data:`FILE_ROWS` such files, one line per source and assumption with a count.
+    """
+    assumed = [c for c in counts if c.get("time_assumption")]
+    if len(assumed) <= FILE_ROWS:
+        for c in assumed:
+            err.print(error_text("warning", "yellow", f"{c['path']}: {c['time_assumption']}"))
+        return
+    groups: dict[tuple[str, str], int] = {}
+    for c in assumed:
+        key = (str(c["source"]), str(c["time_assumption"]))
+        groups[key] = groups.get(key, 0) + 1
+    for (source, text), n in sorted(groups.items()):
+        err.print(error_text("warning", "yellow", f"{n} {source} files: {text}"))
+
+
 @app.command()
 def ingest(
     paths: PathsArgument,
@@ -231,6 +289,8 @@ def ingest(
     run: RunOption = None,
     job: JobOption = None,
     time_from_mtime: TimeFromMtimeOption = False,
+    year: YearOption = None,
+    boot_time: BootTimeOption = None,
     hold_quiet_s: HoldQuietOption = None,
     archive_max_bytes: ArchiveMaxBytesOption = None,
     archive_max_ratio: ArchiveMaxRatioOption = None,
@@ -253,7 +313,11 @@ def ingest(
     settings = load_settings(db_path=db, lake_dir=lake)
     try:
         if is_tracked(tracked):
-            _check_tracked(job=job, archive_limits=(archive_max_bytes, archive_max_ratio))
+            _check_tracked(
+                job=job,
+                archive_limits=(archive_max_bytes, archive_max_ratio),
+                times=(year, boot_time),
+            )
             prefect_defaults()
             from pipelines.flows.ingest_telemetry import ingest_paths_flow
 
@@ -286,11 +350,14 @@ def ingest(
                 allow_outside_root=allow_outside_root,
                 archive_max_bytes=archive_max_bytes,
                 archive_max_ratio=archive_max_ratio,
+                year=year,
+                boot_time=_boot_time(boot_time),
             )
     except ValueError as error:
         err.print(error_text("error", "red", error))
         raise typer.Exit(2) from error
     _warn_refused(counts)
+    _warn_time_assumptions(counts)
     if gpus_per_node is not None:
         from pipelines import warehouse
 
@@ -302,7 +369,12 @@ def ingest(
     _print_counts(counts, db_path=settings.db_path, csv=shown is OutputFormat.csv, verbose=verbose)
 
 
-def _check_tracked(*, job: str | None, archive_limits: tuple[int | None, float | None]) -> None:
+def _check_tracked(
+    *,
+    job: str | None,
+    archive_limits: tuple[int | None, float | None],
+    times: tuple[int | None, str | None],
+) -> None:
     """Refuse the options a tracked ingest does not pass on (a ``ValueError``, exit 2)."""
     if job is not None:
         msg = "--job is not passed to tracked runs yet; ingest these files without --tracked"
@@ -311,6 +383,12 @@ def _check_tracked(*, job: str | None, archive_limits: tuple[int | None, float |
         msg = (
             "--archive-max-bytes/--archive-max-ratio are not passed to tracked runs: set "
             "RELIA_ARCHIVE_MAX_BYTES / RELIA_ARCHIVE_MAX_RATIO for the flow instead"
+        )
+        raise ValueError(msg)
+    if times != (None, None):
+        msg = (
+            "--year/--boot-time are not passed to tracked runs: set RELIA_LOG_YEAR / "
+            "RELIA_BOOT_TIME for the flow instead"
         )
         raise ValueError(msg)
 

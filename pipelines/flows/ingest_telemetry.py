@@ -121,12 +121,20 @@ def load_files(
     """Parse, validate and load; retried when another process holds the warehouse lock.
 
     With ``parse_tasks`` > 0 parsing fans out in that many tasks on the flow's task runner.
-    ``force``, ``host``, ``run`` and ``time_from_mtime`` are those of ``relia ingest``.
+    ``force``, ``host``, ``run`` and ``time_from_mtime`` are those of ``relia ingest``; the
+    year and boot time of logs that print none come from ``RELIA_LOG_YEAR`` / ``RELIA_BOOT_TIME``.
     """
-    options = ingest.identity_options(files, host=host, run=run, time_from_mtime=time_from_mtime)
+    settings = Settings.from_env()  # RELIA_INGEST_BATCH_ROWS, RELIA_ARCHIVE_*, RELIA_LOG_YEAR, ...
+    options = ingest.identity_options(
+        files,
+        host=host,
+        run=run,
+        time_from_mtime=time_from_mtime,
+        year=settings.log_year,
+        boot_time=settings.boot_time,
+    )
     if mapping is not None:
         options.setdefault("fault_log", {})["mapping"] = fault_log.load_mapping(mapping)
-    settings = Settings.from_env()  # RELIA_INGEST_BATCH_ROWS, RELIA_ARCHIVE_*
     limits = settings.archive_limits
     ingest.check_parser_options(files, options)  # before the warehouse is made
     with warehouse.connect(db_path, lock_timeout_s=lock_timeout_s) as con:

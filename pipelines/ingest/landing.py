@@ -12,16 +12,25 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipelines.ingest import fence
-from pipelines.ingest.sources import IDENTITY_OPTIONS, MTIME_OPTIONS, PARSERS
+from pipelines.ingest.sources import (
+    BOOT_TIME_SOURCES,
+    IDENTITY_OPTIONS,
+    MTIME_OPTIONS,
+    PARSERS,
+    YEAR_SOURCES,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
+
+    import polars as pl
 
     from pipelines.runtime.path_patterns import PathPattern
 
@@ -190,6 +199,8 @@ def identity_options(
     run: str | None = None,
     time_from_mtime: bool = False,
     job: str | None = None,
+    year: int | None = None,
+    boot_time: datetime | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Return parser options that name the host, run, job and sample time of files.
 
@@ -200,16 +211,24 @@ def identity_options(
 
     ``time_from_mtime`` is kept as the option ``time_from_mtime=True``, which parsing turns into
     each file's own modification time under the parser's keyword (:func:`file_options`).
+    ``year`` (the year logs without one end in, ``--year``) goes to the sources of
+    :data:`~pipelines.ingest.sources.YEAR_SOURCES`, ``boot_time`` (``--boot-time``, for
+    ``dmesg`` lines in seconds since boot) to those of
+    :data:`~pipelines.ingest.sources.BOOT_TIME_SOURCES`.
     """
     named = {"host": host, "run": run, "job": job}
     given = {k: v for k, v in named.items() if v is not None}
     options: dict[str, dict[str, Any]] = {}
     for source in sorted({f.source for f in files}):
-        chosen: dict[str, str | bool] = {
+        chosen: dict[str, str | bool | int | datetime] = {
             k: v for k, v in given.items() if k in IDENTITY_OPTIONS.get(source, ())
         }
         if time_from_mtime and source in MTIME_OPTIONS:
             chosen[TIME_FROM_MTIME] = True
+        if year is not None and source in YEAR_SOURCES:
+            chosen["year"] = year
+        if boot_time is not None and source in BOOT_TIME_SOURCES:
+            chosen["boot_time"] = boot_time
         if chosen:
             options[source] = chosen
     return options
@@ -236,7 +255,84 @@ def file_options(item: LandingFile, extra: dict[str, Any] | None = None) -> dict
     return options
 
 
+YEARLESS_FORMATS = frozenset({"syslog", "glog"})
+"""``log_format`` values of lines that print no year (kernel syslog, torchrun glog)."""
+
+
+def time_assumption(options: dict[str, Any], rows: pl.DataFrame) -> str:
+    """Return what a file's row times rest on that its lines do not print ("" for nothing).
+
+    That is the year of syslog or glog rows (:data:`YEARLESS_FORMATS`) parsed without a
+    ``year`` option: taken from the file's modification time (``file_mtime``). The text names
+    the option that states it instead.
+    """
+    mtime = options.get("file_mtime")
+    if options.get("year") is not None or options.get("dated") is not None:
+        return ""
+    if mtime is None or "log_format" not in rows.columns:
+        return ""
+    if not rows["log_format"].is_in(YEARLESS_FORMATS).any():
+        return ""
+    return (
+        f"year {mtime.year} taken from the file's modification time; give --year "
+        "(RELIA_LOG_YEAR) if the log is older"
+    )
+
+
+_SYSLOG_LINE = re.compile(rb"(?m)^[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} ")
+_DATED = (
+    rb"(?:\[[A-Z][a-z]{2} ([A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4})\]"
+    rb"|([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}))"
+)
+"""What opens a line with a full date: ``dmesg -T``'s ``[Wed Jan 10 13:04:04 2024]`` or ISO 8601."""
+_DATED_FIRST_LINE = re.compile(_DATED)
+_DATED_LINE = re.compile(rb"\n" + _DATED)
+"""A dated line after the first (a literal newline first: searched some 4x faster than ``^``)."""
+
+
 # parser keyword options (parse(**options)): a dict is the edge
+def content_options(source: str, data: bytes, options: dict[str, Any]) -> dict[str, Any]:
+    """Return ``options`` and, for a kernel log with syslog lines and no ``year``, its dates.
+
+    The option ``dated`` (:func:`dated_lines`) lets syslog lines take their year from the
+    file's own dated lines instead of its modification time.
+    """
+    if source != "kernel" or options.get("year") is not None or not _SYSLOG_LINE.search(data):
+        return options
+    dated = dated_lines(data)
+    return options if dated is None else options | {"dated": dated}
+
+
+def dated_lines(data: bytes) -> tuple[int, datetime, int, datetime] | None:
+    """Return the first and last line that open with a full date (number, UTC time).
+
+    Only when every such line is in one year (None otherwise, or when there is none): that is
+    the year of the file's yearless lines between them; see the ``dated`` option of
+    :func:`pipelines.ingest.sources.xid.parse`. Times are read to the second; an ISO time's offset
+    is left out (taken as UTC): the year is what matters.
+    """
+    found: list[tuple[int, datetime]] = []
+    first_line = _DATED_FIRST_LINE.match(data)
+    for match in (first_line, *_DATED_LINE.finditer(data)):
+        if match is None:
+            continue
+        ctime, iso = match.group(1), match.group(2)
+        try:
+            if ctime:
+                text = " ".join(ctime.decode().split())  # "Jan  1" -> "Jan 1"
+                when = datetime.strptime(text, "%b %d %H:%M:%S %Y")
+            else:
+                when = datetime.fromisoformat(iso.decode())
+        except ValueError:
+            continue
+        line_start = match.start() if match is first_line else match.start() + 1
+        found.append((line_start, when.replace(tzinfo=UTC)))
+    if not found or len({when.year for _, when in found}) != 1:
+        return None
+    (first_at, first), (last_at, last) = found[0], found[-1]
+    return data.count(b"\n", 0, first_at) + 1, first, data.count(b"\n", 0, last_at) + 1, last
+
+
 def _no_options(_path: Path) -> dict[str, Any]:
     return {}
 

@@ -18,7 +18,13 @@ import polars as pl
 
 from pipelines import warehouse
 from pipelines.ingest import streams
-from pipelines.ingest.landing import OPTION_BUILDERS, LandingFile, file_options
+from pipelines.ingest.landing import (
+    OPTION_BUILDERS,
+    LandingFile,
+    content_options,
+    file_options,
+    time_assumption,
+)
 from pipelines.ingest.sources import PARSERS, batch
 from pipelines.ingest.sources.common import REJECT_SCHEMA, Parsed
 
@@ -52,6 +58,7 @@ class ParsedFile:
     forget: bool = False  # replace whatever this path or content loaded before (--force)
     stat: tuple[int, int] | None = None  # a whole file's size and mtime (ns) before it was read
     growth: Growth | None = None  # a whole file read while it may still be written
+    time_assumption: str = ""  # what its times rest on that its lines do not print
 
 
 @dataclass(frozen=True)
@@ -93,7 +100,7 @@ def parse_file(
         the error.
     """
     table, parser = PARSERS[item.source]
-    options = file_options(item, extra)
+    options = content_options(item.source, data, file_options(item, extra))
     source_file = item.resolved
     try:
         parsed = parser.parse(data, source_file=source_file, **options)
@@ -101,7 +108,8 @@ def parse_file(
         log.warning("parser for %s failed on %s: %r", item.source, source_file, error)
         reason = f"the {item.source} parser failed on this file: {type(error).__name__}: {error}"
         parsed = _file_reject(parser, source_file, reason)
-    return ParsedFile(item, data, sha256, table, parsed)
+    assumed = time_assumption(options, parsed.rows)
+    return ParsedFile(item, data, sha256, table, parsed, time_assumption=assumed)
 
 
 def parse_together(
@@ -117,15 +125,20 @@ def parse_together(
     source = members[0][0].source
     table, parser = PARSERS[source]
     inputs = [
-        (data, item.resolved, file_options(item, extra.get(source))) for item, data, _ in members
+        (data, item.resolved, content_options(source, data, file_options(item, extra.get(source))))
+        for item, data, _ in members
     ]
     try:
         results = parser.parse_many(inputs)
     except Exception:
         return [parse_file(item, data, sha, extra.get(source)) for item, data, sha in members]
     return [
-        ParsedFile(item, data, sha, table, parsed)
-        for (item, data, sha), parsed in zip(members, results, strict=True)
+        ParsedFile(
+            item, data, sha, table, parsed, time_assumption=time_assumption(opts, parsed.rows)
+        )
+        for (item, data, sha), (_data, _path, opts), parsed in zip(
+            members, inputs, results, strict=True
+        )
     ]
 
 

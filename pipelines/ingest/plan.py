@@ -276,7 +276,9 @@ def _parse_chunks(planned: list[ParsedFile], extra: dict[str, dict[str, Any]]) -
     else:
         done = [parse_file(item, data, sha, extra.get(item.source)) for item, data, sha in members]
     return [
-        ParsedFile(p.item, p.data, p.sha256, p.table, d.parsed, p.stream)
+        ParsedFile(
+            p.item, p.data, p.sha256, p.table, d.parsed, p.stream, time_assumption=d.time_assumption
+        )
         for p, d in zip(planned, done, strict=True)
     ]
 

@@ -149,6 +149,7 @@ def _rows_load(
             stream=read,
             forget=pending.forget,
             stat=pending.stat,
+            time_assumption=pending.time_assumption,
         )
     validation_rejects = pl.DataFrame(
         {
@@ -185,6 +186,7 @@ def _rows_load(
         stream=read,
         forget=pending.forget,
         stat=pending.stat,
+        time_assumption=pending.time_assumption,
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -136,6 +137,13 @@ class Settings:
     archive_ratio_after_bytes
         Plain bytes any archive may inflate to whatever its ratio
         (``RELIA_ARCHIVE_RATIO_AFTER_BYTES``, default 64 MiB).
+    log_year
+        The year kernel syslog and torchrun ``glog`` lines (which print none) end in
+        (``RELIA_LOG_YEAR``, ``relia ingest --year``); unset, a year comes from the file.
+    boot_time
+        When the node of ``dmesg`` lines stamped in seconds since boot (``[12345.678901]``)
+        booted, UTC (``RELIA_BOOT_TIME``, ISO 8601, ``relia ingest --boot-time``); unset, such
+        lines are rejects.
     """
 
     db_path: Path = Path(DEFAULT_DB)
@@ -153,6 +161,8 @@ class Settings:
     archive_max_bytes: int = DEFAULT_MAX_BYTES
     archive_max_ratio: float = DEFAULT_MAX_RATIO
     archive_ratio_after_bytes: int = DEFAULT_RATIO_AFTER_BYTES
+    log_year: int | None = None
+    boot_time: datetime | None = None
 
     @property
     def archive_limits(self) -> ArchiveLimits:
@@ -202,6 +212,8 @@ class Settings:
             archive_ratio_after_bytes=_positive_int(
                 env, "RELIA_ARCHIVE_RATIO_AFTER_BYTES", DEFAULT_RATIO_AFTER_BYTES
             ),
+            log_year=_year(env, "RELIA_LOG_YEAR"),
+            boot_time=_utc_time(env, "RELIA_BOOT_TIME"),
         )
         given: dict[str, Any] = {
             k: (Path(v) if k.endswith(("_path", "_dir")) else v)
@@ -224,6 +236,39 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
         msg = f"{name}={text!r}: expected a whole number of at least 1"
         raise SettingsError(msg)
     return value
+
+
+def _year(env: Mapping[str, str], name: str) -> int | None:
+    """Return the environment's year ``name`` (None when unset); refuse others."""
+    text = env.get(name, "").strip()
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit() and len(text) == len("2024")):
+        msg = f"{name}={text!r}: expected a year such as 2024"
+        raise SettingsError(msg)
+    return int(text)
+
+
+def _utc_time(env: Mapping[str, str], name: str) -> datetime | None:
+    """Return the environment's ISO 8601 time ``name`` in UTC (None when unset); refuse others."""
+    text = env.get(name, "").strip()
+    return parse_utc_time(text, f"{name}={text!r}") if text else None
+
+
+def parse_utc_time(text: str, what: str) -> datetime:
+    """Return an ISO 8601 time in UTC (one without an offset is taken as UTC).
+
+    Raises
+    ------
+    SettingsError
+        When ``text`` is not one; the message starts with ``what``.
+    """
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except ValueError:
+        msg = f"{what}: expected an ISO 8601 time such as 2024-01-10T08:00:00Z"
+        raise SettingsError(msg) from None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _switch(env: Mapping[str, str], name: str) -> bool:

@@ -237,7 +237,8 @@ _UPSERT_STREAM_FILES = (
     "n_loaded = raw_ingest_files.n_loaded + excluded.n_loaded, "
     "n_quarantined = raw_ingest_files.n_quarantined + excluded.n_quarantined, "
     "n_ignored = raw_ingest_files.n_ignored + excluded.n_ignored, "
-    "n_held = excluded.n_held, loaded_at = excluded.loaded_at"
+    "n_held = excluded.n_held, loaded_at = excluded.loaded_at, "
+    "time_assumption = coalesce(excluded.time_assumption, raw_ingest_files.time_assumption)"
 )
 """A stream's lineage row: totals over its reads (n_held: what is held now; the line held
 before is read again by this read, so it leaves ``n_read`` first)."""

@@ -63,6 +63,7 @@ class LoadCounts:
     skipped: bool  # True when the same bytes were loaded before (nothing new in a stream)
     n_held: int = 0  # a last line without its newline (or an archive still being written)
     status: str = ""  # what happened, in words (empty: loaded, or "already loaded" when skipped)
+    time_assumption: str = ""  # what its times rest on that its lines do not print (a warning)
 
     @property
     def outcome(self) -> str:
@@ -93,6 +94,7 @@ class FileLoad:
     content_bytes: int | None = None  # a whole file's plain bytes (what its key covers)
     supersedes: str | None = None  # the key of an earlier load of this path this one extends
     kept_lines: int = 0  # rows of lines up to this one are in the table from that earlier load
+    time_assumption: str = ""  # what its times rest on that its lines do not print
 
     def counts(self) -> LoadCounts:
         """Return this load's counts, with a ``status`` in words for a stream or an empty file."""
@@ -124,6 +126,7 @@ class FileLoad:
             skipped=False,
             n_held=n_held,
             status=status,
+            time_assumption=self.time_assumption,
         )
 
 
@@ -171,6 +174,7 @@ _FILES_SCHEMA: SchemaDict = {
     "file_size": pl.Int64,
     "file_mtime_ns": pl.Int64,
     "content_bytes": pl.Int64,
+    "time_assumption": pl.String,
 }
 
 
@@ -201,6 +205,7 @@ def file_record(load: FileLoad, now: datetime, key: str | None = None) -> dict[s
         "file_size": load.stat[0] if load.stat else None,
         "file_mtime_ns": load.stat[1] if load.stat else None,
         "content_bytes": load.content_bytes,
+        "time_assumption": load.time_assumption or None,
     }
 
 

@@ -67,6 +67,9 @@ ADDED_COLUMNS = (
     ("fit_results", "lifetime_mtbf_hi_h", "double"),
     ("fit_results", "lifetime_rmst_h", "double"),
     ("fit_results", "lifetime_extrapolated", "boolean"),
+    # what a file's times rest on that its lines do not print ("year 2026 taken from the file's
+    # modification time; ..."); null when nothing was assumed
+    ("raw_ingest_files", "time_assumption", "varchar"),
 )
 """Columns added to a table after it first shipped: ``(table, column, type)``. A warehouse
 made before gains them (empty) when its schema is applied; a table the lake has replaced by a

@@ -60,4 +60,12 @@ MTIME_OPTIONS: dict[str, str] = {"dcgm": "scrape_ts"}
 """Sources whose parser takes a sample time for files whose content and name give none: the
 keyword that gets the file's modification time (``relia ingest --time-from-mtime``)."""
 
-__all__ = ["IDENTITY_OPTIONS", "MTIME_OPTIONS", "PARSERS"]
+YEAR_SOURCES: tuple[str, ...] = ("elastic", "kernel")
+"""Sources whose parser takes ``year=`` (``relia ingest --year``, ``RELIA_LOG_YEAR``): syslog and
+``glog`` lines print none."""
+
+BOOT_TIME_SOURCES: tuple[str, ...] = ("kernel",)
+"""Sources whose parser takes ``boot_time=`` (``relia ingest --boot-time``, ``RELIA_BOOT_TIME``):
+``dmesg`` lines stamped in seconds since boot."""
+
+__all__ = ["BOOT_TIME_SOURCES", "IDENTITY_OPTIONS", "MTIME_OPTIONS", "PARSERS", "YEAR_SOURCES"]

@@ -190,6 +190,7 @@ def parse(
     now: datetime | None = None,
     host: str | None = None,
     run: str | None = None,
+    year: int | None = None,
 ) -> Parsed:
     """Parse one torchrun agent log.
 
@@ -210,6 +211,10 @@ def parse(
         The node the agent ran on, for logs that do not name it (``relia ingest --host``).
     run
         The run (rendezvous id), for logs that do not name it (``relia ingest --run``).
+    year
+        The year the log ends in (``relia ingest --year``, ``RELIA_LOG_YEAR``), for ``glog``
+        lines; wins over ``file_mtime``. A line takes it, or the year before when that would put
+        the line more than a day after the log's last ``glog`` line (a log that spans New Year).
 
     Returns
     -------
@@ -264,7 +269,7 @@ def parse(
     in_scope = lines.filter(line.str.contains(_SCOPE)).join(blocks, on="line_no", how="left")
     n_ignored = lines.height - in_scope.height
     frame = _with_event(in_scope)
-    frame = _with_prefix(frame, reference)
+    frame = _with_prefix(frame, reference, year)
     frame = _with_fields(frame)
     checked = with_reasons(
         frame,
@@ -412,8 +417,12 @@ def _continuation() -> pl.Expr:
     return (pl.col("event") == "world_sizes") & (pl.col("prefix").str.strip_chars() == "")
 
 
-def _with_prefix(frame: pl.LazyFrame, reference: datetime) -> pl.LazyFrame:
-    """``log_format``, ``ts``, ``level`` and ``logger`` from the text before the message."""
+def _with_prefix(frame: pl.LazyFrame, reference: datetime, year: int | None) -> pl.LazyFrame:
+    """``log_format``, ``ts``, ``level`` and ``logger`` from the text before the message.
+
+    ``glog`` times take ``year`` (the last ``glog`` line dated in it is the reference), else
+    ``reference``'s year; the year before for a line more than a day after the reference.
+    """
     prefix = pl.col("prefix")
     bracket = prefix.str.extract_groups(_PREFIXES["torch_bracket"])
     glog = prefix.str.extract_groups(_PREFIXES["glog"])
@@ -462,9 +471,13 @@ def _with_prefix(frame: pl.LazyFrame, reference: datetime) -> pl.LazyFrame:
         ).alias("dated_ts"),
         pl.col("glog").struct.field("2").alias("glog_text"),
     )
-    reference_year = reference.year
+    reference_year = reference.year if year is None else year
     this_year = _glog_ts(pl.col("glog_text"), reference_year)
-    limit = pl.lit(reference + timedelta(days=1), dtype=pl.Datetime("us", "UTC"))
+    limit = (
+        pl.lit(reference + timedelta(days=1), dtype=pl.Datetime("us", "UTC"))
+        if year is None
+        else this_year.drop_nulls().last() + pl.duration(days=1)
+    )
     glog_ts = (
         pl.when(this_year > limit)
         .then(_glog_ts(pl.col("glog_text"), reference_year - 1))

@@ -1,8 +1,9 @@
 """Parse NVIDIA Xid lines out of kernel logs into ``raw_xid_events`` rows.
 
-A node's kernel log comes in one of five styles (``log_format``)::
+A node's kernel log comes in one of six styles (``log_format``)::
 
     dmesg_t      [Mon Jun  1 00:00:00 2026] NVRM: Xid (PCI:0000:18:00): 79, pid=..., name=..., ...
+    dmesg_rel    [ 1234.567890] NVRM: Xid ...   (seconds since boot: needs the ``boot_time`` option)
     journal_iso  2026-06-01T00:00:00+0000 gpu0001 kernel: NVRM: Xid ...
     syslog       Jun  1 00:00:00 gpu0001 kernel: [ 1234.567890] NVRM: Xid ...
     rfc3339      2026-06-01T00:00:00.000000+00:00 gpu0001 kernel: NVRM: Xid ...
@@ -69,6 +70,7 @@ _ISO_DATE_TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"
 _CLOCK = r"[0-9]{2}:[0-9]{2}:[0-9]{2}"
 _PREFIXES: dict[str, str] = {
     "dmesg_t": rf"^\[[A-Z][a-z]{{2}} [A-Z][a-z]{{2}} [ 0-9][0-9] {_CLOCK} [0-9]{{4}}\] $",
+    "dmesg_rel": r"^\[ *[0-9]{1,9}\.[0-9]{1,9}\] $",
     "journal_iso": (
         rf"^{_ISO_DATE_TIME}(?:\.[0-9]{{1,9}})?[+-][0-9]{{4}} {_HOST} kernel: {_KMSG_STAMP}$"
     ),
@@ -85,6 +87,7 @@ _PREFIXES: dict[str, str] = {
 
 _FIRST_CHARS: dict[str, set[str]] = {
     "dmesg_t": {"["},
+    "dmesg_rel": {"["},
     "journal_iso": {"digit"},
     "rfc3339": {"digit"},
     "dmesg_iso": {"digit", "lower"},
@@ -98,6 +101,10 @@ _PCI_AND_CODE = _PCI_PART + r"[0-9]{1,9},"
 _WINDOW = 96
 """Characters after the marker that hold the PCI id, code, pid and name (a comm is at most 15)."""
 _ISO_FORMAT = "%Y-%m-%dT%H:%M:%S%.f%#z"
+_NO_BOOT_TIME = (
+    "time '{}' is seconds since boot and the boot time is unknown: give --boot-time "
+    "(RELIA_BOOT_TIME) or collect with dmesg -T / journalctl"
+)
 
 
 def parse(
@@ -107,6 +114,9 @@ def parse(
     file_mtime: datetime | None = None,
     now: datetime | None = None,
     host: str | None = None,
+    year: int | None = None,
+    boot_time: datetime | None = None,
+    dated: tuple[int, datetime, int, datetime] | None = None,
 ) -> Parsed:
     """Parse the Xid lines of one kernel log.
 
@@ -129,6 +139,21 @@ def parse(
     host
         The node the log is from, for styles that print no host (``relia ingest --host``); a
         host the line prints wins.
+    year
+        The year the log ends in (``relia ingest --year``, ``RELIA_LOG_YEAR``), for syslog lines;
+        wins over ``file_mtime``. A line takes it, or the year before when that would put the
+        line more than a day after the log's last line (a log that spans New Year).
+    boot_time
+        When the node booted (``relia ingest --boot-time``, ``RELIA_BOOT_TIME``), for ``dmesg``
+        lines stamped in seconds since boot (``[ 1234.567890]``): their time is ``boot_time``
+        plus those seconds. Without it such lines are rejects naming the option.
+    dated
+        The first and last line of the file that open with a full date, all in one year
+        (``(line_no, time, line_no, time)``, :func:`pipelines.ingest.landing.dated_lines`):
+        without ``year``, syslog lines take that year, wins over ``file_mtime``. A line
+        before the first dated line that would be more than a day after it takes the year
+        before; a line after the last one that would be more than a day before it, the year
+        after.
 
     Returns
     -------
@@ -151,7 +176,14 @@ def parse(
     >>> parse(line, source_file="gpu0001.log").rows.select("host", "xid", "message").row(0)
     ('gpu0001', 79, 'Off.')
     """
-    return parse_many([(data, source_file, {"file_mtime": file_mtime, "host": host})], now=now)[0]
+    options = {
+        "file_mtime": file_mtime,
+        "host": host,
+        "year": year,
+        "boot_time": boot_time,
+        "dated": dated,
+    }
+    return parse_many([(data, source_file, options)], now=now)[0]
 
 
 def parse_many(
@@ -160,8 +192,8 @@ def parse_many(
     """Parse several kernel logs in one pass: one polars plan for all their Xid lines.
 
     ``files`` holds ``(data, source_file, options)`` with the keyword options of :func:`parse`
-    (``file_mtime``, ``host``); the results come in the same order and equal :func:`parse` file
-    by file.
+    (``file_mtime``, ``host``, ``year``, ``boot_time``, ``dated``); the results come in the same
+    order and equal :func:`parse` file by file.
     A plan costs milliseconds while a log holds a few Xid lines, so a fleet's logs are parsed
     together (the marker is still searched in each file's bytes on its own).
     """
@@ -185,7 +217,8 @@ def _in_scope_lines(
 ) -> tuple[pl.DataFrame, list[int]]:
     """Return the Xid lines of non-empty ``files`` (``_file`` indexes them) and each one's ignored.
 
-    Each line carries its file's reference time (its mtime, else ``now_utc``), host from the
+    Each line carries its file's reference time (its mtime, else ``now_utc``), its ``year``
+    option (``_year``, null without one), its ``boot_time`` (``_boot``), host from the
     options or the path (``_stem``) and source file; ``_raw`` is the JSON record of a line rebuilt
     from a journald export.
     """
@@ -195,6 +228,9 @@ def _in_scope_lines(
     counts: list[int] = []  # in-scope lines per file
     ignored: list[int] = []
     references: list[datetime] = []
+    years: list[int | None] = []
+    boots: list[datetime | None] = []
+    dates: list[tuple[int, datetime, int, datetime] | tuple[None, None, None, None]] = []
     stems: list[str | None] = []
     raws: list[str | None] = []  # the JSON record, for lines rebuilt from journald exports
     needle = MARKER.encode()
@@ -209,6 +245,10 @@ def _in_scope_lines(
         counts.append(len(lines) - before)
         ignored.append(n_lines - counts[-1])
         references.append(utc_now(mtime) if mtime is not None else now_utc)
+        years.append(options.get("year"))
+        boot = options.get("boot_time")
+        boots.append(utc_now(boot) if boot is not None else None)
+        dates.append(options.get("dated") or (None, None, None, None))
         stems.append(options.get("host") or _path_host(source_file))
     per_line = [k for k, n in enumerate(counts) for _ in range(n)]
     in_scope = pl.DataFrame(
@@ -225,12 +265,24 @@ def _in_scope_lines(
         {
             "_file": range(len(files)),
             "_reference": references,
+            "_year": years,
+            "_boot": boots,
+            "_first_dated_line": [d[0] for d in dates],
+            "_first_dated": [d[1] for d in dates],
+            "_last_dated_line": [d[2] for d in dates],
+            "_last_dated": [d[3] for d in dates],
             "_stem": stems,
             "_source_file": [source_file for _data, source_file, _options in files],
         },
         schema={
             "_file": pl.Int32,
             "_reference": pl.Datetime("us", "UTC"),
+            "_year": pl.Int32,
+            "_boot": pl.Datetime("us", "UTC"),
+            "_first_dated_line": pl.Int64,
+            "_first_dated": pl.Datetime("us", "UTC"),
+            "_last_dated_line": pl.Int64,
+            "_last_dated": pl.Datetime("us", "UTC"),
             "_stem": pl.String,
             "_source_file": pl.String,
         },
@@ -417,6 +469,10 @@ def _checked(in_scope: pl.DataFrame, styles: list[str], now: datetime) -> pl.Dat
                 .then(pl.lit("malformed or truncated Xid code"))
                 .otherwise(pl.lit("malformed or truncated PCI bus id")),
             ),
+            (
+                (pl.col("log_format") == "dmesg_rel") & pl.col("_boot").is_null(),
+                pl.format(_NO_BOOT_TIME, pl.col("ts_text")),
+            ),
             (pl.col("ts").is_null(), pl.format("unparseable timestamp '{}'", pl.col("ts_text"))),
             (pl.col("host").is_null(), _HOST_UNKNOWN),
             (
@@ -458,6 +514,8 @@ def _with_time_and_host(frame: pl.LazyFrame, styles: list[str]) -> pl.LazyFrame:
     hosts: list[tuple[list[str], pl.Expr]] = []
     if "dmesg_t" in styles:
         texts.append((["dmesg_t"], prefix.str.slice(5, 20)))  # "[Mon Jun  1 00:00:00 2026] "
+    if "dmesg_rel" in styles:
+        texts.append((["dmesg_rel"], prefix.str.strip_chars("[] ")))  # "[ 1234.567890] "
     iso: list[str] = [s for s in ("journal_iso", "rfc3339", "dmesg_iso") if s in styles]
     if iso:
         texts.append((iso, prefix.str.extract(r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[^ ]+)", 1)))
@@ -478,13 +536,18 @@ def _with_time_and_host(frame: pl.LazyFrame, styles: list[str]) -> pl.LazyFrame:
         # takes it; the clock is plain arithmetic
         day = _naive_utc(text.str.slice(0, 7) + text.str.slice(16, 4), "%b %e %Y")
         values.append((["dmesg_t"], day + pl.duration(seconds=_clock_s(text, 7))))
+    if "dmesg_rel" in styles:
+        since_boot = (text.cast(pl.Float64, strict=False) * 1e6).round().cast(pl.Int64)
+        values.append((["dmesg_rel"], pl.col("_boot") + pl.duration(microseconds=since_boot)))
     if iso:
         value = text.str.replace(",", ".", literal=True).str.strptime(
             pl.Datetime("us", "UTC"), _ISO_FORMAT, strict=False
         )
         values.append((iso, value))
     if "syslog" in styles:
-        values.append((["syslog"], _syslog_ts(text, pl.col("_reference"))))
+        by_reference = _syslog_ts(text, _syslog_reference(text, style))
+        syslog = pl.when(pl.col("_first_dated").is_null()).then(by_reference)
+        values.append((["syslog"], syslog.otherwise(_dated_syslog_ts(text))))
     return frame.with_columns(_by_style(style, values).cast(pl.Datetime("us", "UTC")).alias("ts"))
 
 
@@ -507,6 +570,43 @@ def _by_style(style: pl.Expr, branches: list[tuple[list[str], pl.Expr]]) -> pl.E
 
 def _naive_utc(text: pl.Expr, fmt: str) -> pl.Expr:
     return text.str.strptime(pl.Datetime("us"), fmt, strict=False).dt.replace_time_zone("UTC")
+
+
+def _syslog_reference(text: pl.Expr, style: pl.Expr) -> pl.Expr:
+    """Return the moment a file's syslog years are told from.
+
+    With a ``year`` option (``_year``) that is the file's last syslog line, dated in that year;
+    without one, the file's ``_reference`` (its mtime, else now).
+    """
+    day, clock = text.str.slice(0, 6), pl.duration(seconds=_clock_s(text, 7))
+    in_year = _naive_utc(day + " " + pl.col("_year").cast(pl.String), "%b %e %Y") + clock
+    log_end = pl.when(style == "syslog").then(in_year).drop_nulls().last().over("_file")
+    return pl.when(pl.col("_year").is_not_null()).then(log_end).otherwise(pl.col("_reference"))
+
+
+def _dated_syslog_ts(text: pl.Expr) -> pl.Expr:
+    """Return a year-less syslog time in the year of the file's dated lines (``dated`` option).
+
+    A line before the first dated line more than a day after it is in the year before; a line
+    after the last one more than a day before it, in the year after.
+    """
+    first, last, line_no = pl.col("_first_dated"), pl.col("_last_dated"), pl.col("line_no")
+    year = first.dt.year()
+    in_year = _in_year(text, year)
+    day = pl.duration(days=1)
+    return (
+        pl.when((line_no < pl.col("_first_dated_line")) & (in_year > first + day))
+        .then(_in_year(text, year - 1))
+        .when((line_no > pl.col("_last_dated_line")) & (in_year < last - day))
+        .then(_in_year(text, year + 1))
+        .otherwise(in_year)
+    )
+
+
+def _in_year(text: pl.Expr, year: pl.Expr) -> pl.Expr:
+    """Return the syslog time ``text`` (``Jun  1 00:00:00``) in ``year``."""
+    day = _naive_utc(text.str.slice(0, 6) + " " + year.cast(pl.String), "%b %e %Y")
+    return day + pl.duration(seconds=_clock_s(text, 7))
 
 
 def _syslog_ts(text: pl.Expr, reference: pl.Expr) -> pl.Expr:

@@ -292,8 +292,8 @@ def test_xid_hostile_lines_are_rejected_with_a_reason() -> None:
         5: "unparseable timestamp 'Jun 31 00:00:00 2026'",
         6: "unparseable timestamp 'Jun  1 25:00:00 2026'",
         7: "timestamp in the future: Sep  7 00:00:00 2026",
-        8: "unrecognised line prefix: expected a dmesg -T, journalctl short-iso, syslog, RFC 3339 "
-        "or dmesg --time-format iso timestamp before 'NVRM: Xid'",
+        8: "time '1234.567890' is seconds since boot and the boot time is unknown: give "
+        "--boot-time (RELIA_BOOT_TIME) or collect with dmesg -T / journalctl",
         10: "line is not valid UTF-8",
     }
     assert (
