@@ -35,9 +35,7 @@ it is complete, or until its file was compressed, renamed (rotated) or has been 
 
 from __future__ import annotations
 
-import hashlib
 import os
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pipelines.ingest.archives import (
@@ -49,7 +47,15 @@ from pipelines.ingest.archives import (
 )
 from pipelines.ingest.sources.common import codec_of
 from pipelines.runtime.archive_limits import ArchiveLimits
-from pipelines.warehouse.records import StreamState
+from pipelines.warehouse.records import (
+    APPEND,
+    NEW,
+    REPLACE,
+    UNCHANGED,
+    StreamRead,
+    StreamState,
+    sha256_hex,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -59,10 +65,6 @@ HEAD_BYTES = 1024
 TAIL_BYTES = 1024
 """Consumed bytes before the offset whose hash tells a grown file from a rewritten one."""
 
-NEW = "new"
-APPEND = "append"
-REPLACE = "replace"
-UNCHANGED = "unchanged"
 
 __all__ = [
     "APPEND",
@@ -89,69 +91,6 @@ __all__ = [
     "sha256_hex",
     "unchanged_since",
 ]
-
-
-def sha256_hex(*parts: bytes) -> str:
-    """Hex SHA-256 of the concatenated ``parts``."""
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(part)
-    return h.hexdigest()
-
-
-@dataclass(frozen=True)
-class StreamRead:
-    """The plan for one read of a file that belongs to a stream.
-
-    ``chunk`` holds the complete lines to parse (their numbers start after ``line_offset``);
-    ``before`` is the stream as the warehouse knew it (None for a new stream) and ``after`` as it
-    will be once this read is loaded with its rows.
-    """
-
-    action: str
-    path: str
-    before: StreamState | None
-    after: StreamState
-    chunk: bytes
-    line_offset: int
-    byte_offset: int
-    n_held_bytes: int
-    released: bool
-    codec: str | None
-    displaces: bool = False  # another stream's rows carry this path: they must move first
-
-    @property
-    def in_place(self) -> bool:
-        """Return the new lines of a stream that stays where its rows say.
-
-        New lines of a stream that stays where its rows say (or a new stream at a free path):
-        loading needs no row moved, replaced or renamed.
-        """
-        return (
-            self.action in (NEW, APPEND, UNCHANGED)
-            and not self.displaces
-            and (self.before is None or self.before.rows_path == self.path)
-        )
-
-    @property
-    def n_held(self) -> int:
-        """Lines held back by this read (0 or 1: the last line without its newline)."""
-        return 1 if self.n_held_bytes else 0
-
-    @property
-    def read_key(self) -> str:
-        """Return the hex key of this read; it names lake parts.
-
-        Hex key of this read (stream, the byte it starts at and the bytes consumed after it: a
-        rewrite read again from byte 0 is another read); names lake parts.
-        """
-        return sha256_hex(
-            self.after.stream_id.encode(),
-            b":",
-            str(self.byte_offset).encode(),
-            b":",
-            self.after.prefix_sha.encode(),
-        )
 
 
 class StreamIndex:

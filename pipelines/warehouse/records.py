@@ -2,11 +2,14 @@
 
 Shared by :mod:`pipelines.warehouse.load` (whole files) and
 :mod:`pipelines.warehouse.load_streams` (reads of tailed streams): the lineage, quarantine and
-quality-result frames a load inserts, and :func:`insert`, which writes a frame into a table.
+quality-result frames a load inserts, and :func:`insert`, which writes a frame into a table; and
+the stream records a load consumes (:class:`StreamState`, a row of ``raw_streams``, and
+:class:`StreamRead`, one planned read of a stream, which :mod:`pipelines.ingest.streams` plans).
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -20,7 +23,13 @@ if TYPE_CHECKING:
     import duckdb
     from polars._typing import SchemaDict
 
-    from pipelines.ingest.streams import StreamRead
+
+NEW = "new"
+APPEND = "append"
+REPLACE = "replace"
+UNCHANGED = "unchanged"
+"""What a read of a stream does: its first read, new lines after the consumed ones, a read again
+from the start that replaces the rows (truncated or rewritten content), or nothing new."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,69 @@ class StreamState:
     file_size: int = -1
     file_mtime_ns: int = -1
     tail_sha: str = ""
+
+
+def sha256_hex(*parts: bytes) -> str:
+    """Hex SHA-256 of the concatenated ``parts``."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class StreamRead:
+    """The plan for one read of a file that belongs to a stream.
+
+    ``chunk`` holds the complete lines to parse (their numbers start after ``line_offset``);
+    ``before`` is the stream as the warehouse knew it (None for a new stream) and ``after`` as it
+    will be once this read is loaded with its rows.
+    """
+
+    action: str
+    path: str
+    before: StreamState | None
+    after: StreamState
+    chunk: bytes
+    line_offset: int
+    byte_offset: int
+    n_held_bytes: int
+    released: bool
+    codec: str | None
+    displaces: bool = False  # another stream's rows carry this path: they must move first
+
+    @property
+    def in_place(self) -> bool:
+        """Return the new lines of a stream that stays where its rows say.
+
+        New lines of a stream that stays where its rows say (or a new stream at a free path):
+        loading needs no row moved, replaced or renamed.
+        """
+        return (
+            self.action in (NEW, APPEND, UNCHANGED)
+            and not self.displaces
+            and (self.before is None or self.before.rows_path == self.path)
+        )
+
+    @property
+    def n_held(self) -> int:
+        """Lines held back by this read (0 or 1: the last line without its newline)."""
+        return 1 if self.n_held_bytes else 0
+
+    @property
+    def read_key(self) -> str:
+        """Return the hex key of this read; it names lake parts.
+
+        Hex key of this read (stream, the byte it starts at and the bytes consumed after it: a
+        rewrite read again from byte 0 is another read); names lake parts.
+        """
+        return sha256_hex(
+            self.after.stream_id.encode(),
+            b":",
+            str(self.byte_offset).encode(),
+            b":",
+            self.after.prefix_sha.encode(),
+        )
 
 
 def file_sha256(data: bytes) -> str:
