@@ -361,8 +361,8 @@ def test_synth_imports_nothing_from_pipelines() -> None:
 
 # --- the stages, bottom up ---------------------------------------------------------------------
 STAGES = (
-    "pipelines.ingest.sources",
     "pipelines.runtime",
+    "pipelines.ingest.sources",
     "pipelines.warehouse",
     "pipelines.ingest",
     "pipelines.analysis",
@@ -371,11 +371,12 @@ STAGES = (
     "pipelines.cli",
 )
 """The packages of ``pipelines/`` from the bottom up (``docs/architecture.md``). A module imports
-its own stage and the stages below it, never one above. The parsers (``pipelines.ingest.sources``:
-bytes in, polars frames out) sit at the bottom: the settings check a path pattern against their
-registry and the warehouse makes their raw tables; the rest of the ingest loads through the
-warehouse. Imports under ``if TYPE_CHECKING:`` name a type for an
-annotation and never run; they are left out, as in the cycle check."""
+its own stage and the stages below it, never one above. What every stage runs on
+(``pipelines.runtime``: settings, errors, the sources' names) is the ground; the parsers
+(``pipelines.ingest.sources``: bytes in, polars frames out) stand on it, below the warehouse that
+makes their raw tables; the rest of the ingest loads through the warehouse. Imports under
+``if TYPE_CHECKING:`` name a type for an annotation and never run; they are left out, as in the
+cycle check."""
 
 
 def _stage(module: str) -> int | None:

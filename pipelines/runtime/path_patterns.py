@@ -10,8 +10,8 @@ way. The whole relative path must match; a file that does not gets nothing from 
 Captured values are parser options (``host=`` / ``run=`` / ``job=``) below what the content names
 and the ``--host`` / ``--run`` / ``--job`` options, above a parser's own file-name convention
 (Slurm's ``slurm-<id>.out`` for training logs). A placeholder is allowed only for a source whose
-parser takes that option (:data:`pipelines.ingest.sources.IDENTITY_OPTIONS`). Patterns come from
-settings (``RELIA_PATH_PATTERNS``, :class:`pipelines.runtime.settings.Settings`), written
+parser takes that option (:data:`~pipelines.runtime.source_names.IDENTITY_OPTIONS`). Patterns
+come from settings (``RELIA_PATH_PATTERNS``, :class:`pipelines.runtime.settings.Settings`), written
 ``source=pattern`` and separated by ``;``::
 
     RELIA_PATH_PATTERNS='elastic={host}/{run}.log*;kernel={host}/*;training={host}/{job}.log'
@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from pipelines.runtime.source_names import IDENTITY_OPTIONS, RAW_TABLES
 
 PLACEHOLDERS = ("host", "run", "job")
 """The names a pattern may capture."""
@@ -118,8 +120,6 @@ def parse_patterns(text: str | dict[str, str]) -> tuple[PathPattern, ...]:
     """
     if not text:
         return ()
-    from pipelines.ingest.sources import IDENTITY_OPTIONS, PARSERS  # only when there are patterns
-
     if isinstance(text, dict):
         entries = list(text.items())
     else:
@@ -139,9 +139,8 @@ def parse_patterns(text: str | dict[str, str]) -> tuple[PathPattern, ...]:
             raise PathPatternError(msg)
         takes = IDENTITY_OPTIONS.get(source)
         if takes is None:
-            what = (
-                "its parser takes no host or run (nor job)" if source in PARSERS else "not a source"
-            )
+            known = source in RAW_TABLES
+            what = "its parser takes no host or run (nor job)" if known else "not a source"
             msg = (
                 f"path pattern for {source!r}: {what}; patterns apply to "
                 f"{_listed(sorted(IDENTITY_OPTIONS))}"

@@ -28,15 +28,15 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from pipelines.ingest.sources import PARSERS
+from pipelines.runtime.source_names import RAW_TABLES
 from pipelines.warehouse.connection import transaction
 from pipelines.warehouse.schema import apply_schema
 
 if TYPE_CHECKING:
     import duckdb
 
-SOURCES: dict[str, str] = {table: source for source, (table, _) in PARSERS.items()}
-"""Raw table -> the landing source (lake partition) that feeds it, from the parser registry;
+SOURCES: dict[str, str] = {table: source for source, table in RAW_TABLES.items()}
+"""Raw table -> the landing source (lake partition) that feeds it, from the sources' names;
 the only table names this module puts into SQL."""
 
 PARTITION_TS: dict[str, str] = {
