@@ -545,7 +545,8 @@ def test_json_exit_codes_of_the_older_data_parser_versions() -> None:
 """
     result = _parse(document.encode())
     assert result.rejects.height == 0
-    assert result.rows.select("job_id", "job_id_raw", "state", "exit_code", "exit_signal").rows() == [
+    columns = ["job_id", "job_id_raw", "state", "exit_code", "exit_signal"]
+    assert result.rows.select(columns).rows() == [
         ("41", "41", "CANCELLED", 0, 15),
         ("41.0", "41", "CANCELLED", 0, 9),
         ("42", "42", "OUT_OF_MEMORY", 0, 125),
