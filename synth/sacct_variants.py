@@ -446,6 +446,7 @@ def truth(
         out["json_data_parser"] = config.sacct_json_version
         out["cluster"] = CLUSTER
         out["exit_codes_kept"] = config.sacct_json_version == "v0.0.41"
+    out["n_pending_array_rows"] = 0
     if config.sacct_format is not None:
         pending = pending_array_lines(config, jobs, attempts, config.days)
         out["n_pending_array_rows"] = sum(len(lines) for lines in pending.values())
