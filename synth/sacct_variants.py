@@ -19,7 +19,9 @@ rewrites them, so the same jobs, attempts, steps and values land in every shape)
     there (its State is not); the documents do so too. A document carries no restart count and
     no ``by <uid>`` of a cancel, and names the cluster (:data:`CLUSTER`) on every job.
 
-Both shapes also print the tasks of an array not started by the end of a day, in that day's dump,
+The hostile line one field short becomes, in a document, a ``jobs`` entry that is not an object
+(the line's text): a reject there too. Both shapes also print the tasks of an array not started by
+the end of a day, in that day's dump,
 as one pending record ``<array id>_[<tasks>]`` (``None assigned``, ``Unknown`` start), the way
 sacct lists an array's pending remainder.
 

@@ -74,7 +74,11 @@ def to_parsable(data: bytes) -> tuple[bytes, str | None]:
         return b"", "sacct --json document has no 'jobs' list (expected the output of sacct --json)"
     lines = [SEPARATOR.join(COLUMNS)]
     for job in jobs:
-        lines.extend(_job_lines(job if isinstance(job, dict) else {}))
+        if isinstance(job, dict):
+            lines.extend(_job_lines(job))
+        else:  # one line whose JobID names the problem: the reader rejects it with that text
+            entry = _text(json.dumps(job))[:60]
+            lines.append(_line({"JobID": f"(jobs entry {entry} is not an object)"}))
     return ("\n".join(lines) + "\n").encode(), None
 
 

@@ -551,3 +551,12 @@ def test_json_exit_codes_of_the_older_data_parser_versions() -> None:
         ("41.0", "41", "CANCELLED", 0, 9),
         ("42", "42", "OUT_OF_MEMORY", 0, 125),
     ]
+
+
+def test_json_jobs_entry_that_is_not_an_object_is_one_reject_naming_it() -> None:
+    document = b'{"jobs": ["6117|bench", {"job_id": 7, "state": {"current": "COMPLETED"}}]}'
+    result = _parse(document)
+    assert result.rows["job_id"].to_list() == ["7"]
+    assert reject_reasons(result) == {
+        1: """malformed JobID '(jobs entry "6117|bench" is not an object)'"""
+    }
