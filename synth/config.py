@@ -167,6 +167,19 @@ class SynthConfig:
         no serial (``[N/A]`` in the CSV, ``N/A`` in a dump; repair tickets still name the
         board's serial). Both default to 0 (every snapshot a CSV with serials, files unchanged);
         drawn from a generator of their own, so turning them on changes no other file.
+    sacct_format, sacct_json_version
+        The shape of every daily sacct dump (:mod:`synth.sacct_variants`): None (default) the
+        reference ``--parsable2`` dumps with every third one in a site's ``;`` format;
+        ``"no_jobidraw"`` ``--parsable2`` without the JobIDRaw column (array tasks known only as
+        ``<id>_<task>``); ``"json"`` ``sacct --json`` documents ``sacct_<day>.json`` in the shape of
+        data_parser ``sacct_json_version`` (``"v0.0.37"``: Slurm 21.08/22.05, ``"v0.0.39"``:
+        23.02/23.11, ``"v0.0.41"`` (default): 24.05/24.11). Both also print the pending remainder
+        of arrays (``<id>_[4-7]``, ``PENDING``) in each day's dump. The truth then holds
+        ``slurm_dumps`` (what was written, the keys the warehouse gives the jobs).
+    sacct_het_share
+        Share of the multi-node Slurm jobs that ran once, uninterrupted, written as heterogeneous
+        jobs of two components (``<id>+0``, ``<id>+1``; listed in ``slurm_dumps.het_jobs``).
+        Default 0. Neither knob moves any other draw.
     preset
         The preset this config came from (:mod:`synth.presets`, e.g. ``"llama3"``; None for
         none): the ground truth then adds the preset's published figures.
@@ -324,6 +337,9 @@ class SynthConfig:
     preset: str | None = None
     smi_text_share: float = 0.0
     smi_no_serial_share: float = 0.0
+    sacct_format: str | None = None
+    sacct_json_version: str = "v0.0.41"
+    sacct_het_share: float = 0.0
 
     def __post_init__(self) -> None:
         """Check the configuration and fail with a hint on what to change."""
@@ -495,6 +511,11 @@ class SynthConfig:
                 params.pop(name)
         if self.elastic_torch is None:
             params.pop("elastic_torch")
+        if self.sacct_format is None and not self.sacct_het_share:
+            for name in _SACCT_SHAPES:
+                params.pop(name)
+        elif self.sacct_format != "json":
+            params.pop("sacct_json_version")
         params["start"] = self.start.strftime("%Y-%m-%dT%H:%M:%SZ")
         params["job_size_mix"] = list(self.job_size_mix)
         params["classes"] = {
@@ -537,6 +558,11 @@ ELASTIC_TORCH_VERSIONS = (None, "1.12", "2.5")
 """Torch versions the agent logs can be written as (:attr:`SynthConfig.elastic_torch`)."""
 _HAZARD_CHANGE = ("hazard_change_at_frac", "hazard_change_factor")
 _SMI_FORMATS = ("smi_text_share", "smi_no_serial_share")
+_SACCT_SHAPES = ("sacct_format", "sacct_json_version", "sacct_het_share")
+SACCT_FORMATS = (None, "no_jobidraw", "json")
+"""Shapes the sacct dumps can be written in (:attr:`SynthConfig.sacct_format`)."""
+SACCT_JSON_VERSIONS = ("v0.0.37", "v0.0.39", "v0.0.41")
+"""data_parser versions of the ``json`` dumps (:attr:`SynthConfig.sacct_json_version`)."""
 
 
 def _check_config(config: SynthConfig) -> None:
@@ -671,10 +697,19 @@ def _check_failure_model(config: SynthConfig) -> None:
             f"{config.installed_in_window_share}."
         )
         raise ValueError(msg)
-    for name in _SMI_FORMATS:
+    for name in (*_SMI_FORMATS, "sacct_het_share"):
         if not 0 <= getattr(config, name) <= 1:
             msg = f"{name} must be in [0, 1], got {getattr(config, name)}."
             raise ValueError(msg)
+    if config.sacct_format not in SACCT_FORMATS:
+        msg = f"sacct_format must be None, 'no_jobidraw' or 'json', got {config.sacct_format!r}."
+        raise ValueError(msg)
+    if config.sacct_json_version not in SACCT_JSON_VERSIONS:
+        msg = (
+            f"sacct_json_version must be one of {', '.join(SACCT_JSON_VERSIONS)}, got "
+            f"{config.sacct_json_version!r}."
+        )
+        raise ValueError(msg)
 
 
 def _check_training(config: SynthConfig) -> None:

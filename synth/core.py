@@ -12,7 +12,16 @@ import numpy as np
 from synth import dcgm as dcgm_mod
 from synth import elastic as elastic_mod
 from synth import fleet as fleet_mod
-from synth import formats, kernel, presets, schedulers, training, truth, workload
+from synth import (
+    formats,
+    kernel,
+    presets,
+    sacct_variants,
+    schedulers,
+    training,
+    truth,
+    workload,
+)
 from synth import k8s as k8s_mod
 from synth import node_events as node_events_mod
 from synth import precursors as precursors_mod
@@ -28,7 +37,7 @@ SOURCES = ("slurm", "kernel", "nvidia_smi", "fleet", "repairs")
 MORE_SOURCES = ("k8s_pods", "k8s_events", "elastic", "node_events", "dcgm", "training")
 """Sources written only when switched on in the config (their folders exist only then)."""
 _PATTERNS = {
-    "slurm": "sacct_*.txt",
+    "slurm": "sacct_*",  # .txt, or .json (SynthConfig.sacct_format)
     "kernel": "*.log",
     "nvidia_smi": "*__*Z.*",
     "fleet": "fleet.csv",
@@ -159,7 +168,8 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
     slurm_attempts = (
         attempts if scheduler is None else [a for a in attempts if scheduler[a.job] == 0]
     )
-    sacct, n_sacct_rows = formats.sacct_files(config, streams[12], fleet, jobs, slurm_attempts)
+    het = sacct_variants.plan_het(config, jobs, slurm_attempts)
+    sacct, n_sacct_rows = formats.sacct_files(config, streams[12], fleet, jobs, slurm_attempts, het)
     tickets, n_tickets = formats.tickets_csv(config, streams[11], fleet, minor, serials)
     snapshots = formats.snapshot_times(config, fleet)
     failure_truth = _failure_truth(config, fleet, forced, attempts, precursors)
@@ -183,6 +193,8 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
     preset = presets.preset_truth(config)
     if preset is not None:
         truth_dict["preset"] = preset
+    if config.sacct_format is not None or config.sacct_het_share:
+        truth_dict["slurm_dumps"] = sacct_variants.truth(config, jobs, slurm_attempts, sacct, het)
     if more:
         _add_more_truth(truth_dict, more, attempts)
     if precursors is not None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import hostlist
 import numpy as np
 
+from synth import sacct_variants
 from synth.fleet import ACTIONS, DAY_S, FAIL, PCI_BUSES, RESEAT, part_index
 from synth.truth import iso
 from synth.workload import ACCOUNTS, USERS
@@ -18,10 +19,7 @@ if TYPE_CHECKING:
     from synth.fleet import Fleet, MinorTickets
     from synth.workload import Attempt, Jobs
 
-SACCT_HEADER = (
-    "JobID|JobIDRaw|JobName|Partition|Account|User|AllocNodes|AllocTRES|NodeList|Submit|Start|"
-    "End|Elapsed|State|ExitCode|Restarts"
-)
+SACCT_HEADER = sacct_variants.SACCT_HEADER
 SITE_FORMAT = (
     "State",
     "JobID",
@@ -192,17 +190,32 @@ def sacct_files(
     fleet: Fleet,
     jobs: Jobs,
     attempts: list[Attempt],
+    het: sacct_variants.HetPlan | None = None,
 ) -> tuple[dict[str, str], int]:
-    """Text of every ``sacct_<YYYYMMDD>.txt`` and the number of well-formed rows written."""
+    """Text of every ``sacct_<YYYYMMDD>.txt`` and the number of well-formed rows written.
+
+    With :attr:`SynthConfig.sacct_format` set, every dump in that shape instead
+    (:mod:`synth.sacct_variants`: ``sacct_<YYYYMMDD>.json`` for ``json``) with the pending
+    remainder of arrays; the jobs of ``het`` are written as heterogeneous jobs.
+    """
     w0, w1 = config.window_start_s, config.window_end_s
     days = [slurm_time(w0 + d * DAY_S)[:10].replace("-", "") for d in range(config.days)]
     blocks: dict[str, list[list[str]]] = {day: [] for day in days}
     n_rows = 0
+    het = het or sacct_variants.HetPlan()
     for attempt in sorted(attempts, key=lambda a: (min(a.end_s, w1), a.start_s, a.job)):
         day = days[min((min(attempt.end_s, w1 - 1) - w0) // DAY_S, len(days) - 1)]
         lines = attempt_lines(config, fleet, jobs, attempt)
+        if attempt.job in het.split:
+            raw = str(jobs.raw_id[attempt.job])
+            lines = sacct_variants.het_lines(lines, raw, *het.split[attempt.job])
         blocks[day].append(lines)
         n_rows += len(lines)
+    if config.sacct_format is not None:
+        pending = sacct_variants.pending_array_lines(config, jobs, attempts, len(days))
+        for d, lines in pending.items():
+            blocks[days[d]] += [[line] for line in lines]
+            n_rows += len(lines)
     if config.hostile:
         first_bad = max(jobs.raw_id, default=1000) + 1000
         for line in _hostile_sacct(config, rng, fleet, first_bad):
@@ -212,7 +225,12 @@ def sacct_files(
     files = {}
     for k, day in enumerate(days):
         lines = [line for block in blocks[day] for line in block]
-        if k % 3 == 2:
+        if config.sacct_format == "json":
+            files[f"sacct_{day}.json"] = sacct_variants.json_document(config, blocks[day])
+            continue
+        if config.sacct_format == "no_jobidraw":
+            body = [sacct_variants.without_jobidraw(line) for line in (SACCT_HEADER, *lines)]
+        elif k % 3 == 2:
             body = [site_line(SACCT_HEADER)] + [site_line(line) for line in lines]
         else:
             body = [SACCT_HEADER, *lines]

@@ -7,8 +7,13 @@ versions; each field below is read in every shape seen:
 
 - a number is either bare or ``{"set": ..., "infinite": ..., "number": N}`` (unset: null);
 - ``state.current`` is a word (v0.0.39) or a list of flags whose first is the base state;
-- ``exit_code`` is ``{"status", "return_code", "signal": {"id"}}`` (``signal`` since v0.0.40);
-- a step's id is ``{"job_id", "step_id"}`` or the text ``"58.batch"``.
+- ``exit_code`` is ``{"status", "return_code", "signal": {"id"}}`` (v0.0.40 and later) or
+  ``{"status", "return_code", "signal": {"signal_id"}}`` (v0.0.37 to v0.0.39, Slurm 21.08 to 23.11,
+  where a signalled process has ``return_code`` null or -127). Those older versions print every
+  normal exit as ``SUCCESS`` with ``return_code`` 0 (Slurm's dumper tests ``WIFEXITED`` only):
+  a job that exited 1 reads ``0:0`` there, its ``State`` (``FAILED``) is kept;
+- a step's id is ``{"job_id", "step_id"}`` (v0.0.39), the text ``"58.batch"`` (v0.0.40 and later)
+  or ``"batch"`` / ``0`` beside ``"job_id"`` (v0.0.37, v0.0.38).
 
 Each job becomes the allocation line, each step a line after it, with the columns
 :data:`COLUMNS`; the ``--parsable2`` reader then applies the same checks to both inputs. The
@@ -69,7 +74,11 @@ def to_parsable(data: bytes) -> tuple[bytes, str | None]:
         return b"", "sacct --json document has no 'jobs' list (expected the output of sacct --json)"
     lines = [SEPARATOR.join(COLUMNS)]
     for job in jobs:
-        lines.extend(_job_lines(job if isinstance(job, dict) else {}))
+        if isinstance(job, dict):
+            lines.extend(_job_lines(job))
+        else:  # one line whose JobID names the problem: the reader rejects it with that text
+            entry = _text(json.dumps(job))[:60]
+            lines.append(_line({"JobID": f"(jobs entry {entry} is not an object)"}))
     return ("\n".join(lines) + "\n").encode(), None
 
 
@@ -125,12 +134,14 @@ def _run_fields(record: dict[str, Any]) -> dict[str, str]:
     if isinstance(exit_code, dict):
         code = _number(exit_code.get("return_code"))
         signal = _number(_get(exit_code, "signal", "id"))
+        if signal is None:  # data_parser v0.0.37 to v0.0.39 (Slurm 21.08 to 23.11)
+            signal = _number(_get(exit_code, "signal", "signal_id"))
         status = exit_code.get("status")
         words = status if isinstance(status, list) else [status]
         if signal is None and words and words[0] in ("SUCCESS", "ERROR"):
             signal = 0  # an exit, not a signal: sacct prints <code>:0
-        if signal and code is None:  # a signalled job has no return code; sacct prints 0:<signal>
-            code = 0
+        if signal and (code is None or code < 0):
+            code = 0  # a signalled job has no return code (unset, or -127): sacct prints 0:<sig>
         exit_text = f"{code}:{signal}" if code is not None and signal is not None else ""
     return {
         "Start": _time(_get(record, "time", "start")),

@@ -479,3 +479,84 @@ def test_real_json_job_cancelled_before_start_has_no_start() -> None:
             0,
         )
     ]
+
+
+def test_real_sacct_json_of_slurm_21_08_with_array_tasks() -> None:
+    # sacct -X --json on Compute Canada's cedar, Slurm 21.08.8-2 (openapi/dbv0.0.37): bare
+    # numbers, state a word, array.task_id a bare number, het.job_offset null, TRES names null,
+    # no steps (-X). Read off the document: 1680134400 = 2023-03-30T00:00:00Z; the NODE_FAIL
+    # task's elapsed (20615) is not its end minus start, and is kept as printed
+    result = _parse((SAMPLES / "clockwork_cedar_21.08_v0.0.37_array.json").read_bytes())
+    assert result.rejects.height == 0
+    columns = ["line_no", "cluster", "job_id", "job_id_raw", "step", "job_name", "partition"]
+    columns += ["account", "user_name", "alloc_nodes", "n_gpus", "nodes", "submit_ts", "start_ts"]
+    columns += ["end_ts", "elapsed_s", "state", "exit_code", "exit_signal"]
+    assert result.rows.select(columns).rows() == [
+        (1, "cedar", "63752790_7", "63768795", None, "submitit", "gpubase_bygpu_b3",
+         "rrg-cerise-ad_gpu", "nobody", 1, 1, ["cdr247"], utc("2023-03-30T16:24:39"),
+         utc("2023-03-30T16:25:04"), utc("2023-03-31T06:28:23"), 20615, "NODE_FAIL", 0, 0),
+        (2, "cedar", "63692861_0", "63694682", None, "submitit", "gpubase_bygpu_b3",
+         "rrg-cerise-ad_gpu", "nobody2", 1, 1, ["cdr2529"], utc("2023-03-29T22:13:10"),
+         utc("2023-03-29T22:13:12"), utc("2023-03-30T22:39:41"), 86307, "REQUEUED", 0, 0),
+    ]  # fmt: skip
+
+
+def test_real_sacct_json_of_slurm_24_05_running_gpu_job() -> None:
+    # sacct -j 58976578 --json on Princeton's della, Slurm 24.05.3 (data_parser v0.0.41): a job
+    # still RUNNING (time.end 0, the steps' end {"set": true, "number": 0}), 8 GPUs, its batch
+    # and extern steps. 1726444800 = 2024-09-16T00:00:00Z
+    result = _parse((SAMPLES / "slurmise_della_24.05_v0.0.41_running_gpu.json").read_bytes())
+    assert result.rejects.height == 0
+    assert result.rows.select(
+        "job_id", "job_id_raw", "step", "partition", "n_gpus", "nodes", "submit_ts", "start_ts",
+        "end_ts", "elapsed_s", "state",
+    ).rows() == [
+        ("58976578", "58976578", None, "pli-c", 8, ["della-k15g1"], utc("2024-09-16T03:10:24"),
+         utc("2024-09-16T11:08:17"), None, 97201, "RUNNING"),
+        ("58976578.batch", "58976578", "batch", None, 8, ["della-k15g1"],
+         utc("2024-09-16T11:08:17"), utc("2024-09-16T11:08:17"), None, 97201, "RUNNING"),
+        ("58976578.extern", "58976578", "extern", None, 8, ["della-k15g1"],
+         utc("2024-09-16T11:08:17"), utc("2024-09-16T11:08:17"), None, 97201, "RUNNING"),
+    ]  # fmt: skip
+
+
+def test_json_exit_codes_of_the_older_data_parser_versions() -> None:
+    # Slurm's dumpers (src/plugins/openapi/dbv0.0.37/parse.c of 21.08, data_parser/v0.0.39 of
+    # 23.02 and 23.11): a signal is {"signal_id", "name"}, with return_code null (v0.0.37) or
+    # -127 (v0.0.39); sacct prints both as 0:<signal>. A step of v0.0.37 names its id beside
+    # its job id ("id": "batch" or a number)
+    document = """
+{"jobs": [
+ {"job_id": 41, "state": {"current": "CANCELLED"}, "nodes": "gpu01", "allocation_nodes": 1,
+  "array": {"job_id": 0, "task_id": null}, "het": {"job_id": 0, "job_offset": null},
+  "exit_code": {"status": "SIGNALED", "return_code": null,
+                "signal": {"signal_id": 15, "name": "Terminated"}},
+  "time": {"submission": 1780272000, "start": 1780272010, "end": 1780272610, "elapsed": 600},
+  "steps": [{"step": {"job_id": 41, "het": {"component": null}, "id": 0, "name": "python"},
+             "state": "CANCELLED", "nodes": {"count": 1, "range": "gpu01"},
+             "exit_code": {"status": "SIGNALED", "return_code": null,
+                           "signal": {"signal_id": 9, "name": "Killed"}},
+             "time": {"start": 1780272012, "end": 1780272610, "elapsed": 598}}]},
+ {"job_id": 42, "state": {"current": "OUT_OF_MEMORY"}, "nodes": "gpu02",
+  "exit_code": {"status": "SIGNALED", "return_code": -127,
+                "signal": {"signal_id": 125, "name": "Unknown signal 125"}},
+  "time": {"submission": 1780272000, "start": 1780272010, "end": 1780272610, "elapsed": 600}}
+]}
+"""
+    result = _parse(document.encode())
+    assert result.rejects.height == 0
+    columns = ["job_id", "job_id_raw", "state", "exit_code", "exit_signal"]
+    assert result.rows.select(columns).rows() == [
+        ("41", "41", "CANCELLED", 0, 15),
+        ("41.0", "41", "CANCELLED", 0, 9),
+        ("42", "42", "OUT_OF_MEMORY", 0, 125),
+    ]
+
+
+def test_json_jobs_entry_that_is_not_an_object_is_one_reject_naming_it() -> None:
+    document = b'{"jobs": ["6117|bench", {"job_id": 7, "state": {"current": "COMPLETED"}}]}'
+    result = _parse(document)
+    assert result.rows["job_id"].to_list() == ["7"]
+    assert reject_reasons(result) == {
+        1: """malformed JobID '(jobs entry "6117|bench" is not an object)'"""
+    }
