@@ -804,11 +804,22 @@ def _failure_stamps(lines: pl.DataFrame, now_utc: datetime) -> pl.DataFrame:
     before it (one block: time, host, rank, exitcode); a time in the future is left out.
     """
     line = pl.col("line")
-    candidates = lines.lazy().filter(
-        line.str.contains("time", literal=True) | line.str.contains("exitcode", literal=True)
+    exits = (
+        lines.lazy()
+        .filter(line.str.contains("exitcode", literal=True))
+        .select(
+            "line_no",
+            line.str.extract(_FAILURE_EXIT, 1).cast(pl.Int32, strict=False).alias("exit_code"),
+            line.str.extract(_FAILURE_EXIT, 2).cast(pl.Int64, strict=False).alias("pid"),
+        )
+        .filter(pl.col("pid").is_not_null())
+        .collect()
     )
+    block = pl.concat([exits["line_no"] - back for back in range(1, 5)])
     times = (
-        candidates.select(
+        lines.lazy()
+        .filter(pl.col("line_no").is_in(block.implode()))
+        .select(
             "line_no",
             (line.str.extract(_FAILURE_TIME, 1) + "T" + line.str.extract(_FAILURE_TIME, 2))
             .str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False)
@@ -816,15 +827,6 @@ def _failure_stamps(lines: pl.DataFrame, now_utc: datetime) -> pl.DataFrame:
             .alias("stamp_ts"),
         )
         .filter(pl.col("stamp_ts").is_not_null() & (pl.col("stamp_ts") <= now_utc))
-        .collect()
-    )
-    exits = (
-        candidates.select(
-            "line_no",
-            line.str.extract(_FAILURE_EXIT, 1).cast(pl.Int32, strict=False).alias("exit_code"),
-            line.str.extract(_FAILURE_EXIT, 2).cast(pl.Int64, strict=False).alias("pid"),
-        )
-        .filter(pl.col("pid").is_not_null())
         .collect()
     )
     if times.is_empty() or exits.is_empty():
@@ -838,28 +840,20 @@ def _failure_stamps(lines: pl.DataFrame, now_utc: datetime) -> pl.DataFrame:
     )
 
 
-def _clock_marks(lines: pl.DataFrame) -> pl.DataFrame:
-    """``(line_no, mark_ts)`` of every line that opens with a date and time (any line)."""
+def _mark_times(lines: pl.DataFrame) -> pl.DataFrame:
+    """``(line_no, mark_ts)`` of lines that open with a date and time (null when impossible)."""
     line = pl.col("line")
     parts = line.str.extract_groups(_LEADING_TIME)
-    zone = parts.struct.field("4").fill_null("Z")
     text = (
         parts.struct.field("1")
         + "T"
         + parts.struct.field("2")
         + "."
         + parts.struct.field("3").fill_null("0")
-        + zone
+        + parts.struct.field("4").fill_null("Z")
     )
-    return (
-        lines.lazy()
-        .filter(line.str.contains(r"^[\[(]?[0-9]{4}-"))
-        .select(
-            "line_no",
-            text.str.strptime(_UTC, "%Y-%m-%dT%H:%M:%S%.f%#z", strict=False).alias("mark_ts"),
-        )
-        .filter(pl.col("mark_ts").is_not_null())
-        .collect()
+    return lines.select(
+        "line_no", text.str.strptime(_UTC, "%Y-%m-%dT%H:%M:%S%.f%#z", strict=False).alias("mark_ts")
     )
 
 
@@ -874,61 +868,95 @@ def _with_time_bounds(frame: pl.DataFrame, lines: pl.DataFrame, now_utc: datetim
     file's timed lines, worker output included; a summary's time at its failure line bounds the
     lines after it from below only, as the closing lines printed before a failure line come
     after the failure): either bound null where there is no mark on that side, both null where
-    they contradict each other (``ts_lo > ts_hi``).
+    they contradict each other (``ts_lo > ts_hi``). Logs whose lines all print a time skip the
+    search.
     """
     good = pl.col("reason").is_null()
-    stamps = _failure_stamps(lines, now_utc)
-    frame = frame.join(stamps, on=["pid", "exit_code"], how="left").sort("line_no")
-    stamped = good & pl.col("ts").is_null() & (pl.col("event") == "worker_failed")
+    untimed_failure = good & pl.col("ts").is_null() & (pl.col("event") == "worker_failed")
+    stamp = pl.lit(None, _UTC)
+    if frame.select(untimed_failure.any()).item():
+        stamps = _failure_stamps(lines, now_utc)
+        frame = frame.join(stamps, on=["pid", "exit_code"], how="left").sort("line_no")
+        stamp = pl.col("stamp_ts")
+    stamped = untimed_failure & stamp.is_not_null()
     frame = frame.with_columns(
+        pl.when(stamped).then(stamp).otherwise(pl.col("ts")).alias("ts"),
         pl.when(good & pl.col("ts").is_not_null())
-        .then(pl.when(pl.col("log_format").is_null()).then(pl.lit("continuation")))
-        .otherwise(None)
-        .alias("ts_source_"),
-    ).with_columns(
-        pl.when(stamped).then(pl.col("stamp_ts")).otherwise(pl.col("ts")).alias("ts"),
-        pl.when(good & pl.col("ts").is_not_null())
-        .then(pl.coalesce(pl.col("ts_source_"), pl.lit("line")))
-        .when(stamped & pl.col("stamp_ts").is_not_null())
+        .then(
+            pl.when(pl.col("log_format").is_null())
+            .then(pl.lit("continuation"))
+            .otherwise(pl.lit("line"))
+        )
+        .when(stamped)
         .then(pl.lit("child_failed_error"))
         .alias("ts_source"),
+    ).drop("stamp_ts", strict=False)
+    untimed = frame.filter(good & pl.col("ts").is_null()).select("line_no")
+    if untimed.is_empty():
+        return frame.with_columns(pl.col("ts").alias("ts_lo"), pl.col("ts").alias("ts_hi"))
+    bounds = _bounds(frame.filter(good & pl.col("ts").is_not_null()), untimed, lines)
+    return (
+        frame.join(bounds, on="line_no", how="left")
+        .sort("line_no")
+        .with_columns(
+            pl.coalesce("ts", "ts_lo").alias("ts_lo"), pl.coalesce("ts", "ts_hi").alias("ts_hi")
+        )
     )
-    own = frame.filter(good & pl.col("ts").is_not_null()).select(
-        "line_no",
+
+
+def _bounds(timed: pl.DataFrame, untimed: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
+    """``(line_no, ts_lo, ts_hi)`` of the untimed rows: the nearest clock marks around each.
+
+    Marks are the timed rows and the lines that open with a date and time; only the marks
+    nearest to an untimed row have their time read.
+    """
+    key = lines.schema["line_no"]
+    opening = (
+        lines.lazy()
+        .filter(pl.col("line").str.contains(_LEADING_TIME))
+        .select(
+            pl.col("line_no"),
+            pl.lit(None, _UTC).alias("mark_ts"),
+            pl.lit(value=False).alias("lower_only"),
+        )
+        .collect()
+    )
+    own = timed.select(
+        pl.col("line_no").cast(key),
         pl.col("ts").alias("mark_ts"),
         (pl.col("ts_source") == "child_failed_error").alias("lower_only"),
     )
     marks = (
-        pl.concat(
-            [
-                _clock_marks(lines).with_columns(pl.lit(value=False).alias("lower_only")),
-                own.cast({"line_no": lines.schema["line_no"]}),
-            ]
-        )
+        pl.concat([opening, own])
         .group_by("line_no")
-        .agg(pl.col("mark_ts").first(), pl.col("lower_only").first())
+        .agg(pl.col("mark_ts").drop_nulls().first(), pl.col("lower_only").any())
+        .with_columns(pl.col("line_no").alias("at"))
         .sort("line_no")
-        .cast({"line_no": frame.schema["line_no"]})
     )
-    before = frame.select("line_no").join_asof(
+    rows = untimed.select(pl.col("line_no").cast(key)).sort("line_no")
+    before = rows.join_asof(
         marks.drop("lower_only"), on="line_no", strategy="backward", allow_exact_matches=False
     )
     # a summary's time is the failure's, which the agent's closing lines printed before its
     # failure line follow: a bound from below for the lines after that line only
-    after = frame.select("line_no").join_asof(
+    after = rows.join_asof(
         marks.filter(~pl.col("lower_only")).drop("lower_only"),
         on="line_no",
         strategy="forward",
         allow_exact_matches=False,
     )
-    lo, hi = before["mark_ts"], after["mark_ts"]
-    timed = pl.col("ts").is_not_null()
+    needed = pl.concat([before, after]).filter(pl.col("mark_ts").is_null())["at"].drop_nulls()
+    read = _mark_times(lines.filter(pl.col("line_no").is_in(needed.implode())))
+
+    def mark_time(side: pl.DataFrame, name: str) -> pl.DataFrame:
+        return side.join(
+            read.rename({"line_no": "at", "mark_ts": "read_ts"}), on="at", how="left"
+        ).select("line_no", pl.coalesce("mark_ts", "read_ts").alias(name))
+
+    lo, hi = mark_time(before, "lo"), mark_time(after, "hi")
     consistent = pl.col("lo").is_null() | pl.col("hi").is_null() | (pl.col("lo") <= pl.col("hi"))
-    return (
-        frame.with_columns(lo.alias("lo"), hi.alias("hi"))
-        .with_columns(
-            pl.when(timed).then(pl.col("ts")).when(consistent).then(pl.col("lo")).alias("ts_lo"),
-            pl.when(timed).then(pl.col("ts")).when(consistent).then(pl.col("hi")).alias("ts_hi"),
-        )
-        .drop("lo", "hi", "stamp_ts", "ts_source_")
+    return lo.join(hi, on="line_no").select(
+        pl.col("line_no"),
+        pl.when(consistent).then(pl.col("lo")).alias("ts_lo"),
+        pl.when(consistent).then(pl.col("hi")).alias("ts_hi"),
     )
