@@ -476,8 +476,9 @@ def test_elastic_every_wording_of_the_exit_barrier_and_graceful_exit() -> None:
     # finished (%s). Waiting %s seconds for other agents to finish", "Done waiting for other
     # agents. Elapsed: %s seconds", "Got termination signal: %s", "Error waiting on exit
     # barrier. Elapsed: %s seconds": 1.9 to current 2.x, the state "FAILED" under 1.x's f-string,
-    # "WorkerState.FAILED" under 2.x's %s), and run()'s "Rendezvous gracefully exited: %s" (2.4
-    # and later; the message of a standby node's RendezvousGracefulExitError)
+    # "WorkerState.FAILED" under 2.x's %s; the signal "15" under 1.x's f-string), and run()'s
+    # "Rendezvous gracefully exited: %s" (late 2.x; the message of a standby node's
+    # RendezvousGracefulExitError)
     result = _text(
         f"""
         I0601 00:00:00.000000 7 torch/distributed/elastic/agent/server/api.py:932] Local worker group finished (WorkerState.FAILED). Waiting 300 seconds for other agents to finish
@@ -486,6 +487,7 @@ def test_elastic_every_wording_of_the_exit_barrier_and_graceful_exit() -> None:
         I0601 00:00:11.000000 7 torch/distributed/elastic/agent/server/api.py:885] Rendezvous gracefully exited: The rendezvous 'r' is closed, terminating pending rendezvous.
         [2024-03-12 08:00:00,000] {AGENT}: [INFO] Local worker group finished (SUCCEEDED). Waiting 30 seconds for other agents to finish
         [2024-03-12 08:00:00,001] {AGENT}: [INFO] Done waiting for other agents. Elapsed: 1.1920928955078125e-05 seconds
+        WARNING:{AGENT}:Got termination signal: 15
         """,  # noqa: E501
         host="h",
         run="r",
@@ -499,6 +501,7 @@ def test_elastic_every_wording_of_the_exit_barrier_and_graceful_exit() -> None:
         ("rendezvous_graceful_exit", None, None, "INFO"),
         ("group_finished", "SUCCEEDED", None, "INFO"),
         ("exit_barrier_done", None, None, "INFO"),
+        ("exit_barrier_signal", None, "SIGTERM", "WARNING"),
     ]
 
 
