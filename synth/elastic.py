@@ -322,7 +322,6 @@ def _finish_round(rng: np.random.Generator, a: Attempt, log: Callable[..., None]
             "Local worker group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for "
             "other agents to finish",
             ms=1,
-            scope=False,
         )
 
 

@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.ingest.sources.common import EARLIEST
+from pipelines.ingest.sources.elastic import EVENTS as ELASTIC_EVENT_PATTERNS
 from pipelines.ingest.sources.training import EVENTS as TRAINING_EVENTS
 from pipelines.ingest.sources.training import FRAMEWORKS as TRAINING_FRAMEWORKS
 
@@ -187,23 +188,7 @@ def suite_for(table: str, *, now: datetime, component_classes: list[str]) -> lis
     return suites[table]() if table in suites else []
 
 
-ELASTIC_EVENTS = [
-    "agent_start",
-    "rendezvous_start",
-    "rendezvous_join_attempt",
-    "rendezvous_joined",
-    "rendezvous_complete",
-    "world_sizes",
-    "workers_started",
-    "worker_failed",
-    "group_restart",
-    "group_stopping",
-    "group_succeeded",
-    "membership_change",
-    "death_signal",
-    "closing_signal",
-    "forced_kill",
-]
+ELASTIC_EVENTS = list(ELASTIC_EVENT_PATTERNS)
 CONTAINER_STATES = ["running", "terminated", "waiting"]
 
 
@@ -239,6 +224,9 @@ def _more_telemetry_suites(now: datetime) -> dict[str, Callable[[], list[Check]]
             # logging.basicConfig) prints no time; the parser rejects every other untimed line
             _in_set("event", ELASTIC_EVENTS),
             _time_range("ts", now),
+            _time_range("ts_lo", now),
+            _time_range("ts_hi", now),
+            _not_before("ts_hi", "ts_lo"),
         ],
         "raw_dcgm_samples": lambda: [
             _not_null("host"),

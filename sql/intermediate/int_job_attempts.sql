@@ -27,7 +27,9 @@
 -- application (Python) exit; a negative one is a signal. Lines of Python's default log format
 -- print no time: their attempts, states and exit codes are kept, their times are null (and so
 -- are the overheads and GPU-hours computed from them, never 0); such a failure is no
--- interruption (an interruption needs its time).
+-- interruption (an interruption needs its time). Their bounds are start_ts_lo/_hi and
+-- end_ts_lo/_hi (from the lines' ts_lo/ts_hi: the timed lines around them); a failure that the
+-- launcher's ChildFailedError summary dates has that time (stg_elastic_events.ts_source).
 with jobs as (
     select
         stg_slurm_jobs.* replace (
@@ -217,6 +219,34 @@ rounds as (
         bool_or(agent_lines.event = 'group_succeeded') as has_succeeded,
         min(agent_lines.ts) filter (where agent_lines.event = 'death_signal') as signal_ts,
         max(agent_lines.ts) filter (where agent_lines.event = 'group_succeeded') as succeeded_ts,
+        -- bounds of those times (ts_lo <= time <= ts_hi on every line): the earliest of some
+        -- lines is at least the least lower bound only when every line has one, and at most any
+        -- line's upper bound; the latest the other way round
+        case
+            when bool_and(agent_lines.ts_lo is not null)
+                filter (where agent_lines.event = 'workers_started')
+                then min(agent_lines.ts_lo) filter (where agent_lines.event = 'workers_started')
+        end as start_lo,
+        min(agent_lines.ts_hi) filter (where agent_lines.event = 'workers_started') as start_hi,
+        case
+            when bool_and(agent_lines.ts_lo is not null)
+                filter (where agent_lines.event = 'worker_failed')
+                then min(agent_lines.ts_lo) filter (where agent_lines.event = 'worker_failed')
+        end as failed_lo,
+        min(agent_lines.ts_hi) filter (where agent_lines.event = 'worker_failed') as failed_hi,
+        case
+            when bool_and(agent_lines.ts_lo is not null)
+                filter (where agent_lines.event = 'death_signal')
+                then min(agent_lines.ts_lo) filter (where agent_lines.event = 'death_signal')
+        end as signal_lo,
+        min(agent_lines.ts_hi) filter (where agent_lines.event = 'death_signal') as signal_hi,
+        max(agent_lines.ts_lo) filter (where agent_lines.event = 'group_succeeded')
+            as succeeded_lo,
+        case
+            when bool_and(agent_lines.ts_hi is not null)
+                filter (where agent_lines.event = 'group_succeeded')
+                then max(agent_lines.ts_hi) filter (where agent_lines.event = 'group_succeeded')
+        end as succeeded_hi,
         list(distinct agent_lines.host order by agent_lines.host)
         filter (where agent_lines.event in ('rendezvous_joined', 'workers_started')) as nodes,
         max(agent_lines.world_size) as world_size
@@ -265,6 +295,18 @@ elastic_attempts as (
                 then 0
         end as exit_signal,
         cast(null as timestamptz) as next_start_ts,
+        started_rounds.start_lo as start_ts_lo,
+        started_rounds.start_hi as start_ts_hi,
+        case
+            when started_rounds.has_failed then started_rounds.failed_lo
+            when started_rounds.has_signal then started_rounds.signal_lo
+            when started_rounds.has_succeeded then started_rounds.succeeded_lo
+        end as end_ts_lo,
+        case
+            when started_rounds.has_failed then started_rounds.failed_hi
+            when started_rounds.has_signal then started_rounds.signal_hi
+            when started_rounds.has_succeeded then started_rounds.succeeded_hi
+        end as end_ts_hi,
         'elastic' as scheduler,
         case
             when started_rounds.has_failed
@@ -286,7 +328,7 @@ other_attempts as (
         ) as next_start_ts
     from (
         select * from k8s_attempts
-        union all
+        union all by name
         select * from elastic_attempts
     ) as unioned
 ),
@@ -327,7 +369,14 @@ final as (
         / 3600.0 as gpu_hours,
         all_attempts.scheduler,
         all_attempts.termination_reason,
-        all_attempts.is_application_exit
+        all_attempts.is_application_exit,
+        -- start_ts_lo <= the start <= start_ts_hi, likewise the end: the time itself where it
+        -- is known; for a torchrun attempt whose lines print no time, the bounds from the timed
+        -- lines around them (null where there is none on that side)
+        coalesce(all_attempts.start_ts, all_attempts.start_ts_lo) as start_ts_lo,
+        coalesce(all_attempts.start_ts, all_attempts.start_ts_hi) as start_ts_hi,
+        coalesce(all_attempts.end_ts, all_attempts.end_ts_lo) as end_ts_lo,
+        coalesce(all_attempts.end_ts, all_attempts.end_ts_hi) as end_ts_hi
     from all_attempts
 )
 

@@ -28,6 +28,12 @@ final as (
         deduplicated.signal_name,
         deduplicated.message,
         deduplicated.log_format,
+        deduplicated.group_state,
+        -- ts_lo <= the line's time <= ts_hi (both = ts when the line has a time; bounds from the
+        -- nearest timed lines around an untimed one; null: no bound on that side)
+        deduplicated.ts_lo,
+        deduplicated.ts_hi,
+        deduplicated.ts_source,
         deduplicated.source_file,
         deduplicated.line_no
     from deduplicated

@@ -156,6 +156,121 @@ def test_torch_1_12_log_without_times_gives_attempts_failures_and_null_overheads
         "select attempt, submit_ts, start_ts, end_ts, restart_overhead_s, gpu_hours, "
         "is_interruption from int_job_attempts order by attempt",
     ) == [(n, None, None, None, None, None, False) for n in (1, 2, 3)]
+    # and no line of the file prints a time to bound them by: unknown, not bounded
+    assert _query(
+        db,
+        "select attempt, start_ts_lo, start_ts_hi, end_ts_lo, end_ts_hi from int_job_attempts "
+        "order by attempt",
+    ) == [(n, None, None, None, None) for n in (1, 2, 3)]
+
+
+# torch 1.10-1.13 under logging.basicConfig (the agent prints no time) with a training script
+# that stamps its own lines, two attempts (--max_restarts 1): the first ends in exit 1, the
+# second in a SIGKILL with no restart left, and the launcher's ChildFailedError summary (1.10+
+# layout) names the root cause's time; the Failures entry's pid 7811 (exit -15) has no agent
+# failure line. Agent wordings from torch/distributed/elastic/agent/server/api.py and
+# multiprocessing/api.py of 1.10-1.13; the worker prefix "%(asctime)s - %(levelname)s -
+# %(name)s - " is Python's asctime with a comma.
+TORCH_1_12_STAMPED_WORKERS = f"""
+    INFO:{AGENT}:[default] starting workers for entrypoint: python
+    INFO:{AGENT}:[default] Rendezvous'ing worker group
+    {{block0}}
+    INFO:{AGENT}:[default] Starting worker group
+    2022-03-15 10:00:05,120 - INFO - train - epoch 0 step 0 loss 6.93
+    2022-03-15 10:41:17,004 - INFO - train - epoch 3 step 900 loss 2.41
+    WARNING:{MP}:Sending process 7702 closing signal SIGTERM
+    ERROR:{MP}:failed (exitcode: 1) local_rank: 0 (pid: 7701) of binary: /usr/bin/python3
+    INFO:{AGENT}:[default] Worker group FAILED. 1/1 attempts left; will restart worker group
+    INFO:{AGENT}:[default] Stopping worker group
+    INFO:{AGENT}:[default] Rendezvous'ing worker group
+    {{block1}}
+    INFO:{AGENT}:[default] Starting worker group
+    2022-03-15 10:42:30,550 - INFO - train - resumed from step 800
+    2022-03-15 11:05:02,901 - INFO - train - epoch 4 step 1200 loss 2.30
+    WARNING:{MP}:Sending process 7811 closing signal SIGTERM
+    ERROR:{MP}:failed (exitcode: -9) local_rank: 0 (pid: 7810) of binary: /usr/bin/python3
+    INFO:{AGENT}:Local worker group finished (FAILED). Waiting 300 seconds for other agents to finish
+    INFO:{AGENT}:Done waiting for other agents. Elapsed: 0.0006430149078369141 seconds
+    torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+    ============================================================
+    train.py FAILED
+    ------------------------------------------------------------
+    Failures:
+    [1]:
+      time      : 2022-03-15_11:07:44
+      host      : gpu0001
+      rank      : 1 (local_rank: 1)
+      exitcode  : -15 (pid: 7811)
+      error_file: <N/A>
+      traceback : Signal 15 (SIGTERM) received by PID 7811
+    ------------------------------------------------------------
+    Root Cause (first observed failure):
+    [0]:
+      time      : 2022-03-15_11:07:43
+      host      : gpu0001
+      rank      : 0 (local_rank: 0)
+      exitcode  : -9 (pid: 7810)
+      error_file: <N/A>
+      traceback : Signal 9 (SIGKILL) received by PID 7810
+    ============================================================
+"""  # noqa: E501
+
+
+def _t(clock: str) -> datetime:
+    return datetime.fromisoformat(f"2022-03-15T{clock}").replace(tzinfo=UTC)
+
+
+def test_untimed_torch_1_attempts_are_bounded_by_the_timed_lines_around_them(
+    tmp_path: Path,
+) -> None:
+    prefix = f"INFO:{AGENT}:"
+    blocks = {f"block{n}": _block(prefix, n, 2).replace("\n", "\n    ") for n in range(2)}
+    db = _ingest(tmp_path, TORCH_1_12_STAMPED_WORKERS.format(**blocks), run="llm-22")
+    assert _query(db, "select count(*) from raw_quarantine") == [(0,)]
+    # by hand, line by line: a line without a time lies between the nearest stamped lines
+    # before and after it; the root cause's "time :" is the time of the failure of pid 7810,
+    # and from that line on a bound from below only (the closing line before it follows it)
+    assert _query(
+        db,
+        "select event, round, ts, ts_lo, ts_hi, ts_source from stg_elastic_events "
+        "where event not in ('world_sizes', 'rendezvous_complete') order by line_no",
+    ) == [
+        ("agent_start", None, None, None, _t("10:00:05.120"), None),
+        ("rendezvous_start", None, None, None, _t("10:00:05.120"), None),
+        ("workers_started", 0, None, None, _t("10:00:05.120"), None),
+        ("closing_signal", 0, None, _t("10:41:17.004"), _t("10:42:30.550"), None),
+        ("worker_failed", 0, None, _t("10:41:17.004"), _t("10:42:30.550"), None),
+        ("group_restart", 0, None, _t("10:41:17.004"), _t("10:42:30.550"), None),
+        ("group_stopping", 0, None, _t("10:41:17.004"), _t("10:42:30.550"), None),
+        ("rendezvous_start", 0, None, _t("10:41:17.004"), _t("10:42:30.550"), None),
+        ("workers_started", 1, None, _t("10:41:17.004"), _t("10:42:30.550"), None),
+        ("closing_signal", 1, None, _t("11:05:02.901"), None, None),
+        ("worker_failed", 1, _t("11:07:43"), _t("11:07:43"), _t("11:07:43"), "child_failed_error"),
+        ("group_finished", 1, None, _t("11:07:43"), None, None),
+        ("exit_barrier_done", 1, None, _t("11:07:43"), None, None),
+    ]
+    assert _query(
+        db,
+        "select group_state from stg_elastic_events where event = 'group_finished'",
+    ) == [("FAILED",)]
+    # attempt 1 started before the first stamped line and ended (exit 1) between 10:41:17.004
+    # and 10:42:30.550; attempt 2 started in that same gap and ended (SIGKILL) at 11:07:43, a
+    # time known: an interruption, its GPU-hours unknown (its start is not)
+    assert _query(
+        db,
+        "select attempt, state, exit_code, exit_signal, start_ts, start_ts_lo, start_ts_hi, "
+        "end_ts, end_ts_lo, end_ts_hi, is_interruption, restart_overhead_s, gpu_hours "
+        "from int_job_attempts order by attempt",
+    ) == [
+        (
+            1, "FAILED", 1, 0, None, None, _t("10:00:05.120"),
+            None, _t("10:41:17.004"), _t("10:42:30.550"), False, None, None,
+        ),
+        (
+            2, "FAILED", None, 9, None, _t("10:41:17.004"), _t("10:42:30.550"),
+            _t("11:07:43"), _t("11:07:43"), _t("11:07:43"), True, None, None,
+        ),
+    ]  # fmt: skip
 
 
 def _fleet(tmp_path: Path, torch: str) -> tuple[Path, dict[str, Any]]:
@@ -193,17 +308,36 @@ def test_synthetic_torch_1_12_fleet_gives_the_truths_attempts_and_failures(
     assert _query(db, f"select count(*) from {table}") == [(truth["expected_rows"][table],)]
     quarantined = f"select count(*) from raw_quarantine where target_table = '{table}'"
     assert _query(db, quarantined) == [(truth["expected_quarantine"][table],)]
-    assert _query(db, f"select count(*) from {table} where ts is not null") == [(0,)]
+    # no agent line prints a time; only the failures the ChildFailedError summary of a run's
+    # last attempt lists take its "time :" stamp
+    assert _query(
+        db,
+        f"select count(*) from {table} where ts is not null "
+        "and (event <> 'worker_failed' or ts_source <> 'child_failed_error')",
+    ) == [(0,)]
     failures = _elastic_failures(truth)
     assert failures  # the seed's week holds some
     found = _query(
         db,
-        "select job_id_raw, attempt, end_ts, restart_overhead_s, is_interruption "
-        "from int_job_attempts where scheduler = 'elastic' and state = 'FAILED'",
+        "select * exclude (state) from (select job_id_raw, attempt, "
+        "attempt = max(attempt) over (partition by job_id_raw), end_ts, restart_overhead_s, "
+        "is_interruption, state from int_job_attempts where scheduler = 'elastic') "
+        "where state = 'FAILED'",
     )
-    # every failure of the truth is a FAILED attempt, its time and overhead unknown
+    # every failure of the truth is a FAILED attempt; one followed by a restart has its time
+    # and overhead unknown, a run's last one ends at the summary's time, the truth's end
     assert sorted((job, n) for job, n, *_ in found) == failures
-    assert {tuple(rest) for _, _, *rest in found} == {(None, None, False)}
+    ends = {
+        (r["job_id_raw"], r["attempt"]): datetime.fromisoformat(r["end_ts"])
+        for r in truth["interruptions"]
+    }
+    restarted = [tuple(rest) for _, _, last, *rest in found if not last]
+    assert restarted
+    assert set(restarted) == {(None, None, False)}
+    # (the seed's week ends every failed run in a later attempt; the summary's stamp is tested
+    # on a hand-written log below)
+    last = [(ends[(job, n)], *rest) for job, n, is_last, *rest in found if is_last]
+    assert all(end == want and overhead is None and hit for want, end, overhead, hit in last)
     n_jobs = _query(
         db, "select count(distinct job_id_raw) from int_job_attempts where scheduler = 'elastic'"
     )

@@ -21,8 +21,11 @@ One file is the log of one agent (one node) of one run. The agent's own messages
     Unable to shutdown process 5557 via Signals.SIGTERM, forcefully exiting via Signals.SIGKILL
 
 (the wordings torch printed from 1.9 to current 2.x: ``of fn: <name>`` for a function entrypoint,
-``Received 15 death signal`` where Python formats the signal as a number). Five log prefixes are
-read (``log_format``)::
+``Received 15 death signal`` where Python formats the signal as a number), and also the exit
+barrier's ``Local worker group finished (FAILED). Waiting 300 seconds for other agents to finish``
+and ``Done waiting for other agents. Elapsed: 0.0007 seconds``, the rendezvous close and
+heartbeat failures and a lost worker group (:data:`EVENTS`; docs/data_contract.md §7.5 tables
+every wording with its torch versions). Five log prefixes are read (``log_format``)::
 
     torch_bracket    [2026-06-01 00:00:00,000] torch.distributed.elastic.agent.server.api: [INFO] ...
     glog             I0601 00:00:00.000000 4242 torch/distributed/elastic/agent/server/api.py:870] ...
@@ -46,6 +49,12 @@ Every ``Starting worker group`` is an attempt of its own, whatever rendezvous li
 levels that print none) number their rounds by the result blocks' ``restart_count``, and a first
 round that printed no result block is the round before the first block's. Signals are stored by
 name (``SIGTERM``), from a name, a ``Signals.`` member or a number.
+
+Every row carries the bounds of its time, ``ts_lo <= time <= ts_hi``: its ``ts`` where it has one;
+for an untimed failure line, the ``time :`` of the launcher's ``ChildFailedError`` summary entry
+with its pid and exit code becomes its ``ts``; any other untimed line lies between the nearest
+lines before and after it that print a time (worker output included; see
+``_with_time_bounds``).
 """  # noqa: E501
 
 from __future__ import annotations
@@ -88,6 +97,10 @@ SCHEMA: dict[str, pl.DataType] = {
     "signal_name": pl.String(),
     "message": pl.String(),
     "log_format": pl.String(),
+    "group_state": pl.String(),
+    "ts_lo": pl.Datetime("us", "UTC"),
+    "ts_hi": pl.Datetime("us", "UTC"),
+    "ts_source": pl.String(),
 }
 
 _ROLE = r"(?:\[[^\]\s]*\] )?"
@@ -125,6 +138,31 @@ EVENTS: dict[str, str] = {
     ),
     "forced_kill": (  # torch 1.x spells it "exitting"
         r"Unable to shutdown process [0-9]+ via \S+, forcefully exitt?ing via \S+$"
+    ),
+    # the exit barrier: after the last round (1.9-1.13 on failure too; from 2.0 on success only)
+    "group_finished": (
+        r"Local worker group finished \((?:WorkerState\.)?[A-Z]+\)\. Waiting [0-9.]+ seconds for "
+        r"other agents to finish$"
+    ),
+    "exit_barrier_done": r"Done waiting for other agents\. Elapsed: [0-9.e+-]+ seconds$",
+    "exit_barrier_error": r"Error waiting on exit barrier\. Elapsed: [0-9.e+-]+ seconds$",
+    "exit_barrier_signal": r"Got termination signal: \S+$",
+    "rendezvous_graceful_exit": r"Rendezvous gracefully exited: .*$",
+    # dynamic rendezvous: the agent's shutdown closes the rendezvous (every version from 1.9);
+    # a failed close, a failed keep-alive heartbeat (the node lost the rendezvous backend)
+    "rendezvous_closed": r"The node '[^']+' has closed the rendezvous '[^']+'\.$",
+    "rendezvous_close_failed": (
+        r"The node '[^']+' has failed to shutdown the rendezvous '[^']+' due to an error of type "
+        r"\w+\.$"
+    ),
+    "heartbeat_failed": (
+        r"The node '[^']+' has failed to send a keep-alive heartbeat to the rendezvous '[^']+' "
+        r"due to an error of type \w+\.$"
+    ),
+    # local_elastic_agent: the worker group lost track of its processes (state UNKNOWN, the
+    # agent raises); "Expected: ..., actual: ..." from torch 1.9 on
+    "worker_pids_mismatch": (
+        _ROLE + r"worker pids do not match process_context pids(?:\. Expected: .*, actual: .*)?$"
     ),
 }
 """Agent messages in scope (``event`` name → regex of the message, anchored at the line end)."""
@@ -229,7 +267,10 @@ def parse(
         (as printed: negative for a signal) and ``pid`` (failed workers), ``restarts_left`` and
         ``max_restarts`` (restart lines), ``signal_name`` (by name: death and closing signals,
         forced kills, a failed worker's negative exit code),
-        ``message`` and ``log_format``.
+        ``message``, ``log_format``, ``group_state`` (the state a restart or exit-barrier line
+        names), ``ts_lo`` / ``ts_hi`` (bounds of the line's time; both ``ts`` where it is known,
+        null on a side without a bound) and ``ts_source`` (``line``, ``continuation``,
+        ``child_failed_error``; null without ``ts``).
 
     Notes
     -----
@@ -293,6 +334,7 @@ def parse(
         ],
     )
     checked = _with_context(checked, source_file, launch_run=launch_run, host=host, run=run)
+    checked = _with_time_bounds(checked, lines, now_utc)
     return parsed_from(checked, schema=SCHEMA, source_file=source_file, n_ignored=n_ignored)
 
 
@@ -508,12 +550,17 @@ def _with_fields(frame: pl.LazyFrame) -> pl.LazyFrame:
         r"world of size ([0-9]+)\.$"
     )
     attempt = message.str.extract_groups(
-        _NODE + r"attempts to join the next round of the rendezvous '([^']+)'\.$"
+        _NODE + r"(?:attempts to join the next round of|has closed|has failed to shutdown|has "
+        r"failed to send a keep-alive heartbeat to) the rendezvous '([^']+)'"
     )
     failed = message.str.extract_groups(
         r"^failed \(exitcode: (-?[0-9]+)\) local_rank: ([0-9]+) \(pid: ([0-9]+)\)"
     )
     restart = message.str.extract_groups(r"Worker group \w+\. ([0-9]+)/([0-9]+) attempts left")
+    group_state = pl.coalesce(
+        message.str.extract(r"Worker group (\w+)\. [0-9]+/[0-9]+ attempts left", 1),
+        message.str.extract(r"^Local worker group finished \((?:WorkerState\.)?([A-Z]+)\)", 1),
+    )
     return frame.with_columns(
         message.str.extract(r"^\[([^\]\s]+)\] ", 1).alias("role"),  # null when absent or []
         joined.struct.field("2").cast(pl.Int32, strict=False).alias("round_joined"),
@@ -545,6 +592,7 @@ def _with_fields(frame: pl.LazyFrame) -> pl.LazyFrame:
         .alias("pid"),
         restart.struct.field("1").cast(pl.Int32, strict=False).alias("restarts_left"),
         restart.struct.field("2").cast(pl.Int32, strict=False).alias("max_restarts"),
+        group_state.alias("group_state"),
         _signal_name(
             pl.when(event == "death_signal")
             .then(message.str.extract(r"^Received (\S+) death signal", 1))
@@ -552,6 +600,8 @@ def _with_fields(frame: pl.LazyFrame) -> pl.LazyFrame:
             .then(message.str.extract(r"(?:closing signal|via signal) (\S+)$", 1))
             .when(event == "forced_kill")
             .then(message.str.extract(r"forcefully exitt?ing via (\S+)$", 1))
+            .when(event == "exit_barrier_signal")
+            .then(message.str.extract(r"^Got termination signal: (\S+)$", 1))
             .when((event == "worker_failed") & failed.struct.field("1").str.starts_with("-"))
             .then(failed.struct.field("1").str.strip_prefix("-"))
         ).alias("signal_name"),
@@ -691,8 +741,10 @@ _ROUND_ENDS = [
     "group_restart",
     "group_stopping",
     "group_succeeded",
+    "group_finished",
     "membership_change",
     "death_signal",
+    "worker_pids_mismatch",
 ]
 """Events that end a round: a ``Starting worker group`` after one starts the next round."""
 
@@ -728,3 +780,183 @@ def _names_from_path(source_file: str) -> tuple[str | None, str | None]:
     if not sep or not run_id or not host:
         return None, None
     return run_id, host.split(".", 1)[0]
+
+
+# the fields of a failure in the ``ChildFailedError`` summary the launcher raises at the end
+# (``time      : 2022-03-15_10:32:04`` from torch 1.10, ``time: ...`` in 1.9; then host, rank and
+# ``exitcode  : 1 (pid: 5555)``): the failure's time (the error file's, else when the agent saw
+# it), whole seconds, in the agent's local clock
+_FAILURE_TIME = r"(?:^|\s)time *: ?([0-9]{4}-[0-9]{2}-[0-9]{2})_([0-9]{2}:[0-9]{2}:[0-9]{2})\s*$"
+_FAILURE_EXIT = r"(?:^|\s)exitcode *: ?(-?[0-9]+) \(pid: ([0-9]+)\)\s*$"
+# a line that opens with a date and time (worker output such as "2021-08-13 10:46:03 - INFO - ",
+# "[2022-03-15 10:32:04,123] ...", a collector's RFC 3339 stamp): a clock mark for the bounds
+_LEADING_TIME = (
+    r"^[\[(]?([0-9]{4}-[0-9]{2}-[0-9]{2})[ T]([0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,]([0-9]{1,9}))?"
+    r" ?(Z|[+-][0-9]{2}:?[0-9]{2})?(?:[^0-9:.,]|$)"
+)
+_UTC = pl.Datetime("us", "UTC")
+
+
+def _failure_stamps(lines: pl.DataFrame, now_utc: datetime) -> pl.DataFrame:
+    """``(pid, exit_code, stamp_ts)`` of every failure the ``ChildFailedError`` summary lists.
+
+    A failure's ``exitcode : C (pid: P)`` line takes the ``time :`` line at most four lines
+    before it (one block: time, host, rank, exitcode); a time in the future is left out.
+    """
+    line = pl.col("line")
+    exits = (
+        lines.lazy()
+        .filter(line.str.contains("exitcode", literal=True))
+        .select(
+            "line_no",
+            line.str.extract(_FAILURE_EXIT, 1).cast(pl.Int32, strict=False).alias("exit_code"),
+            line.str.extract(_FAILURE_EXIT, 2).cast(pl.Int64, strict=False).alias("pid"),
+        )
+        .filter(pl.col("pid").is_not_null())
+        .collect()
+    )
+    block = pl.concat([exits["line_no"] - back for back in range(1, 5)])
+    times = (
+        lines.lazy()
+        .filter(pl.col("line_no").is_in(block.implode()))
+        .select(
+            "line_no",
+            (line.str.extract(_FAILURE_TIME, 1) + "T" + line.str.extract(_FAILURE_TIME, 2))
+            .str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False)
+            .dt.replace_time_zone("UTC")
+            .alias("stamp_ts"),
+        )
+        .filter(pl.col("stamp_ts").is_not_null() & (pl.col("stamp_ts") <= now_utc))
+        .collect()
+    )
+    if times.is_empty() or exits.is_empty():
+        return pl.DataFrame(schema={"pid": pl.Int64(), "exit_code": pl.Int32(), "stamp_ts": _UTC})
+    return (
+        exits.sort("line_no")
+        .join_asof(times.sort("line_no"), on="line_no", strategy="backward", tolerance=4)
+        .filter(pl.col("stamp_ts").is_not_null())
+        .unique(subset=["pid", "exit_code"], keep="first", maintain_order=True)
+        .select("pid", "exit_code", "stamp_ts")
+    )
+
+
+def _mark_times(lines: pl.DataFrame) -> pl.DataFrame:
+    """``(line_no, mark_ts)`` of lines that open with a date and time (null when impossible)."""
+    line = pl.col("line")
+    parts = line.str.extract_groups(_LEADING_TIME)
+    text = (
+        parts.struct.field("1")
+        + "T"
+        + parts.struct.field("2")
+        + "."
+        + parts.struct.field("3").fill_null("0")
+        + parts.struct.field("4").fill_null("Z")
+    )
+    return lines.select(
+        "line_no", text.str.strptime(_UTC, "%Y-%m-%dT%H:%M:%S%.f%#z", strict=False).alias("mark_ts")
+    )
+
+
+def _with_time_bounds(frame: pl.DataFrame, lines: pl.DataFrame, now_utc: datetime) -> pl.DataFrame:
+    """``ts`` of untimed failures from the ``ChildFailedError`` summary; ``ts_lo`` / ``ts_hi``.
+
+    A ``worker_failed`` line without a time takes the ``time :`` of the summary's failure with
+    its pid and exit code (``ts_source`` ``child_failed_error``): the time torch recorded for
+    the failure, in whole seconds (the worker's error file, else when the agent saw it), not the
+    time the line was printed. A line with a time has ``ts_lo = ts_hi = ts``; a line without one
+    is bounded by the nearest clock marks before and after it in the file (the times of the
+    file's timed lines, worker output included; a summary's time at its failure line bounds the
+    lines after it from below only, as the closing lines printed before a failure line come
+    after the failure): either bound null where there is no mark on that side, both null where
+    they contradict each other (``ts_lo > ts_hi``). Logs whose lines all print a time skip the
+    search.
+    """
+    good = pl.col("reason").is_null()
+    untimed_failure = good & pl.col("ts").is_null() & (pl.col("event") == "worker_failed")
+    stamp = pl.lit(None, _UTC)
+    if frame.select(untimed_failure.any()).item():
+        stamps = _failure_stamps(lines, now_utc)
+        frame = frame.join(stamps, on=["pid", "exit_code"], how="left").sort("line_no")
+        stamp = pl.col("stamp_ts")
+    stamped = untimed_failure & stamp.is_not_null()
+    frame = frame.with_columns(
+        pl.when(stamped).then(stamp).otherwise(pl.col("ts")).alias("ts"),
+        pl.when(good & pl.col("ts").is_not_null())
+        .then(
+            pl.when(pl.col("log_format").is_null())
+            .then(pl.lit("continuation"))
+            .otherwise(pl.lit("line"))
+        )
+        .when(stamped)
+        .then(pl.lit("child_failed_error"))
+        .alias("ts_source"),
+    ).drop("stamp_ts", strict=False)
+    untimed = frame.filter(good & pl.col("ts").is_null()).select("line_no")
+    if untimed.is_empty():
+        return frame.with_columns(pl.col("ts").alias("ts_lo"), pl.col("ts").alias("ts_hi"))
+    bounds = _bounds(frame.filter(good & pl.col("ts").is_not_null()), untimed, lines)
+    return (
+        frame.join(bounds, on="line_no", how="left")
+        .sort("line_no")
+        .with_columns(
+            pl.coalesce("ts", "ts_lo").alias("ts_lo"), pl.coalesce("ts", "ts_hi").alias("ts_hi")
+        )
+    )
+
+
+def _bounds(timed: pl.DataFrame, untimed: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
+    """``(line_no, ts_lo, ts_hi)`` of the untimed rows: the nearest clock marks around each.
+
+    Marks are the timed rows and the lines that open with a date and time; only the marks
+    nearest to an untimed row have their time read.
+    """
+    key = lines.schema["line_no"]
+    opening = (
+        lines.lazy()
+        .filter(pl.col("line").str.contains(_LEADING_TIME))
+        .select(
+            pl.col("line_no"),
+            pl.lit(None, _UTC).alias("mark_ts"),
+            pl.lit(value=False).alias("lower_only"),
+        )
+        .collect()
+    )
+    own = timed.select(
+        pl.col("line_no").cast(key),
+        pl.col("ts").alias("mark_ts"),
+        (pl.col("ts_source") == "child_failed_error").alias("lower_only"),
+    )
+    marks = (
+        pl.concat([opening, own])
+        .group_by("line_no")
+        .agg(pl.col("mark_ts").drop_nulls().first(), pl.col("lower_only").any())
+        .with_columns(pl.col("line_no").alias("at"))
+        .sort("line_no")
+    )
+    rows = untimed.select(pl.col("line_no").cast(key)).sort("line_no")
+    before = rows.join_asof(
+        marks.drop("lower_only"), on="line_no", strategy="backward", allow_exact_matches=False
+    )
+    # a summary's time is the failure's, which the agent's closing lines printed before its
+    # failure line follow: a bound from below for the lines after that line only
+    after = rows.join_asof(
+        marks.filter(~pl.col("lower_only")).drop("lower_only"),
+        on="line_no",
+        strategy="forward",
+        allow_exact_matches=False,
+    )
+    needed = pl.concat([before, after]).filter(pl.col("mark_ts").is_null())["at"].drop_nulls()
+    read = _mark_times(lines.filter(pl.col("line_no").is_in(needed.implode())))
+
+    def mark_time(side: pl.DataFrame, name: str) -> pl.DataFrame:
+        return side.join(
+            read.rename({"line_no": "at", "mark_ts": "read_ts"}), on="at", how="left"
+        ).select("line_no", pl.coalesce("mark_ts", "read_ts").alias(name))
+
+    lo, hi = mark_time(before, "lo"), mark_time(after, "hi")
+    consistent = pl.col("lo").is_null() | pl.col("hi").is_null() | (pl.col("lo") <= pl.col("hi"))
+    return lo.join(hi, on="line_no").select(
+        pl.col("line_no"),
+        pl.when(consistent).then(pl.col("lo")).alias("ts_lo"),
+        pl.when(consistent).then(pl.col("hi")).alias("ts_hi"),
+    )

@@ -78,7 +78,11 @@ def test_elastic_torch_2_1_run_with_a_restart() -> None:
         ("rendezvous_joined", 1, utc("2026-06-01T05:13:40.100")),
         ("workers_started", 1, utc("2026-06-01T05:13:40.200")),
         ("group_succeeded", 1, utc("2026-06-01T09:00:00")),
+        # the exit barrier's line (torch 1.9 to current 2.x; WorkerState.X under %s from 2.0)
+        ("group_finished", 1, utc("2026-06-01T09:00:00.001")),
     ]
+    finished = rows.filter(pl.col("event") == "group_finished").row(0, named=True)
+    assert finished["group_state"] == "SUCCEEDED"
     joined = rows.filter(pl.col("event") == "rendezvous_joined").row(0, named=True)
     assert (joined["group_rank"], joined["n_nodes"]) == (1, 2)
     failed = rows.filter(pl.col("event") == "worker_failed").row(0, named=True)
@@ -92,8 +96,8 @@ def test_elastic_torch_2_1_run_with_a_restart() -> None:
     assert (restart["restarts_left"], restart["max_restarts"], restart["role"]) == (3, 3, "default")
     assert rows.filter(pl.col("event") == "world_sizes")["world_size"].to_list() == [16]
     assert rows.filter(pl.col("event") == "closing_signal")["signal_name"].to_list() == ["SIGTERM"]
-    # the torch.distributed.run banner, restart_count/master_addr, worker output, the last line
-    assert_accounted(result, SCHEMA, n_in_scope=16, n_ignored=5)
+    # the torch.distributed.run banner, restart_count/master_addr, worker output
+    assert_accounted(result, SCHEMA, n_in_scope=17, n_ignored=4)
 
 
 def test_elastic_glog_lines_take_their_year_from_the_file_mtime() -> None:

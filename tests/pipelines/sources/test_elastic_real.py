@@ -75,16 +75,28 @@ def test_elastic_real_torch_1_10_without_host_names_the_option() -> None:
 def test_elastic_real_torch_2_2_bracket_run_id_from_launch_config() -> None:
     # aws-samples/awsome-distributed-training cpu-ddp example output: 26 lines; the launch
     # config (each line with its prefix) names run_id 5982; in scope are line 16 (starting
-    # workers) and lines 21 and 23 (worker group successfully finished, from both agents that
-    # srun merged into the file); the rest are ignored
+    # workers), lines 21 and 23 (worker group successfully finished, from both agents that
+    # srun merged into the file), 22 and 24 (the exit barrier's "Local worker group finished
+    # (WorkerState.SUCCEEDED)") and 25-26 ("Done waiting for other agents"); the rest are ignored
     result = _sample("awsome_distributed_training_cpu_ddp_torch2_2.log", host="node-a")
     assert result.rejects.height == 0
-    assert result.n_ignored == 23
+    assert result.n_ignored == 19
     assert result.rows.select("line_no", "event", "ts", "run_id", "host", "level").rows() == [
         (16, "agent_start", utc("2024-03-12T08:22:45.552"), "5982", "node-a", "INFO"),
         (21, "group_succeeded", utc("2024-03-12T08:22:56.574"), "5982", "node-a", "INFO"),
+        (22, "group_finished", utc("2024-03-12T08:22:56.574"), "5982", "node-a", "INFO"),
         (23, "group_succeeded", utc("2024-03-12T08:22:56.575"), "5982", "node-a", "INFO"),
+        (24, "group_finished", utc("2024-03-12T08:22:56.575"), "5982", "node-a", "INFO"),
+        (25, "exit_barrier_done", utc("2024-03-12T08:22:56.575"), "5982", "node-a", "INFO"),
+        (26, "exit_barrier_done", utc("2024-03-12T08:22:56.575"), "5982", "node-a", "INFO"),
     ]
+    finished = result.rows.filter(pl.col("event") == "group_finished")
+    assert finished["group_state"].to_list() == ["SUCCEEDED", "SUCCEEDED"]
+    # every line prints its time: the bounds are the time itself
+    assert result.rows.filter(
+        (pl.col("ts_lo") != pl.col("ts")) | (pl.col("ts_hi") != pl.col("ts"))
+    ).is_empty()
+    assert set(result.rows["ts_source"]) == {"line"}
     assert set(result.rows["log_format"]) == {"torch_bracket"}
     assert set(result.rows["logger"]) == {"torch.distributed.elastic.agent.server.api"}
 
@@ -433,4 +445,148 @@ def test_elastic_two_agents_merged_in_one_file_start_one_round() -> None:
         ("rendezvous_joined", 1),
         ("workers_started", 1),
         ("workers_started", 1),
+    ]
+
+
+def test_elastic_real_torch_1_exit_barrier_after_the_last_failure() -> None:
+    # NVlabs/nvdiffrecmc#21: torch 1.x (Python 3.8) under Python's default format; the agent
+    # closes the other workers (forced kills with the numbers of the f-string), the worker's
+    # SIGSEGV (-11), then the exit barrier that torch 1.9-1.13 also ran after a failure:
+    # "Local worker group finished (FAILED)" and "Done waiting for other agents". No time.
+    result = _sample("nvdiffrecmc_21_torch1_python_default_barrier.log", host="h", run="r")
+    assert result.rejects.height == 0
+    assert result.n_ignored == 0
+    assert result.rows.select(
+        "event", "exit_code", "pid", "signal_name", "group_state", "ts", "ts_lo", "ts_hi"
+    ).rows() == [
+        ("closing_signal", None, 5527, "SIGTERM", None, None, None, None),
+        ("closing_signal", None, 5529, "SIGTERM", None, None, None, None),
+        ("forced_kill", None, 5527, "SIGKILL", None, None, None, None),
+        ("forced_kill", None, 5529, "SIGKILL", None, None, None, None),
+        ("worker_failed", -11, 5528, "SIGSEGV", None, None, None, None),
+        ("group_finished", None, None, None, "FAILED", None, None, None),
+        ("exit_barrier_done", None, None, None, None, None, None, None),
+    ]
+    # the failure and the barrier end the round of the single start the slice does not show
+    assert set(result.rows["round"].to_list()) == {None}
+
+
+def test_elastic_every_wording_of_the_exit_barrier_and_graceful_exit() -> None:
+    # torch/distributed/elastic/agent/server/api.py: _exit_barrier's lines ("Local worker group
+    # finished (%s). Waiting %s seconds for other agents to finish", "Done waiting for other
+    # agents. Elapsed: %s seconds", "Got termination signal: %s", "Error waiting on exit
+    # barrier. Elapsed: %s seconds": 1.9 to current 2.x, the state "FAILED" under 1.x's f-string,
+    # "WorkerState.FAILED" under 2.x's %s; the signal "15" under 1.x's f-string), and run()'s
+    # "Rendezvous gracefully exited: %s" (late 2.x; the message of a standby node's
+    # RendezvousGracefulExitError)
+    result = _text(
+        f"""
+        I0601 00:00:00.000000 7 torch/distributed/elastic/agent/server/api.py:932] Local worker group finished (WorkerState.FAILED). Waiting 300 seconds for other agents to finish
+        W0601 00:00:09.000000 7 torch/distributed/elastic/agent/server/api.py:950] Got termination signal: Signals.SIGTERM
+        E0601 00:00:10.000000 7 torch/distributed/elastic/agent/server/api.py:953] Error waiting on exit barrier. Elapsed: 300.00163674354553 seconds
+        I0601 00:00:11.000000 7 torch/distributed/elastic/agent/server/api.py:885] Rendezvous gracefully exited: The rendezvous 'r' is closed, terminating pending rendezvous.
+        [2024-03-12 08:00:00,000] {AGENT}: [INFO] Local worker group finished (SUCCEEDED). Waiting 30 seconds for other agents to finish
+        [2024-03-12 08:00:00,001] {AGENT}: [INFO] Done waiting for other agents. Elapsed: 1.1920928955078125e-05 seconds
+        WARNING:{AGENT}:Got termination signal: 15
+        """,  # noqa: E501
+        host="h",
+        run="r",
+        year=2026,
+    )
+    assert result.rejects.height == 0
+    assert result.rows.select("event", "group_state", "signal_name", "level").rows() == [
+        ("group_finished", "FAILED", None, "INFO"),
+        ("exit_barrier_signal", None, "SIGTERM", "WARNING"),
+        ("exit_barrier_error", None, None, "ERROR"),
+        ("rendezvous_graceful_exit", None, None, "INFO"),
+        ("group_finished", "SUCCEEDED", None, "INFO"),
+        ("exit_barrier_done", None, None, "INFO"),
+        ("exit_barrier_signal", None, "SIGTERM", "WARNING"),
+    ]
+
+
+def test_elastic_child_failed_error_of_torch_1_9_gives_the_failure_its_time() -> None:
+    # torch 1.9's ChildFailedError layout ("Root Cause:", "time: ...", "exitcode: C (pid: P)"),
+    # after an untimed failure line of the same pid and exit code; a stamped worker line
+    # before it bounds the lines before the failure, the stamp the lines after it
+    result = _text(
+        f"""
+        INFO:{AGENT}:[default] Starting worker group
+        2021-08-13 10:46:03 - INFO - train - epoch 0
+        ERROR:{MP}:failed (exitcode: 1) local_rank: 0 (pid: 4242) of binary: /usr/bin/python3
+        INFO:{AGENT}:Local worker group finished (FAILED). Waiting 300 seconds for other agents to finish
+        ***************************************
+                    train.py FAILED
+        =======================================
+        Root Cause:
+        [0]:
+          time: 2021-08-13_15:21:44
+          rank: 0 (local_rank: 0)
+          exitcode: 1 (pid: 4242)
+          error_file: <N/A>
+          msg: "Process failed with exitcode 1"
+        =======================================
+        Other Failures:
+          <NO_OTHER_FAILURES>
+        ***************************************
+        """,  # noqa: E501
+        host="h",
+        run="r",
+    )
+    assert result.rejects.height == 0
+    assert result.rows.select("event", "ts", "ts_lo", "ts_hi", "ts_source").rows() == [
+        ("workers_started", None, None, utc("2021-08-13T10:46:03"), None),
+        (
+            "worker_failed",
+            utc("2021-08-13T15:21:44"),
+            utc("2021-08-13T15:21:44"),
+            utc("2021-08-13T15:21:44"),
+            "child_failed_error",
+        ),
+        ("group_finished", None, utc("2021-08-13T15:21:44"), None, None),
+    ]
+
+
+def test_elastic_bounds_that_contradict_each_other_are_dropped() -> None:
+    # worker lines whose clock runs backwards around an untimed agent line: no bounds (unknown)
+    result = _text(
+        f"""
+        2021-08-13 10:46:03,500 - INFO - train - step 2
+        INFO:{AGENT}:[default] Starting worker group
+        2021-08-13 10:46:03,000 - INFO - train - step 1
+        INFO:{AGENT}:[default] Stopping worker group
+        """,
+        host="h",
+        run="r",
+    )
+    assert result.rows.select("event", "ts_lo", "ts_hi").rows() == [
+        ("workers_started", None, None),
+        ("group_stopping", utc("2021-08-13T10:46:03"), None),
+    ]
+
+
+def test_elastic_every_wording_of_the_rendezvous_close_and_lost_workers() -> None:
+    # dynamic_rendezvous.py (1.9 to current 2.x): "The node '%s' has closed the rendezvous
+    # '%s'." (info), "... has failed to shutdown the rendezvous '%s' due to an error of type %s."
+    # and "... has failed to send a keep-alive heartbeat to the rendezvous '%s' due to an error
+    # of type %s." (warnings); local_elastic_agent.py: "[%s] worker pids do not match
+    # process_context pids. Expected: %s, actual: %s" (error; torchelastic 0.2 printed no
+    # Expected/actual). The node descriptors name the host and the rendezvous the run.
+    result = _text(
+        f"""
+        [2024-03-12 08:00:00,000] {AGENT}: [ERROR] [default] worker pids do not match process_context pids. Expected: {{101, 102}}, actual: {{101}}
+        [2024-03-12 08:00:00,500] {AGENT}: [ERROR] [default] worker pids do not match process_context pids
+        W0813 22:23:32.979031 140204091807488 torch/distributed/elastic/rendezvous/dynamic_rendezvous.py:1267] The node 'gpu0007.cluster_4242_0' has failed to send a keep-alive heartbeat to the rendezvous '100' due to an error of type RendezvousTimeoutError.
+        [2024-03-12 08:00:01,000] {RDZV}: [WARNING] The node 'gpu0007.cluster_4242_0' has failed to shutdown the rendezvous '100' due to an error of type RendezvousTimeoutError.
+        [2024-03-12 08:00:02,000] {RDZV}: [INFO] The node 'gpu0007.cluster_4242_0' has closed the rendezvous '100'.
+        """,  # noqa: E501
+        year=2024,
+    )
+    assert result.rejects.height == 0
+    assert result.rows.select("event", "role", "run_id", "host", "level").rows() == [
+        ("worker_pids_mismatch", "default", "100", "gpu0007", "ERROR"),
+        ("worker_pids_mismatch", "default", "100", "gpu0007", "ERROR"),
+        ("heartbeat_failed", None, "100", "gpu0007", "WARNING"),
+        ("rendezvous_close_failed", None, "100", "gpu0007", "WARNING"),
+        ("rendezvous_closed", None, "100", "gpu0007", "INFO"),
     ]
