@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from pipelines.runtime.source_names import RAW_TABLES
+from pipelines.warehouse.connection import identifier as _identifier  # a SQL guard by that name
 from pipelines.warehouse.connection import transaction
-from pipelines.warehouse.schema import apply_schema
+from pipelines.warehouse.schema import ADDED_COLUMNS, apply_schema
 
 if TYPE_CHECKING:
     import duckdb
@@ -254,7 +255,8 @@ def attach(
     -----
     Views read ``read_parquet(<lake>/source=<s>/*/*.parquet, hive_partitioning = true,
     hive_types = {'source': 'VARCHAR', 'date': 'DATE'}, union_by_name = true)`` and drop the
-    partition columns and ``file_sha256``. A table with no parts yet stays a table.
+    partition columns and ``file_sha256``; a column the table gained after its first parts were
+    written (``ADDED_COLUMNS``) is null in those parts. A table with no parts yet stays a table.
 
     Raises
     ------
@@ -291,6 +293,14 @@ def _create_views(
             f"hive_partitioning = true, hive_types = {_HIVE_TYPES}, union_by_name = true)"
             f"{recorded}"
         )
+        # columns the table gained after parts were written: null for those parts, never missing
+        added = [
+            f"cast(null as {sql_type}) as {_identifier(column)}"
+            for added_to, column, sql_type in ADDED_COLUMNS
+            if added_to == table
+        ]
+        if added:
+            body = f"({body}) union all by name (select {', '.join(added)} where false)"
         if temporary:
             con.execute(f"create or replace temp view {name} as {body}")
         else:

@@ -70,10 +70,20 @@ ADDED_COLUMNS = (
     # what a file's times rest on that its lines do not print ("year 2026 taken from the file's
     # modification time; ..."); null when nothing was assumed
     ("raw_ingest_files", "time_assumption", "varchar"),
+    # torchrun lines: the worker group's state a line names, and the bounds of a line's time
+    # (ts_lo <= the line's time <= ts_hi: both equal ts where the line has a time; for a line
+    # that prints none, Python's default format of torch 1.x, the nearest clock marks before and
+    # after it in the file, either may be null; all three null: unknown); ts_source: where ts
+    # came from (line, continuation, child_failed_error), null without ts
+    ("raw_elastic_events", "group_state", "varchar"),
+    ("raw_elastic_events", "ts_lo", "timestamptz"),
+    ("raw_elastic_events", "ts_hi", "timestamptz"),
+    ("raw_elastic_events", "ts_source", "varchar"),
 )
 """Columns added to a table after it first shipped: ``(table, column, type)``. A warehouse
-made before gains them (empty) when its schema is applied; a table the lake has replaced by a
-view is left alone (its new Parquet parts carry the column)."""
+made before gains them (empty) when its schema is applied; a raw table the lake has replaced by a
+view is left alone: its new Parquet parts carry the column, and the view gives it (null) for the
+parts written before (:func:`pipelines.warehouse.lake.create_lake_views`)."""
 
 
 def apply_schema(con: duckdb.DuckDBPyConnection) -> None:

@@ -387,3 +387,31 @@ def test_monte_carlo_sweep_on_a_local_cluster_matches_one_process(
     assert_frame_equal(table, pl.read_parquet(reference["table"]))
     assert set(table["method"]) == {"monte_carlo"}
     assert result["n_monte_carlo"] == reference["n_monte_carlo"] == table.height == 12
+
+
+def test_parts_written_before_a_column_was_added_read_it_as_null(
+    landing: Path, tmp_path: Path
+) -> None:
+    """A lake written by an older relia lacks the columns raw tables gained since
+    (``ADDED_COLUMNS``): its views still give them, null, so the staging views bind."""
+    db, root = tmp_path / "lake.duckdb", tmp_path / "lake"
+    ingest.ingest(db, ingest.landing_files(landing), lake_dir=root)
+    parts = sorted((root / "source=slurm").rglob("*.parquet"))
+    assert parts
+    for part in parts:  # as an older relia wrote them: no cluster column
+        pl.read_parquet(part).drop("cluster").write_parquet(part)
+    con = duckdb.connect()
+    try:
+        warehouse.apply_schema(con)
+        made = lake.attach(con, root, temporary=True)
+        assert "raw_slurm_jobs" in made
+        n_rows, n_clusters = con.execute(
+            "select count(*), count(cluster) from raw_slurm_jobs"
+        ).fetchone()
+        kind = con.execute(
+            "select column_type from (describe raw_slurm_jobs) where column_name = 'cluster'"
+        ).fetchone()
+    finally:
+        con.close()
+    assert n_rows > 0
+    assert (n_clusters, kind) == (0, ("VARCHAR",))
