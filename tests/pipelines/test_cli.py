@@ -149,7 +149,7 @@ def test_fit_reports_observed_rates_and_the_headline(fleet: tuple) -> None:
             "chi_square" if n == 0 else "weibayes_lr" if n <= 5 else "model_average"
         )
         assert row["method"] in {"chi_square", "mle_delta", "weibayes_lr"}
-    table = runner.invoke(app, ["fit", "--db", str(db)])
+    table = runner.invoke(app, ["fit", "--db", str(db), "--wide"])  # every column, both tables
     assert table.exit_code == 0, table.output
     text = " ".join(table.stdout.split())
     # rates first, lifetimes second and named as such
