@@ -65,7 +65,7 @@ import polars as pl
 from models.backtest import backtest_jobs
 from models.backtest_buckets import backtest_class_summary, backtest_summary
 from pipelines import warehouse
-from pipelines.runtime.errors import MissingDataError, no_jobs, no_lives
+from pipelines.runtime.errors import MissingDataError, WarehouseEmptyError, no_jobs, no_lives
 from pipelines.warehouse import query
 
 if TYPE_CHECKING:
@@ -257,7 +257,7 @@ def _job_inputs(
     missing = [c for c in LEDGER_COLUMNS if c not in ledger.columns]
     if missing:
         msg = f"fct_job_goodput lacks columns {missing}: rebuild the views (relia ingest)"
-        raise ValueError(msg)
+        raise WarehouseEmptyError(msg)
     saves, saves_from = _save_counts(con, ledger)
     jobs = ledger.with_columns(
         pl.col("first_start_ts").dt.epoch("us").truediv(1e6).alias("first_start_s"),

@@ -482,7 +482,7 @@ def read_fit(
         what = "repair-time fit run" if quantity == "repair_time" else "fit run"
         hint = " --lives stg_repairs (or another repair view)" if quantity == "repair_time" else ""
         msg = f"no {what} in the warehouse yet; run `relia fit{hint}` first"
-        raise ValueError(msg)
+        raise WarehouseEmptyError(msg)
     return query(
         con,
         "select * from fit_results where run_id = $id order by component_class, cohort, family",
@@ -706,7 +706,7 @@ def _cox_of_lives(
         tables.append(table.with_columns(component_class=pl.lit(component_class)))
     if not tables:
         msg = "no component class has at least 5 failures and two levels of every covariate"
-        raise ValueError(msg)
+        raise WarehouseEmptyError(msg)
     return pl.concat(tables, how="diagonal_relaxed").select(
         "component_class", pl.exclude("component_class")
     )

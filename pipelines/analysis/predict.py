@@ -31,6 +31,7 @@ import numpy as np
 import polars as pl
 
 from pipelines import warehouse
+from pipelines.runtime.errors import WarehouseEmptyError
 from pipelines.warehouse import identifier as _identifier  # a SQL guard by that name
 from pipelines.warehouse import query
 
@@ -101,7 +102,7 @@ def data_window(con: duckdb.DuckDBPyConnection) -> tuple[datetime, datetime]:
             "no DCGM telemetry in the warehouse (int_gpu_health is empty); ingest dcgm/ scrapes "
             "first (relia synth --dcgm-interval-s 3600 writes some)."
         )
-        raise ValueError(msg)
+        raise WarehouseEmptyError(msg)
     row = con.execute("select window_end from stg_observation_window").fetchone()
     end = row[0] if row and row[0] is not None else last
     return first, max(min(end, last + timedelta(hours=1)), first)
@@ -600,7 +601,7 @@ def load_model(
             if model_id
             else "no model in predict_models yet; run `relia predict train` first"
         )
-        raise ValueError(msg)
+        raise ValueError(msg) if model_id else WarehouseEmptyError(msg)
     model = pickle.loads(row[1])  # our own table, written by store_model
     info = {
         "model_id": row[0],
@@ -666,7 +667,7 @@ def _last_prediction_ts(con: duckdb.DuckDBPyConnection) -> tuple[datetime, datet
     ).fetchone()
     if row is None or row[1] is None:
         msg = "no DCGM telemetry in the warehouse; ingest dcgm/ scrapes first."
-        raise ValueError(msg)
+        raise WarehouseEmptyError(msg)
     return row[0], row[1]
 
 

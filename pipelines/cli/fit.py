@@ -334,6 +334,8 @@ class _FitRun:
     cox: pl.DataFrame | None
     plots: list[Path] | None
     notes: list[str]
+    summarised: frozenset[str] = frozenset()
+    """The notes the default view names classes for instead (the few-failure groups)."""
 
 
 @app.command()
@@ -363,6 +365,14 @@ def fit(
     window_end: WindowEndOption = None,
     fmt: FormatOption = OutputFormat.table,
     table: FitTableOption = None,
+    wide: Annotated[
+        bool,
+        typer.Option(
+            "--wide",
+            help="Print every column of the rates and the lifetime fits, and the models' notes "
+            "whole (the default: one line per class and short notes, as wide as the terminal).",
+        ),
+    ] = False,
 ) -> None:
     """Fit each class (and cohort): interruption rates first, then lifetimes; store the run.
 
@@ -371,7 +381,8 @@ def fit(
     of four families (the AIC choice is printed) in fit_results. --lives fct_replacement_lives
     counts replacements (replace tickets), never failures. With a repair view as --lives the
     same families are fitted to repair durations (open repairs right-censored) and the mean is
-    the MTTR.
+    the MTTR. The table is one line per class (the rate per 1000 node-days and the headline
+    MTBF); --wide prints every column and the lifetime fits.
     """
     from pipelines.analysis.fit import LIVES_VIEWS, parse_weibayes_shape, quantity_of
 
@@ -415,9 +426,11 @@ def fit(
         else:
             chosen = json_rows if not all_families else results.to_dicts()
             _print_fit_csv(chosen, rate_dicts, table=table, replacement=quantity == "replacement")
-    else:
+    elif wide or all_families:
         _print_fit_tables(run, rows, quantity=quantity, all_families=all_families)
         _print_fit_notes(run, quantity=quantity, plots=plots)
+    else:
+        _print_compact(run, quantity=quantity, plots=plots)
 
 
 def _run_fits(
@@ -494,8 +507,22 @@ def _run_fits(
                 dataset=dataset,
                 alpha=alpha,
             )
+    from models.exceptions import FewFailuresWarning
+
     notes = sorted({_counted(str(w.message), quantity) for w in caught})
-    return _FitRun(outcome=outcome, lives=lives, cox=cox_table, plots=written, notes=notes)
+    summarised = frozenset(
+        _counted(str(w.message), quantity)
+        for w in caught
+        if issubclass(w.category, FewFailuresWarning) and " group(s) have " in str(w.message)
+    )
+    return _FitRun(
+        outcome=outcome,
+        lives=lives,
+        cox=cox_table,
+        plots=written,
+        notes=notes,
+        summarised=summarised,
+    )
 
 
 def _covariates(cox: str) -> list[str]:
@@ -597,13 +624,55 @@ def _print_fit_tables(
     console.print(rows_table(title, rows))
 
 
-def _print_fit_notes(run: _FitRun, *, quantity: str, plots: Path | None) -> None:
-    """Print what follows a run's tables: extrapolated means, repairs, Cox, plots and notes."""
+def _print_compact(run: _FitRun, *, quantity: str, plots: Path | None) -> None:
+    """Print the default view: one line per class, then short notes wrapped to the terminal."""
+    from pipelines.cli import fit_view
+
+    run_id, lives = run.outcome["run_id"], run.lives
+    rates = run.outcome.get("rates")
+    if quantity == "repair_time":
+        head = f"fit run {run_id}: repair times from {lives}, MTTR in hours"
+        rows = fit_view.repair_lines(run.outcome["results"])
+    else:
+        replacement = quantity == "replacement"
+        what = (
+            "replacement rates (replace tickets only)"
+            if replacement
+            else ("interruption rates (every job-stopping failure)")
+        )
+        head = f"fit run {run_id}: {what} from {lives}, exact 95 % intervals"
+        rows = fit_view.rate_lines(rates, replacement=replacement) if rates is not None else []
+    console.print(head, highlight=False, markup=False)
+    console.print(fit_view.table(rows))
+    no_event = rates is not None and rates.height > 0 and int(rates["n_failures"].sum()) == 0
+    if quantity != "repair_time" and no_event:
+        from pipelines.analysis.headline import process_words
+
+        words = process_words("replacement" if quantity == "replacement" else "failure")
+        fit_view.print_note(
+            f"no {words['event']} in any class in the window: each {words['mean']} is the "
+            "one-sided 95 % lower bound (≥ x), each rate's upper bound the one-sided upper bound"
+        )
+    for note in fit_view.short_notes(run.outcome["results"], rates, quantity=quantity):
+        fit_view.print_note(note)
+    _print_fit_notes(run, quantity=quantity, plots=plots, compact=True)
+
+
+def _print_fit_notes(
+    run: _FitRun, *, quantity: str, plots: Path | None, compact: bool = False
+) -> None:
+    """Print what follows a run's tables: extrapolated means, repairs, Cox, plots and notes.
+
+    ``compact`` (the default view): the notes it summarises by class are left out, and the
+    others are wrapped to the terminal.
+    """
+    from pipelines.cli.fit_view import print_note
+
     results = run.outcome["results"]
     extrapolated = sorted(
         {r["component_class"] for r in results.to_dicts() if r.get("lifetime_extrapolated")}
     )
-    if extrapolated and quantity != "repair_time":
+    if extrapolated and quantity != "repair_time" and not compact:
         err.print(
             error_text(
                 "note",
@@ -635,13 +704,19 @@ def _print_fit_notes(run: _FitRun, *, quantity: str, plots: Path | None) -> None
             else f"probability plots: no class has 3+ failures; nothing written to {where}"
         )
     for note in run.notes:
-        err.print(error_text("note", "yellow", note))
+        if not compact:
+            err.print(error_text("note", "yellow", note))
+        elif note not in run.summarised:
+            print_note(note)
     outside = run.outcome.get("outside_lives")
     if outside:
         from pipelines.analysis.lives_coverage import outside_lives_text
 
         for line in outside_lives_text(outside):
-            err.print(error_text("note", "yellow", line))
+            if compact:
+                print_note(line)
+            else:
+                err.print(error_text("note", "yellow", line))
 
 
 def _counted(text: str, quantity: str) -> str:

@@ -14,6 +14,7 @@ from pipelines.cli.options import (
     FormatOption,
     JsonOption,
     TrackedOption,
+    exit_for,
     is_tracked,
     load_settings,
     prefect_defaults,
@@ -353,9 +354,8 @@ def ingest(
                 year=year,
                 boot_time=_boot_time(boot_time),
             )
-    except ValueError as error:
-        err.print(error_text("error", "red", error))
-        raise typer.Exit(2) from error
+    except ValueError as error:  # a value it cannot use: 2; a warehouse's lack (ReliaError): 1
+        exit_for(error)
     _warn_refused(counts)
     _warn_time_assumptions(counts)
     if gpus_per_node is not None:

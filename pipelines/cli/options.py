@@ -25,6 +25,7 @@ __all__ = [
     "TrackedOption",
     "WindowEndOption",
     "WindowStartOption",
+    "exit_for",
     "exit_usage",
     "is_tracked",
     "load_settings",
@@ -107,8 +108,24 @@ def set_window(db_path: Path, start: str | None, end: str | None) -> None:
 
 def exit_usage(message: str) -> NoReturn:
     """Print ``error: <message>`` on stderr and exit 2, as for a usage error."""
+    from pipelines.runtime.errors import EXIT_USAGE
+
     err.print(error_text("error", "red", message))
-    raise typer.Exit(2)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def exit_for(error: Exception, *, label: str = "error") -> NoReturn:
+    """Print ``error: <message>`` on stderr and exit with the code of ``error``'s kind.
+
+    The rule of every command (:func:`pipelines.runtime.errors.exit_code_of`): 1 when the
+    command failed on the data (a missing or empty warehouse, nothing to fit), 2 for a usage
+    error (a value the command cannot use); a failure of no known kind exits 1.
+    """
+    from pipelines.runtime.errors import EXIT_FAILED, exit_code_of
+
+    err.print(error_text(label, "red", error))
+    code = exit_code_of(error)
+    raise typer.Exit(EXIT_FAILED if code is None else code) from error
 
 
 def load_settings(**overrides: Any) -> Settings:
@@ -118,8 +135,7 @@ def load_settings(**overrides: Any) -> Settings:
     try:
         return Settings.from_env(**overrides)
     except SettingsError as error:
-        err.print(error_text("error", "red", error))
-        raise typer.Exit(2) from error
+        exit_usage(str(error))
 
 
 def prefect_defaults() -> None:

@@ -7,12 +7,17 @@ from typing import Annotated, Any
 
 import typer
 
-from pipelines.cli.options import DbOption, FormatOption, JsonOption, load_settings
+from pipelines.cli.options import (
+    DbOption,
+    FormatOption,
+    JsonOption,
+    exit_for,
+    load_settings,
+    require_warehouse,
+)
 from pipelines.cli.render import (
     OutputFormat,
     console,
-    err,
-    error_text,
     output_format,
     print_csv,
     print_json,
@@ -86,12 +91,15 @@ def predict_train(
 
     ``--format csv`` writes the table of the classifier and its baselines.
     """
+    from models import LeakageError
     from pipelines import warehouse
     from pipelines.analysis import predict as predict_mod
+    from pipelines.runtime.errors import ReliaError
 
     shown = output_format(fmt, as_json)
 
     settings = load_settings(db_path=db)
+    require_warehouse(settings.db_path, "int_gpu_health", lock_timeout_s=settings.lock_timeout_s)
     with warehouse.connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con:
         warehouse.init(con)
         try:
@@ -104,9 +112,8 @@ def predict_train(
                 max_train_rows=max_train_rows,
                 as_of_checks=as_of_checks,
             )
-        except ValueError as error:  # models.predict.LeakageError is one
-            err.print(error_text(type(error).__name__, "red", error))
-            raise typer.Exit(2) from error
+        except LeakageError as error:  # a feature that sees the future: the data's, exit 1
+            exit_for(ReliaError(str(error)), label=type(error).__name__)
     windows = {k: v.isoformat() for k, v in result.bounds.items()}
     if shown is OutputFormat.json:
         print_json(
@@ -167,13 +174,11 @@ def predict_score(
 
     settings = load_settings(db_path=db)
     when = None if at is None else datetime.fromisoformat(at).replace(tzinfo=UTC)
+    require_warehouse(settings.db_path, "int_gpu_health", lock_timeout_s=settings.lock_timeout_s)
     with warehouse.connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con:
         warehouse.init(con)
-        try:
-            scores = predict_mod.score(con, model_id=model_id, at=when)
-        except ValueError as error:
-            err.print(error_text("error", "red", error))
-            raise typer.Exit(2) from error
+        # no model yet: exit 1; an unknown --model-id: exit 2 (see exit_code_of)
+        scores = predict_mod.score(con, model_id=model_id, at=when)
     rows = scores.head(top).drop("model_id", "scored_at").to_dicts()
     if shown is OutputFormat.json:
         print_json(

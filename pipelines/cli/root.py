@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -20,7 +19,7 @@ import typer.main
 from typer.core import TyperCommand, TyperGroup
 
 from pipelines.cli.render import console, err, error_text
-from pipelines.runtime.errors import ReliaError
+from pipelines.runtime.errors import ReliaError, exit_code_of
 
 if TYPE_CHECKING:
     # Typer 0.29 vendors click; its commands take the vendored Context (typer.Context subclasses it)
@@ -78,19 +77,11 @@ shows; ``tests/pipelines/test_cli_imports.py`` checks it against the command's o
 def _expected_exit_code(error: BaseException) -> int | None:
     """Return the exit code of an expected failure (one line, no traceback), or None for a bug.
 
-    Our own :class:`~pipelines.runtime.errors.ReliaError` (missing, empty or busy warehouse)
-    carries its code; a ``ValueError`` from validating what the user gave (an option value, a sweep
-    file) and a file that is not valid YAML exit 2, like a usage error; an input file that does not
-    exist exits 1.
+    :func:`pipelines.runtime.errors.exit_code_of`: 1 when the command failed on the data (a
+    missing or empty warehouse, nothing to fit, an input file that does not exist), 2 for a
+    usage error (a ``ValueError`` from validating what the user gave, a file that is not YAML).
     """
-    if isinstance(error, ReliaError):
-        return error.exit_code
-    yaml = sys.modules.get("yaml")
-    if isinstance(error, ValueError) or (yaml is not None and isinstance(error, yaml.YAMLError)):
-        return 2
-    if isinstance(error, FileNotFoundError):
-        return 1
-    return None
+    return exit_code_of(error)
 
 
 def _expected_message(error: BaseException) -> str:
@@ -163,9 +154,16 @@ class _ReliaGroup(TyperGroup):
             raise typer.Exit(code) from error
 
 
+EXIT_CODES = (
+    "Exit codes: 0 success; 1 the command failed on the data (no or an empty warehouse, "
+    "nothing to fit, a missing or damaged input); 2 usage (an unknown option or value)."
+)
+"""The exit-code rule of every command, as ``relia --help`` ends with it."""
+
 app = typer.Typer(
     name="relia",
     cls=_ReliaGroup,
+    epilog=EXIT_CODES,
     help="Reliability analytics for GPU clusters: ingest telemetry, fit MTBF, project goodput.",
     no_args_is_help=True,
     add_completion=True,

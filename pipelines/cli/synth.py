@@ -9,12 +9,10 @@ from typing import Annotated, Any
 
 import typer
 
-from pipelines.cli.options import FormatOption, JsonOption
+from pipelines.cli.options import FormatOption, JsonOption, exit_for
 from pipelines.cli.render import (
     OutputFormat,
     console,
-    err,
-    error_text,
     output_format,
     print_csv,
     print_json,
@@ -172,9 +170,8 @@ def synth(
             config = config.with_fixes(_class_fixes(fixes))
         if rate:
             config = config.with_non_hardware(_class_rates(rate))
-    except ValueError as error:
-        err.print(error_text("error", "red", error))
-        raise typer.Exit(2) from error
+    except ValueError as error:  # a knob value it cannot use: usage, exit 2
+        exit_for(error)
     truth = synthesize(out, config)
     seconds = round(time.perf_counter() - started, 2)
     summary = _fleet_summary(truth, out=out, seconds=seconds, training_logs=training_logs)

@@ -26,6 +26,7 @@ from pipelines.ingest.sources import (
     PARSERS,
     YEAR_SOURCES,
 )
+from pipelines.runtime.errors import InputMissingError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -109,7 +110,7 @@ def discover(
         path = Path(given).absolute()
         if not os.path.lexists(path):
             msg = f"{given} does not exist; give a landing folder, a source folder or files"
-            raise ValueError(msg)
+            raise InputMissingError(msg)
         if not path.is_dir() or (path.is_symlink() and path.parent.name in PARSERS):
             name = source or path.parent.name
             if name not in PARSERS:

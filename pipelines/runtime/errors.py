@@ -13,11 +13,46 @@ lack and what would supply it in the same words.
 
 from __future__ import annotations
 
+import sys
+
+EXIT_OK = 0
+"""``relia`` exits 0 when the command did what it was asked."""
+EXIT_FAILED = 1
+"""``relia`` exits 1 when the command failed on the data: no or an empty warehouse, nothing to
+fit, a missing input file, a damaged warehouse."""
+EXIT_USAGE = 2
+"""``relia`` exits 2 on a usage error: an unknown option or value, options that contradict each
+other, a setting or sweep file that cannot be used (Click's own usage errors exit 2 too)."""
+
 
 class ReliaError(Exception):
     """Base class of the failures a user can fix; ``exit_code`` is what ``relia`` exits with."""
 
-    exit_code = 1
+    exit_code = EXIT_FAILED
+
+
+class UsageError(ReliaError, ValueError):
+    """An option or value the command cannot use: ``relia`` exits 2 (:data:`EXIT_USAGE`)."""
+
+    exit_code = EXIT_USAGE
+
+
+def exit_code_of(error: BaseException) -> int | None:
+    """Return ``relia``'s exit code for an expected failure, or None for a bug (a traceback).
+
+    The one rule of every command: a :class:`ReliaError` carries its code (1: the data, e.g. a
+    missing or empty warehouse, nothing to fit; 2: :class:`UsageError`); any other
+    ``ValueError`` comes from validating what the user gave (an option value, a sweep file) and
+    a file that is not valid YAML is one too: 2; an input file that does not exist: 1.
+    """
+    if isinstance(error, ReliaError):
+        return error.exit_code
+    yaml = sys.modules.get("yaml")
+    if isinstance(error, ValueError) or (yaml is not None and isinstance(error, yaml.YAMLError)):
+        return EXIT_USAGE
+    if isinstance(error, FileNotFoundError):
+        return EXIT_FAILED
+    return None
 
 
 class WarehouseMissingError(ReliaError, FileNotFoundError):
@@ -28,6 +63,10 @@ class WarehouseMissingError(ReliaError, FileNotFoundError):
             f"no warehouse at {db_path}: run `relia ingest LANDING --db {db_path}` (or the "
             "ingest-telemetry flow) first, or pass --db / set RELIA_DB"
         )
+
+
+class InputMissingError(ReliaError, ValueError):
+    """A path given to read (a landing folder, a file) does not exist: exit 1, as a missing file."""
 
 
 class WarehouseEmptyError(ReliaError, ValueError):
