@@ -70,6 +70,9 @@ ADDED_COLUMNS = (
     # what a file's times rest on that its lines do not print ("year 2026 taken from the file's
     # modification time; ..."); null when nothing was assumed
     ("raw_ingest_files", "time_assumption", "varchar"),
+    # the job id a Slurm line of a training log names, and what a cancel or task exit says
+    ("raw_training_events", "job_named", "varchar"),
+    ("raw_training_events", "detail", "varchar"),
 )
 """Columns added to a table after it first shipped: ``(table, column, type)``. A warehouse
 made before gains them (empty) when its schema is applied; a table the lake has replaced by a
