@@ -12,7 +12,7 @@ import numpy as np
 from synth import dcgm as dcgm_mod
 from synth import elastic as elastic_mod
 from synth import fleet as fleet_mod
-from synth import formats, kernel, presets, schedulers, training, truth, workload
+from synth import formats, kernel, presets, schedulers, training, training_logonly, truth, workload
 from synth import k8s as k8s_mod
 from synth import node_events as node_events_mod
 from synth import precursors as precursors_mod
@@ -195,6 +195,14 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         more["training"] = logs.files
         truth_dict["job_goodput"] = logs.job_goodput
         truth_dict["n_lines"]["training"] = logs.n_lines
+        if config.training_log_only_jobs:
+            # a stream spawned after the training one: the other logs stay the same
+            files, log_only, n_lines = training_logonly.log_only_logs(
+                config, root.spawn(1)[0], max(jobs.raw_id, default=0) + 100_000, fleet.names
+            )
+            more["training"] = logs.files | files
+            truth_dict["log_only_jobs"] = log_only
+            truth_dict["n_lines"]["training"] += n_lines
     return {
         "truth": truth_dict,
         "fleet": fleet,
