@@ -273,6 +273,11 @@ class SynthConfig:
         Ranges of the first attempt's start-up (start to the first step), and of a later
         attempt's checkpoint load (start to the load's end) and warm-up (load end to the first
         step); drawn per attempt. Pin a range with ``low == high``.
+    training_log_only_jobs
+        With ``training_logs`` on: write this many more training logs whose jobs have no
+        scheduler record (:mod:`synth.training_logonly`): even ones a requeued job's
+        ``slurm-<id>.out``, odd ones an appended output holding two jobs; the truth's
+        ``log_only_jobs`` says which. Default 0 (none).
     hazard_change_at_frac, hazard_change_factor
         From ``W0 + hazard_change_at_frac * days`` on, every class's failure hazard is multiplied
         by ``hazard_change_factor`` (exactly, for every family, by inverting the changed
@@ -327,6 +332,7 @@ class SynthConfig:
     training_startup_s: tuple[float, float] = (60.0, 600.0)
     training_load_s: tuple[float, float] = (20.0, 300.0)
     training_warmup_s: tuple[float, float] = (10.0, 120.0)
+    training_log_only_jobs: int = 0
     hazard_change_at_frac: float | None = None
     hazard_change_factor: float = 1.0
     fix_repair_median_h: dict[str, float] = field(default_factory=lambda: dict(FIX_REPAIR_MEDIAN_H))
@@ -495,6 +501,8 @@ class SynthConfig:
                 params.pop(name)
         else:
             params["precursor_lead_h"] = list(self.precursor_lead_h)
+        if not self.training_log_only_jobs:
+            params.pop("training_log_only_jobs")
         if not self.training_logs:
             for name in _TRAINING:
                 params.pop(name)
@@ -713,6 +721,10 @@ def _check_failure_model(config: SynthConfig) -> None:
 
 
 def _check_training(config: SynthConfig) -> None:
+    n = config.training_log_only_jobs
+    if n < 0 or (n and not config.training_logs):
+        msg = f"training_log_only_jobs must be >= 0 and needs training_logs on, got {n}."
+        raise ValueError(msg)
     for name in _TRAINING[1:]:
         lo, hi = getattr(config, name)
         if not 0 < lo <= hi:

@@ -19,6 +19,7 @@ from synth import (
     sacct_variants,
     schedulers,
     training,
+    training_logonly,
     truth,
     workload,
 )
@@ -207,6 +208,14 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         more["training"] = logs.files
         truth_dict["job_goodput"] = logs.job_goodput
         truth_dict["n_lines"]["training"] = logs.n_lines
+        if config.training_log_only_jobs:
+            # a stream spawned after the training one: the other logs stay the same
+            files, log_only, n_lines = training_logonly.log_only_logs(
+                config, root.spawn(1)[0], max(jobs.raw_id, default=0) + 100_000, fleet.names
+            )
+            more["training"] = logs.files | files
+            truth_dict["log_only_jobs"] = log_only
+            truth_dict["n_lines"]["training"] += n_lines
     return {
         "truth": truth_dict,
         "fleet": fleet,

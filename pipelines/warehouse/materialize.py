@@ -39,7 +39,9 @@ MATERIALIZED = (
     "int_incidents",
     "int_job_attempts",
     "int_job_interruptions",
+    "int_training_log_runs",  # read by the ties, the log-only attempts and the events
     "int_training_log_ties",
+    "int_training_log_attempts",
     "int_training_events",
     "int_training_attempts",
     "fct_job_goodput",

@@ -79,11 +79,14 @@ ADDED_COLUMNS = (
     ("raw_elastic_events", "ts_lo", "timestamptz"),
     ("raw_elastic_events", "ts_hi", "timestamptz"),
     ("raw_elastic_events", "ts_source", "varchar"),
+    # the job id a Slurm line of a training log names, and what a cancel or task exit says
+    ("raw_training_events", "job_named", "varchar"),
+    ("raw_training_events", "detail", "varchar"),
 )
 """Columns added to a table after it first shipped: ``(table, column, type)``. A warehouse
 made before gains them (empty) when its schema is applied; a raw table the lake has replaced by a
 view is left alone: its new Parquet parts carry the column, and the view gives it (null) for the
-parts written before (:func:`pipelines.warehouse.lake.create_lake_views`)."""
+parts written before (:func:`pipelines.warehouse.lake.attach`)."""
 
 
 def apply_schema(con: duckdb.DuckDBPyConnection) -> None:

@@ -4,7 +4,39 @@
 -- blocking saves split at K, and the restart's reload end. Attempts without an event of their
 -- own are included (all of them is start-up or warm-up). An attempt whose agent lines print no
 -- time (torchrun under Python's default log format) has no start: its phases are null, never 0.
-with attempts as (select * from int_job_attempts),
+--
+-- attempt_source: scheduler (the job's attempts from int_job_attempts, the log tied to it) or
+-- training_log (a log no scheduler record ties: its runs are the attempts,
+-- int_training_log_attempts, with end_cause and end_reason from the log's own lines; their
+-- start and end are the run's first and last printed times, so the same boundaries split the
+-- same wall time). end_cause and end_reason are null for scheduler attempts (state says).
+with attempts as (
+    select
+        int_job_attempts.job_id_raw,
+        int_job_attempts.attempt,
+        int_job_attempts.state,
+        int_job_attempts.is_interruption,
+        int_job_attempts.start_ts,
+        int_job_attempts.end_ts,
+        'scheduler' as attempt_source,
+        cast(null as varchar) as end_cause,
+        cast(null as varchar) as end_reason,
+        cast(null as timestamptz) as train_end_ts
+    from int_job_attempts
+    union all
+    select
+        log_attempts.job_id_raw,
+        log_attempts.attempt,
+        log_attempts.state,
+        log_attempts.is_interruption,
+        log_attempts.start_ts,
+        log_attempts.end_ts,
+        log_attempts.attempt_source,
+        log_attempts.end_cause,
+        log_attempts.end_reason,
+        log_attempts.train_end_ts
+    from int_training_log_attempts as log_attempts
+),
 
 -- read once: a fleet-year holds millions of events
 all_events as materialized (select * from int_training_events),
@@ -24,8 +56,12 @@ outside as (
     group by all_events.job_id_raw
 ),
 
+-- jobs with a placed event, and every log-only job (a run of only end lines is an attempt)
 logged_jobs as (
-    select distinct events.job_id_raw from events
+    select events.job_id_raw from events
+    union
+    select attempts.job_id_raw from attempts
+    where attempts.attempt_source = 'training_log'
 ),
 
 job_attempts as (
@@ -182,6 +218,10 @@ bounds as (
             -- the training loop's own start line, when it prints one with its time
             when with_next.train_start_ts is not null
                 then greatest(with_next.start_ts, least(with_next.end_ts, with_next.train_start_ts))
+            -- no step line: a log-only run that printed its training end progressed until
+            -- then (what follows is other time); else all of it is start-up or warm-up
+            when with_next.t1 is null and with_next.train_end_ts is not null
+                then greatest(with_next.start_ts, least(with_next.end_ts, with_next.train_end_ts))
             when with_next.t1 is null then with_next.end_ts
             else
                 greatest(
@@ -273,7 +313,10 @@ final as (
         with_kept.job_id_raw,
         with_kept.attempt,
         with_kept.n_attempts,
+        with_kept.attempt_source,
         with_kept.state,
+        with_kept.end_cause,
+        with_kept.end_reason,
         with_kept.is_interruption,
         with_kept.completed,
         with_kept.start_ts,

@@ -5,12 +5,33 @@
 -- the earliest step line, the latest save or load line. attempt is null for an event outside
 -- every attempt of its job (counted in fct_job_goodput.n_events_outside, never used). A save
 -- line that names no step gets the step of the file's last step line before it.
-with events as (select * from stg_training_events),
+--
+-- Only step, checkpoint and train_start lines are events here: the lines that mark runs
+-- (launch, train_end and Slurm's job id, cancel and task-exit lines) cut a log into runs
+-- (int_training_log_runs); a tied log's attempts come from the scheduler. A log job that no
+-- scheduler record ties (tie none) is placed by its runs instead: each run is an attempt of its
+-- log-only job (int_training_log_attempts), job_id_raw 'log:...'.
+with all_events as (select * from int_training_log_runs),
+
+events as (
+    select * from all_events
+    where
+        event in (
+            'step',
+            'checkpoint_save_start',
+            'checkpoint_save_end',
+            'checkpoint_load_start',
+            'checkpoint_load_end',
+            'train_start'
+        )
+),
 
 ties as (
     select * from int_training_log_ties
     where job_id_raw is not null
 ),
+
+log_attempts as (select * from int_training_log_attempts),
 
 attempts as (select * from int_job_attempts),
 
@@ -38,7 +59,10 @@ placed as (
             )
         ) as place_ts
     from events
-    inner join ties on events.source_file = ties.source_file
+    inner join ties
+        on
+        events.source_file = ties.source_file
+        and events.log_job is not distinct from ties.job_id
 ),
 
 in_attempt as (
@@ -51,6 +75,25 @@ in_attempt as (
         placed.job_id_raw = attempts.job_id_raw
         and placed.place_ts >= attempts.start_ts
         and placed.place_ts <= coalesce(attempts.end_ts, placed.place_ts)
+    -- log-only jobs: the run is the attempt (place_ts null: not needed)
+    union all by name
+    select
+        events.* replace (
+            coalesce(
+                events.step,
+                last_value(case when events.event = 'step' then events.step end ignore nulls)
+                    over (
+                        partition by events.source_file
+                        order by events.line_no
+                        rows between unbounded preceding and current row
+                    )
+            ) as step
+        ),
+        log_attempts.job_id_raw,
+        log_attempts.attempt
+    from events
+    inner join log_attempts
+        on events.source_file = log_attempts.source_file and events.run = log_attempts.run
 ),
 
 final as (

@@ -1,10 +1,12 @@
--- One row per training log (source_file) and the job it belongs to (docs/goodput.md §2).
--- A log that names a job (job_id: the ingest's --job option, a path pattern's {job}, or Slurm's
--- slurm-<id>.out name) belongs to the job whose job_id_raw or job_id (sacct JobID) equals it.
+-- One row per training log (source_file) and job it holds, and the scheduler job it belongs to
+-- (docs/goodput.md §2). A log holds one job unless its runs name several (an appended Slurm
+-- output: int_training_log_runs.log_job); job_id is the run's job (the id it names, else the
+-- ingest's --job option, a path pattern's {job}, or Slurm's slurm-<id>.out name), and a log job
+-- with one belongs to the job whose job_id_raw or job_id (sacct JobID) equals it.
 -- A log without a job id but with a host belongs to the job whose attempts ran on that host
 -- and overlap the log's first-to-last timestamp. tie: job_id | host_time when exactly one job
 -- matches; ambiguous when several do (candidates lists them; the log is not used); none.
-with events as (select * from stg_training_events),
+with events as (select * from int_training_log_runs),
 
 attempts as (select * from int_job_attempts),
 
@@ -20,20 +22,24 @@ attempt_nodes as (
 logs as (
     select
         events.source_file,
-        max(events.job_id) as job_id,
+        events.log_job as job_id,
         max(events.host) as host,
         min(events.ts) as first_ts,
         max(events.ts) as last_ts,
         count(*) as n_events,
-        any_value(events.framework) as framework
+        -- Slurm's own lines (framework slurm) do not say which framework trained
+        coalesce(
+            any_value(events.framework) filter (where events.framework != 'slurm'), 'slurm'
+        ) as framework
     from events
-    group by events.source_file
+    group by events.source_file, events.log_job
 ),
 
 -- equi-joins only (an OR or a list test in a join condition is a nested loop: logs x attempts)
 candidates as (
     select
         logs.source_file,
+        logs.job_id,
         attempts.job_id_raw,
         'job_id' as tie_kind
     from logs
@@ -41,6 +47,7 @@ candidates as (
     union
     select
         logs.source_file,
+        logs.job_id,
         attempts.job_id_raw,
         'job_id' as tie_kind
     from logs
@@ -48,6 +55,7 @@ candidates as (
     union
     select
         logs.source_file,
+        logs.job_id,
         attempt_nodes.job_id_raw,
         'host_time' as tie_kind
     from logs
@@ -62,12 +70,13 @@ candidates as (
 matched as (
     select
         candidates.source_file,
+        candidates.job_id,
         count(distinct candidates.job_id_raw) as n_candidates,
         list(distinct candidates.job_id_raw order by candidates.job_id_raw) as candidates,
         min(candidates.job_id_raw) as only_job,
         min(candidates.tie_kind) as tie_kind
     from candidates
-    group by candidates.source_file
+    group by candidates.source_file, candidates.job_id
 ),
 
 final as (
@@ -87,7 +96,10 @@ final as (
         end as tie,
         coalesce(matched.candidates, []) as candidates
     from logs
-    left join matched on logs.source_file = matched.source_file
+    left join matched
+        on
+        logs.source_file = matched.source_file
+        and logs.job_id is not distinct from matched.job_id
 )
 
 select * from final

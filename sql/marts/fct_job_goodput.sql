@@ -3,7 +3,18 @@
 -- + other_s, restart_s = detect_s + reschedule_s + reload_s + warmup_s. measured: from the job's
 -- own training log (int_training_attempts); estimated: from the scheduler alone under the
 -- assumptions named in the assumed_* columns (stg_params), which are null for measured jobs.
+--
+-- attempt_source: scheduler for the jobs of int_job_attempts; training_log for a job known only
+-- from its training log (int_training_log_attempts: no scheduler record ties it). A log-only
+-- job is always measured; its wall time runs from its first attempt's first printed time to its
+-- last attempt's end (cancel line, else last printed time), and it is in the ledger once every
+-- attempt has both (an attempt without a printed time keeps the job out). Its scheduler
+-- columns (account, user, GPUs, nodes) are null: the log does not say them; final_state is
+-- the last attempt's state from the log (COMPLETED, FAILED, TIMEOUT, CANCELLED..., UNKNOWN) and
+-- final_end_cause its end_cause (null for scheduler jobs).
 with attempts as (select * from int_job_attempts),
+
+log_attempts as (select * from int_training_log_attempts),
 
 params as (select * from stg_params),
 
@@ -25,10 +36,32 @@ jobs as (
         max(attempts.end_ts) as last_end_ts,
         count(*) as n_attempts,
         count(*) filter (where attempts.is_interruption) as n_interruptions,
-        arg_max(attempts.state, attempts.attempt) as final_state
+        arg_max(attempts.state, attempts.attempt) as final_state,
+        'scheduler' as attempt_source,
+        cast(null as varchar) as final_end_cause
     from attempts
     group by attempts.job_id_raw
     having bool_and(attempts.end_ts is not null)
+    union all
+    select
+        log_attempts.job_id_raw,
+        any_value(log_attempts.job_id) as job_id,
+        cast(null as varchar) as job_name,
+        cast(null as varchar) as account,
+        cast(null as varchar) as user_name,
+        cast(null as varchar) as scheduler,
+        cast(null as integer) as n_gpus,
+        cast(null as bigint) as n_nodes,
+        min(log_attempts.start_ts) as first_start_ts,
+        max(log_attempts.end_ts) as last_end_ts,
+        count(*) as n_attempts,
+        count(*) filter (where log_attempts.is_interruption) as n_interruptions,
+        arg_max(log_attempts.state, log_attempts.attempt) as final_state,
+        'training_log' as attempt_source,
+        arg_max(log_attempts.end_cause, log_attempts.attempt) as final_end_cause
+    from log_attempts
+    group by log_attempts.job_id_raw
+    having bool_and(log_attempts.start_ts is not null and log_attempts.end_ts is not null)
 ),
 
 causes as (
@@ -164,6 +197,8 @@ final as (
         ledger.account,
         ledger.user_name,
         ledger.scheduler,
+        ledger.attempt_source,
+        ledger.final_end_cause,
         ledger.n_gpus,
         ledger.n_nodes,
         ledger.first_start_ts,

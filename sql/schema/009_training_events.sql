@@ -8,8 +8,10 @@ create table if not exists raw_training_events (
     job_id varchar,                  -- --job / a path pattern's {job} / slurm-<id>.out; else null
     host varchar,                    -- --host / a path pattern's {host}; else null
     event varchar not null,          -- step, checkpoint_save_start, checkpoint_save_end,
-                                     -- checkpoint_load_start, checkpoint_load_end
-    framework varchar not null,      -- megatron, torchtitan, hf_trainer
+                                     -- checkpoint_load_start, checkpoint_load_end, train_start;
+                                     -- runs: launch, train_end, job_banner, job_cancelled,
+                                     -- task_exit
+    framework varchar not null,      -- megatron, torchtitan, hf_trainer; slurm (its own lines)
     step bigint,                     -- iteration / step; a checkpoint's, or its start's; null when
                                      -- not printed (HF Trainer 4.x log dicts)
     ts timestamptz,                  -- printed, or inferred (ts_inferred); null when neither
@@ -19,5 +21,7 @@ create table if not exists raw_training_events (
     duration_s double,               -- a save / load end's duration in seconds (Megatron timer
                                      -- max across ranks, torchtitan "in X seconds")
     loss double,                     -- lm loss / loss as printed (may be NaN)
-    checkpoint_path varchar          -- checkpoint lines: the folder they name
+    checkpoint_path varchar,         -- checkpoint lines: the folder they name
+    job_named varchar,               -- the job id a Slurm line names (SLURM_JOB_ID=, *** JOB n)
+    detail varchar                   -- what a cancel / task exit line says (DUE TO TIME LIMIT)
 );

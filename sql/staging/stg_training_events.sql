@@ -153,6 +153,8 @@ all_rows as (
         repaired.duration_s,
         repaired.loss,
         repaired.checkpoint_path,
+        repaired.job_named,
+        repaired.detail,
         repaired.repaired_ts
     from repaired
     union all
@@ -170,6 +172,8 @@ all_rows as (
         untouched.duration_s,
         untouched.loss,
         untouched.checkpoint_path,
+        untouched.job_named,
+        untouched.detail,
         untouched.repaired_ts
     from untouched
 ),
@@ -188,7 +192,9 @@ final as (
         repaired.step_time_s,
         repaired.duration_s,
         repaired.loss,
-        repaired.checkpoint_path
+        repaired.checkpoint_path,
+        repaired.job_named,
+        repaired.detail
     from all_rows as repaired
 )
 

@@ -31,14 +31,15 @@ FILES = {
     "slurm-1234.out": BIGSCIENCE,
 }
 # (loaded, ignored) per file, read off the samples:
-# torchtitan: step 640, save start 644, save end 644; "Sleeping", "Training completed" ignored
+# torchtitan: step 640, save start 644, save end 644, "Training completed" (the run's end);
+#   "Sleeping" ignored
 # GPT-2 note: the training-start banner (line 7), save starts at iterations 1 and 2, the
 #   save-checkpoint timer; 18 lines ignored (other banners, other timers, validation lines,
 #   "successfully saved" superseded by its timer)
 # HyperPod: iteration 1, save start, timer; the timer header and "successfully saved" ignored
 # bigscience: iteration 33240, save start, one-line timer; 4 ignored
 EXPECTED = {
-    "newcomputebench_torchtitan_checkpoint.log": (3, 2),
+    "newcomputebench_torchtitan_checkpoint.log": (4, 1),
     "megatron_gpt2_note_save_timer.log": (4, 18),
     "hyperpod_megatron_srun_label_save.log": (3, 2),
     BIGSCIENCE: (3, 4),
@@ -94,8 +95,14 @@ def test_training_logs_load_with_counts_per_event_and_job_from_the_name(
     assert counts["bad.log"].n_ignored == 1
     # steps: 640, 1 (HyperPod), 33240 twice; save starts: 644, 1 and 2, 1, 33241 twice; ends: one
     # per save that has an end line (644, 1 by timer, 1 by timer, 33241 by timer twice); the GPT-2
-    # note's training-start banner
-    expected = {"step": 4, "checkpoint_save_start": 6, "checkpoint_save_end": 5, "train_start": 1}
+    # note's training-start banner; torchtitan's "Training completed"
+    expected = {
+        "step": 4,
+        "checkpoint_save_start": 6,
+        "checkpoint_save_end": 5,
+        "train_start": 1,
+        "train_end": 1,
+    }
     assert _events(db) == expected
     assert _events(db, "stg_training_events") == expected
     with warehouse.connect(db, read_only=True) as con:
@@ -154,6 +161,7 @@ def test_a_grown_log_loads_only_its_new_lines_and_a_rerun_changes_nothing(
         "checkpoint_save_start": 7,
         "checkpoint_save_end": 6,
         "train_start": 1,
+        "train_end": 1,
     }
     again = ingest.ingest(db, ingest.discover([landing]))
     assert sum(c.n_loaded + c.n_quarantined for c in again) == 0
@@ -183,7 +191,8 @@ def test_job_from_the_option_and_from_a_path_pattern(tmp_path: Path) -> None:
             "select regexp_extract(source_file, '[^/]+$'), job_id, host, count(*) "
             "from stg_training_events group by all order by 1"
         ).fetchall()
-    assert rows == [("run.log", "777_2", "gpu0007", 3), ("train.log", "5555", None, 3)]
+    # run.log: step, save start and end, and "Training completed"
+    assert rows == [("run.log", "777_2", "gpu0007", 4), ("train.log", "5555", None, 3)]
 
 
 def test_training_events_in_a_lake_read_like_the_table(landing: Path, tmp_path: Path) -> None:
@@ -212,11 +221,13 @@ def test_training_events_in_a_lake_read_like_the_table(landing: Path, tmp_path: 
 def test_the_committed_training_sample_loads_whole(tmp_path: Path) -> None:
     # data_samples/training/slurm-4242.out: iterations 5-130 every 5 (26 lines), then, requeued,
     # 105-200 every 5 (20); saves at 50, 100, 150, 200, each with its timer; one load (of 100);
-    # a training-start banner in each attempt (lines 19 and 68)
+    # a training-start banner in each attempt (lines 19 and 68); the runs' lines: two launch
+    # banners in each attempt ("using world size", "[after megatron is initialized]": lines 1, 7,
+    # 58, 59), srun's task exit (57) and "[after training is done]" (97)
     sample = Path(__file__).resolve().parents[2] / "data_samples" / "training"
     db = tmp_path / "w.duckdb"
     (c,) = ingest.ingest(db, ingest.discover([sample]))
-    assert (c.n_read, c.n_loaded, c.n_quarantined) == (58, 58, 0)
+    assert (c.n_read, c.n_loaded, c.n_quarantined) == (64, 64, 0)
     with warehouse.connect(db, read_only=True) as con:
         rows = con.execute(
             "select event, count(*), min(step), max(step), any_value(job_id) "
@@ -227,7 +238,10 @@ def test_the_committed_training_sample_loads_whole(tmp_path: Path) -> None:
         ("checkpoint_load_start", 1, 100, 100, "4242"),
         ("checkpoint_save_end", 4, 50, 200, "4242"),
         ("checkpoint_save_start", 4, 50, 200, "4242"),
+        ("launch", 4, None, None, "4242"),
         ("step", 46, 5, 200, "4242"),
+        ("task_exit", 1, None, None, "4242"),
+        ("train_end", 1, None, None, "4242"),
         ("train_start", 2, None, None, "4242"),
     ]
 

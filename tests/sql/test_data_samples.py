@@ -51,7 +51,10 @@ VIEW_KEYS: dict[str, tuple[str, ...]] = {
     "int_replacement_lives": ("unit_id", "component_class"),
     "int_training_attempts": ("job_id_raw", "attempt"),
     "int_training_events": ("source_file", "line_no"),
-    "int_training_log_ties": ("source_file",),
+    "int_training_log_attempts": ("job_id_raw", "attempt"),
+    "int_training_log_runs": ("source_file", "line_no"),
+    # a log holding several jobs (an appended Slurm output) has a row for each
+    "int_training_log_ties": ("source_file", "job_id"),
     # marts
     "dim_xid": ("xid",),
     "fct_component_lives": ("unit_id", "component_class"),
@@ -77,7 +80,7 @@ VIEW_KEYS: dict[str, tuple[str, ...]] = {
     "rpt_quarantine_lines": ("source_file", "line_no", "target_table", "stage"),
     "rpt_quarantine_reasons": ("target_table", "stage", "reason"),
     "rpt_replacements_by_class": ("component_class",),
-    "rpt_training_log_ties": ("source_file",),
+    "rpt_training_log_ties": ("source_file", "job_id"),
     "rpt_unit_failures": ("unit_level", "node", "unit"),
     "rpt_unit_lives": ("unit_id", "component_class"),
     "rpt_weekly_failures": ("week_start",),
@@ -89,6 +92,8 @@ NULLABLE_KEY_COLUMNS: dict[str, set[str]] = {
     "fct_gpu_hour_features": {"uuid"},
     "int_node_unavailability": {"dataset"},  # null for Slurm node events
     "int_repair_lives": {"source", "dataset"},  # null for repair tickets
+    "int_training_log_ties": {"job_id"},  # a log whose name and lines name no job
+    "rpt_training_log_ties": {"job_id"},
     "fct_node_recurrence": {"component_class", "failed_ts"},  # the row of a node never failed
     # a (source, table) with no quarantine has no stage and reason; a reason of a table no
     # recorded file loads has no source
@@ -117,6 +122,8 @@ EMPTY_ON_SAMPLE = {
     "fct_gpu_hour_features",
     "int_training_attempts",  # no training logs
     "int_training_events",
+    "int_training_log_attempts",
+    "int_training_log_runs",
     "int_training_log_ties",
     "rpt_training_log_ties",
     "rpt_class_rates",  # no fit run (the ingest alone)

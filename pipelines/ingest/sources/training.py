@@ -117,6 +117,8 @@ SCHEMA: dict[str, pl.DataType] = {
     "duration_s": pl.Float64(),
     "loss": pl.Float64(),
     "checkpoint_path": pl.String(),
+    "job_named": pl.String(),
+    "detail": pl.String(),
 }
 """Columns of the rows :func:`parse` returns, in order (docs/goodput.md §1)."""
 
@@ -127,18 +129,38 @@ EVENTS: tuple[str, ...] = (
     "checkpoint_load_start",
     "checkpoint_load_end",
     "train_start",
+    "launch",
+    "train_end",
+    "job_banner",
+    "job_cancelled",
+    "task_exit",
 )
 """Events a row can carry. ``train_start`` is the training loop starting, after set-up and any
 checkpoint load: Megatron's ``[before the start of training step] datetime: <date>`` banner
 (``print_datetime`` in ``megatron/training/training.py``; no step) and torchtitan's ``Training
-starts at step N`` (``train.py``; the step about to run, so the resume step is ``N - 1``)."""
+starts at step N`` (``train.py``; the step about to run, so the resume step is ``N - 1``).
 
-FRAMEWORKS: tuple[str, ...] = ("megatron", "torchtitan", "hf_trainer")
-"""Frameworks whose lines are read (PyTorch Lightning: not yet)."""
+The other five mark runs, so that a log without a scheduler record (and an appended Slurm output
+holding several jobs) can be cut into its attempts (docs/goodput.md §1, "Runs"): ``launch`` a
+run's start banner (Megatron's ``using world size:`` and its ``[after megatron is initialized]
+datetime: <date>``, torchtitan's ``Starting job:``, the
+``Trainer``'s ``***** Running training *****``), ``train_end`` the training loop finishing
+(Megatron's ``[after training is done] datetime:``, torchtitan's ``Training completed``, the
+``Trainer``'s ``Training completed. Do not forget ...``), and three Slurm lines (``framework``
+``slurm``): ``job_banner`` a job id the job script prints (``SLURM_JOB_ID=1234``,
+``SLURM_JOBID: 1234``), ``job_cancelled`` slurmstepd's ``*** JOB 1234 ON host CANCELLED AT <date>
+[DUE TO ...] ***`` (or ``STEP 1234.0``), ``task_exit`` srun's ``srun: error: host: task 0: Exited
+with exit code 1`` (or ``Terminated``, ``Killed``). ``job_named`` is the job id such a line names;
+``detail`` what it says of the end (``DUE TO TIME LIMIT``, ``Exited with exit code 1``)."""
 
-_FIELDS = ("step", "path", "loss", "ms", "dur_ms", "dur_s")
+FRAMEWORKS: tuple[str, ...] = ("megatron", "torchtitan", "hf_trainer", "slurm")
+"""Frameworks whose lines are read (PyTorch Lightning: not yet); ``slurm`` is the scheduler's own
+lines in a job's output (job id banners, cancels, task exits)."""
+
+_FIELDS = ("step", "path", "loss", "ms", "dur_ms", "dur_s", "job", "detail")
 """Text fields a format may extract: step, checkpoint path, loss, step time in milliseconds, a
-save's duration in milliseconds (Megatron's timer) or seconds (torchtitan)."""
+save's duration in milliseconds (Megatron's timer) or seconds (torchtitan), the job id a Slurm
+line names and what it says of the end."""
 
 
 class _Format(NamedTuple):
@@ -169,6 +191,8 @@ class _Format(NamedTuple):
 
 _ITERATION = r"(?:^|\s)iteration\s+([^\s/|]+)\s*/"
 _SECONDS = r"\bin\s*([^\s]+?)\s+seconds\b"
+
+_SLURM_JOB = r"(\d+(?:_\d+)?)"
 
 FORMATS: tuple[_Format, ...] = (
     _Format(
@@ -319,6 +343,74 @@ FORMATS: tuple[_Format, ...] = (
         },
         required=("path",),
     ),
+    # the lines that mark runs (EVENTS): no earlier marker can match them
+    _Format(
+        "slurm",
+        "job_cancelled",
+        marker=r"\berror: \*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT\b",
+        fields={
+            "job": r"\*\*\* (?:JOB|STEP) " + _SLURM_JOB,
+            "detail": r"CANCELLED AT \S+\s+(DUE TO [^*]*?)\s*\*\*\*",
+        },
+        required=("job",),
+        date_after=True,
+    ),
+    _Format(
+        "slurm",
+        "task_exit",
+        marker=r"\bsrun: error: \S+: tasks? [\d,\-]+: (?:Exited with exit code|Terminated|Killed)",
+        fields={"detail": r"\bsrun: error: \S+: tasks? [\d,\-]+: (.*?)\s*$"},
+        required=(),
+    ),
+    _Format(
+        "slurm",
+        "job_banner",
+        marker=r"\bSLURM_JOB_?ID\s*[=:]\s*\d",
+        fields={"job": r"\bSLURM_JOB_?ID\s*[=:]\s*" + _SLURM_JOB},
+        required=("job",),
+    ),
+    _Format("megatron", "launch", marker=r"(?:^|\s)using world size:\s*\d", fields={}, required=()),
+    _Format(
+        "megatron",
+        "launch",
+        marker=r"\[after megatron is initialized\] datetime:",
+        fields={},
+        required=(),
+        date_after=True,
+    ),
+    _Format(
+        "megatron",
+        "train_end",
+        marker=r"\[after training is done\] datetime:",
+        fields={},
+        required=(),
+        date_after=True,
+    ),
+    _Format("torchtitan", "launch", marker=r"\bINFO - Starting job:", fields={}, required=()),
+    _Format(
+        "hf_trainer",
+        "train_end",
+        marker=r"\bTraining completed\. Do not forget to share your model",
+        fields={},
+        required=(),
+    ),
+    _Format(
+        "torchtitan", "train_end", marker=r"\bINFO - Training completed\s*$", fields={}, required=()
+    ),
+    _Format(
+        "hf_trainer",
+        "launch",
+        marker=r"\*\*\*\*\* Running training \*\*\*\*\*",
+        fields={},
+        required=(),
+    ),
+    _Format(
+        "hf_trainer",
+        "checkpoint_load_end",
+        marker=r"\bContinuing training from global step\s",
+        fields={"step": r"\bContinuing training from global step\s+(\S+)"},
+        required=("step",),
+    ),
 )
 """The kinds of line read, in order of precedence (the first whose marker matches wins)."""
 
@@ -448,6 +540,7 @@ def parse_many(files: list[tuple[bytes, str, dict[str, Any]]]) -> list[Parsed]:
             (pl.col("ms_value") / 1000.0).alias("step_time_s"),
             pl.col("loss_value").alias("loss"),
             pl.col("path").alias("checkpoint_path"),
+            pl.col("job").alias("job_named"),
             pl.col("ts").cast(UTC_TS),
             *[
                 pl.Series(name, values, dtype=pl.String, strict=False).gather(index)
@@ -675,4 +768,6 @@ _FIELD_NAMES = {
     "ms": "'elapsed time per iteration (ms)'",
     "dur_ms": "time after 'save-checkpoint ...:'",
     "dur_s": "'in <x> seconds'",
+    "job": "job id",
+    "detail": "detail",
 }

@@ -34,10 +34,11 @@ def _text(text: str, **options: str) -> Parsed:
 
 def test_training_real_torchtitan_last_step_save_with_the_missing_space() -> None:
     # AICrossSim/NewComputeBench docs: step 640/644 (the fork's "= 99.3789%" form), "Saving a full
-    # checkpoint at last step, step 644.", "...enabled)in 5.53 seconds.", two other INFO lines
+    # checkpoint at last step, step 644.", "...enabled)in 5.53 seconds.", "Sleeping 2 seconds ..."
+    # (ignored) and "Training completed" (line 5: the run's training end, no step)
     result = _sample("newcomputebench_torchtitan_checkpoint.log")
     assert result.rejects.height == 0
-    assert result.n_ignored == 2
+    assert result.n_ignored == 1
     rows = result.rows
     assert dict(rows.schema) == SCHEMA
     assert rows.select(*COLUMNS).rows() == [
@@ -52,9 +53,10 @@ def test_training_real_torchtitan_last_step_save_with_the_missing_space() -> Non
             None,
         ),
         (3, "checkpoint_save_end", "torchtitan", 644, utc("2025-04-01 00:25:59.616"), False, 5.53),
+        (5, "train_end", "torchtitan", None, utc("2025-04-01 00:26:01.706"), False, None),
     ]
-    assert rows["loss"].to_list() == [6.2116, None, None]
-    assert rows["job_id"].to_list() == [None] * 3
+    assert rows["loss"].to_list() == [6.2116, None, None, None]
+    assert rows["job_id"].to_list() == [None] * 4
 
 
 def test_training_real_megatron_deepspeed_one_line_timer_supersedes_successfully_saved() -> None:

@@ -137,7 +137,7 @@ PLANS = pytest.mark.parametrize("many_lines", [None, 0], ids=["few", "many"])
 def test_parse_many_of_every_real_sample_equals_parse(many_lines: int | None) -> None:
     files = [(p.read_bytes(), f"/landing/training/{p.name}", {}) for p in REAL]
     many = _assert_same_as_one_by_one(files, many_lines)
-    assert len(files) == 14  # 13 real slices and data_samples/training/slurm-4242.out
+    assert len(files) == 18  # 17 real slices and data_samples/training/slurm-4242.out
     assert all(p.rows.height > 0 for p in many)  # each sample has rows: the comparison is real
     # and in the reverse order, each sample now between other neighbours
     _assert_same_as_one_by_one(files[::-1], many_lines)
