@@ -1,7 +1,9 @@
-"""Snapshots of the expensive views: the same rows as the views, taken again on any change.
+"""Snapshots of the expensive views: the same rows as the views, taken again when what they read
+changes.
 
-Every ingest that changed rows ends by taking them (the fixture's warehouse has them); one with
-nothing new, a fit's check of the views and a parameter set to its value keep them.
+Every ingest that changed rows ends by taking again those whose views read a table it wrote (the
+fixture's warehouse has them all); one with nothing new, a fit's check of the views and a
+parameter set to its value keep them. After each change every snapshot holds its view's rows.
 """
 
 from __future__ import annotations
