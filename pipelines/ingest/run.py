@@ -510,8 +510,14 @@ def ingest_into(
         if lake_dir is not None:
             lake.attach(con, lake_dir)
         # the snapshots are taken here, once per ingest that changed rows, not by every
-        # reader: a query over the views alone binds the whole tree of views under it
-        warehouse.refresh(con, data_changed=marked or resumed or bool(refused))
+        # reader: a query over the views alone binds the whole tree of views under it; only
+        # those over the tables this ingest wrote (all of them after a stopped ingest, whose
+        # writes are unknown, or --force, which deletes rows of any source)
+        warehouse.refresh(
+            con,
+            data_changed=marked or resumed or bool(refused),
+            changed=None if resumed or force else warehouse.written_by(results),
+        )
         warehouse.finish_ingest(con)
     return results
 

@@ -4,7 +4,9 @@ Modules: :mod:`~pipelines.warehouse.connection` (connect, the lock wait, ``ident
 ``query``), :mod:`~pipelines.warehouse.schema` (the only code that knows where ``sql/`` is),
 :mod:`~pipelines.warehouse.records` and :mod:`~pipelines.warehouse.load` (loading parsed files,
 one transaction per batch), :mod:`~pipelines.warehouse.load_streams` (reads of tailed streams),
-:mod:`~pipelines.warehouse.lake` (raw rows as a Parquet lake) and
+:mod:`~pipelines.warehouse.lake` (raw rows as a Parquet lake),
+:mod:`~pipelines.warehouse.materialize` (snapshots of the expensive views) and
+:mod:`~pipelines.warehouse.dependencies` (which tables each view reads), and
 :mod:`~pipelines.runtime.lock_wait` (a spinner while the lock is awaited). This package
 re-exports what callers use, so ``from pipelines import warehouse`` then ``warehouse.connect``.
 """
@@ -27,6 +29,7 @@ from pipelines.warehouse.connection import (
     query,
     transaction,
 )
+from pipelines.warehouse.dependencies import Read, reads_any, sql_reads, view_reads
 from pipelines.warehouse.load import (
     already_loaded,
     load_file,
@@ -34,6 +37,7 @@ from pipelines.warehouse.load import (
     loaded_before,
     loaded_unchanged,
     loads_at_paths,
+    written_by,
 )
 from pipelines.warehouse.load_streams import stream_states
 from pipelines.warehouse.materialize import (
@@ -43,6 +47,7 @@ from pipelines.warehouse.materialize import (
     materialized,
     refresh,
     set_param,
+    stale_snapshots,
 )
 from pipelines.warehouse.pending import (
     check_finished,
@@ -79,6 +84,7 @@ __all__ = [
     "FileLoad",
     "LoadCounts",
     "PartWriter",
+    "Read",
     "WaitStatus",
     "WarehouseBusyError",
     "already_loaded",
@@ -105,12 +111,17 @@ __all__ = [
     "no_lines_key",
     "prepare",
     "query",
+    "reads_any",
     "refresh",
     "reporting_waits",
     "set_param",
+    "sql_reads",
+    "stale_snapshots",
     "start_ingest",
     "stream_states",
     "transaction",
     "unfinished_ingest",
     "view_files",
+    "view_reads",
+    "written_by",
 ]

@@ -16,6 +16,7 @@ import polars as pl
 
 from pipelines.warehouse.connection import identifier as _identifier  # a SQL guard by that name
 from pipelines.warehouse.connection import transaction
+from pipelines.warehouse.dependencies import PARTITIONED
 from pipelines.warehouse.load_streams import load_stream_reads
 from pipelines.warehouse.records import (
     FileLoad,
@@ -30,12 +31,37 @@ from pipelines.warehouse.records import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import duckdb
+
+    from pipelines.warehouse.dependencies import Read
 
 log = logging.getLogger(__name__)
 
 _LINEAGE_TABLES = ("raw_quarantine", "raw_quality_results", "raw_ingest_files")
 """Lineage tables keyed by ``file_sha256`` (a file's content hash or a stream's id)."""
+_STREAM_TABLES = ("raw_streams", "raw_stream_reads")
+
+
+def written_by(counts: Iterable[LoadCounts]) -> set[Read]:
+    """Return what the loads that returned ``counts`` may have written (see :func:`load_files`).
+
+    A load not skipped (loaded, replaced, appended, quarantined, refused, or "no lines") may
+    have written its raw table, that table's rows of ``raw_ingest_files`` (its
+    ``target_table``: :data:`pipelines.warehouse.dependencies.PARTITIONED`), and the other
+    lineage and stream tables; a skipped one wrote nothing. Not covered: ``--force``, which
+    deletes what a file loaded before under any source (the caller treats it as a change of
+    everything).
+    """
+    written: set[Read] = set()
+    for c in counts:
+        if c.skipped:
+            continue
+        written.add((c.table, None))
+        for table in (*_LINEAGE_TABLES, *_STREAM_TABLES):
+            written.add((table, c.table) if table in PARTITIONED else (table, None))
+    return written
 
 
 def already_loaded(con: duckdb.DuckDBPyConnection, sha256: str) -> LoadCounts | None:

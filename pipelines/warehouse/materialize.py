@@ -7,11 +7,17 @@ of :data:`MATERIALIZED` in place, in creation order: each becomes a table of the
 the views above it read the table, and SQL users see no difference but speed.
 
 A snapshot is only as fresh as the data it was taken from. Everything that changes what the views
-read makes them views again: :func:`pipelines.warehouse.schema.create_views` (which every ingest
-runs after loading) replaces a materialised table by its view, and :func:`set_param` (the views'
-window and assumptions in ``cfg_params``) calls :func:`dematerialize`. A hand-written ``insert``
-into a raw table or ``cfg_params`` is not seen: call :func:`dematerialize` after one (the next
-ingest does too).
+read takes the snapshots over it again. An ingest that wrote rows ends with :func:`refresh`: the
+views are made again (:func:`pipelines.warehouse.schema.create_views`) and a snapshot is taken
+again when its view reads a table the ingest wrote (:func:`pipelines.warehouse.load.written_by`),
+as the views' SQL says (:func:`pipelines.warehouse.dependencies.view_reads`, parsed from ``sql/``
+by DuckDB each time, so it cannot drift from the SQL); the others are kept as they are. Every one
+is taken again when the ingest finishes one that stopped half-way or replaces files
+(``--force``), or when the views' SQL, a table's columns or the set of snapshots changed since
+they were taken. :func:`set_param` (the views' window and assumptions in ``cfg_params``) takes
+again those that read ``cfg_params``. A hand-written ``insert`` into a raw table or
+``cfg_params`` is not seen, not even by the next ingest (it takes again only what it wrote):
+call :func:`dematerialize` after one.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from pipelines.warehouse.connection import identifier as _identifier  # a SQL guard by that name
 from pipelines.warehouse.connection import transaction
+from pipelines.warehouse.dependencies import reads_any, view_reads
 from pipelines.warehouse.schema import (
     base_tables,
     create_views,
@@ -30,7 +37,11 @@ from pipelines.warehouse.schema import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     import duckdb
+
+    from pipelines.warehouse.dependencies import Read
 
 MATERIALIZED = (
     "stg_slurm_jobs",
@@ -92,14 +103,42 @@ def materialize(con: duckdb.DuckDBPyConnection) -> dict[str, float]:
     return seconds
 
 
-def refresh(con: duckdb.DuckDBPyConnection, *, data_changed: bool) -> None:
+def refresh(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    data_changed: bool,
+    changed: Collection[Read] | None = None,
+) -> None:
     """Make the views current and snapshot :data:`MATERIALIZED` (the end of every ingest).
 
     With ``data_changed`` (rows were loaded, replaced or quarantined) every view is made again
-    and the snapshots taken again; without, nothing is done when the views were made from the
-    same ``sql/`` text over the same tables and every snapshot is in place.
+    and the snapshots that may read the changed rows are taken again: with ``changed`` (the
+    tables, or partitions of tables, written: :func:`pipelines.warehouse.load.written_by`) those
+    whose view reads one of them (:func:`stale_snapshots`), the others are kept as they are;
+    without, every one. Without ``data_changed``, nothing is done when the views were made from
+    the same ``sql/`` text over the same tables and every snapshot is in place.
     """
-    create_views(con, only_if_changed=not data_changed, snapshot=MATERIALIZED)
+    if not data_changed:
+        create_views(con, only_if_changed=True, snapshot=MATERIALIZED)
+        return
+    keep: list[str] = []
+    taken = materialized(con)
+    if changed is not None and taken:  # the views' graph is parsed only when there is a choice
+        stale = set(stale_snapshots(con, changed))
+        keep = [name for name in taken if name not in stale]
+    create_views(con, snapshot=MATERIALIZED, keep=keep)
+
+
+def stale_snapshots(con: duckdb.DuckDBPyConnection, changed: Collection[Read]) -> list[str]:
+    """Return the views of :data:`MATERIALIZED` that read any of ``changed``, in view order.
+
+    What a view reads comes from the views' SQL (:func:`pipelines.warehouse.dependencies.
+    view_reads`): a snapshot of any other view holds the rows its view would give now.
+    """
+    if not changed:
+        return []
+    reads = view_reads(con, MATERIALIZED)
+    return [name for name in _in_view_order() if reads_any(reads[name], changed)]
 
 
 def dematerialize(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -129,8 +168,8 @@ def set_param(con: duckdb.DuckDBPyConnection, name: str, value: float) -> None:
         "insert or replace into cfg_params (name, value) values ($name, $value)",
         {"name": name, "value": float(value)},
     )
-    if materialized(con):
-        refresh(con, data_changed=True)
+    if materialized(con):  # the snapshots of the views that read cfg_params
+        refresh(con, data_changed=True, changed={("cfg_params", None)})
 
 
 def _in_view_order() -> list[str]:

@@ -161,6 +161,7 @@ def create_views(
     *,
     only_if_changed: bool = False,
     snapshot: Collection[str] = (),
+    keep: Collection[str] = (),
 ) -> list[str]:
     """Create or replace every view; returns their names in creation order.
 
@@ -175,7 +176,11 @@ def create_views(
     columns, nobody replaced one since, and every view of ``snapshot`` is a snapshot: a digest of
     all that is kept as the comment of the last view made, and checked first (a few milliseconds
     instead of binding every view). Whether the rows under a snapshot changed is the caller's to
-    know: one that loaded rows calls without ``only_if_changed``.
+    know: one that loaded rows calls without ``only_if_changed``, and names in ``keep`` the
+    snapshots of ``snapshot`` whose rows it knows are still those of their views
+    (:func:`pipelines.warehouse.materialize.refresh` asks the views' graph). Those are left as
+    they are, provided they are snapshots now and the views were made from the same ``sql/``
+    text over the same tables and columns (the digest above); otherwise every one is taken again.
 
     In one transaction (or the caller's): a process killed or a disk filled half-way leaves the
     views and snapshots as they were.
@@ -195,9 +200,14 @@ def create_views(
     if names and names[-1] in wanted:
         msg = f"the last view ({names[-1]}) keeps the views' digest: it cannot be snapshotted"
         raise ValueError(msg)
+    kept = wanted.intersection(keep, tables)
+    if kept and _views_digest(con, names, bodies) != _stored_digest(con, names[-1]):
+        kept = set()  # made from other SQL, or over other columns: none is known to be current
     with transaction(con):  # all the views or none: a failure half-way leaves them as they were
         for path, body in zip(files, bodies, strict=True):
             name = _identifier(path.stem)
+            if path.stem in kept:  # its rows are still its view's: the views above read it
+                continue
             if path.stem in tables:
                 con.execute(f"drop table {name}")
             con.execute(f"create or replace view {name} as\n{body}")

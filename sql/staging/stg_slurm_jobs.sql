@@ -11,7 +11,9 @@
 -- Versions that disagree on how the attempt ended are listed by the job-conflicts staging view.
 with source as (select * from raw_slurm_jobs),
 
-files as (select * from raw_ingest_files),
+-- the Slurm files' lineage rows only: the snapshots above this view are taken again when an
+-- ingest changes Slurm files, not when it records files of other sources
+files as (select * from raw_ingest_files where target_table = 'raw_slurm_jobs'),
 
 versions as (
     select
@@ -22,7 +24,6 @@ versions as (
     from source
     left join files
         on source.source_file = files.path
-        and files.target_table = 'raw_slurm_jobs'
 ),
 
 ranked as (
