@@ -7,6 +7,7 @@ final as (
         quarantine.target_table,
         quarantine.stage,
         quarantine.reason,
+        quarantine.reason_value,
         quarantine.raw,
         quarantine.loaded_at,
         quarantine.source_file,
