@@ -147,6 +147,7 @@ def load_files(
             force=force,
             batch_rows=settings.ingest_batch_rows,
             archive_limits=limits,
+            max_line_bytes=settings.max_line_bytes,
         )
     return [asdict(c) | {"status": c.outcome} for c in counts]
 

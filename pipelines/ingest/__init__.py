@@ -35,6 +35,7 @@ from pipelines.ingest.run import (
     ingest_into,
     landing_files,
     parse_files,
+    quarantine_kinds,
 )
 
 __all__ = [
@@ -54,4 +55,5 @@ __all__ = [
     "ingest_into",
     "landing_files",
     "parse_files",
+    "quarantine_kinds",
 ]
