@@ -194,8 +194,9 @@ def _nearest_source(path: Path) -> str | None:
 def unknown_folder_warning(folder: Path) -> str:
     """Return the warning for a folder of a landing root not named after a source.
 
-    It names the folder, the source folders it holds (when it is a landing itself) and the
-    known source folder names.
+    It names the folder, the source folders it holds (when it is a landing itself) or else the
+    source its name is close to (``nvidia-smi``: did you mean ``nvidia_smi``?), and the known
+    source folder names.
     """
     inner = sorted(sub.name for sub in _listed(folder) if sub.name in PARSERS and sub.is_dir())
     close = difflib.get_close_matches(folder.name, sorted(PARSERS), n=1)
