@@ -8,6 +8,9 @@ final as (
         quarantine.stage,
         quarantine.reason,
         quarantine.reason_value,
+        -- the reason as the parser wrote it: the kind with its value put back
+        coalesce(replace(quarantine.reason, '…', quarantine.reason_value), quarantine.reason)
+            as reason_text,
         quarantine.raw,
         quarantine.loaded_at,
         quarantine.source_file,

@@ -262,6 +262,18 @@ def test_cli_prints_top_quarantine_kinds(tmp_path: Path) -> None:
         ("malformed NodeName 'gpu 01'", f"malformed NodeName '{VALUE}'", "gpu 01"),
         ("unknown State 'it's'", f"unknown State '{VALUE}'", "it's"),
         (
+            "unknown State ''; drop table raw_fleet; --'",
+            f"unknown State '{VALUE}'",
+            "'; drop table raw_fleet; --",
+        ),
+        (
+            "slurm header is missing columns End: expected a first line naming JobID|End "
+            "(separated by '|')",
+            "slurm header is missing columns End: expected a first line naming JobID|End "
+            f"(separated by '{VALUE}')",
+            "|",
+        ),
+        (
             "the kernel parser failed on this file: ValueError: bad: x",
             f"the kernel parser failed on this file: {VALUE}",
             "ValueError: bad: x",

@@ -23,9 +23,11 @@ _RULES = (
     re.compile(r"^the [a-z_0-9]+ parser failed on this file: (.+)$", re.DOTALL),
     # a count of fields: ``expected 17 fields separated by ';', found 16``
     re.compile(r", found (\d+)$"),
-    # the first quoted value: up to the quote that a space, a bracket, punctuation or the end
-    # follows (a value may hold a quote: ``'it's'``)
-    re.compile(r"'(.*?)'(?=$|[\s),;:\]])", re.DOTALL),
+    # the first quoted value: up to the quote that a space or the end follows (a value may hold
+    # quotes and punctuation: ``'it's'``, ``''; drop table x; --'``)...
+    re.compile(r"'(.*?)'(?=$|\s)", re.DOTALL),
+    # ...else one that a bracket or punctuation follows
+    re.compile(r"'(.*?)'(?=[),;:\]])", re.DOTALL),
     # one word after a colon at the end: ``timestamp in the future: 2099-06-09T14:05:34``
     re.compile(r": (\S+)$"),
 )
