@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -56,10 +56,13 @@ def _run_ingest(
     archive_max_ratio: float | None = None,
     year: int | None = None,
     boot_time: datetime | None = None,
+    warnings: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Ingest ``paths`` into ``db`` directly (no flow run), with a progress bar on stderr.
 
     ``year`` and ``boot_time`` default to ``RELIA_LOG_YEAR`` and ``RELIA_BOOT_TIME``.
+    ``warnings`` receives what the landing holds that is not read (folders not named after a
+    source, folders with no file), one line each.
 
     Returns
     -------
@@ -87,6 +90,7 @@ def _run_ingest(
         path_patterns=settings.path_patterns,
         allow_outside_root=allow_outside_root or settings.allow_outside_root,
         max_depth=settings.landing_max_depth,
+        warnings=warnings,
     )
     options = ingest_mod.identity_options(
         files,
@@ -117,6 +121,7 @@ def _run_ingest(
             force=force,
             hold_quiet_s=ingest_mod.HOLD_QUIET_S if hold_quiet_s is None else hold_quiet_s,
             archive_limits=settings.archive_limits,
+            max_line_bytes=settings.max_line_bytes,
         )
     return [asdict(c) | {"status": c.outcome} for c in counts]
 
@@ -312,6 +317,8 @@ def ingest(
     """
     shown = output_format(fmt, as_json)
     settings = load_settings(db_path=db, lake_dir=lake)
+    landing_warnings: list[str] = []
+    since = datetime.now(UTC)
     try:
         if is_tracked(tracked):
             _check_tracked(
@@ -353,9 +360,12 @@ def ingest(
                 archive_max_ratio=archive_max_ratio,
                 year=year,
                 boot_time=_boot_time(boot_time),
+                warnings=landing_warnings,
             )
     except ValueError as error:  # a value it cannot use: 2; a warehouse's lack (ReliaError): 1
         exit_for(error)
+    for line in landing_warnings:
+        err.print(error_text("warning", "yellow", line))
     _warn_refused(counts)
     _warn_time_assumptions(counts)
     if gpus_per_node is not None:
@@ -367,6 +377,38 @@ def ingest(
         print_json(counts)
         return
     _print_counts(counts, db_path=settings.db_path, csv=shown is OutputFormat.csv, verbose=verbose)
+    if shown is OutputFormat.table and any(c["n_quarantined"] for c in counts):
+        _print_quarantine_kinds(settings.db_path, since, lock_timeout_s=settings.lock_timeout_s)
+
+
+QUARANTINE_KINDS = 5
+"""Most quarantine reasons (kinds) `relia ingest` prints after its counts."""
+
+
+def _print_quarantine_kinds(db_path: Path, since: datetime, *, lock_timeout_s: float) -> None:
+    """Print the reasons (kinds) this ingest quarantined lines for, most lines first."""
+    from pipelines import ingest as ingest_mod
+    from pipelines import warehouse
+
+    with warehouse.connect(db_path, read_only=True, lock_timeout_s=lock_timeout_s) as con:
+        kinds = ingest_mod.quarantine_kinds(con, since)
+    if not kinds:
+        return
+    console.print("quarantined lines by reason (values in raw_quarantine.reason_value):")
+    width = len(f"{kinds[0][2]:,}")
+    for stage, reason, n in kinds[:QUARANTINE_KINDS]:
+        console.print(
+            f"  {n:>{width},}  {stage}: {reason}", markup=False, highlight=False, soft_wrap=True
+        )
+    if len(kinds) > QUARANTINE_KINDS:
+        rest = len(kinds) - QUARANTINE_KINDS
+        n_rows = sum(n for _, _, n in kinds[QUARANTINE_KINDS:])
+        console.print(
+            f"  … {rest} more kinds ({n_rows:,} lines): see rpt_quarantine_reasons",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _check_tracked(

@@ -17,7 +17,7 @@ from pipelines.flows.artifacts import publish_ingest
 from pipelines.ingest.sources import fault_log
 from pipelines.runtime import dask_runner
 from pipelines.runtime.path_patterns import parse_patterns
-from pipelines.runtime.settings import DEFAULT_LANDING_MAX_DEPTH, Settings
+from pipelines.runtime.settings import DEFAULT_LANDING_MAX_DEPTH, DEFAULT_MAX_LINE_BYTES, Settings
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -82,9 +82,10 @@ def parse_files(
     files: list[ingest.LandingFile],
     parser_options: dict[str, dict[str, Any]],
     limits: ArchiveLimits | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
 ) -> list[ingest.ParsedFile]:
     """Parse a share of the new files, on the flow's task runner (threads or Dask workers)."""
-    return ingest.parse_files(files, parser_options, limits=limits)
+    return ingest.parse_files(files, parser_options, limits=limits, max_line_bytes=max_line_bytes)
 
 
 WAVE_BYTES = 256 * 2**20
@@ -92,13 +93,20 @@ WAVE_BYTES = 256 * 2**20
 
 
 def _fan_out(
-    n_tasks: int, options: dict[str, dict[str, Any]], limits: ArchiveLimits | None = None
+    n_tasks: int,
+    options: dict[str, dict[str, Any]],
+    limits: ArchiveLimits | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
 ) -> Callable[[list[ingest.LandingFile]], Iterator[ingest.ParsedFile]]:
     def parse_many(items: list[ingest.LandingFile]) -> Iterator[ingest.ParsedFile]:
         files = [replace(f, path=f.path.resolve()) for f in items]
         for wave in dask_runner.waves([f.path for f in files], WAVE_BYTES):
             shares = dask_runner.chunks([files[i] for i in wave], n_tasks)
-            futures = list(parse_files.map(shares, unmapped(options), unmapped(limits)))
+            futures = list(
+                parse_files.map(
+                    shares, unmapped(options), unmapped(limits), unmapped(max_line_bytes)
+                )
+            )
             while futures:  # hand each share over and let it go
                 yield from futures.pop(0).result()
 
@@ -143,10 +151,15 @@ def load_files(
             files,
             parser_options=options,
             lake_dir=lake_dir,
-            parse_many=_fan_out(parse_tasks, options, limits) if parse_tasks > 0 else None,
+            parse_many=(
+                _fan_out(parse_tasks, options, limits, settings.max_line_bytes)
+                if parse_tasks > 0
+                else None
+            ),
             force=force,
             batch_rows=settings.ingest_batch_rows,
             archive_limits=limits,
+            max_line_bytes=settings.max_line_bytes,
         )
     return [asdict(c) | {"status": c.outcome} for c in counts]
 

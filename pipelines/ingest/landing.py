@@ -9,6 +9,7 @@ refuses, :mod:`pipelines.ingest.fence`; capturing what a source's path pattern n
 
 from __future__ import annotations
 
+import difflib
 import functools
 import logging
 import os
@@ -79,12 +80,18 @@ def discover(
     path_patterns: Iterable[PathPattern] = (),
     allow_outside_root: bool = False,
     max_depth: int = fence.DEFAULT_MAX_DEPTH,
+    warnings: list[str] | None = None,
 ) -> list[LandingFile]:
     """Expand folders and files into ``LandingFile``s, each read or refused on its own.
 
     A folder named after a source (``slurm``, ``kernel``, ...) yields its files; any other folder
     yields the files of its source-named subfolders (a landing root). A file takes its source from
-    its parent folder's name. ``source`` overrides all of that.
+    its nearest folder named after a source (``landing/kernel/node4/dmesg.log`` is a kernel
+    log, as it is when its landing is ingested). ``source`` overrides all of that.
+
+    ``warnings`` (when given) receives one line for each folder of a landing root that is not
+    named after a source (its files are not read) and for each folder given that yields no
+    file, each naming the known source folders (:func:`unknown_folder_warning`).
 
     Every file has a landing root (:mod:`pipelines.ingest.fence`): a folder given is the root of
     what it yields; a file named on its own (or by a shell glob) has the folder its source folder
@@ -102,8 +109,11 @@ def discover(
     Raises
     ------
     ValueError
-        For a path that does not exist or a file whose source cannot be told (naming the path).
+        For a path that does not exist, a file whose source cannot be told (naming the path) or
+        an unknown ``source`` (naming the closest known one, :func:`check_source`).
     """
+    if source is not None:
+        check_source(source)
     found: list[LandingFile] = []
     roots: list[Path] = []  # the source folder of each file found
     for given in paths:
@@ -112,10 +122,10 @@ def discover(
             msg = f"{given} does not exist; give a landing folder, a source folder or files"
             raise InputMissingError(msg)
         if not path.is_dir() or (path.is_symlink() and path.parent.name in PARSERS):
-            name = source or path.parent.name
-            if name not in PARSERS:
+            name = source or _nearest_source(path)
+            if name is None:
                 msg = (
-                    f"cannot tell the source of {given}: its folder is not one of "
+                    f"cannot tell the source of {given}: none of its folders is one of "
                     f"{sorted(PARSERS)}; pass --source"
                 )
                 raise ValueError(msg)
@@ -127,15 +137,14 @@ def discover(
             continue
         real_root = fence.real(path)
         walked: list[tuple[Path, str]] = []  # (source folder, its source)
+        n_before = len(found)
         if source is not None or path.name in PARSERS:
-            name = source or path.name
-            if name not in PARSERS:
-                msg = f"unknown source {name!r}; choose one of {sorted(PARSERS)}"
-                raise ValueError(msg)
-            walked.append((path, name))
+            walked.append((path, source or path.name))
         else:
             for sub in sorted(path.iterdir()):
                 if sub.name not in PARSERS:
+                    if warnings is not None and sub.is_dir() and not sub.name.startswith("."):
+                        warnings.append(unknown_folder_warning(Path(given) / sub.name))
                     continue
                 if sub.is_symlink():  # a source folder linked from elsewhere: not followed
                     why = fence.refusal(sub, real_root, allow_outside_root=allow_outside_root)
@@ -152,6 +161,8 @@ def discover(
             ):
                 found.append(_landing_file(entry, name, why))
                 roots.append(folder)
+        if warnings is not None and len(found) == n_before:
+            warnings.append(empty_folder_warning(given, landing=not walked))
     by_source = {p.source: p for p in path_patterns}
     if not by_source:
         return found
@@ -159,6 +170,60 @@ def discover(
         item if item.refused else _with_path_options(item, root, by_source.get(item.source))
         for item, root in zip(found, roots, strict=True)
     ]
+
+
+def check_source(source: str) -> None:
+    """Raise ``ValueError`` for a source name no parser has, naming the closest known one.
+
+    ``unknown source 'slurmm' (did you mean 'slurm'?)`` (:func:`difflib.get_close_matches`),
+    else the list of known sources.
+    """
+    if source in PARSERS:
+        return
+    close = difflib.get_close_matches(source, sorted(PARSERS), n=1)
+    known = ", ".join(sorted(PARSERS))
+    hint = f"did you mean {close[0]!r}?" if close else f"known sources: {known}"
+    msg = f"unknown source {source!r} ({hint})"
+    raise ValueError(msg)
+
+
+def _nearest_source(path: Path) -> str | None:
+    """Return the source of a file named on its own: its nearest folder named after a source."""
+    return next((p.name for p in path.parents if p.name in PARSERS), None)
+
+
+def unknown_folder_warning(folder: Path) -> str:
+    """Return the warning for a folder of a landing root not named after a source.
+
+    It names the folder, the source folders it holds (when it is a landing itself) or else the
+    source its name is close to (``nvidia-smi``: did you mean ``nvidia_smi``?), and the known
+    source folder names.
+    """
+    inner = sorted(sub.name for sub in _listed(folder) if sub.name in PARSERS and sub.is_dir())
+    close = difflib.get_close_matches(folder.name, sorted(PARSERS), n=1)
+    if inner:
+        hint = f"; it holds {', '.join(inner)}: give {folder} as a landing"
+    elif close:
+        hint = f"; did you mean {close[0]!r}?"
+    else:
+        hint = ""
+    return (
+        f"{folder}: not a source folder, not read{hint} "
+        f"(source folders: {', '.join(sorted(PARSERS))})"
+    )
+
+
+def empty_folder_warning(given: Path, *, landing: bool) -> str:
+    """Return the warning for a folder given that yields no file to ingest."""
+    what = "no source folder and no file" if landing else "no file"
+    return f"{given}: {what} to ingest (source folders: {', '.join(sorted(PARSERS))})"
+
+
+def _listed(folder: Path) -> list[Path]:
+    try:
+        return list(folder.iterdir())
+    except OSError:
+        return []
 
 
 def _landing_file(path: Path, source: str, refused: str) -> LandingFile:

@@ -25,8 +25,10 @@ from pipelines.ingest.landing import (
     file_options,
     time_assumption,
 )
+from pipelines.ingest.long_lines import cut_long_lines, with_long_lines
 from pipelines.ingest.sources import PARSERS, batch
 from pipelines.ingest.sources.common import REJECT_SCHEMA, Parsed
+from pipelines.runtime.settings import DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -210,6 +212,7 @@ def parse_files(
     parser_options: dict[str, dict[str, Any]] | None = None,
     *,
     limits: streams.ArchiveLimits | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
 ) -> list[ParsedFile]:
     """Read, hash and parse whole-file landing files.
 
@@ -221,11 +224,57 @@ def parse_files(
     """
     extra = parser_options or {}
     chunks = hashed_chunks(items, limits=limits)
-    return [parsed for chunk in chunks for parsed in parse_read(chunk, extra)]
+    return [
+        parsed
+        for chunk in chunks
+        for parsed in parse_read(chunk, extra, max_line_bytes=max_line_bytes)
+    ]
 
 
-def parse_read(read: list[FileRead], extra: dict[str, dict[str, Any]]) -> Iterator[ParsedFile]:
-    """Parse files already read; files :mod:`~pipelines.ingest.sources.batch` joins go in groups."""
+def parse_read(
+    read: list[FileRead],
+    extra: dict[str, dict[str, Any]],
+    *,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+) -> Iterator[ParsedFile]:
+    """Parse files already read; files :mod:`~pipelines.ingest.sources.batch` joins go in groups.
+
+    A line longer than ``max_line_bytes`` is not parsed but quarantined with its length
+    (:mod:`pipelines.ingest.long_lines`).
+    """
+    cut: list[FileRead] = []
+    long: dict[int, pl.DataFrame] = {}
+    for item, data, sha, problem in read:
+        if problem is None:
+            data, rejects = cut_long_lines(data, max_line_bytes, source_file=item.resolved)
+            if rejects is not None:
+                long[id(item)] = rejects
+        cut.append((item, data, sha, problem))
+    for pending in _parse_read(cut, extra):
+        rejects = long.get(id(pending.item))
+        if rejects is not None:
+            pending.parsed = with_long_lines(pending.parsed, rejects)
+        yield pending
+
+
+def cut_members(
+    members: list[tuple[LandingFile, bytes, str]], max_line_bytes: int
+) -> tuple[list[tuple[LandingFile, bytes, str]], dict[int, pl.DataFrame]]:
+    """Return reads with their long lines blanked, and each blanked read's rejects by ``id``.
+
+    See :mod:`pipelines.ingest.long_lines`; :func:`with_long_lines` puts the rejects back.
+    """
+    cut = []
+    long: dict[int, pl.DataFrame] = {}
+    for item, data, sha in members:
+        data, rejects = cut_long_lines(data, max_line_bytes, source_file=item.resolved)
+        if rejects is not None:
+            long[id(item)] = rejects
+        cut.append((item, data, sha))
+    return cut, long
+
+
+def _parse_read(read: list[FileRead], extra: dict[str, dict[str, Any]]) -> Iterator[ParsedFile]:
     groups: dict[tuple[str, bytes], list[FileRead]] = {}
     together: dict[str, list[tuple[LandingFile, bytes, str]]] = {}
     for item, data, sha, problem in read:

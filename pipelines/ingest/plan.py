@@ -16,11 +16,13 @@ import polars as pl
 
 from pipelines import warehouse
 from pipelines.ingest import streams
+from pipelines.ingest.long_lines import with_long_lines
 from pipelines.ingest.parse import (
     LOOKUP_BYTES,
     LOOKUP_FILES,
     Growth,
     ParsedFile,
+    cut_members,
     hashed_chunks,
     keyed,
     looks_binary,
@@ -30,6 +32,7 @@ from pipelines.ingest.parse import (
 )
 from pipelines.ingest.sources import PARSERS
 from pipelines.ingest.sources.common import REJECT_SCHEMA, Parsed
+from pipelines.runtime.settings import DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:
     import os
@@ -62,8 +65,12 @@ def parsed_new_files(
     force: bool = False,
     limits: streams.ArchiveLimits | None = None,
     quiet_s: float = HOLD_QUIET_S,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
 ) -> Iterator[ParsedFile]:
     """Parse the whole files whose content was not loaded before (nor seen earlier in this run).
+
+    A line longer than ``max_line_bytes`` is quarantined with its length, not parsed
+    (:mod:`pipelines.ingest.long_lines`; also in what ``parse_many`` parses).
 
     Files loaded before, repeats of a file's content and archives still being written (held) go
     to ``on_known`` at once. Files are read and hashed a chunk at a time (:data:`LOOKUP_FILES`,
@@ -139,7 +146,7 @@ def parsed_new_files(
                 fresh.append((item, data, sha, problem))
         if parse_many is None:
             by_self, fresh = fresh + by_self, []
-        for pending in parse_read(by_self, extra):
+        for pending in parse_read(by_self, extra, max_line_bytes=max_line_bytes):
             yield _with_stat(pending, stats, growths)
         new.extend(item for item, _, _, _ in fresh)
     if new and parse_many is not None:
@@ -232,6 +239,7 @@ def tailed_reads(
     on_known: Callable[[list[warehouse.LoadCounts]], None],
     forced: set[str] | frozenset[str] = frozenset(),
     limits: streams.ArchiveLimits | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
 ) -> Iterator[ParsedFile]:
     """Plan and parse the reads of tailed files (:data:`TAILED`), one source at a time.
 
@@ -243,7 +251,8 @@ def tailed_reads(
     (:data:`PARSE_TOGETHER_FILES`). Streams whose rows carry a ``forced`` path are forgotten:
     their files are read as new streams. A file that is no log of lines (a binary file, an
     archive past ``limits``, broken, or cut short and quiet for ``quiet_s``) is one quarantine
-    row, keyed like a whole file, and is not read again while its size and mtime stay.
+    row, keyed like a whole file, and is not read again while its size and mtime stay. A line
+    longer than ``max_line_bytes`` is quarantined with its length, not parsed.
     """
     planned: list[ParsedFile] = []
     size = 0
@@ -255,21 +264,23 @@ def tailed_reads(
             yield pending
             continue
         if planned and planned[0].item.source != pending.item.source:
-            yield from _parse_chunks(planned, extra)  # one parser per chunk
+            yield from _parse_chunks(planned, extra, max_line_bytes)  # one parser per chunk
             planned, size = [], 0
         planned.append(pending)
         size += len(pending.data)
         if len(planned) >= PARSE_TOGETHER_FILES or size >= LOOKUP_BYTES:
-            yield from _parse_chunks(planned, extra)
+            yield from _parse_chunks(planned, extra, max_line_bytes)
             planned, size = [], 0
-    yield from _parse_chunks(planned, extra)
+    yield from _parse_chunks(planned, extra, max_line_bytes)
 
 
-def _parse_chunks(planned: list[ParsedFile], extra: dict[str, dict[str, Any]]) -> list[ParsedFile]:
+def _parse_chunks(
+    planned: list[ParsedFile], extra: dict[str, dict[str, Any]], max_line_bytes: int
+) -> list[ParsedFile]:
     """Parse planned stream reads (their new lines) of one source together."""
     if not planned:
         return []
-    members = [(p.item, p.data, p.sha256) for p in planned]
+    members, long = cut_members([(p.item, p.data, p.sha256) for p in planned], max_line_bytes)
     parser = PARSERS[planned[0].item.source][1]
     if hasattr(parser, "parse_many"):
         done = parse_together(members, extra)
@@ -277,7 +288,13 @@ def _parse_chunks(planned: list[ParsedFile], extra: dict[str, dict[str, Any]]) -
         done = [parse_file(item, data, sha, extra.get(item.source)) for item, data, sha in members]
     return [
         ParsedFile(
-            p.item, p.data, p.sha256, p.table, d.parsed, p.stream, time_assumption=d.time_assumption
+            p.item,
+            d.data,
+            p.sha256,
+            p.table,
+            with_long_lines(d.parsed, long.get(id(p.item))),
+            p.stream,
+            time_assumption=d.time_assumption,
         )
         for p, d in zip(planned, done, strict=True)
     ]

@@ -50,7 +50,11 @@ from pipelines.ingest.parse import ParsedFile, parse_files
 from pipelines.ingest.plan import HOLD_QUIET_S, TAILED, parsed_new_files, tailed_reads
 from pipelines.ingest.sources import PARSERS
 from pipelines.ingest.sources.common import REJECT_SCHEMA
-from pipelines.runtime.settings import DEFAULT_INGEST_BATCH_ROWS, DEFAULT_LOCK_TIMEOUT_S
+from pipelines.runtime.settings import (
+    DEFAULT_INGEST_BATCH_ROWS,
+    DEFAULT_LOCK_TIMEOUT_S,
+    DEFAULT_MAX_LINE_BYTES,
+)
 from pipelines.warehouse import lake
 
 if TYPE_CHECKING:
@@ -78,6 +82,7 @@ __all__ = [
     "ingest_into",
     "landing_files",
     "parse_files",
+    "quarantine_kinds",
 ]
 
 BATCH_BYTES_PER_ROW = 256
@@ -355,6 +360,7 @@ def ingest(
     force: bool = False,
     hold_quiet_s: float = HOLD_QUIET_S,
     archive_limits: ArchiveLimits | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
 ) -> list[warehouse.LoadCounts]:
     """Run :func:`ingest_into` on the warehouse at ``db_path``, opened (and created) for it.
 
@@ -375,6 +381,7 @@ def ingest(
             force=force,
             hold_quiet_s=hold_quiet_s,
             archive_limits=archive_limits,
+            max_line_bytes=max_line_bytes,
         )
 
 
@@ -406,6 +413,7 @@ def ingest_into(
     force: bool = False,
     hold_quiet_s: float = HOLD_QUIET_S,
     archive_limits: ArchiveLimits | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
 ) -> list[warehouse.LoadCounts]:
     """Ingest ``files`` into the warehouse and rebuild the views.
 
@@ -443,6 +451,10 @@ def ingest_into(
     named pipe, a link loop...) is never opened: it comes back first with the status
     ``refused: <reason>``, recorded once as a lineage row and a file-level quarantine row (stage
     ``fence``, the reason, no content; keyed by source, path and reason).
+
+    A line longer than ``max_line_bytes`` (``RELIA_MAX_LINE_BYTES``) is not parsed: it is
+    quarantined with its length (:mod:`pipelines.ingest.long_lines`; in what ``parse_many``
+    parses, only as far as its own parsing does so).
 
     With ``force``, whatever the named files loaded before (under any source, as a whole file or
     as a stream) is replaced by this load, in the same transaction (``relia ingest --force``: a
@@ -494,6 +506,7 @@ def ingest_into(
             force=force,
             limits=archive_limits,
             quiet_s=hold_quiet_s,
+            max_line_bytes=max_line_bytes,
         ),
         tailed_reads(
             con,
@@ -503,6 +516,7 @@ def ingest_into(
             on_known=waiting.report,
             forced=forced,
             limits=archive_limits,
+            max_line_bytes=max_line_bytes,
         ),
     )
     _load_in_batches(parsed, waiting, batch_rows=batch_rows, force=force)
@@ -520,6 +534,20 @@ def ingest_into(
         )
         warehouse.finish_ingest(con)
     return results
+
+
+def quarantine_kinds(con: duckdb.DuckDBPyConnection, since: datetime) -> list[tuple[str, str, int]]:
+    """Return the reasons (kinds) of the rows quarantined at or after ``since``, most rows first.
+
+    Each is ``(stage, reason, n_rows)``: what an ingest that started at ``since`` quarantined.
+    """
+    rows = con.execute(
+        "select stage, reason, count(*) as n_rows from raw_quarantine "
+        "where loaded_at >= $since group by stage, reason "
+        "order by n_rows desc, stage, reason",
+        {"since": since},
+    ).fetchall()
+    return [(str(stage), str(reason), int(n)) for stage, reason, n in rows]
 
 
 def _load_in_batches(

@@ -515,7 +515,7 @@ def _quality(
     samples = query(
         con,
         """
-        select file_name, line_no, target_table, stage, reason, raw
+        select file_name, line_no, target_table, stage, reason_text as reason, raw
         from rpt_quarantine_lines
         order by loaded_at desc, source_file, line_no
         limit $limit

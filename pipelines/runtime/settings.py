@@ -61,6 +61,9 @@ DEFAULT_INGEST_BATCH_ROWS = 200_000
 DEFAULT_LANDING_MAX_DEPTH = 32
 """Folder levels below a source folder an ingest walks (``RELIA_LANDING_MAX_DEPTH``): a folder
 deeper than that is reported as refused, not read (see :mod:`pipelines.ingest.fence`)."""
+DEFAULT_MAX_LINE_BYTES = 2**20
+"""Longest line an ingest loads, in bytes (``RELIA_MAX_LINE_BYTES``): a longer line (a 10 MB job
+name, a runaway kernel message) is quarantined with its length, never loaded."""
 DEFAULT_VERIFY_MAX_MB = 256.0
 """Every open of the warehouse checks the checksum of each of its blocks when the file is at most
 this many MiB (``RELIA_VERIFY_MAX_MB``; a larger file gets its headers checked): 0.5 to 1.3 GB/s
@@ -137,6 +140,9 @@ class Settings:
     archive_ratio_after_bytes
         Plain bytes any archive may inflate to whatever its ratio
         (``RELIA_ARCHIVE_RATIO_AFTER_BYTES``, default 64 MiB).
+    max_line_bytes
+        Longest line an ingest loads; a longer one is quarantined with its length
+        (``RELIA_MAX_LINE_BYTES``, default :data:`DEFAULT_MAX_LINE_BYTES`, 1 MiB).
     log_year
         The year kernel syslog and torchrun ``glog`` lines (which print none) end in
         (``RELIA_LOG_YEAR``, ``relia ingest --year``); unset, a year comes from the file.
@@ -161,6 +167,7 @@ class Settings:
     archive_max_bytes: int = DEFAULT_MAX_BYTES
     archive_max_ratio: float = DEFAULT_MAX_RATIO
     archive_ratio_after_bytes: int = DEFAULT_RATIO_AFTER_BYTES
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     log_year: int | None = None
     boot_time: datetime | None = None
 
@@ -212,6 +219,7 @@ class Settings:
             archive_ratio_after_bytes=_positive_int(
                 env, "RELIA_ARCHIVE_RATIO_AFTER_BYTES", DEFAULT_RATIO_AFTER_BYTES
             ),
+            max_line_bytes=_positive_int(env, "RELIA_MAX_LINE_BYTES", DEFAULT_MAX_LINE_BYTES),
             log_year=_year(env, "RELIA_LOG_YEAR"),
             boot_time=_utc_time(env, "RELIA_BOOT_TIME"),
         )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import polars as pl
 
+from pipelines.ingest.sources.reasons import split_reasons
 from pipelines.warehouse.connection import identifier as _identifier  # a SQL guard by that name
 
 if TYPE_CHECKING:
@@ -121,6 +122,10 @@ def file_sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+QUARANTINED = "quarantined"
+"""The ``status`` of a read nothing was loaded from because every line of it was quarantined."""
+
+
 @dataclass(frozen=True)
 class LoadCounts:
     """What happened to one file."""
@@ -134,7 +139,9 @@ class LoadCounts:
     n_ignored: int
     skipped: bool  # True when the same bytes were loaded before (nothing new in a stream)
     n_held: int = 0  # a last line without its newline (or an archive still being written)
-    status: str = ""  # what happened, in words (empty: loaded, or "already loaded" when skipped)
+    # what happened, in words (empty: loaded, or "already loaded" when skipped; "quarantined"
+    # when every line read was quarantined)
+    status: str = ""
     time_assumption: str = ""  # what its times rest on that its lines do not print (a warning)
 
     @property
@@ -187,6 +194,9 @@ class FileLoad:
             status = f"no {self.source} lines"
         elif n_held:
             status = "loaded (last line held: no newline yet)"
+        if self.rows.height == 0 and self.rejects.height:
+            # nothing loaded: every line read was quarantined (a held line keeps its note)
+            status = QUARANTINED + (status[status.find(" (") :] if " (" in status else "")
         return LoadCounts(
             path=self.path,
             source=self.source,
@@ -287,14 +297,20 @@ def files_frame(records: list[dict[str, object]]) -> pl.DataFrame:
 
 
 def quarantine_rows(load: FileLoad, key: str, now: datetime) -> pl.DataFrame:
-    """Return a load's rejected lines as ``raw_quarantine`` rows keyed by ``key``."""
+    """Return a load's rejected lines as ``raw_quarantine`` rows keyed by ``key``.
+
+    A reason's offending value goes to ``reason_value``; ``reason`` keeps its kind
+    (:func:`pipelines.ingest.sources.reasons.split_reason`).
+    """
+    kinds, values = split_reasons(load.rejects["reason"])
     return load.rejects.select(
         pl.lit(key).alias("file_sha256"),
         "source_file",
         pl.col("line_no").cast(pl.Int32),
         pl.lit(load.table).alias("target_table"),
         pl.col("raw").cast(pl.String),
-        "reason",
+        kinds.alias("reason"),
+        values.alias("reason_value"),
         "stage",
         pl.lit(now).alias("loaded_at"),
     )

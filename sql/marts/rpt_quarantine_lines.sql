@@ -7,6 +7,10 @@ final as (
         quarantine.target_table,
         quarantine.stage,
         quarantine.reason,
+        quarantine.reason_value,
+        -- the reason as the parser wrote it: the kind with its value put back
+        coalesce(replace(quarantine.reason, '…', quarantine.reason_value), quarantine.reason)
+            as reason_text,
         quarantine.raw,
         quarantine.loaded_at,
         quarantine.source_file,

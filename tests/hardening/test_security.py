@@ -417,5 +417,13 @@ def test_cli_output_keeps_hostile_text_inert(hostile_landing: Path, tmp_path: Pa
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
         assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", result.output)
-    assert "[/bold]" in result.output  # shown as text, not taken as markup
+    # a reason is a kind (shown); the hostile States it refused are its values, kept verbatim
+    # in raw_quarantine.reason_value (and shown as text in the report's samples)
+    assert "unknown State '…'" in result.output
     assert "[2J" not in result.output  # #12: escape sequences stripped whole, never obeyed
+    with warehouse.connect(Path(db), read_only=True) as con:
+        values = con.execute(
+            "select reason_value from raw_quarantine where reason = $kind",
+            {"kind": "unknown State '…'"},
+        ).fetchall()
+    assert {v for (v,) in values} == set(HOSTILE.values())

@@ -139,10 +139,12 @@ def test_a_parser_crash_quarantines_only_its_file(tmp_path: Path, monkeypatch) -
     }
     assert (counts["zz_bad.csv"].n_loaded, counts["zz_bad.csv"].n_quarantined) == (0, 1)
     assert all(c.n_loaded > 0 for n, c in counts.items() if n != "zz_bad.csv")
-    [(reason,)] = _rows(
-        tmp_path / "w.duckdb", "select reason from raw_quarantine where line_no = 0"
+    [(reason, value)] = _rows(
+        tmp_path / "w.duckdb", "select reason, reason_value from raw_quarantine where line_no = 0"
     )
-    assert "RuntimeError: unexpected shape" in reason
+    # the kind, and the parser's error as its value
+    assert reason == "the repairs parser failed on this file: …"
+    assert "RuntimeError: unexpected shape" in value
 
 
 def test_the_cli_refuses_a_link_out_of_the_folder_it_was_given(tmp_path: Path) -> None:

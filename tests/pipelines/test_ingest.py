@@ -76,12 +76,16 @@ def test_hostile_files_are_quarantined_with_reasons(hostile_landing: Path, tmp_p
     assert counts["gpu001.log"].n_ignored == 1
     with warehouse.connect(db, read_only=True) as con:
         reasons = con.execute(
-            "select source_file, line_no, stage, reason from raw_quarantine order by all"
+            "select source_file, line_no, stage, reason, reason_value from raw_quarantine "
+            "order by all"
         ).fetchall()
-    by_line = {(Path(f).name, n): (stage, reason) for f, n, stage, reason in reasons}
+    by_line = {(Path(f).name, n): (stage, reason) for f, n, stage, reason, _ in reasons}
+    values = {(Path(f).name, n): value for f, n, _, _, value in reasons}
     assert by_line[("sacct_ok.txt", 3)][0] == "validate"
     assert "end_ts >= start_ts" in by_line[("sacct_ok.txt", 3)][1]
-    assert "WIBBLE" in by_line[("sacct_ok.txt", 4)][1]
+    # the reason is the kind; the value it refused is apart
+    assert by_line[("sacct_ok.txt", 4)][1] == "unknown State '…'"
+    assert values[("sacct_ok.txt", 4)] == "WIBBLE"
     assert by_line[("sacct_empty.txt", 0)] == ("parse", "empty file")
     assert "future" in by_line[("gpu001.log", 4)][1]
     assert "UTF-8" in by_line[("gpu001.log", 5)][1]
