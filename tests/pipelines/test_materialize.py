@@ -116,14 +116,15 @@ def test_an_ingest_with_new_rows_takes_the_snapshots_again_and_one_without_keeps
     with warehouse.connect(fleet_db) as con:
         ids = _snapshot_ids(con)
         assert set(ids) == set(warehouse.MATERIALIZED)
-        # taken again: every one whose view reads Slurm jobs; kept: the Xid lines and the
-        # incidents over them (neither reads a Slurm table, by their SQL)
+        # taken again: every one whose view reads Slurm jobs; kept: the Xid lines, the
+        # incidents over them and a training log's runs (none reads a Slurm table, by their SQL)
         over_jobs = set(warehouse.stale_snapshots(con, {("raw_slurm_jobs", None)}))
         assert {n for n, mark in ids.items() if mark is None} == over_jobs
         assert {"stg_slurm_jobs", "int_job_attempts", "fct_job_goodput"} <= over_jobs
         assert {n for n, mark in ids.items() if mark == "seen"} == {
             "stg_xid_events",
             "int_incidents",
+            "int_training_log_runs",
         }
         _assert_current(con)
         _mark(con)
@@ -168,7 +169,9 @@ def test_a_changed_parameter_takes_the_snapshots_again_with_its_value(fleet_db: 
             "stg_slurm_jobs",
             "stg_xid_events",
             "int_job_attempts",
+            "int_training_log_runs",
             "int_training_log_ties",
+            "int_training_log_attempts",
             "int_training_events",
             "int_training_attempts",
         }
@@ -244,7 +247,9 @@ def test_an_ingest_of_kernel_logs_takes_again_only_the_snapshots_over_xid_lines(
         assert over_xid == set(warehouse.MATERIALIZED) - {
             "stg_slurm_jobs",
             "int_job_attempts",
+            "int_training_log_runs",
             "int_training_log_ties",
+            "int_training_log_attempts",
             "int_training_events",
             "int_training_attempts",
         }
