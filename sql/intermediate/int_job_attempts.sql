@@ -223,19 +223,22 @@ rounds as (
         -- lines is at least the least lower bound only when every line has one, and at most any
         -- line's upper bound; the latest the other way round
         case
-            when bool_and(agent_lines.ts_lo is not null)
+            when
+                bool_and(agent_lines.ts_lo is not null)
                 filter (where agent_lines.event = 'workers_started')
                 then min(agent_lines.ts_lo) filter (where agent_lines.event = 'workers_started')
         end as start_lo,
         min(agent_lines.ts_hi) filter (where agent_lines.event = 'workers_started') as start_hi,
         case
-            when bool_and(agent_lines.ts_lo is not null)
+            when
+                bool_and(agent_lines.ts_lo is not null)
                 filter (where agent_lines.event = 'worker_failed')
                 then min(agent_lines.ts_lo) filter (where agent_lines.event = 'worker_failed')
         end as failed_lo,
         min(agent_lines.ts_hi) filter (where agent_lines.event = 'worker_failed') as failed_hi,
         case
-            when bool_and(agent_lines.ts_lo is not null)
+            when
+                bool_and(agent_lines.ts_lo is not null)
                 filter (where agent_lines.event = 'death_signal')
                 then min(agent_lines.ts_lo) filter (where agent_lines.event = 'death_signal')
         end as signal_lo,
@@ -243,7 +246,8 @@ rounds as (
         max(agent_lines.ts_lo) filter (where agent_lines.event = 'group_succeeded')
             as succeeded_lo,
         case
-            when bool_and(agent_lines.ts_hi is not null)
+            when
+                bool_and(agent_lines.ts_hi is not null)
                 filter (where agent_lines.event = 'group_succeeded')
                 then max(agent_lines.ts_hi) filter (where agent_lines.event = 'group_succeeded')
         end as succeeded_hi,

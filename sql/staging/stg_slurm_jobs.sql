@@ -13,7 +13,10 @@ with source as (select * from raw_slurm_jobs),
 
 -- the Slurm files' lineage rows only: the snapshots above this view are taken again when an
 -- ingest changes Slurm files, not when it records files of other sources
-files as (select * from raw_ingest_files where target_table = 'raw_slurm_jobs'),
+files as (
+    select * from raw_ingest_files
+    where target_table = 'raw_slurm_jobs'
+),
 
 versions as (
     select
