@@ -294,13 +294,13 @@ def _create_views(
             f"{recorded}"
         )
         # columns the table gained after parts were written: null for those parts, never missing
-        added = [
+        added = ", ".join(
             f"cast(null as {sql_type}) as {_identifier(column)}"
             for added_to, column, sql_type in ADDED_COLUMNS
             if added_to == table
-        ]
+        )
         if added:
-            body = f"({body}) union all by name (select {', '.join(added)} where false)"
+            body = f"({body}) union all by name (select {added} where false)"
         if temporary:
             con.execute(f"create or replace temp view {name} as {body}")
         else:

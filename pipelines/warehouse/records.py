@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import polars as pl
 
-from pipelines.ingest.sources.reasons import split_reasons
 from pipelines.warehouse.connection import identifier as _identifier  # a SQL guard by that name
+from pipelines.warehouse.reasons import split_reasons
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -300,7 +300,7 @@ def quarantine_rows(load: FileLoad, key: str, now: datetime) -> pl.DataFrame:
     """Return a load's rejected lines as ``raw_quarantine`` rows keyed by ``key``.
 
     A reason's offending value goes to ``reason_value``; ``reason`` keeps its kind
-    (:func:`pipelines.ingest.sources.reasons.split_reason`).
+    (:func:`pipelines.warehouse.reasons.split_reason`).
     """
     kinds, values = split_reasons(load.rejects["reason"])
     return load.rejects.select(

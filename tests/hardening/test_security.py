@@ -39,6 +39,9 @@ TRUSTED = {
         "view SQL read from the repository's sql/"
     ),
     ("pipelines/warehouse/schema.py", "apply_schema", "path.read_text()"): "DDL from sql/schema/",
+    ("pipelines/warehouse/lake.py", "_create_views", "sql_type"): (
+        "a column type of ADDED_COLUMNS, a literal tuple in warehouse/schema.py"
+    ),
     ("pipelines/analysis/predict.py", "_features_at", "sql"): (
         "the feature view's select from sql/marts/ (check_as_of's feature_sql: a test's variant)"
     ),

@@ -20,7 +20,7 @@ from pipelines import ingest, warehouse
 from pipelines.cli import app
 from pipelines.ingest.long_lines import cut_long_lines
 from pipelines.ingest.sources import PARSERS
-from pipelines.ingest.sources.reasons import VALUE, split_reason, split_reasons
+from pipelines.warehouse.reasons import VALUE, split_reason, split_reasons
 
 runner = CliRunner()
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "sql" / "schema"
