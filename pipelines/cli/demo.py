@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from pipelines.cli.fit import fit_rows, rate_rows
+from pipelines.cli import fit_view
 from pipelines.cli.options import DbOption, JsonOption, load_settings, prefect_defaults
-from pipelines.cli.render import console, print_json, rows_table
+from pipelines.cli.render import console, print_json
 from pipelines.cli.root import app
 from pipelines.cli.summary import print_summary
 
@@ -92,13 +92,20 @@ def demo(
         )
         return
     print_summary(settings.db_path, result)
+    # the fit in ``relia fit``'s default view: one line per class, then its short notes
+    rates = fitted.get("rates")
     console.print(
-        rows_table(
-            "interruption rates by component class (exact 95 %), headline MTBF per unit (h)",
-            rate_rows(fitted["rates"]),
-        )
+        f"fit run {fitted['run_id']}: interruption rates (every job-stopping failure) "
+        "from fct_component_lives, exact 95 % intervals",
+        highlight=False,
+        markup=False,
     )
-    console.print(rows_table("lifetimes (AIC choice; a model)", fit_rows(fitted["results"])))
+    lines = fit_view.rate_lines(rates, replacement=False) if rates is not None else []
+    console.print(fit_view.table(lines))
+    for note in fit_view.short_notes(
+        fitted["results"], rates, quantity=fit_mod.quantity_of("fct_component_lives")
+    ):
+        fit_view.print_note(note)
     console.print(f"weekly report: [bold]{report_result.path.resolve()}[/bold]", soft_wrap=True)
     console.print(
         "timings: " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()), highlight=False

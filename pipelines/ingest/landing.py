@@ -325,6 +325,10 @@ YEARLESS_FORMATS = frozenset({"syslog", "glog"})
 """``log_format`` values of lines that print no year (kernel syslog, torchrun glog)."""
 
 
+_SMALL_COLUMN = 10_000
+"""Rows up to which a column's values are tested as a Python list rather than by an expression."""
+
+
 def time_assumption(options: dict[str, Any], rows: pl.DataFrame) -> str:
     """Return what a file's row times rest on that its lines do not print ("" for nothing).
 
@@ -337,7 +341,14 @@ def time_assumption(options: dict[str, Any], rows: pl.DataFrame) -> str:
         return ""
     if mtime is None or "log_format" not in rows.columns:
         return ""
-    if not rows["log_format"].is_in(YEARLESS_FORMATS).any():
+    formats = rows.get_column("log_format")
+    # a polars expression costs about a millisecond a call (once per file of a landing): a small
+    # column is tested as a Python list, some 100x faster; a large one by the expression
+    if formats.len() <= _SMALL_COLUMN:
+        yearless = not YEARLESS_FORMATS.isdisjoint(formats.to_list())
+    else:
+        yearless = bool(formats.is_in(YEARLESS_FORMATS).any())
+    if not yearless:
         return ""
     return (
         f"year {mtime.year} taken from the file's modification time; give --year "
@@ -345,7 +356,11 @@ def time_assumption(options: dict[str, Any], rows: pl.DataFrame) -> str:
     )
 
 
-_SYSLOG_LINE = re.compile(rb"(?m)^[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} ")
+_SYSLOG = rb"[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} "
+_SYSLOG_FIRST_LINE = re.compile(_SYSLOG)
+_SYSLOG_LINE = re.compile(rb"\n" + _SYSLOG)
+"""A syslog line (``Jan  1 00:00:00 ``): the first line matched, the others searched after a
+literal newline (some 15x faster than a multi-line ``^`` over a kernel log with no such line)."""
 _DATED = (
     rb"(?:\[[A-Z][a-z]{2} ([A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4})\]"
     rb"|([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}))"
@@ -363,7 +378,9 @@ def content_options(source: str, data: bytes, options: dict[str, Any]) -> dict[s
     The option ``dated`` (:func:`dated_lines`) lets syslog lines take their year from the
     file's own dated lines instead of its modification time.
     """
-    if source != "kernel" or options.get("year") is not None or not _SYSLOG_LINE.search(data):
+    if source != "kernel" or options.get("year") is not None:
+        return options
+    if not (_SYSLOG_FIRST_LINE.match(data) or _SYSLOG_LINE.search(data)):
         return options
     dated = dated_lines(data)
     return options if dated is None else options | {"dated": dated}
