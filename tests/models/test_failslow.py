@@ -95,6 +95,17 @@ class TestClosedForms:
         )
         assert law.limited_mean(cap) == pytest.approx(expected, rel=1e-8)
 
+    def test_gpu_and_node_episodes_add_their_occupancies(self) -> None:
+        # m(x) = m_gpu 1{x < 1.2} + m_node 1{x < 2}; a node-level law counts ceil(N / 8) nodes
+        gpu = SlowLaws(RATE, LogNormalLaw(1800.0, 0.0), LogNormalLaw(0.2, 0.0), unit="gpu")
+        node = SlowLaws(4 * RATE, LogNormalLaw(3600.0, 0.0), LogNormalLaw(1.0, 0.0), unit="node")
+        n_gpus = 16_380  # 2,048 nodes, the last one partly used
+        m_gpu, m_node = n_gpus * RATE * 0.5, 2_048 * 4 * RATE * 1.0
+        expected = -math.expm1(-(m_gpu + m_node)) * (1 - 1 / 1.2) + -math.expm1(-m_node) * (
+            1 / 1.2 - 1 / 2
+        )
+        assert float(slow_share([gpu, node], n_gpus)) == pytest.approx(expected, rel=1e-12)
+
     def test_share_rises_with_n_and_saturates_below_one(self) -> None:
         sizes = np.array([8, 1_000, 16_384, 100_000, 10**6, 10**8])
         share = slow_share(LAWS, sizes)
@@ -166,8 +177,6 @@ class TestMonteCarlo:
     def test_share_within_three_standard_errors(
         self, n_gpus: int, mitigation: Mitigation | None, heavy: bool
     ) -> None:
-        if heavy and n_gpus == 1_000:
-            pytest.skip("the heavy-tailed law is checked at 16k and 100k GPUs")
         excess = HEAVY if heavy else EXCESS
         laws = SlowLaws(RATE, DURATION, excess)
         lognormal_excess = _lognormal(EXCESS, 1.0)
@@ -348,6 +357,19 @@ class TestCombine:
             "slow_above_tolerance",
             "eviction",
         }
+
+    def test_a_fitted_slow_projection_carries_its_interval_into_goodput(
+        self, fitted: Fitted
+    ) -> None:
+        fail_stop = project(Scenario(n_gpus=16_384))
+        slow = project_slow(fitted[2], 16_384)
+        out = combine_goodput(fail_stop, slow)
+        assert out.goodput_lo is not None
+        assert out.goodput_hi is not None
+        assert out.goodput_lo < out.goodput < out.goodput_hi
+        assert out.goodput_lo == pytest.approx(
+            fail_stop["useful_gpu_h"] * (1 - slow.lost_hi) / out.gpu_h
+        )
 
     def test_bad_mitigation_and_laws_say_what_to_fix(self) -> None:
         with pytest.raises(ValueError, match="tolerance"):
