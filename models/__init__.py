@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from models.checkpoint import *
     from models.cox import *
     from models.exceptions import *
+    from models.failslow import *
+    from models.failslow_fit import *
+    from models.failslow_laws import *
     from models.failure_rates import *
     from models.families import *
     from models.fitter import *
@@ -84,6 +87,29 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ConvergenceWarning",
         "FewFailuresWarning",
         "ReliaWarning",
+    ),
+    "failslow": (
+        "CombinedGoodput",
+        "LostGpuHours",
+        "Mitigation",
+        "SlowCause",
+        "SlowProjection",
+        "combine_goodput",
+        "eviction_cost_s",
+        "project_slow",
+        "slow_share",
+        "slowdown_curve",
+    ),
+    "failslow_fit": (
+        "JobLevelSlow",
+        "SlowFit",
+        "fit_slow_laws",
+    ),
+    "failslow_laws": (
+        "EpisodeLaw",
+        "LogNormalLaw",
+        "ParetoLaw",
+        "SlowLaws",
     ),
     "failure_rates": (
         "FAILURE_RATE_COLUMNS",
