@@ -209,25 +209,23 @@ def ingest_child(landing: Path, db_path: Path, out: Path) -> None:
     out.write_text(json.dumps(timings))
 
 
-def run_ingest(landing: Path, db_path: Path, work: Path) -> tuple[dict[str, Any], float, float]:
-    """Run :func:`ingest_child` in a fresh interpreter; (timings, wall seconds, peak RSS in GB)."""
-    out = work / "ingest_timings.json"
+def _child(flag: str, landing: Path, db_path: Path, out: Path) -> tuple[dict[str, Any], float]:
+    """Run this module with ``flag`` (an ingest child) in a fresh interpreter.
+
+    Returns the timings it wrote to ``out`` and the process's wall seconds.
+    """
     started = time.perf_counter()
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.bench_ingest",
-            "--ingest-child",
-            str(landing),
-            str(db_path),
-            str(out),
-        ],
+        [sys.executable, "-m", "bench.bench_ingest", flag, *map(str, (landing, db_path, out))],
         check=True,
         cwd=Path(__file__).resolve().parent.parent,
     )
-    wall = time.perf_counter() - started
-    timings = json.loads(out.read_text())
+    return json.loads(out.read_text()), time.perf_counter() - started
+
+
+def run_ingest(landing: Path, db_path: Path, work: Path) -> tuple[dict[str, Any], float, float]:
+    """Run :func:`ingest_child` in a fresh interpreter; (timings, wall seconds, peak RSS in GB)."""
+    timings, wall = _child("--ingest-child", landing, db_path, work / "ingest_timings.json")
     # ru_maxrss is in KiB on Linux: the child's own peak (RUSAGE_CHILDREN would be the largest
     # of every child waited for so far, an earlier landing's included)
     peak_gb = max(timings["peak_gb_after"].values())
@@ -264,20 +262,7 @@ def whole_child(landing: Path, db_path: Path, out: Path) -> None:
 
 def run_whole(landing: Path, db_path: Path, work: Path) -> tuple[dict[str, Any], float]:
     """Run :func:`whole_child` in a fresh interpreter; (timings, wall seconds)."""
-    out = work / "whole_timings.json"
-    started = time.perf_counter()
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.bench_ingest",
-            "--whole-child",
-            *map(str, (landing, db_path, out)),
-        ],
-        check=True,
-        cwd=Path(__file__).resolve().parent.parent,
-    )
-    return json.loads(out.read_text()), time.perf_counter() - started
+    return _child("--whole-child", landing, db_path, work / "whole_timings.json")
 
 
 def print_whole(
