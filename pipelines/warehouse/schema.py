@@ -82,6 +82,9 @@ ADDED_COLUMNS = (
     # the job id a Slurm line of a training log names, and what a cancel or task exit says
     ("raw_training_events", "job_named", "varchar"),
     ("raw_training_events", "detail", "varchar"),
+    # DCGM field 100 (SM clock) and field 112 (clock event / throttle reasons, a bitmask)
+    ("raw_dcgm_samples", "sm_clock_mhz", "double"),
+    ("raw_dcgm_samples", "clock_event_reasons", "bigint"),
 )
 """Columns added to a table after it first shipped: ``(table, column, type)``. A warehouse
 made before gains them (empty) when its schema is applied; a raw table the lake has replaced by a
