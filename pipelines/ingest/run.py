@@ -55,6 +55,7 @@ from pipelines.runtime.settings import (
     DEFAULT_LOCK_TIMEOUT_S,
     DEFAULT_MAX_LINE_BYTES,
 )
+from pipelines.runtime.source_names import LINE_COUNTED
 from pipelines.warehouse import lake
 
 if TYPE_CHECKING:
@@ -269,6 +270,8 @@ def _validate_and_load(
         pl.Series("_file", np.repeat(np.arange(len(batch), dtype=np.int32), heights))
     )
     checked = quality.validate(tagged, table=table, now=now, component_classes=component_classes)
+    if table in LINE_COUNTED:
+        checked = _whole_lines(checked)
     good_parts = checked.good.partition_by("_file", as_dict=True, include_key=False)
     bad_parts = checked.bad.partition_by("_file", as_dict=True, include_key=False)
     no_bad = checked.bad.head(0).drop("_file")
@@ -289,6 +292,16 @@ def _validate_and_load(
         loads.append(_file_load(pending, good, bad, results))
     write_parts = None if lake_dir is None else functools.partial(lake.write_parts, lake_dir)
     return warehouse.load_files(con, loads, write_parts=write_parts)
+
+
+def _whole_lines(checked: quality.Validated) -> quality.Validated:
+    """Quarantine a line whole, once, when one of its rows failed validation (LINE_COUNTED)."""
+    if checked.bad.height == 0:
+        return checked
+    line = ["_file", "line_no"]
+    bad = checked.bad.unique(subset=line, keep="first", maintain_order=True)
+    good = checked.good.join(bad.select(line), on=line, how="anti", maintain_order="left")
+    return dataclasses.replace(checked, good=good, bad=bad)
 
 
 HELD_BATCHES = 2

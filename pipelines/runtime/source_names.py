@@ -25,6 +25,11 @@ RAW_TABLES: dict[str, str] = {
 }
 """Source folder name → the raw table it feeds."""
 
+LINE_COUNTED: frozenset[str] = frozenset({"raw_training_events"})
+"""Raw tables one line of which may give several rows (a straggler report line of a training
+log: a row per figure and rank). A read of them counts lines, not rows (``n_loaded`` is the lines
+loaded), and a line one of whose rows fails validation is quarantined whole, once."""
+
 IDENTITY_OPTIONS: dict[str, tuple[str, ...]] = {
     "elastic": ("host", "run"),
     "kernel": ("host",),
@@ -50,4 +55,11 @@ BOOT_TIME_SOURCES: tuple[str, ...] = ("kernel",)
 """Sources whose parser takes ``boot_time=`` (``relia ingest --boot-time``, ``RELIA_BOOT_TIME``):
 ``dmesg`` lines stamped in seconds since boot."""
 
-__all__ = ["BOOT_TIME_SOURCES", "IDENTITY_OPTIONS", "MTIME_OPTIONS", "RAW_TABLES", "YEAR_SOURCES"]
+__all__ = [
+    "BOOT_TIME_SOURCES",
+    "IDENTITY_OPTIONS",
+    "LINE_COUNTED",
+    "MTIME_OPTIONS",
+    "RAW_TABLES",
+    "YEAR_SOURCES",
+]

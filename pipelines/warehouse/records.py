@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import polars as pl
 
+from pipelines.runtime.source_names import LINE_COUNTED
 from pipelines.warehouse.connection import identifier as _identifier  # a SQL guard by that name
 from pipelines.warehouse.reasons import split_reasons
 
@@ -194,6 +195,9 @@ class FileLoad:
             status = f"no {self.source} lines"
         elif n_held:
             status = "loaded (last line held: no newline yet)"
+        n_loaded = self.rows.height
+        if self.table in LINE_COUNTED and n_loaded:  # a line may give several rows
+            n_loaded = self.rows["line_no"].n_unique()
         if self.rows.height == 0 and self.rejects.height:
             # nothing loaded: every line read was quarantined (a held line keeps its note)
             status = QUARANTINED + (status[status.find(" (") :] if " (" in status else "")
@@ -201,8 +205,8 @@ class FileLoad:
             path=self.path,
             source=self.source,
             table=self.table,
-            n_read=self.rows.height + self.rejects.height + n_held,
-            n_loaded=self.rows.height,
+            n_read=n_loaded + self.rejects.height + n_held,
+            n_loaded=n_loaded,
             n_quarantined=self.rejects.height,
             n_ignored=self.n_ignored,
             skipped=False,

@@ -82,6 +82,15 @@ ADDED_COLUMNS = (
     # the job id a Slurm line of a training log names, and what a cancel or task exit says
     ("raw_training_events", "job_named", "varchar"),
     ("raw_training_events", "detail", "varchar"),
+    # fail-slow: Megatron's global batch size, the rank a line is about (torchtitan's [rankN]:
+    # tag, a straggler row's rank), and a straggler row's figure (metric) and its value
+    ("raw_training_events", "global_batch", "bigint"),
+    ("raw_training_events", "rank", "integer"),
+    ("raw_training_events", "metric", "varchar"),
+    ("raw_training_events", "value", "double"),
+    # DCGM field 100 (SM clock) and field 112 (clock event / throttle reasons, a bitmask)
+    ("raw_dcgm_samples", "sm_clock_mhz", "double"),
+    ("raw_dcgm_samples", "clock_event_reasons", "bigint"),
 )
 """Columns added to a table after it first shipped: ``(table, column, type)``. A warehouse
 made before gains them (empty) when its schema is applied; a raw table the lake has replaced by a

@@ -51,9 +51,14 @@ per_run as (
             arg_min(untied.detail, untied.line_no) filter (where untied.event = 'task_exit')
         ) as exit_detail,
         coalesce(
-            any_value(untied.framework) filter (where untied.framework != 'slurm'), 'slurm'
+            any_value(untied.framework) filter (
+                where untied.framework not in ('slurm', 'nvrx')
+            ),
+            any_value(untied.framework) filter (where untied.framework != 'slurm'),
+            'slurm'
         ) as framework,
-        count(*) as n_lines
+        -- a straggler report line may be several rows: lines are counted once
+        count(distinct untied.line_no) as n_lines
     from untied
     group by untied.source_file, untied.run
 ),

@@ -23,13 +23,21 @@ logs as (
     select
         events.source_file,
         events.log_job as job_id,
-        max(events.host) as host,
+        -- an NVRx score row's host is the node it names, not the log's
+        coalesce(
+            max(events.host) filter (where events.event != 'straggler'), max(events.host)
+        ) as host,
         min(events.ts) as first_ts,
         max(events.ts) as last_ts,
         count(*) as n_events,
-        -- Slurm's own lines (framework slurm) do not say which framework trained
+        -- Slurm's own lines (framework slurm) and NVRx's reports do not say which framework
+        -- trained
         coalesce(
-            any_value(events.framework) filter (where events.framework != 'slurm'), 'slurm'
+            any_value(events.framework) filter (
+                where events.framework not in ('slurm', 'nvrx')
+            ),
+            any_value(events.framework) filter (where events.framework != 'slurm'),
+            'slurm'
         ) as framework
     from events
     group by events.source_file, events.log_job

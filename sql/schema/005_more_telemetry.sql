@@ -115,7 +115,14 @@ create table if not exists raw_dcgm_samples (
     nvlink_crc_data_errors double,
     pcie_replays double,
     xid_last double,                 -- gauge: the last Xid seen; never a failure count
-    source_format varchar            -- prometheus, dmon
+    source_format varchar,           -- prometheus, dmon
+    -- added later (schema.ADDED_COLUMNS)
+    sm_clock_mhz double,             -- DCGM_FI_DEV_SM_CLOCK (field 100, dmon SMCLK)
+    clock_event_reasons bigint       -- DCGM_FI_DEV_CLOCK_THROTTLE_REASONS / _CLOCKS_EVENT_REASONS
+                                     -- (field 112, dmon DVCCTR): bitmask 0x1 idle, 0x2 clocks
+                                     -- setting, 0x4 SW power cap, 0x8 HW slowdown, 0x10 sync
+                                     -- boost, 0x20 SW thermal, 0x40 HW thermal, 0x80 HW power
+                                     -- brake, 0x100 display
 );
 
 create table if not exists raw_node_events (

@@ -42,7 +42,9 @@ final as (
         ranked.xid_last,
         ranked.source_format,
         ranked.source_file,
-        ranked.line_no
+        ranked.line_no,
+        ranked.sm_clock_mhz,
+        ranked.clock_event_reasons
     from ranked
     where ranked.version_rank = 1
 )

@@ -1,5 +1,6 @@
--- Training-log events (docs/goodput.md §1), one row per source line: a line loaded twice (the
--- same log re-read under the same path) is kept once, the copy with a time first. job_id and
+-- Training-log events (docs/goodput.md §1), one row per source line, or per figure and rank of a
+-- straggler report line (keyed by source_file, line_no, metric and rank): a row loaded twice
+-- (the same log re-read under the same path) is kept once, the copy with a time first. job_id and
 -- host are as the ingest named them (--job / --host, a path pattern, slurm-<id>.out); the log
 -- is tied to a job in int_training_events.
 --
@@ -7,19 +8,23 @@
 -- straddle two reads lost what the parser carries within a read. Here, for Megatron rows only:
 -- a save start or "successfully saved" row without a time takes the nearest earlier row's printed
 -- time (ts_inferred), and a timer's save end without a time takes the latest earlier save start
--- of the same step's time plus its duration_s (ts_inferred). Rows the parser gave a time keep it.
+-- of the same step's time plus its duration_s (ts_inferred). A straggler row without a time (a
+-- report's Bottom/Top line, an NVRx score line) takes the nearest earlier row's printed time
+-- likewise. Rows the parser gave a time keep it.
 --
 -- Cost: a fleet-year holds millions of rows, so the ranking runs only over the lines loaded
 -- twice, and the repair's windows only over the files that have a Megatron save row without a
--- time (none when every save was read whole).
+-- time (none when every save was read whole), or a straggler row without one.
 with source as (select * from raw_training_events),
 
 twice as (
     select
         source.source_file,
-        source.line_no
+        source.line_no,
+        source.metric,
+        source.rank
     from source
-    group by source.source_file, source.line_no
+    group by source.source_file, source.line_no, source.metric, source.rank
     having count(*) > 1
 ),
 
@@ -27,18 +32,26 @@ ranked as (
     select
         source.*,
         row_number() over (
-            partition by source.source_file, source.line_no
+            partition by source.source_file, source.line_no, source.metric, source.rank
             order by source.ts desc nulls last, source.duration_s desc nulls last
         ) as version_rank
     from source
     semi join twice
-        on source.source_file = twice.source_file and source.line_no = twice.line_no
+        on
+        source.source_file = twice.source_file
+        and source.line_no = twice.line_no
+        and source.metric is not distinct from twice.metric
+        and source.rank is not distinct from twice.rank
 ),
 
 deduplicated as (
     select source.* from source
     anti join twice
-        on source.source_file = twice.source_file and source.line_no = twice.line_no
+        on
+        source.source_file = twice.source_file
+        and source.line_no = twice.line_no
+        and source.metric is not distinct from twice.metric
+        and source.rank is not distinct from twice.rank
     union all
     select ranked.* exclude (version_rank) from ranked
     where ranked.version_rank = 1
@@ -48,9 +61,14 @@ to_repair as (
     select distinct deduplicated.source_file
     from deduplicated
     where
-        deduplicated.framework = 'megatron'
-        and deduplicated.ts is null
-        and deduplicated.event in ('checkpoint_save_start', 'checkpoint_save_end')
+        deduplicated.ts is null
+        and (
+            (
+                deduplicated.framework = 'megatron'
+                and deduplicated.event in ('checkpoint_save_start', 'checkpoint_save_end')
+            )
+            or deduplicated.event = 'straggler'
+        )
 ),
 
 in_scope as (
@@ -75,7 +93,9 @@ starts_repaired as (
     select
         earlier.*,
         case
-            when earlier.framework != 'megatron' or earlier.ts is not null then null
+            when earlier.ts is not null then null
+            when earlier.event = 'straggler' then earlier.printed_before
+            when earlier.framework != 'megatron' then null
             when
                 earlier.event = 'checkpoint_save_start'
                 or (earlier.event = 'checkpoint_save_end' and earlier.duration_s is null)
@@ -155,6 +175,10 @@ all_rows as (
         repaired.checkpoint_path,
         repaired.job_named,
         repaired.detail,
+        repaired.global_batch,
+        repaired.rank,
+        repaired.metric,
+        repaired.value,
         repaired.repaired_ts
     from repaired
     union all
@@ -174,6 +198,10 @@ all_rows as (
         untouched.checkpoint_path,
         untouched.job_named,
         untouched.detail,
+        untouched.global_batch,
+        untouched.rank,
+        untouched.metric,
+        untouched.value,
         untouched.repaired_ts
     from untouched
 ),
@@ -194,7 +222,11 @@ final as (
         repaired.loss,
         repaired.checkpoint_path,
         repaired.job_named,
-        repaired.detail
+        repaired.detail,
+        repaired.global_batch,
+        repaired.rank,
+        repaired.metric,
+        repaired.value
     from all_rows as repaired
 )
 

@@ -81,8 +81,23 @@ METRICS: dict[str, tuple[str, str | None]] = {
     "nvlink_crc_data_errors": ("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "NDELT"),
     "pcie_replays": ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "RPCTR"),
     "xid_last": ("DCGM_FI_DEV_XID_ERRORS", "XIDER"),
+    "sm_clock_mhz": ("DCGM_FI_DEV_SM_CLOCK", "SMCLK"),  # field 100
+    # field 112, a bitmask (0x1 idle, 0x2 clocks setting, 0x4 SW power cap, 0x8 HW slowdown,
+    # 0x10 sync boost, 0x20 SW thermal, 0x40 HW thermal, 0x80 HW power brake, 0x100 display);
+    # DCGM 3.3 renamed it DCGM_FI_DEV_CLOCKS_EVENT_REASONS (METRIC_ALIASES), dmon's tag stayed
+    "clock_event_reasons": ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DVCCTR"),
 }
 """Column → (dcgm-exporter metric name, dcgmi dmon field tag)."""
+
+METRIC_ALIASES: dict[str, str] = {"DCGM_FI_DEV_CLOCKS_EVENT_REASONS": "clock_event_reasons"}
+"""Other exporter names of a column's field (DCGM's renames)."""
+
+BITMASKS: tuple[str, ...] = ("clock_event_reasons",)
+"""Columns that hold a bitmask: Int64, and a value that is not a non-negative integer is a
+reject. dcgm-exporter's ``DCGM_FI_EXP_CLOCK_THROTTLE_REASONS_COUNT`` (later
+``DCGM_EXP_CLOCK_EVENTS_COUNT``: a count per reason over a window, ``throttle_reason=`` /
+``clock_event=`` labels) is not read: a reason seen once in the last 300 s is no statement about
+the sample's time."""
 
 COUNTERS: tuple[str, ...] = (
     "energy_mj",
@@ -109,14 +124,14 @@ SCHEMA: dict[str, pl.DataType] = {
     "uuid": pl.String(),
     "pci_bus_id": pl.String(),
     "model_name": pl.String(),
-    **{column: pl.Float64() for column in METRICS},
+    **{column: pl.Int64() if column in BITMASKS else pl.Float64() for column in METRICS},
     "source_format": pl.String(),
 }
 
 BLANK_FROM = 2.0**47
 """DCGM marks a missing value with sentinels at or above this (``DCGM_FP64_BLANK``; the int64
 blanks are near 2^63)."""
-_BY_NAME = {name: column for column, (name, _) in METRICS.items()}
+_BY_NAME = {name: column for column, (name, _) in METRICS.items()} | METRIC_ALIASES
 _BY_TAG = {tag: column for column, (_, tag) in METRICS.items() if tag}
 _ISO_PREFIX = r"^([0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:]{8}(?:[.,][0-9]+)?(?:Z|[+-][0-9:]{2,5})?)\s+"
 
@@ -155,7 +170,8 @@ def parse(
     Parsed
         ``rows`` with the ``raw_dcgm_samples`` columns (:data:`SCHEMA`): ``host``, ``ts``,
         ``gpu_index``, ``uuid``, ``pci_bus_id`` (``0000:18:00``), ``model_name``, one Float64
-        column per field of :data:`METRICS` (null where the sample lacks it) and
+        column per field of :data:`METRICS` (Int64 for the :data:`BITMASKS`; null where the
+        sample lacks it) and
         ``source_format`` (``prometheus`` or ``dmon``). ``line_no`` is the first line of the
         GPU's sample. Comments, blank lines, dmon unit lines and metrics or entities outside
         :data:`METRICS` are only counted in ``n_ignored``.
@@ -163,9 +179,11 @@ def parse(
     Notes
     -----
     Rejects (one per line): lines that are not UTF-8; for exposition text a line
-    ``prometheus_client`` refuses, a malformed value or timestamp, a sample without a ``gpu``
+    ``prometheus_client`` refuses, a malformed value or timestamp, a bitmask field whose value
+    is not a non-negative integer, a sample without a ``gpu``
     label or without a time; for dmon a line without a leading timestamp, a data line before
-    any ``#Entity`` header or with the wrong number of values, an unreadable value; and times in
+    any ``#Entity`` header or with the wrong number of values, an unreadable value, a ``DVCCTR``
+    that is not a non-negative integer; and times in
     the future. A scrape counts as one row per GPU: the lines of one GPU and time are merged.
 
     Examples
@@ -362,6 +380,11 @@ def _sample_checks(now: datetime) -> list[tuple[pl.Expr, pl.Expr | str]]:
         ),
         (pl.col("value").is_null(), pl.format("malformed value '{}'", "value_text")),
         (
+            pl.col("metric").replace_strict(_BY_NAME, default=None).is_in(BITMASKS)
+            & ~_is_bitmask(pl.col("value")),
+            pl.format("'{}' is not a bitmask (a non-negative integer)", "value_text"),
+        ),
+        (
             pl.col("ts_text").is_not_null() & pl.col("ts_ms").is_null(),
             pl.format("malformed timestamp '{}'", "ts_text"),
         ),
@@ -440,6 +463,11 @@ def _split_series(samples: pl.DataFrame) -> pl.DataFrame:
 def _host_from_name(source_file: str) -> str:
     """``gpu0001`` from ``gpu0001.20260601.prom`` or ``gpu0001_20260601T003000Z.prom``."""
     return re.sub(r"_[0-9]{8}T[0-9]{6}Z$", "", file_stem(source_file))
+
+
+def _is_bitmask(value: pl.Expr) -> pl.Expr:
+    """Say whether a value is a non-negative integer, or a DCGM blank (read as null)."""
+    return ((value >= 0) & (value == value.floor())) | (value.abs() >= BLANK_FROM)
 
 
 def _blank_to_null(value: pl.Expr) -> pl.Expr:
@@ -591,6 +619,13 @@ def _dmon_group(group: pl.DataFrame, tags_text: str | None, now: datetime) -> pl
         )
     )
     bad_value = pl.col("bad_value").fill_null(value=False)
+    # blanks are nulls by now: a value left that is not a non-negative integer is no bitmask
+    bad_mask = pl.any_horizontal(
+        [
+            (pl.col(c).is_not_null() & ~_is_bitmask(pl.col(c))).fill_null(value=False)
+            for c in BITMASKS
+        ]
+    )
     return with_reasons(
         frame,
         [
@@ -608,6 +643,10 @@ def _dmon_group(group: pl.DataFrame, tags_text: str | None, now: datetime) -> pl
                 pl.format(f"expected {len(tags)} values after 'GPU <id>', found {{}}", n_values),
             ),
             (bad_value, "malformed value (expected a number or N/A)"),
+            (
+                bad_mask,
+                "clock event reasons (DVCCTR) that are not a bitmask (a non-negative integer)",
+            ),
             (in_future(pl.col("ts"), now), pl.format("timestamp in the future: {}", "ts")),
         ],
     ).select(

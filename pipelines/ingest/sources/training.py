@@ -21,13 +21,19 @@ when a checkpoint save or load starts and ends. Three formats are read (``framew
     hf_trainer  {'loss': 2.1, 'grad_norm': 0.9, 'learning_rate': 5e-05, 'epoch': 0.5}
                 {"loss": 7.152712148666382, "learning_rate": 4.8e-05, "epoch": 0.03, "step": 500}
                 ... - INFO - Saving model checkpoint to out/checkpoint-500
+    straggler   [2024-03-14 23:07:56] | MnRtt/Rnk: 3453.08ms/8 | MxRtt/Rnk: 3468.20ms/0 | ...
+                  Rank=76 Node=h100-001-253-012 Score=0.94
 
 (Megatron-LM's ``training_log``, ``checkpointing.py`` and ``megatron/core/timers.py``, NeMo's
 Megatron path and Megatron-DeepSpeed included, with or without the ``[date]`` prefix of newer
-versions; torchtitan's metric line, with or without the ``[rankN]:`` prefix torchrun's ``--tee``
-adds, and its ``components/checkpoint.py`` messages; the Hugging Face ``Trainer``'s printed log
-dict, which names its step only in transformers 3.x (``"step": 500``), and its checkpoint save,
-whose step is the ``checkpoint-<n>`` folder's.) Whatever precedes the marker (a rank tag, a
+versions, the elapsed time in ``(ms)`` or, BigScience's Megatron-DeepSpeed, ``(s)``, and the
+``global batch size`` as ``global_batch``; per-rank straggler reports of Megatron-Core and of
+NVIDIA's resiliency extension, one row per rank and figure
+(:mod:`pipelines.ingest.sources.training_straggler`); torchtitan's metric line, with or without
+the ``[rankN]:`` prefix torchrun's ``--tee`` adds (``rank``), and its
+``components/checkpoint.py`` messages; the Hugging Face ``Trainer``'s printed log dict, which
+names its step only in transformers 3.x (``"step": 500``), and its checkpoint save, whose step is
+the ``checkpoint-<n>`` folder's.) Whatever precedes the marker (a rank tag, a
 launcher's prefix such as ``srun --label``'s ``0: ``) is allowed; the first
 ``YYYY-MM-DD HH:MM:SS[,fff]`` in it is the line's time, taken as UTC. Every other line (argument
 dumps, warnings, worker output, other timers) is ignored. Real samples of each kind, with their
@@ -99,6 +105,7 @@ from pipelines.ingest.sources.common import (
     with_reasons,
 )
 from pipelines.ingest.sources.training_many import pair_saves, split_many
+from pipelines.ingest.sources.training_straggler import expand, with_block
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -119,6 +126,10 @@ SCHEMA: dict[str, pl.DataType] = {
     "checkpoint_path": pl.String(),
     "job_named": pl.String(),
     "detail": pl.String(),
+    "global_batch": pl.Int64(),
+    "rank": pl.Int32(),
+    "metric": pl.String(),
+    "value": pl.Float64(),
 }
 """Columns of the rows :func:`parse` returns, in order (docs/goodput.md §1)."""
 
@@ -134,6 +145,7 @@ EVENTS: tuple[str, ...] = (
     "job_banner",
     "job_cancelled",
     "task_exit",
+    "straggler",
 )
 """Events a row can carry. ``train_start`` is the training loop starting, after set-up and any
 checkpoint load: Megatron's ``[before the start of training step] datetime: <date>`` banner
@@ -151,16 +163,37 @@ datetime: <date>``, torchtitan's ``Starting job:``, the
 ``SLURM_JOBID: 1234``), ``job_cancelled`` slurmstepd's ``*** JOB 1234 ON host CANCELLED AT <date>
 [DUE TO ...] ***`` (or ``STEP 1234.0``), ``task_exit`` srun's ``srun: error: host: task 0: Exited
 with exit code 1`` (or ``Terminated``, ``Killed``). ``job_named`` is the job id such a line names;
-``detail`` what it says of the end (``DUE TO TIME LIMIT``, ``Exited with exit code 1``)."""
+``detail`` what it says of the end (``DUE TO TIME LIMIT``, ``Exited with exit code 1``).
 
-FRAMEWORKS: tuple[str, ...] = ("megatron", "torchtitan", "hf_trainer", "slurm")
+``straggler`` rows are per-rank figures of a straggler report (Megatron-Core's
+``StragglerDetector``, NVRx's reports): ``metric``, ``value`` and ``rank`` say what each is
+about, and one report line may give several (:mod:`pipelines.ingest.sources.training_straggler`)."""
+
+FRAMEWORKS: tuple[str, ...] = ("megatron", "torchtitan", "hf_trainer", "slurm", "nvrx")
 """Frameworks whose lines are read (PyTorch Lightning: not yet); ``slurm`` is the scheduler's own
-lines in a job's output (job id banners, cancels, task exits)."""
+lines in a job's output (job id banners, cancels, task exits), ``nvrx`` the NVIDIA resiliency
+extension's straggler reports (printed through NeMo or Megatron-Bridge)."""
 
-_FIELDS = ("step", "path", "loss", "ms", "dur_ms", "dur_s", "job", "detail")
-"""Text fields a format may extract: step, checkpoint path, loss, step time in milliseconds, a
+_FIELDS = (
+    "step",
+    "path",
+    "loss",
+    "ms",
+    "unit",
+    "dur_ms",
+    "dur_s",
+    "job",
+    "detail",
+    "gbs",
+    "rank",
+    "node",
+    "score",
+)
+"""Text fields a format may extract: step, checkpoint path, loss, step time (``ms``, in the unit
+``unit`` says: ``ms``, or ``s`` for Megatron-DeepSpeed's ``elapsed time per iteration (s)``), a
 save's duration in milliseconds (Megatron's timer) or seconds (torchtitan), the job id a Slurm
-line names and what it says of the end."""
+line names and what it says of the end, Megatron's global batch size, the rank a line is about
+(torchtitan's ``[rankN]:`` tag, NVRx's ``Rank=``), NVRx's ``Node=`` and ``Score=``."""
 
 
 class _Format(NamedTuple):
@@ -191,18 +224,21 @@ class _Format(NamedTuple):
 
 _ITERATION = r"(?:^|\s)iteration\s+([^\s/|]+)\s*/"
 _SECONDS = r"\bin\s*([^\s]+?)\s+seconds\b"
+_RANK_TAG = r"\[rank(\d+)\]:"
 
 _SLURM_JOB = r"(\d+(?:_\d+)?)"
 
-FORMATS: tuple[_Format, ...] = (
+_OWN_FORMATS: tuple[_Format, ...] = (
     _Format(
         "megatron",
         "step",
         marker=r"(?:^|\s)iteration\s+[^\s/|]+\s*/",
         fields={
             "step": _ITERATION,
-            "ms": r"elapsed time per iteration \(ms\):\s*([^\s|]+)",
+            "ms": r"elapsed time per iteration \((?:ms|s)\):\s*([^\s|]+)",
+            "unit": r"elapsed time per iteration \((ms|s)\):",
             "loss": r"\blm loss:\s*([^\s|]+)",
+            "gbs": r"\bglobal batch size:\s*([^\s|]+)",
         },
         required=("step", "ms"),
         end=r"\|\s*$",
@@ -412,7 +448,66 @@ FORMATS: tuple[_Format, ...] = (
         required=("step",),
     ),
 )
-"""The kinds of line read, in order of precedence (the first whose marker matches wins)."""
+
+_STRAGGLER_FORMATS: tuple[_Format, ...] = (
+    _Format(
+        "megatron",
+        "straggler",
+        marker=r"\|\s*MnRtt/Rnk:",
+        fields={},
+        required=(),
+        end=r"\bMxEtpt/Rnk:\s*\S+\s*$",
+        end_hint="'MxEtpt/Rnk: <value>TF/<rank>' at the end",
+        role="minmax",
+        carry=True,
+    ),
+    _Format(
+        "megatron",
+        "straggler",
+        marker=r"\^\^\^\^\s*(?:Bottom|Top)\s+\d+\s+Ranks with (?:lowest|highest)\s+Etpt\(TF\):",
+        fields={},
+        required=(),
+        end=r",\s*$",
+        end_hint="',' after the last '<value>/<rank>'",
+        role="ranklist",
+        carry=True,
+    ),
+    _Format(
+        "nvrx",
+        "straggler",
+        marker=r"(?:^|\s)Rank=\S+\s+Node=\S+\s+Score=",
+        fields={
+            "rank": r"(?:^|\s)Rank=(\S+)\s+Node=",
+            "node": r"\sNode=(\S+)\s+Score=",
+            "score": r"\sScore=(\S+)",
+        },
+        required=("rank", "node", "score"),
+        end=r"\sScore=\S+\s*$",
+        end_hint="'Score=<score>' at the end",
+        role="score",
+        carry=True,
+    ),
+    _Format(
+        "nvrx",
+        "straggler",
+        marker=r"\bSTRAGGLER DETECTION WARNING:.*\bAffected ranks:",
+        fields={"detail": r"STRAGGLER DETECTION WARNING:\s*(.*?)\s*Affected ranks:"},
+        required=(),
+        end=r"Affected ranks:\s*\[[^\]]*\]\s*$",
+        end_hint="'[<ranks>]' at the end",
+        role="warning",
+        carry=True,
+    ),
+)
+"""Straggler report lines (:mod:`pipelines.ingest.sources.training_straggler`): Megatron-Core's
+``StragglerDetector`` min/max line and its Bottom/Top ranks, NVRx's score lines and warning."""
+
+FORMATS: tuple[_Format, ...] = tuple(
+    f._replace(fields={**f.fields, "rank": _RANK_TAG}) if f.framework == "torchtitan" else f
+    for f in (*_OWN_FORMATS, *_STRAGGLER_FORMATS)
+)
+"""The kinds of line read, in order of precedence (the first whose marker matches wins). Every
+torchtitan line takes ``rank`` from torchrun's ``[rankN]:`` tag when it has one."""
 
 _DATETIME = r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)"
 
@@ -523,7 +618,7 @@ def parse_many(files: list[tuple[bytes, str, dict[str, Any]]]) -> list[Parsed]:
     if kept:
         lines = split_many([files[i][0] for i in kept])
         n_lines = np.bincount(lines["_file"].to_numpy(), minlength=len(kept))
-        checked = _checked(lines)
+        checked = expand(_checked(lines))
         per_file: dict[str, list[Any]] = {
             "source_file": [files[i][1] for i in kept],
             "job_id": [
@@ -537,20 +632,32 @@ def parse_many(files: list[tuple[bytes, str, dict[str, Any]]]) -> list[Parsed]:
         index = checked["_file"]
         rows = checked.with_columns(
             pl.col("step").cast(pl.Int64, strict=False),
-            (pl.col("ms_value") / 1000.0).alias("step_time_s"),
+            pl.when(pl.col("unit") == "s")
+            .then(pl.col("ms_value"))
+            .otherwise(pl.col("ms_value") / 1000.0)
+            .alias("step_time_s"),
             pl.col("loss_value").alias("loss"),
             pl.col("path").alias("checkpoint_path"),
             pl.col("job").alias("job_named"),
             pl.col("ts").cast(UTC_TS),
+            pl.col("gbs").cast(pl.Int64, strict=False).alias("global_batch"),
+            pl.col("rank").cast(pl.Int32, strict=False),
             *[
                 pl.Series(name, values, dtype=pl.String, strict=False).gather(index)
                 for name, values in per_file.items()
             ],
-        )
+        ).with_columns(pl.coalesce(pl.col("node"), pl.col("host")).alias("host"))
         whole = parsed_from(rows, schema=SCHEMA, source_file=pl.col("source_file"), n_ignored=0)
         good = rows["reason"].is_null().to_numpy()
         files_of = index.to_numpy()
+        # a straggler line may give several rows: lines are counted by their first row
+        first = rows.select(
+            (pl.col("line_no") != pl.col("line_no").shift(1))
+            | (pl.col("_file") != pl.col("_file").shift(1))
+        ).to_series()
+        first_of_line = first.fill_null(value=True).to_numpy()
         n_rows = np.bincount(files_of[good], minlength=len(kept))
+        n_good_lines = np.bincount(files_of[good & first_of_line], minlength=len(kept))
         n_rejects = np.bincount(files_of[~good], minlength=len(kept))
         row_at = np.concatenate(([0], np.cumsum(n_rows)))
         reject_at = np.concatenate(([0], np.cumsum(n_rejects)))
@@ -558,7 +665,7 @@ def parse_many(files: list[tuple[bytes, str, dict[str, Any]]]) -> list[Parsed]:
             out[i] = Parsed(
                 whole.rows.slice(int(row_at[k]), int(n_rows[k])),
                 whole.rejects.slice(int(reject_at[k]), int(n_rejects[k])),
-                int(n_lines[k] - n_rows[k] - n_rejects[k]),
+                int(n_lines[k] - n_good_lines[k] - n_rejects[k]),
             )
     return [p for p in out if p is not None]
 
@@ -573,6 +680,7 @@ def _checked(lines: pl.DataFrame) -> pl.DataFrame:
     many = lines.height >= MANY_LINES
     kinds, fields, ts_text, *rest = _line_stages(many=many)
     frame = lines.lazy().with_columns(kinds).with_columns(fields).with_columns(ts_text).collect()
+    frame = with_block(frame, score_kind=_kind_of_role("score"))
     if frame.select(_CROSSING.any()).item():
         frame = frame.with_columns(
             pl.when(_CROSSING).then(_prefix_date()).otherwise(pl.col("ts_text")).alias("ts_text")
@@ -584,6 +692,11 @@ def _checked(lines: pl.DataFrame) -> pl.DataFrame:
     for stage in pair_saves():
         checked = checked.with_columns(stage)
     return checked.filter(~pl.col("superseded")).collect()
+
+
+def _kind_of_role(role: str) -> int:
+    """Return the index in :data:`FORMATS` of the format with this ``role``."""
+    return next(i for i, f in enumerate(FORMATS) if f.role == role)
 
 
 MANY_LINES = 20_000
@@ -649,7 +762,7 @@ def _line_stages(*, many: bool) -> tuple[list[pl.Expr], ...]:
         iso_utc(pl.col("ts_text").str.replace(",", ".", literal=True)).alias("ts"),
         *[
             _number(pl.col(name)).alias(f"{name}_value")
-            for name in ("ms", "dur_ms", "dur_s", "loss")
+            for name in ("ms", "dur_ms", "dur_s", "loss", "score")
         ],
     ]
     ts, file = pl.col("ts"), pl.col("_file")
@@ -757,8 +870,35 @@ def _checks(*, many: bool) -> list[Check]:
             pl.format("non-numeric loss '{}'", loss),
         ),
         (ts_text.is_not_null() & pl.col("ts").is_null(), pl.format("malformed time '{}'", ts_text)),
+        *_fail_slow_checks(),
     ]
     return checks
+
+
+def _fail_slow_checks() -> list[Check]:
+    """Return the checks of global batch size, rank, NVRx score and NVRx header."""
+    gbs, rank, score = pl.col("gbs"), pl.col("rank"), pl.col("score")
+    in_range = pl.col("score_value").is_between(0.0, 1.0).fill_null(value=False)
+    return [
+        (
+            gbs.is_not_null() & ~gbs.str.contains(r"^\d+$"),
+            pl.format("non-numeric global batch size '{}'", gbs),
+        ),
+        (
+            rank.is_not_null() & ~rank.str.contains(r"^\d{1,9}$"),
+            pl.format("non-numeric rank '{}'", rank),
+        ),
+        (
+            score.is_not_null() & pl.col("score_value").is_null(),
+            pl.format("non-numeric NVRx score '{}'", score),
+        ),
+        (score.is_not_null() & ~in_range, pl.format("NVRx score '{}' outside 0-1", score)),
+        (
+            (pl.col("kind") == _kind_of_role("score")) & pl.col("nvrx_block").is_null(),
+            "NVRx score line with no 'GPU relative performance:' or 'GPU individual "
+            "performance:' header before it in the file",
+        ),
+    ]
 
 
 _FIELD_NAMES = {
@@ -770,4 +910,7 @@ _FIELD_NAMES = {
     "dur_s": "'in <x> seconds'",
     "job": "job id",
     "detail": "detail",
+    "rank": "'Rank='",
+    "node": "'Node='",
+    "score": "'Score='",
 }
