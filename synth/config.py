@@ -278,6 +278,37 @@ class SynthConfig:
         scheduler record (:mod:`synth.training_logonly`): even ones a requeued job's
         ``slurm-<id>.out``, odd ones an appended output holding two jobs; the truth's
         ``log_only_jobs`` says which. Default 0 (none).
+    slow_rate_per_gpu_hour
+        Fail-slow episodes (:mod:`synth.failslow`): their arrival rate per GPU-hour, a Poisson
+        process per unit over the window. 0 (default) writes none; a positive rate needs
+        ``training_logs`` on (the step timelines carry the slowdown). With ``slow_unit = "node"``
+        a node's rate is this rate times ``gpus_per_node``.
+    slow_duration_s
+        ``(median, sigma)`` of the lognormal episode duration (seconds; rounded to whole
+        seconds, at least 1).
+    slow_factor
+        ``(median, sigma)`` of the lognormal law of ``S - 1``, ``S`` the episode's slowdown of
+        its unit's compute (a step started while the unit is slow takes ``S`` times as long).
+    slow_unit
+        ``"gpu"`` (default: one GPU is slow) or ``"node"`` (every GPU of a node).
+    slow_dcgm_share
+        Share of episodes that leave a DCGM signature: clock-event reason bits drawn from
+        ``slow_dcgm_reasons`` and the SM clock divided by ``S`` on the slow GPU(s) while the
+        episode lasts; the others are silent. The DCGM clock fields
+        (``DCGM_FI_DEV_SM_CLOCK``, ``DCGM_FI_DEV_CLOCK_THROTTLE_REASONS``) are written whenever
+        fail-slow is on and DCGM is written.
+    slow_dcgm_reasons
+        Bitmasks a signature is drawn from (uniformly): 0x4 SW power cap, 0x8 HW slowdown,
+        0x40 HW thermal, 0x80 HW power brake, 0x88 HW slowdown with power brake.
+    straggler_lines
+        None (default), ``"megatron"`` (Megatron-Core ``StragglerDetector`` lines after every
+        progress line of a Megatron log) or ``"nvrx"`` (NVIDIA resiliency extension reports
+        every ``straggler_report_s`` seconds of a Megatron log); torchtitan logs get none.
+    straggler_report_s
+        Seconds between NVRx reports (NeMo's default 300).
+    slow_preset
+        The named fail-slow knob set the config came from (:data:`synth.failslow.SLOW_PRESETS`,
+        ``"published"``), or None; the truth's ``slow_laws`` names it.
     hazard_change_at_frac, hazard_change_factor
         From ``W0 + hazard_change_at_frac * days`` on, every class's failure hazard is multiplied
         by ``hazard_change_factor`` (exactly, for every family, by inverting the changed
@@ -286,7 +317,8 @@ class SynthConfig:
     With ``k8s_share = elastic_share = 0``, ``node_events`` off, ``dcgm_interval_s`` and
     ``precursor_share`` None, ``training_logs`` off, ``hazard_change_at_frac`` None, every fix
     ``replace`` (``with_fixes({"all": {"replace": 1.0}})``), ``bad_unit_share = 0`` and
-    ``non_hardware = {}`` the generator writes the same bytes as it did before those existed.
+    ``non_hardware = {}``, ``slow_rate_per_gpu_hour = 0`` the generator writes the same bytes as it
+    did before those existed.
     """
 
     nodes: int = 256
@@ -333,6 +365,15 @@ class SynthConfig:
     training_load_s: tuple[float, float] = (20.0, 300.0)
     training_warmup_s: tuple[float, float] = (10.0, 120.0)
     training_log_only_jobs: int = 0
+    slow_rate_per_gpu_hour: float = 0.0
+    slow_duration_s: tuple[float, float] = (1470.0, 1.37)
+    slow_factor: tuple[float, float] = (0.1, 1.0)
+    slow_unit: str = "gpu"
+    slow_dcgm_share: float = 0.0
+    slow_dcgm_reasons: tuple[int, ...] = (0x4, 0x8, 0x40, 0x80, 0x88)
+    straggler_lines: str | None = None
+    straggler_report_s: int = 300
+    slow_preset: str | None = None
     hazard_change_at_frac: float | None = None
     hazard_change_factor: float = 1.0
     fix_repair_median_h: dict[str, float] = field(default_factory=lambda: dict(FIX_REPAIR_MEDIAN_H))
@@ -512,6 +553,12 @@ class SynthConfig:
         if self.hazard_change_at_frac is None:
             for name in _HAZARD_CHANGE:
                 params.pop(name)
+        if not self.slow_rate_per_gpu_hour:
+            for name in SLOW_KNOBS:
+                params.pop(name)
+        else:
+            for name in ("slow_duration_s", "slow_factor", "slow_dcgm_reasons"):
+                params[name] = list(params[name])
         if self.preset is None:
             params.pop("preset")
         if not (self.smi_text_share or self.smi_no_serial_share):
@@ -565,6 +612,20 @@ _TRAINING = (
 ELASTIC_TORCH_VERSIONS = (None, "1.12", "2.5")
 """Torch versions the agent logs can be written as (:attr:`SynthConfig.elastic_torch`)."""
 _HAZARD_CHANGE = ("hazard_change_at_frac", "hazard_change_factor")
+SLOW_KNOBS = (
+    "slow_rate_per_gpu_hour",
+    "slow_duration_s",
+    "slow_factor",
+    "slow_unit",
+    "slow_dcgm_share",
+    "slow_dcgm_reasons",
+    "straggler_lines",
+    "straggler_report_s",
+    "slow_preset",
+)
+"""The fail-slow knobs (:mod:`synth.failslow`); in ``params`` only when the rate is positive."""
+STRAGGLER_LINES = (None, "megatron", "nvrx")
+"""Straggler reports the Megatron logs can carry (:attr:`SynthConfig.straggler_lines`)."""
 _SMI_FORMATS = ("smi_text_share", "smi_no_serial_share")
 _SACCT_SHAPES = ("sacct_format", "sacct_json_version", "sacct_het_share")
 SACCT_FORMATS = (None, "no_jobidraw", "json")
@@ -610,6 +671,7 @@ def _check_config(config: SynthConfig) -> None:
         raise ValueError(msg)
     _check_telemetry(config)
     _check_training(config)
+    _check_slow(config)
     _check_failure_model(config)
 
 
@@ -741,4 +803,40 @@ def _check_training(config: SynthConfig) -> None:
         raise ValueError(msg)
     if not config.hazard_change_factor > 0:
         msg = f"hazard_change_factor must be positive, got {config.hazard_change_factor}."
+        raise ValueError(msg)
+
+
+def _check_slow(config: SynthConfig) -> None:
+    """Check the fail-slow knobs: a rate with training logs, positive laws, shares, a known unit."""
+    rate = config.slow_rate_per_gpu_hour
+    if not rate >= 0:
+        msg = f"slow_rate_per_gpu_hour must be >= 0 (0: no fail-slow), got {rate}."
+        raise ValueError(msg)
+    if rate and not config.training_logs:
+        msg = "slow_rate_per_gpu_hour needs training_logs on: the slowdown lives in the step times."
+        raise ValueError(msg)
+    for name in ("slow_duration_s", "slow_factor"):
+        law = getattr(config, name)
+        if len(law) != 2 or not (law[0] > 0 and law[1] >= 0):
+            msg = f"{name} must be (median, sigma) with median > 0 and sigma >= 0, got {law}."
+            raise ValueError(msg)
+    if config.slow_unit not in ("gpu", "node"):
+        msg = f"slow_unit must be 'gpu' or 'node', got {config.slow_unit!r}."
+        raise ValueError(msg)
+    if not 0 <= config.slow_dcgm_share <= 1:
+        msg = f"slow_dcgm_share must be in [0, 1], got {config.slow_dcgm_share}."
+        raise ValueError(msg)
+    reasons = config.slow_dcgm_reasons
+    if not reasons or min(reasons) < 1 or max(reasons) >= 1 << 16:
+        msg = f"slow_dcgm_reasons must be non-empty bitmasks (e.g. 0x8, 0x40), got {reasons}."
+        raise ValueError(msg)
+    if config.straggler_lines not in STRAGGLER_LINES:
+        msg = f"straggler_lines must be None, 'megatron' or 'nvrx', got {config.straggler_lines!r}."
+        raise ValueError(msg)
+    if config.straggler_report_s < 1:
+        msg = f"straggler_report_s must be at least 1 second, got {config.straggler_report_s}."
+        raise ValueError(msg)
+    off = [n for n in ("slow_dcgm_share", "straggler_lines", "slow_preset") if getattr(config, n)]
+    if off and not rate:
+        msg = f"{off[0]} needs slow_rate_per_gpu_hour > 0 (fail-slow is off)."
         raise ValueError(msg)

@@ -11,8 +11,8 @@ import numpy as np
 
 from synth import dcgm as dcgm_mod
 from synth import elastic as elastic_mod
-from synth import fleet as fleet_mod
 from synth import (
+    failslow,
     formats,
     kernel,
     presets,
@@ -23,6 +23,7 @@ from synth import (
     truth,
     workload,
 )
+from synth import fleet as fleet_mod
 from synth import k8s as k8s_mod
 from synth import node_events as node_events_mod
 from synth import precursors as precursors_mod
@@ -117,6 +118,7 @@ def synthesize(out: Path, config: SynthConfig) -> dict[str, Any]:
             data["uuids"],
             write=lambda name, text: _write_text(out / "dcgm" / name, text),
             precursors=data["precursors"],
+            slow=data["slow"],
         )
         truth_dict["dcgm"] = {
             "n_samples": scrapes.n_samples,
@@ -144,7 +146,8 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         ``truth`` (the ground truth; ``n_lines["kernel"]`` is None until the logs are written),
         the file texts ``fleet_csv``, ``tickets_csv`` and ``sacct`` (name -> text), and the
         simulated objects ``fleet``, ``jobs``, ``attempts``, ``xids`` (every well-formed Xid
-        line, with printed and true times), ``hostile``, ``snapshots``, ``serials``, ``uuids``.
+        line, with printed and true times), ``hostile``, ``snapshots``, ``serials``, ``uuids``
+        and ``slow`` (fail-slow episodes, :mod:`synth.failslow`; None when off).
     """
     root = np.random.default_rng(config.seed)
     streams = root.spawn(13)
@@ -200,14 +203,25 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         _add_more_truth(truth_dict, more, attempts)
     if precursors is not None:
         truth_dict["precursors"] = precursors_mod.summary(config, fleet, precursors)
+    # fail-slow episodes draw from a generator of their own: switched on, no other draw moves
+    slow = failslow.plan_episodes(config, fleet) if config.slow_rate_per_gpu_hour else None
     if config.training_logs:
         # its own stream, spawned after every other one, so that the other files stay the same
         logs = training.training_logs(
-            config, root.spawn(1)[0], jobs, attempts, scheduler, fleet.names
+            config,
+            root.spawn(1)[0],
+            jobs,
+            attempts,
+            scheduler,
+            fleet.names,
+            episodes=slow,
+            gpus_per_node=fleet.gpus_per_node,
         )
         more["training"] = logs.files
         truth_dict["job_goodput"] = logs.job_goodput
         truth_dict["n_lines"]["training"] = logs.n_lines
+        if slow is not None:
+            truth_dict |= failslow.truth_block(config, slow, logs.slow_rows, logs.slow_jobs)
         if config.training_log_only_jobs:
             # a stream spawned after the training one: the other logs stay the same
             files, log_only, n_lines = training_logonly.log_only_logs(
@@ -232,6 +246,7 @@ def simulate(config: SynthConfig) -> dict[str, Any]:
         "jobs": jobs,
         "rng_dcgm": extra[4] if extra else None,
         "precursors": precursors,
+        "slow": slow,
         **{k: more[k] for k in MORE_SOURCES if k in more},
     }
 

@@ -29,12 +29,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from synth.failslow import IDLE_CLOCK_MHZ, SM_CLOCK_MHZ, gpu_signature
 from synth.fleet import PCI_BUSES
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from synth.config import SynthConfig
+    from synth.failslow import Episodes
     from synth.fleet import Fleet
     from synth.kernel import XidLines
     from synth.precursors import Precursors
@@ -92,6 +94,17 @@ REMAPS: tuple[str, str, str, str] = (
     "counter",
     "Number of remapped rows for correctable errors.",
 )
+#: Exported as well when fail-slow is on (``SynthConfig.slow_rate_per_gpu_hour`` > 0): DCGM
+#: fields 100 and 112, with dcgm-exporter's names and help texts (``default-counters.csv``).
+CLOCKS: tuple[tuple[str, str, str, str], ...] = (
+    ("sm_clock_mhz", "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
+    (
+        "clock_event_reasons",
+        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+        "gauge",
+        "Current clock throttle reasons.",
+    ),
+)
 COUNTERS = tuple(c for c, _, kind, _ in EXPORTED if kind == "counter")
 VOLATILE = (
     "energy_mj",
@@ -138,12 +151,14 @@ def dcgm_files(
     uuids: list[list[str]],
     write: Callable[[str, str], None] | None = None,
     precursors: Precursors | None = None,
+    slow: Episodes | None = None,
 ) -> DcgmOutput:
     """Scrape files of every node, and the counters' true increases.
 
     ``write(name, text)`` receives each file as soon as it is built (then ``files`` stays
     empty); without it the files are kept in ``files``. ``precursors`` (planted precursors and
-    background episodes) replaces the built-in precursors.
+    background episodes) replaces the built-in precursors. ``slow`` (fail-slow episodes) adds
+    the SM clock and the clock-event reasons (:data:`CLOCKS`, :func:`clock_values`).
     """
     if config.dcgm_interval_s is None:
         msg = "dcgm_interval_s is None: set it to the scrape interval in seconds to write DCGM."
@@ -184,8 +199,30 @@ def dcgm_files(
             config, rng, fleet, n, times, busy, reboots, xids, uuids, out, precursors
         )
         exported = EXPORTED if precursors is None else (*EXPORTED, REMAPS)
+        if slow is not None:
+            values |= clock_values(slow, n, g, times, busy)
+            exported = (*exported, *CLOCKS)
         _write_node(config, fleet.names[n], times, values, labels, g, out, write, exported)
     return out
+
+
+def clock_values(
+    slow: Episodes, n: int, g: int, times: np.ndarray, busy: np.ndarray
+) -> dict[str, np.ndarray]:
+    """SM clock and clock-event reasons of node ``n``'s GPUs at ``times`` (epoch seconds).
+
+    A healthy GPU runs at 1980 MHz with no reason bit while a job runs on the node, else at
+    345 MHz with 0x1 (idle); during an episode with a DCGM signature the GPU's clock is divided
+    by ``S`` and its bits are added (drawn by :mod:`synth.failslow`; silent episodes show
+    nothing). No random draw: the other metrics stay the same.
+    """
+    divisor, bits = gpu_signature(slow, n, g, times * 1000)
+    base = np.where(busy, SM_CLOCK_MHZ, IDLE_CLOCK_MHZ)[:, None]
+    idle = np.where(busy, 0, 0x1)[:, None]
+    return {
+        "sm_clock_mhz": np.round(base / divisor).astype(np.int64),
+        "clock_event_reasons": (idle | bits).astype(np.int64),
+    }
 
 
 def _node_values(

@@ -48,12 +48,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from synth import training_lines
+from synth import failslow, training_lines
 from synth.training_lines import Knobs, Run
 from synth.truth import INTERRUPTION_STATES
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from synth.config import SynthConfig
+    from synth.failslow import Episodes, Pace
     from synth.workload import Attempt, Jobs
 
 TRAINING_NAMES: tuple[str, ...] = ("sft_chat", "vit_train", "diffusion_ft", "rlhf_ppo")
@@ -90,6 +93,8 @@ class TrainingOutput:
     files: dict[str, str] = field(default_factory=dict)
     job_goodput: list[dict[str, Any]] = field(default_factory=list)
     n_lines: int = 0
+    slow_rows: list[dict[str, Any]] = field(default_factory=list)
+    slow_jobs: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
 
 def _uniform(rng: np.random.Generator, bounds: tuple[float, float]) -> float:
@@ -118,12 +123,18 @@ def draw_knobs(config: SynthConfig, rng: np.random.Generator, framework: str) ->
 
 
 def run_attempt(
-    knobs: Knobs, start: int, end: int, resume: int, pre_ms: tuple[int, int] | int
+    knobs: Knobs,
+    start: int,
+    end: int,
+    resume: int,
+    pre_ms: tuple[int, int] | int,
+    pace_of: Callable[[int], Pace | None] | None = None,
 ) -> Run:
     """Lay out one attempt: its start-up or load and warm-up, then steps and saves until ``end``.
 
     ``pre_ms`` is the start-up (an int) or ``(load, warmup)``; the load is skipped when
-    ``resume`` is 0 (nothing to load).
+    ``resume`` is 0 (nothing to load). ``pace_of(first)`` gives the fail-slow pace of the steps
+    from ``first`` on (:mod:`synth.failslow`; None: healthy, every step ``step_ms``).
     """
     if isinstance(pre_ms, int):
         load, first = None, start + pre_ms
@@ -134,12 +145,17 @@ def run_attempt(
     else:
         load, first = None, start + pre_ms[1]
     st, k, c = knobs.step_ms, knobs.ckpt_every, knobs.save_ms
-    n_max = max(0, (end - first) // st + 1)
-    steps = resume + np.arange(1, n_max + 1, dtype=np.int64)
-    saves_before = (steps - 1) // k - resume // k
-    step_end = first + (steps - resume) * st + saves_before * c
-    done = step_end <= end
-    steps, step_end = steps[done], step_end[done]
+    pace = pace_of(first) if pace_of is not None else None
+    durations = None
+    if pace is not None:
+        steps, step_end, durations = failslow.slow_steps(pace, first, end, resume, st, k, c)
+    else:
+        n_max = max(0, (end - first) // st + 1)
+        steps = resume + np.arange(1, n_max + 1, dtype=np.int64)
+        saves_before = (steps - 1) // k - resume // k
+        step_end = first + (steps - resume) * st + saves_before * c
+        done = step_end <= end
+        steps, step_end = steps[done], step_end[done]
     is_save = steps % k == 0
     save_start = step_end[is_save]
     return Run(
@@ -153,6 +169,8 @@ def run_attempt(
         save_step=steps[is_save],
         save_start=save_start,
         save_done=save_start + c <= end,
+        durations=durations,
+        pace=pace,
     )
 
 
@@ -217,6 +235,8 @@ def training_logs(
     attempts: list[Attempt],
     scheduler: np.ndarray | None = None,
     host_names: list[str] | None = None,
+    episodes: Episodes | None = None,
+    gpus_per_node: int = 8,
 ) -> TrainingOutput:
     """Write the training logs of the Slurm training jobs and the truth ``job_goodput``.
 
@@ -229,6 +249,9 @@ def training_logs(
         get a log or a ledger entry.
     host_names
         Node names, for the launcher lines; defaults to ``gpu0001``...
+    episodes, gpus_per_node
+        Fail-slow episodes (:mod:`synth.failslow`) and the fleet's GPUs per node: the steps of
+        an attempt on a slow unit slow down, and ``slow_rows`` / ``slow_jobs`` hold the truth.
 
     Returns
     -------
@@ -252,9 +275,14 @@ def training_logs(
         whole = knobs is not None and knobs.framework == "megatron"
         totals = dict.fromkeys(CATEGORIES, 0)
         writer = (
-            training_lines.LogWriter(knobs, jobs, j, rng, host_names) if knobs is not None else None
+            training_lines.LogWriter(
+                knobs, jobs, j, rng, host_names, _straggler(config, knobs, jobs.raw_id[j], episodes)
+            )
+            if knobs is not None
+            else None
         )
         resume = 0
+        slow = (0, 0, 0)
         for i, a in enumerate(runs):
             start, end = a.start_s * 1000, min(a.end_s * 1000, w1_ms)
             pre = _pre_ms(config, rng, a.number, whole)
@@ -262,9 +290,14 @@ def training_logs(
             if knobs is None or writer is None:
                 part = _plain_truth(end - start, a.number, pre)
             else:
-                run = run_attempt(knobs, start, end, resume, pre)
+                pace_of = _pace_of(episodes, a, end, host_names, gpus_per_node)
+                run = run_attempt(knobs, start, end, resume, pre, pace_of)
                 writer.attempt(run, a)
                 part = attempt_truth(run, knobs, a.number, a.state, final_completed=final_completed)
+                if run.pace is not None:
+                    out.slow_rows += failslow.episode_rows(run.pace, jobs.label[j], a.number)
+                    more = _slow_parts(run, knobs, final_completed=final_completed)
+                    slow = (slow[0] + more[0], slow[1] + more[1], slow[2] + more[2])
                 done = run.save_step[run.save_done]
                 resume = int(done[-1]) if done.size else resume
             for key, value in part.items():
@@ -278,7 +311,59 @@ def training_logs(
         if not ended:
             continue
         out.job_goodput.append(_entry(jobs, j, runs, totals, knobs))
+        if episodes is not None and knobs is not None:
+            out.slow_jobs[jobs.label[j]] = slow
     return out
+
+
+def _straggler(
+    config: SynthConfig, knobs: Knobs, raw_id: int, episodes: Episodes | None
+) -> training_lines.Straggler | None:
+    """Return the straggler reports of a Megatron job's log, with their own draws (or None)."""
+    if episodes is None or config.straggler_lines is None or knobs.framework != "megatron":
+        return None
+    return training_lines.Straggler(
+        kind=config.straggler_lines,
+        report_s=config.straggler_report_s,
+        gpus_per_node=config.gpus_per_node,
+        rng=np.random.default_rng([config.seed, failslow.STRAGGLER_STREAM, int(raw_id)]),
+    )
+
+
+def _pace_of(
+    episodes: Episodes | None, a: Attempt, end: int, host_names: list[str] | None, g: int
+) -> Callable[[int], Pace | None] | None:
+    """Return the attempt's pace from its first step on (None without fail-slow)."""
+    if episodes is None:
+        return None
+    top = max(a.nodes, default=0) + 1
+    names = host_names or [f"gpu{n + 1:04d}" for n in range(top)]
+    return lambda first: failslow.attempt_pace(episodes, a.nodes, names, g, first, end)
+
+
+def _slow_parts(run: Run, knobs: Knobs, *, final_completed: bool) -> tuple[int, int, int]:
+    """Milliseconds above the healthy pace of one attempt: (kept, redone, kept but unlogged).
+
+    Kept steps are those the ledger keeps (``attempt_truth``): every step of the final attempt
+    of a completed job, else the steps up to the attempt's last completed save.
+    """
+    if run.durations is None or run.steps.size == 0:
+        return 0, 0, 0
+    extra = run.durations - knobs.step_ms
+    steps = run.steps
+    done = run.save_step[run.save_done]
+    kept_to = int(done[-1]) if done.size else run.resume
+    if final_completed:
+        kept_to = int(steps[-1])
+    kept = steps <= kept_to
+    shown = steps[steps % knobs.log_every == 0]
+    last_shown = int(shown[-1]) if shown.size else run.resume
+    unlogged = kept & (steps > last_shown)
+    return (
+        int(extra[kept].sum()),
+        int(extra[~kept].sum()),
+        int(extra[unlogged].sum()),
+    )
 
 
 def _entry(

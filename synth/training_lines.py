@@ -28,7 +28,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from synth import straggler_lines
+
 if TYPE_CHECKING:
+    from synth.failslow import Pace
     from synth.workload import Attempt, Jobs
 
 TITAN = "[rank0]:[titan] {} - root - {} - {}"
@@ -53,6 +56,16 @@ class Knobs:
     save_ms: int
 
 
+@dataclass(frozen=True)
+class Straggler:
+    """Straggler reports to write (``SynthConfig.straggler_lines``) and their draws."""
+
+    kind: str  # "megatron" | "nvrx"
+    report_s: int
+    gpus_per_node: int
+    rng: np.random.Generator
+
+
 @dataclass
 class Run:
     """The physical timeline of one attempt (milliseconds since the epoch)."""
@@ -67,6 +80,17 @@ class Run:
     save_step: np.ndarray
     save_start: np.ndarray
     save_done: np.ndarray
+    durations: np.ndarray | None = None  # per step (ms), only when fail-slow slows the attempt
+    pace: Pace | None = None
+
+
+def interval_means(durations: np.ndarray, shown: np.ndarray) -> np.ndarray:
+    """Mean step duration over each shown step's log interval (its steps since the last one)."""
+    idx = np.flatnonzero(shown)
+    csum = np.concatenate([[0], np.cumsum(durations)])
+    lo = np.concatenate([[0], idx[:-1] + 1])
+    means: np.ndarray = (csum[idx + 1] - csum[lo]) / (idx + 1 - lo)
+    return means
 
 
 def stamps(ms: np.ndarray) -> list[str]:
@@ -97,8 +121,12 @@ class LogWriter:
         j: int,
         rng: np.random.Generator,
         host_names: list[str] | None,
+        straggler: Straggler | None = None,
     ) -> None:
         self.knobs = knobs
+        self.straggler = straggler
+        self.hosts: list[str] = []
+        self.world = 0
         self.rng = rng
         self.raw_id = jobs.raw_id[j]
         self.name = jobs.name[j]
@@ -121,6 +149,13 @@ class LogWriter:
 
     def attempt(self, run: Run, a: Attempt) -> None:
         """Append one attempt's lines (none after its end)."""
+        if self.straggler is not None:
+            g = self.straggler.gpus_per_node
+            names = self.host_names or [
+                f"gpu{n + 1:04d}" for n in range(max(a.nodes, default=0) + 1)
+            ]
+            self.hosts = sorted(names[n] for n in a.nodes) or [self.host(a)]
+            self.world = g * len(self.hosts)
         lines = (
             self.megatron(run, a) if self.knobs.framework == "megatron" else self.torchtitan(run)
         )
@@ -220,18 +255,25 @@ class LogWriter:
             zip(run.save_step.tolist(), run.save_done.tolist(), strict=True),
         )
         jitter = self.rng.uniform(0.0, 50.0, size=max(1, len(saves))).tolist()
-        elapsed = f"{k.step_ms:.1f}"
+        elapsed = [f"{k.step_ms:.1f}"] * steps.size
+        if run.durations is not None:  # fail-slow: the exact mean over each line's steps
+            means = interval_means(run.durations, shown)
+            elapsed = [f"{m:.1f}" for m in means.tolist()]
+            tput = (np.array(tput) * k.step_ms / means).tolist()
+        reports = self._reports(run, shown, times)
         total, gbs = self.total, self.gbs
-        head = f" | elapsed time per iteration (ms): {elapsed} | throughput per GPU (TFLOP/s/GPU): "
+        head = " | elapsed time per iteration (ms): "
         n_save = 0
         for i, (n, when) in enumerate(zip(steps.tolist(), times, strict=True)):
             lr = 3.0e-4 * min(1.0, n / 2000)
             lines.append(
                 f" [{when}] iteration {n:8d}/{total:8d} | consumed samples: {n * gbs:12d}"
-                f"{head}{tput[i]:.1f} | learning rate: {lr:E} | global batch size: {gbs:5d} | "
+                f"{head}{elapsed[i]} | throughput per GPU (TFLOP/s/GPU): "
+                f"{tput[i]:.1f} | learning rate: {lr:E} | global batch size: {gbs:5d} | "
                 f"lm loss: {loss[i]:E} | loss scale: 1.0 | grad norm: {grad[i]:.3f} | "
                 "number of skipped iterations:   0 | number of nan iterations:   0 |"
             )
+            lines += reports.get(i, [])
             if i == 0:
                 lines.append(
                     f"[Rank 0] (after {n} iterations) memory (MB) | allocated: 33437.7109375 | "
@@ -248,6 +290,45 @@ class LogWriter:
                     ]
                 n_save += 1
         return lines
+
+    def _reports(self, run: Run, shown: np.ndarray, times: list[str]) -> dict[int, list[str]]:
+        """Straggler report lines to print after each progress line (by its index)."""
+        spec = self.straggler
+        if spec is None:
+            return {}
+        k = self.knobs
+        durations = (
+            run.durations if run.durations is not None else np.full(run.steps.size, k.step_ms)
+        )
+        starts = run.step_end - durations
+        idx = np.flatnonzero(shown)
+        out: dict[int, list[str]] = {}
+        if spec.kind == "megatron":
+            lo = np.maximum(idx + 1 - k.log_every, 0)
+            for i, (a, b) in enumerate(zip(lo.tolist(), idx.tolist(), strict=True)):
+                slow = straggler_lines.slow_means(run.pace, starts[a : b + 1])
+                clocks = {} if run.pace is None else run.pace.signature_clocks(int(run.step_end[b]))
+                out[i] = straggler_lines.megatron_report(
+                    spec.rng, times[i], self.world, k.step_ms, self.tflops, slow, clocks
+                )
+            return out
+        due = run.first + spec.report_s * 1000 * np.arange(
+            1, 1 + (run.end - run.first) // (spec.report_s * 1000)
+        )
+        at = np.searchsorted(run.step_end, due)  # the step whose end reaches the report time
+        prev = 0
+        for step_i in at.tolist():
+            line_i = int(np.searchsorted(idx, step_i))
+            if step_i >= run.steps.size or line_i >= idx.size or step_i < prev:
+                continue
+            slow = straggler_lines.slow_means(run.pace, starts[prev : step_i + 1])
+            out.setdefault(line_i, []).extend(
+                straggler_lines.nvrx_report(
+                    spec.rng, self.world, self.hosts, spec.gpus_per_node, slow
+                )
+            )
+            prev = step_i + 1
+        return out
 
     def torchtitan(self, run: Run) -> list[str]:
         """Torchtitan lines of one attempt."""
@@ -312,6 +393,8 @@ class LogWriter:
         times = [titan_time(s) for s in stamps(ends)]
         loss = self.losses(steps).tolist()
         tps = np.round(2000 + 40 * self.tflops * (1 + 0.01 * self.rng.standard_normal(steps.size)))
+        if run.durations is not None:  # fail-slow: tokens per second fall with the pace
+            tps = np.round(tps * k.step_ms / interval_means(run.durations, shown))
         tps_list = tps.astype(np.int64).tolist()
         saves = dict(zip(run.save_step.tolist(), run.save_done.tolist(), strict=True))
         save_ends = [titan_time(s) for s in stamps(run.save_start + k.save_ms)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -19,6 +19,9 @@ from pipelines.cli.render import (
     rows_table,
 )
 from pipelines.cli.root import app
+
+if TYPE_CHECKING:
+    from synth import SynthConfig
 
 OutOption = Annotated[Path, typer.Option(help="Landing folder to write.")]
 PresetOption = Annotated[
@@ -73,6 +76,57 @@ TrainingLogsOption = Annotated[
         help="Write training logs (Megatron / torchtitan) for the training jobs and the "
         "per-job goodput truth (job_goodput).",
     ),
+]
+SlowPresetOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="NAME",
+        help="Fail-slow knob set: published (episodes of under a minute to about 10 h, at a "
+        "rate that slows about 42 % of the default fleet's training jobs); the --slow-* "
+        "options override it. Needs --training-logs.",
+    ),
+]
+SlowRateOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        help="Fail-slow episodes per GPU-hour (default 0: none): slow steps in the training "
+        "logs, truth in slow_episodes / slow_jobs. Needs --training-logs.",
+    ),
+]
+SlowDurationOption = Annotated[
+    tuple[float, float] | None,
+    typer.Option(metavar="MEDIAN_S SIGMA", help="Lognormal episode duration (default 1470 1.37)."),
+]
+SlowFactorOption = Annotated[
+    tuple[float, float] | None,
+    typer.Option(
+        metavar="MEDIAN SIGMA",
+        help="Lognormal law of S - 1, S the slow unit's slowdown (default 0.1 1.0).",
+    ),
+]
+SlowUnitOption = Annotated[
+    str | None, typer.Option(metavar="gpu|node", help="What an episode slows (default gpu).")
+]
+SlowDcgmShareOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        max=1.0,
+        help="Share of episodes with a DCGM signature (clock-event reasons, SM clock / S); "
+        "the rest are silent (default 0).",
+    ),
+]
+StragglerLinesOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="megatron|nvrx",
+        help="Per-rank straggler reports in the Megatron logs: StragglerDetector lines every "
+        "log interval, or NVRx reports every --straggler-report-s.",
+    ),
+]
+StragglerReportOption = Annotated[
+    int | None, typer.Option(min=1, help="Seconds between NVRx reports (default 300).")
 ]
 FamilyOption = Annotated[
     list[str] | None,
@@ -130,6 +184,14 @@ def synth(
     dcgm_interval_s: DcgmIntervalOption = None,
     precursor_share: PrecursorShareOption = None,
     training_logs: TrainingLogsOption = False,
+    slow_preset: SlowPresetOption = None,
+    slow_rate_per_gpu_hour: SlowRateOption = None,
+    slow_duration_s: SlowDurationOption = None,
+    slow_factor: SlowFactorOption = None,
+    slow_unit: SlowUnitOption = None,
+    slow_dcgm_share: SlowDcgmShareOption = None,
+    straggler_lines: StragglerLinesOption = None,
+    straggler_report_s: StragglerReportOption = None,
     family: FamilyOption = None,
     fixes: FixesOption = None,
     bad_unit_share: BadUnitShareOption = None,
@@ -170,6 +232,16 @@ def synth(
             config = config.with_fixes(_class_fixes(fixes))
         if rate:
             config = config.with_non_hardware(_class_rates(rate))
+        slow = {
+            "slow_rate_per_gpu_hour": slow_rate_per_gpu_hour,
+            "slow_duration_s": slow_duration_s,
+            "slow_factor": slow_factor,
+            "slow_unit": slow_unit,
+            "slow_dcgm_share": slow_dcgm_share,
+            "straggler_lines": straggler_lines,
+            "straggler_report_s": straggler_report_s,
+        }
+        config = _with_slow(config, slow_preset, slow)
     except ValueError as error:  # a knob value it cannot use: usage, exit 2
         exit_for(error)
     truth = synthesize(out, config)
@@ -204,7 +276,22 @@ def _fleet_summary(
     }
     if training_logs:
         summary["training_jobs"] = sum(1 for j in truth["job_goodput"] if j["has_training_log"])
+    if "slow_jobs" in truth:  # fail-slow on: the fleet's episodes and the jobs they slowed
+        summary["slow_episodes"] = truth["slow_fleet"]["n_episodes"]
+        summary["straggling_jobs"] = sum(1 for s in truth["slow_jobs"].values() if s > 0)
     return summary
+
+
+def _with_slow(config: SynthConfig, preset: str | None, knobs: dict[str, Any]) -> SynthConfig:
+    """Apply the fail-slow preset, then the ``--slow-*`` options given (None: not given)."""
+    from dataclasses import replace
+
+    from synth.failslow import with_slow_preset
+
+    given = {name: value for name, value in knobs.items() if value is not None}
+    if preset is not None:
+        return with_slow_preset(config, preset, **given)
+    return replace(config, **given) if given else config
 
 
 def _pairs(option: str, pairs: list[str], example: str) -> dict[str, str]:
