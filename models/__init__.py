@@ -144,6 +144,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "project",
     ),
     "goodput_core": (),
+    "goodput_slow": (),
     "group_summary": (
         "FamilyCheck",
         "FamilyFit",
@@ -237,6 +238,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "period_mtbf",
     ),
     "scenario": (
+        "FAIL_SLOW_KNOBS",
         "KNOBS",
         "RSC1_NODE_FAILURES_PER_1000_NODE_DAYS",
         "ClassRate",
@@ -247,6 +249,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "simulate": ("simulate_job",),
     "simulate_naive": ("simulate_job_naive",),
+    "simulate_slow": (),
     "survival": ("fit_lives",),
     "simulate_plan": ("SimulationSummary",),
     "sweep": (

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from models.goodput_core import project_core
+from models.goodput_slow import with_fail_slow
 from models.renewal import RENEWAL_GRID, expected_failures_at, fleet_age_assumption
 from models.scenario import Scenario  # noqa: TC001 (stays importable from here, see below)
 
@@ -68,6 +69,9 @@ def project_arrays(
     in such interrupted waits, times goodput, bounds it (measured against the Monte Carlo of
     :mod:`models.simulate`: errors of 0.2-20 % of goodput where a quarter or more of the
     waits are interrupted, a few tenths of a percent where none are).
+
+    With ``slow_laws``, fail-slow is joined in (:func:`models.goodput_slow.with_fail_slow`):
+    goodput and the lost GPU-hours count both causes, and the fail-slow outputs are added.
     """
     fine = project_core(s, over, mtbf_override, fine=True)
     out = dict(fine.outputs)
@@ -79,7 +83,7 @@ def project_arrays(
     out["goodput_error_bound"] = (
         discretisation + fine.edge_effect + fine.contention * out["goodput"]
     )
-    return out
+    return with_fail_slow(s, over, out)
 
 
 _project_arrays = project_arrays

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 import numpy as np
 
+from models.failslow_laws import SlowLaws
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from dataclasses import Field
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 __all__ = [
+    "FAIL_SLOW_KNOBS",
     "KNOBS",
     "RSC1_NODE_FAILURES_PER_1000_NODE_DAYS",
     "ClassRate",
@@ -45,8 +48,17 @@ hours: the class then fails about never within any job."""
 _STRATEGIES = ("restart", "hot_spare", "elastic")
 _LEVELS = ("gpu", "node")
 _FLEET_AGES = ("steady_state", "new")
+_EVICTIONS = ("restart", "hot_spare", "planned")
 KnobKind = Literal[
-    "int", "float", "optional_float", "text", "rates", "fleet_age", "weibull_shape", "node_groups"
+    "int",
+    "float",
+    "optional_float",
+    "text",
+    "rates",
+    "fleet_age",
+    "weibull_shape",
+    "node_groups",
+    "slow_laws",
 ]
 """How a knob's value is written and read (:func:`pipelines.analysis.knobs.knob_value` parses
 each kind): a whole number, a number, a number or None, a word, or one of the structured knobs."""
@@ -266,6 +278,25 @@ class Scenario:
         (lifetimes scaled by ``1 / rate_multiplier``, shape kept), e.g. ``((0.1, 3.0),)`` for
         one firmware batch on a tenth of the nodes. Shares add up to at most 1; the rest of the
         units fail at the given rates. Simulations give a group ``round(share * units)`` units.
+    slow_laws
+        Fail-slow episodes (:class:`~models.failslow_laws.SlowLaws`, one per kind of unit: GPU
+        or node): their rate per unit-hour, duration law and slowdown law. Empty (the default)
+        projects fail-stop only; set, the projection runs the job at the pace of its slowest
+        unit (:mod:`models.failslow`) and splits the lost GPU-hours by cause.
+    straggler_detect_s
+        Time from a slow episode's start until it is detected and acted on, seconds; ``None``
+        (the default) never evicts a slow unit.
+    straggler_tolerance
+        ``theta``: an episode slowing its unit by ``1 + theta`` or less is tolerated (never
+        evicted), 0 or more.
+    straggler_evict
+        How a detected slow unit is evicted, priced by :func:`models.failslow.eviction_cost_s`:
+        ``"restart"`` (the job restarts without it: reschedule, reload, warm-up and the rollback
+        to the last checkpoint), ``"hot_spare"`` (a spare is swapped in: no reschedule) or
+        ``"planned"`` (a checkpoint, then a move off the unit as a drain: no rollback).
+    straggler_evict_s
+        Time from detection until the slow unit is out of the job, seconds; the job runs at the
+        slow pace meanwhile.
     """
 
     n_gpus: int = field(
@@ -314,12 +345,27 @@ class Scenario:
     node_groups: tuple[tuple[float, float], ...] = field(
         default=(), metadata=_knob("node_groups", "", option="--node-group", categorical=True)
     )
+    slow_laws: tuple[SlowLaws, ...] = field(
+        default=(), metadata=_knob("slow_laws", "", option=None, categorical=True)
+    )
+    straggler_detect_s: float | None = field(
+        default=None, metadata=_knob("optional_float", "s", categorical=True)
+    )
+    straggler_tolerance: float = field(
+        default=0.05,
+        metadata=_knob("float", "share", categorical=True, bound="non_negative"),
+    )
+    straggler_evict: str = field(default="restart", metadata=_knob("text", "", categorical=True))
+    straggler_evict_s: float = field(
+        default=0.0, metadata=_knob("float", "s", categorical=True, bound="non_negative")
+    )
 
     def __post_init__(self) -> None:
         """Store mappings and lists as tuples, check every knob; a bad one raises ``ValueError``."""
         self._normalise_groups_and_shapes()
         _check_positive(self, *_POSITIVE)
         _check_non_negative(self, *_NON_NEGATIVE)
+        self._check_fail_slow()
         if not (math.isfinite(self.hang_share) and 0 <= self.hang_share <= 1):
             msg = f"hang_share is a share of interruptions, from 0 to 1, got {self.hang_share}."
             raise ValueError(msg)
@@ -427,6 +473,41 @@ class Scenario:
         object.__setattr__(self, "node_groups", tuple(groups))
         if isinstance(self.fleet_age, (list, tuple)):
             object.__setattr__(self, "fleet_age", age_mix(self.fleet_age))
+
+    def __repr__(self) -> str:
+        """Return the dataclass repr, with the fail-slow knobs only where they are set.
+
+        A fail-stop scenario's repr is what it was before they existed, and so are the Monte
+        Carlo seeds :func:`models.mc_sweep.point_seed` hashes from it.
+        """
+        shown = (
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)
+            if f.name not in FAIL_SLOW_KNOBS or getattr(self, f.name) != f.default
+        )
+        return f"{type(self).__qualname__}({', '.join(shown)})"
+
+    def _check_fail_slow(self) -> None:
+        """Store the slow laws as a tuple and check the straggler knobs."""
+        raw: Any = self.slow_laws
+        laws = (raw,) if isinstance(raw, SlowLaws) else tuple(raw)
+        if not all(isinstance(law, SlowLaws) for law in laws):
+            msg = (
+                "slow_laws must be SlowLaws (models.failslow_laws), one per kind of unit; "
+                "fit them with fit_slow_laws or give {unit, rate_per_unit_h, duration, excess}."
+            )
+            raise TypeError(msg)
+        object.__setattr__(self, "slow_laws", laws)
+        detect = self.straggler_detect_s
+        if detect is not None and not (math.isfinite(detect) and detect >= 0):
+            msg = (
+                f"straggler_detect_s must be 0 or more seconds, or None (never evict), "
+                f"got {detect}."
+            )
+            raise ValueError(msg)
+        if self.straggler_evict not in _EVICTIONS:
+            msg = f"straggler_evict must be one of {_EVICTIONS}, got {self.straggler_evict!r}."
+            raise ValueError(msg)
 
     def unit_groups(self) -> tuple[tuple[float, float], ...]:
         """``(share, rate_multiplier)`` of every group of units, the ordinary rest included."""
@@ -539,6 +620,14 @@ pass)."""
 _CATEGORICAL = CATEGORICAL_KNOBS  # the old name, read by tests/hardening/test_scale_out.py
 _POSITIVE = tuple(k.name for k in KNOBS if k.bound == "positive")
 _NON_NEGATIVE = tuple(k.name for k in KNOBS if k.bound == "non_negative")
+FAIL_SLOW_KNOBS = (
+    "slow_laws",
+    "straggler_detect_s",
+    "straggler_tolerance",
+    "straggler_evict",
+    "straggler_evict_s",
+)
+"""The fail-slow knobs: at their defaults (no slow laws) every output is the fail-stop one."""
 
 
 def _number_pair(
@@ -623,7 +712,14 @@ class Projection(TypedDict):
     ``fleet_age_assumption``, ``extrapolated_classes``,
     ``extrapolation_note`` (only when some class is extrapolated), ``uncertainty``; with
     sampling also ``*_lo`` / ``*_hi`` for ``mtti_h``, ``ettr``, ``goodput`` and
-    ``expected_interruptions``. Being a ``TypedDict``, it is indexed like any dict.
+    ``expected_interruptions``. With ``slow_laws`` (fail-slow, :mod:`models.goodput_slow`),
+    ``goodput``, ``useful_gpu_h``, ``lost_gpu_h_total`` and ``energy_lost_mwh`` count fail-stop
+    and fail-slow, and these are added: ``goodput_fail_stop`` (fail-stop alone),
+    ``slow_share`` (the share of the running time lost to the slowest unit's pace),
+    ``slowdown`` (``1 / (1 - slow_share)``), ``expected_evictions`` (of slow units, over the
+    job), ``lost_gpu_h_fail_stop``, ``lost_gpu_h_fail_slow`` and its parts ``lost_gpu_h_slow``
+    (the slow pace) and ``lost_gpu_h_eviction`` (the evictions' stalls); the goodput interval
+    counts both too. Being a ``TypedDict``, it is indexed like any dict.
     """
 
     mtti_h: float
@@ -666,3 +762,11 @@ class Projection(TypedDict):
     goodput_hi: NotRequired[float]
     expected_interruptions_lo: NotRequired[float]
     expected_interruptions_hi: NotRequired[float]
+    goodput_fail_stop: NotRequired[float]
+    slow_share: NotRequired[float]
+    slowdown: NotRequired[float]
+    expected_evictions: NotRequired[float]
+    lost_gpu_h_fail_stop: NotRequired[float]
+    lost_gpu_h_fail_slow: NotRequired[float]
+    lost_gpu_h_slow: NotRequired[float]
+    lost_gpu_h_eviction: NotRequired[float]

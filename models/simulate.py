@@ -83,6 +83,10 @@ cross-check):
   replica group leaves without stalling the others (nothing is rolled back, no checkpoint is
   needed) and is out for the migration.
 
+* **Fail-slow** (``slow_laws``). Each trial draws its own slow episodes over the job's units
+  and scales its productive time by the share the slow pace and the evictions leave
+  (:mod:`models.simulate_slow`).
+
 With exponential lifetimes this is the model of :func:`models.goodput.project`, which it must
 match within Monte Carlo error (up to the start and end of the window).
 """
@@ -94,6 +98,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from models.simulate_plan import Plan, SimulationSummary, build_plan, failure_matrix, trial_summary
+from models.simulate_slow import slow_trials
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -578,4 +583,6 @@ def simulate_job(
         else:
             parts.append(_account(plan, fail, rng))
     per_trial = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+    if scenario.slow_laws:
+        per_trial |= slow_trials(scenario, per_trial["goodput"], plan.tau_s, rng)
     return trial_summary(plan, per_trial, "vectorised")

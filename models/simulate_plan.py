@@ -30,6 +30,15 @@ if TYPE_CHECKING:
 __all__ = ["SimulationSummary"]
 
 _LOSSES = ("checkpoint", "rework", "restart", "spares_wait", "drain")
+_SLOW_TRIALS = ("slow_share", "n_evictions", "slow", "eviction")
+_SLOW_FIELDS = (
+    "goodput_fail_stop",
+    "slow_share",
+    "slow_share_se",
+    "evictions",
+    "lost_gpu_h_slow",
+    "lost_gpu_h_eviction",
+)
 
 
 @dataclass(frozen=True)
@@ -271,7 +280,13 @@ class SimulationSummary:
     ``mtti_h_se`` (delta method); ``checkpoint_interval_min``; ``lost_gpu_h_checkpoint`` /
     ``_rework`` / ``_restart`` / ``_spares_wait`` / ``_drain`` / ``_total``;
     ``energy_lost_mwh``; ``fleet_age_assumption``; and ``trials``, a polars frame with one row
-    per trial. ``method`` is ``vectorised`` or ``naive``.
+    per trial. ``method`` is ``vectorised`` or ``naive``. With ``slow_laws`` (fail-slow,
+    :mod:`models.simulate_slow`) ``goodput`` and the total loss count both causes, and
+    ``goodput_fail_stop``, ``slow_share`` with ``slow_share_se``, ``evictions`` (mean per
+    trial, while the job computes: a trial's evictions x its fail-stop goodput),
+    ``lost_gpu_h_slow`` and ``lost_gpu_h_eviction`` are set (None otherwise), and
+    ``trials`` has ``slow_share``, ``n_evictions``, ``slow`` and ``eviction`` (the shares of the
+    window each lost) too.
     """
 
     method: str
@@ -299,10 +314,17 @@ class SimulationSummary:
     energy_lost_mwh: float
     fleet_age_assumption: str
     trials: pl.DataFrame
+    goodput_fail_stop: float | None = None
+    slow_share: float | None = None
+    slow_share_se: float | None = None
+    evictions: float | None = None
+    lost_gpu_h_slow: float | None = None
+    lost_gpu_h_eviction: float | None = None
 
     def to_dict(self) -> dict[str, object]:
-        """Return the fields as a plain dict, in field order (``trials`` last)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Return the fields as a plain dict, in field order; the fail-slow ones when set."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {k: v for k, v in out.items() if k not in _SLOW_FIELDS or v is not None}
 
 
 def trial_summary(
@@ -328,6 +350,7 @@ def trial_summary(
             "n_job_interruptions": jobs.astype(np.int64),
             "n_drains": drains.astype(np.int64),
             **{f"lost_frac_{key}": per_trial[key] for key in _LOSSES},
+            **{key: per_trial[key] for key in _SLOW_TRIALS if key in per_trial},
         }
     )
     return SimulationSummary(
@@ -358,4 +381,21 @@ def trial_summary(
         energy_lost_mwh=lost_total * plan.gpu_power_w * plan.pue / 1e6,
         fleet_age_assumption=plan.fleet_age_assumption,
         trials=trials,
+        **_slow_summary(per_trial, gpu_h),
     )
+
+
+def _slow_summary(per_trial: dict[str, NDArray[np.float64]], gpu_h: float) -> dict[str, float]:
+    """Return the fail-slow fields of a summary (none without fail-slow draws)."""
+    if "slow_share" not in per_trial:
+        return {}
+    slow, eviction = per_trial["slow"], per_trial["eviction"]
+    fail_stop = per_trial["goodput"] + slow + eviction
+    return {
+        "goodput_fail_stop": float(fail_stop.mean()),
+        "slow_share": float(per_trial["slow_share"].mean()),
+        "slow_share_se": _standard_error(per_trial["slow_share"]),
+        "evictions": float((per_trial["n_evictions"] * fail_stop).mean()),
+        "lost_gpu_h_slow": float(slow.mean()) * gpu_h,
+        "lost_gpu_h_eviction": float(eviction.mean()) * gpu_h,
+    }

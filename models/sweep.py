@@ -23,6 +23,8 @@ from models.scenario import CATEGORICAL_KNOBS, SECONDS_PER_HOUR, Scenario, age_m
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from models.failslow_laws import SlowLaws
+
 
 __all__ = ["drain_sweep", "knob_label", "sweep"]
 
@@ -97,8 +99,9 @@ def knob_label(knob: str, value: Any) -> Any:
 
     ``rates`` as its class names; ``weibull_shape`` as ``0.7`` or ``gpu=0.7,nic=1.2`` (``fits``
     for none: each class keeps its own); ``node_groups`` as ``0.1:3,0.05:10`` (``none``); an
-    age mix (``fleet_age``) as ``0h:0.5,8760h:0.5`` (age in hours : share). Other
-    knobs as ``str(value)``.
+    age mix (``fleet_age``) as ``0h:0.5,8760h:0.5`` (age in hours : share); ``slow_laws``
+    as ``gpu:1e-05/h`` (unit and episode rate, one per law; ``none``). Other knobs as
+    ``str(value)``.
     """
     if knob == "rates":
         return ",".join(r.component_class for r in value) or "default"
@@ -112,10 +115,17 @@ def knob_label(knob: str, value: Any) -> Any:
         return f"{float(value):g}"
     if knob == "node_groups":
         return ",".join(f"{float(s):g}:{float(m):g}" for s, m in value) or "none"
+    if knob == "slow_laws":
+        return ",".join(_slow_label(law) for law in value) or "none"
     if knob == "fleet_age" and isinstance(value, (tuple, list)):
         pairs = age_mix(value)
         return ",".join(f"{age:g}h:{share:g}" for age, share in pairs)
     return str(value)
+
+
+def _slow_label(law: SlowLaws) -> str:
+    """Return a slow law as its unit and episode rate (``gpu:1e-05/h``)."""
+    return f"{law.unit}:{law.rate_per_unit_h:g}/h"
 
 
 def drain_sweep(base: Scenario, curve: pl.DataFrame) -> pl.DataFrame:

@@ -36,7 +36,8 @@ def cli_knobs(params: Mapping[str, Any]) -> dict[str, Any]:
     Every knob of the table with an option, plus ``restart_s``; an option left at None (not
     given) is left out, so the Scenario default or a measured value holds. Repeated options
     (``--node-group``, ``--weibull-shape``) are joined with commas; ``failure_domain_gpus``
-    defaults to ``gpus_per_node`` (a node).
+    defaults to ``gpus_per_node`` (a node); the ``--slow-*`` options give ``slow_laws``
+    (:func:`slow_option_laws`).
     """
     out: dict[str, Any] = {}
     for knob in KNOBS:
@@ -49,6 +50,9 @@ def cli_knobs(params: Mapping[str, Any]) -> dict[str, Any]:
             out[knob.name] = value
     if params[RESTART_S] is not None:
         out[RESTART_S] = params[RESTART_S]
+    laws = slow_option_laws(params)
+    if laws is not None:
+        out["slow_laws"] = laws
     if not out.get("failure_domain_gpus"):
         out["failure_domain_gpus"] = out["gpus_per_node"]
     return out
@@ -255,12 +259,112 @@ def class_rates(value: Any, *, where: str = "rates") -> tuple[Any, ...]:
     return tuple(out)
 
 
+_SLOW_KEYS = {"unit", "rate_per_unit_h", "duration", "excess"}
+_SLOW_EXAMPLE = (
+    "{unit: gpu, rate_per_unit_h: 1e-4, duration: {median_s: 1800, sigma: 1}, "
+    "excess: {median: 0.3, sigma: 0.8}}"
+)
+
+
+def slow_laws(value: Any, *, where: str = "slow_laws") -> tuple[Any, ...]:
+    """Return fail-slow episode laws: one log-normal :class:`models.SlowLaws` per kind of unit.
+
+    A mapping ``{unit, rate_per_unit_h, duration: {median_s, sigma}, excess: {median,
+    sigma}}`` (``unit`` ``gpu`` or ``node``, default ``gpu``; ``sigma`` default 0, a fixed
+    value; ``excess`` is the slowdown less 1), a list of them, or ``none`` / an empty list.
+    """
+    from models import SlowLaws
+
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
+        return ()
+    if isinstance(value, (SlowLaws, Mapping)):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        msg = f"{where}: slow laws are a mapping or a list of them, e.g. {_SLOW_EXAMPLE}"
+        raise ValueError(msg)
+    return tuple(_slow_law(item, where=where) for item in value)
+
+
+def _slow_law(item: Any, *, where: str) -> Any:
+    from models import LogNormalLaw, SlowLaws
+
+    if isinstance(item, SlowLaws):
+        return item
+    if not isinstance(item, Mapping) or set(item) - _SLOW_KEYS:
+        msg = f"{where}: each slow law is a mapping with keys among {sorted(_SLOW_KEYS)}"
+        raise ValueError(msg)
+    laws = []
+    for key, median in (("duration", "median_s"), ("excess", "median")):
+        law = item.get(key)
+        if not isinstance(law, Mapping) or median not in law or set(law) - {median, "sigma"}:
+            msg = f"{where}: {key} is {{{median}: ..., sigma: ...}}, e.g. {_SLOW_EXAMPLE}"
+            raise ValueError(msg)
+        laws.append(
+            (
+                _number(law[median], where=f"{where} ({key} {median})"),
+                _number(law.get("sigma", 0.0), where=f"{where} ({key} sigma)"),
+            )
+        )
+    try:
+        return SlowLaws(
+            rate_per_unit_h=_number(item.get("rate_per_unit_h"), where=f"{where} (rate)"),
+            duration_s=LogNormalLaw(*laws[0]),
+            excess=LogNormalLaw(*laws[1]),
+            unit=str(item.get("unit", "gpu")),
+        )
+    except ValueError as error:
+        msg = f"{where}: {error}"
+        raise ValueError(msg) from None
+
+
+#: ``relia project``'s options for one log-normal GPU law (:func:`slow_option_laws`).
+SLOW_OPTIONS = (
+    "slow_rate_per_gpu_h",
+    "slow_duration_median_s",
+    "slow_duration_sigma",
+    "slow_excess_median",
+    "slow_excess_sigma",
+)
+
+
+def slow_option_laws(params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Return the YAML form of the GPU slow law ``relia project``'s ``--slow-*`` options give.
+
+    None when ``--slow-rate-per-gpu-h`` is not given (and no other ``--slow-*`` option is);
+    the two medians are needed with it, the sigmas default to 0 (a fixed value).
+    """
+    given = {k: params.get(k) for k in SLOW_OPTIONS}
+    if all(v is None for v in given.values()):
+        return None
+    missing = [
+        "--" + k.replace("_", "-")
+        for k in ("slow_rate_per_gpu_h", "slow_duration_median_s", "slow_excess_median")
+        if given[k] is None
+    ]
+    if missing:
+        msg = f"a fail-slow law needs {', '.join(missing)} too (the sigmas default to 0)"
+        raise ValueError(msg)
+    return {
+        "unit": "gpu",
+        "rate_per_unit_h": given["slow_rate_per_gpu_h"],
+        "duration": {
+            "median_s": given["slow_duration_median_s"],
+            "sigma": given["slow_duration_sigma"] or 0.0,
+        },
+        "excess": {
+            "median": given["slow_excess_median"],
+            "sigma": given["slow_excess_sigma"] or 0.0,
+        },
+    }
+
+
 #: The parser of each structured kind of knob (the others are numbers or text).
 _PARSERS: dict[str, Callable[..., Any]] = {
     "weibull_shape": weibull_shape,
     "node_groups": node_groups,
     "fleet_age": fleet_age,
     "rates": class_rates,
+    "slow_laws": slow_laws,
 }
 
 

@@ -325,8 +325,15 @@ def _check_warehouse(db_path: Path) -> None:
 
 # the scenario as JSON (relia project/whatif --json): a dict is the edge
 def _scenario_dict(scenario: Any) -> dict[str, Any]:
+    from models import FAIL_SLOW_KNOBS, KNOBS
+
     out = dataclasses.asdict(scenario)
     out["rates"] = [dataclasses.asdict(r) for r in scenario.rates]
+    defaults = {k.name: k.default for k in KNOBS}
+    if not scenario.slow_laws:  # fail-stop only: the fail-slow knobs are said only when set
+        for name in FAIL_SLOW_KNOBS:
+            if out[name] == defaults[name]:
+                del out[name]
     return out
 
 

@@ -72,6 +72,17 @@ _PROJECTION_KEYS = (
     "energy_lost_mwh",
     "goodput_error_bound",
 )
+#: Fail-slow figures, in the projection only when slow laws are set (models.goodput_slow).
+_SLOW_KEYS = (
+    "goodput_fail_stop",
+    "slow_share",
+    "slowdown",
+    "expected_evictions",
+    "lost_gpu_h_fail_stop",
+    "lost_gpu_h_fail_slow",
+    "lost_gpu_h_slow",
+    "lost_gpu_h_eviction",
+)
 
 
 # the knob options of `relia project`, in the order --help lists them; their help states the
@@ -223,6 +234,54 @@ DrainPrecisionOption = Annotated[
 DrainMigrationOption = Annotated[
     float, typer.Option(min=0.0, help="Moving the job off a drained node, s.")
 ]
+StragglerDetectOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        help="Fail-slow: time to detect a slow GPU or node and evict it, s (default: never evict).",
+    ),
+]
+StragglerToleranceOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0, help="Fail-slow: slowdown tolerated, never evicted: 1 + this (default 0.05)."
+    ),
+]
+StragglerEvictOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="restart|hot_spare|planned",
+        help="Fail-slow: how a slow unit is evicted: a restart without it, a hot-spare swap, "
+        "or a planned move after a checkpoint (default restart).",
+    ),
+]
+StragglerEvictSOption = Annotated[
+    float | None,
+    typer.Option(min=0.0, help="Fail-slow: detection to eviction, s; the job runs slow meanwhile."),
+]
+SlowRateOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        help="Fail-slow: slow episodes per GPU-hour (one log-normal GPU law; several laws or "
+        "node ones: slow_laws in a sweep YAML). Default: no fail-slow.",
+    ),
+]
+SlowDurationOption = Annotated[
+    float | None, typer.Option(min=0.0, help="Fail-slow: median episode duration, s.")
+]
+SlowDurationSigmaOption = Annotated[
+    float | None,
+    typer.Option(min=0.0, help="Fail-slow: log-normal sigma of durations (0: fixed)."),
+]
+SlowExcessOption = Annotated[
+    float | None,
+    typer.Option(min=0.0, help="Fail-slow: median slowdown less 1 (0.3: 1.3x step time)."),
+]
+SlowExcessSigmaOption = Annotated[
+    float | None,
+    typer.Option(min=0.0, help="Fail-slow: log-normal sigma of slowdown less 1 (0: fixed)."),
+]
 TrialsOption = Annotated[int, typer.Option(min=0, help="Monte Carlo trials to run as well.")]
 SamplesOption = Annotated[int, typer.Option(min=0, help="Parameter samples for intervals.")]
 
@@ -261,6 +320,15 @@ def project(
     drain_recall: DrainRecallOption = 0.0,
     drain_precision: DrainPrecisionOption = 1.0,
     drain_migration_s: DrainMigrationOption = 300.0,
+    straggler_detect_s: StragglerDetectOption = None,
+    straggler_tolerance: StragglerToleranceOption = None,
+    straggler_evict: StragglerEvictOption = None,
+    straggler_evict_s: StragglerEvictSOption = None,
+    slow_rate_per_gpu_h: SlowRateOption = None,
+    slow_duration_median_s: SlowDurationOption = None,
+    slow_duration_sigma: SlowDurationSigmaOption = None,
+    slow_excess_median: SlowExcessOption = None,
+    slow_excess_sigma: SlowExcessSigmaOption = None,
     simulate: TrialsOption = 0,
     samples: SamplesOption = 2000,
     seed: int = 0,
@@ -310,7 +378,7 @@ def project(
         return
     rows = _figure_rows(result)
     if shown is OutputFormat.csv:
-        print_csv(rows)
+        print_csv(rows + _figure_rows(result, _SLOW_KEYS))
         return
     _print_projection(
         result, rows, gpus=gpus, strategy=strategy, job_days=job_days, simulate=simulate
@@ -334,6 +402,13 @@ def _print_projection(
             _class_rows(result["expected_interruptions_by_class"]),
         )
     )
+    if "slow_share" in result:
+        console.print(
+            rows_table(
+                "fail-slow (the job at its slowest unit's pace; goodput above counts both)",
+                _figure_rows(result, _SLOW_KEYS),
+            )
+        )
     _print_assumptions(result)
     _print_inputs(result)
     if "simulation" in result:
@@ -357,11 +432,13 @@ def _check_rate_options(
         exit_usage("--process chooses the rates of --from-fits: give both")
 
 
-def _figure_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+def _figure_rows(
+    result: dict[str, Any], keys: tuple[str, ...] = _PROJECTION_KEYS
+) -> list[dict[str, Any]]:
     """Return the projection's figures as table rows, ``n/a`` where ETTR has no value."""
     return [
         {"figure": k, "value": "n/a (see ettr_note)" if result[k] is None else result[k]}
-        for k in _PROJECTION_KEYS
+        for k in keys
         if k in result
     ]
 

@@ -36,7 +36,18 @@ LOCAL = "local"
 
 T = TypeVar("T")
 
-CATEGORICAL_KNOBS = ("strategy", "fleet_age", "rates", "weibull_shape", "node_groups")
+CATEGORICAL_KNOBS = (
+    "strategy",
+    "fleet_age",
+    "rates",
+    "weibull_shape",
+    "node_groups",
+    "slow_laws",
+    "straggler_detect_s",
+    "straggler_tolerance",
+    "straggler_evict",
+    "straggler_evict_s",
+)
 """Knobs ``models.sweep`` loops over in its outer loop (the rest it evaluates as arrays); kept
 equal to ``models.goodput.CATEGORICAL_KNOBS`` by a test, without importing models here."""
 

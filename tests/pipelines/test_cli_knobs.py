@@ -34,6 +34,12 @@ NOT_KNOBS = {
     "--db",
     "--json",
     "--format",
+    # one log-normal GPU law of slow_laws (a knob with no option of its own): cli_knobs joins them
+    "--slow-rate-per-gpu-h",
+    "--slow-duration-median-s",
+    "--slow-duration-sigma",
+    "--slow-excess-median",
+    "--slow-excess-sigma",
 }
 #: The option's annotation (None left out) for each kind of knob with an option.
 OPTION_TYPES: dict[str, object] = {
@@ -134,3 +140,67 @@ def test_sweep_keys_are_the_knob_table() -> None:
     assert knob_text.knob_name("gpu-power-w") == "gpu_power_w"
     with pytest.raises(ValueError, match="unknown knob 'gpu_power'"):
         knob_text.knob_name("gpu_power")
+
+
+def test_slow_options_give_one_gpu_law_as_the_yaml_form_does() -> None:
+    from models import LogNormalLaw, SlowLaws
+
+    options = _project_options()
+    params = {o.name: o.default for o in options.values()} | {
+        "slow_rate_per_gpu_h": 1e-5,
+        "slow_duration_median_s": 1800.0,
+        "slow_duration_sigma": 1.0,
+        "slow_excess_median": 0.3,
+        "straggler_detect_s": 600.0,
+    }
+    knobs = knob_text.cli_knobs(params)
+    assert knobs["straggler_detect_s"] == 600.0
+    law = SlowLaws(1e-5, LogNormalLaw(1800.0, 1.0), LogNormalLaw(0.3, 0.0))
+    assert knob_text.knobs(knobs, where="cli")["slow_laws"] == (law,)
+    yaml_form = {
+        "unit": "gpu",
+        "rate_per_unit_h": 1e-5,
+        "duration": {"median_s": 1800, "sigma": 1},
+        "excess": {"median": 0.3},
+    }
+    assert knob_text.knob_value("slow_laws", yaml_form) == (law,)
+    node = dict(yaml_form, unit="node")
+    assert [x.unit for x in knob_text.knob_value("slow_laws", [yaml_form, node])] == [
+        "gpu",
+        "node",
+    ]
+    assert knob_text.knob_value("slow_laws", "none") == ()
+    assert "slow_laws" not in knob_text.cli_knobs({o.name: o.default for o in options.values()})
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        ({"rate_per_unit_h": 1e-5, "duration": 600}, r"duration is \{median_s"),
+        ({"rate": 1e-5}, "keys among"),
+        (
+            {"rate_per_unit_h": -1, "duration": {"median_s": 60}, "excess": {"median": 0.2}},
+            "rate_per_unit_h must be 0 or more",
+        ),
+        (
+            {
+                "rate_per_unit_h": 1,
+                "duration": {"median_s": 60},
+                "excess": {"median": 0.2},
+                "unit": "rack",
+            },
+            "unit must be 'gpu' or 'node'",
+        ),
+        (3, "a mapping or a list"),
+    ],
+)
+def test_bad_slow_laws_are_one_line(value: object, match: str) -> None:
+    with pytest.raises(ValueError, match=match) as caught:
+        knob_text.knob_value("slow_laws", value, where="sweep.yaml base")
+    assert "\n" not in str(caught.value)
+    assert str(caught.value).startswith("sweep.yaml base: slow_laws")
+
+
+def test_slow_options_need_their_medians() -> None:
+    with pytest.raises(ValueError, match="--slow-duration-median-s, --slow-excess-median"):
+        knob_text.slow_option_laws({"slow_rate_per_gpu_h": 1e-5})
