@@ -88,8 +88,8 @@ line_checkpoints as (
         on
         step_lines.job_id_raw = checkpoints.job_id_raw
         and step_lines.attempt = checkpoints.attempt
-        and checkpoints.step >= step_lines.prev_step
-        and checkpoints.step < step_lines.step
+        and step_lines.prev_step <= checkpoints.step
+        and step_lines.step > checkpoints.step
     group by step_lines.job_id_raw, step_lines.attempt, step_lines.step
 ),
 
