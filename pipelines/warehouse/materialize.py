@@ -55,6 +55,8 @@ MATERIALIZED = (
     "int_training_log_attempts",
     "int_training_events",
     "int_training_attempts",
+    "int_step_pace",  # read by the episodes and the ledger
+    "int_slow_episodes",
     "fct_job_goodput",
     "int_fleet_nodes",
     "int_fleet_gpus",

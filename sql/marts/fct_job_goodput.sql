@@ -1,8 +1,18 @@
 -- The goodput ledger: one row per job (all its attempts) whose last attempt has ended
--- (docs/goodput.md §3). wall_s = productive_s + checkpoint_s + wasted_s + restart_s + startup_s
--- + other_s, restart_s = detect_s + reschedule_s + reload_s + warmup_s. measured: from the job's
--- own training log (int_training_attempts); estimated: from the scheduler alone under the
--- assumptions named in the assumed_* columns (stg_params), which are null for measured jobs.
+-- (docs/goodput.md §3). wall_s = productive_s + slow_s + checkpoint_s + wasted_s + restart_s +
+-- startup_s + other_s (slow_s taken as 0 where null), restart_s = detect_s + reschedule_s +
+-- reload_s + warmup_s. measured: from the job's own training log (int_training_attempts);
+-- estimated: from the scheduler alone under the assumptions named in the assumed_* columns
+-- (stg_params), which are null for measured jobs.
+--
+-- slow_s (fail-slow, docs/goodput.md §7): the time the job's kept steps ran above their healthy
+-- pace, the episodes of int_slow_episodes summed over the progress lines (int_step_pace) the job
+-- kept (an attempt's lines up to the step the next attempt resumed from; all of the final
+-- completed attempt's), each episode at least 0; it is taken out of the productive time. A slow
+-- stretch later redone stays in wasted_s, counted once. slow_measured: the job is measured and
+-- its log gives a pace baseline in at least one attempt; else (an estimated job, a log with no
+-- step times such as the Hugging Face Trainer's 4.x dicts, attempts too short for a baseline)
+-- slow_s is null.
 --
 -- attempt_source: scheduler for the jobs of int_job_attempts; training_log for a job known only
 -- from its training log (int_training_log_attempts: no scheduler record ties it). A log-only
@@ -21,6 +31,10 @@ params as (select * from stg_params),
 measured_attempts as (select * from int_training_attempts),
 
 interruptions as (select * from int_job_interruptions),
+
+pace as (select * from int_step_pace),
+
+episodes as (select * from int_slow_episodes),
 
 jobs as (
     select
@@ -94,6 +108,56 @@ measured as (
         max(measured_attempts.n_events_outside) as n_events_outside
     from measured_attempts
     group by measured_attempts.job_id_raw
+),
+
+-- fail-slow: each episode's time above the baseline over the lines its job kept
+kept_episodes as (
+    select
+        episodes.job_id_raw,
+        episodes.attempt,
+        episodes.episode_no,
+        greatest(
+            sum(
+                case
+                    when episodes.pace_source = 'attempt_vs_job'
+                        then pace.k * (episodes.slow_step_s - episodes.baseline_step_s)
+                    else pace.k * (pace.step_s - episodes.baseline_step_s)
+                end
+            ),
+            0
+        ) as slow_s
+    from episodes
+    inner join pace
+        on
+        episodes.job_id_raw = pace.job_id_raw
+        and episodes.attempt = pace.attempt
+        and pace.step between episodes.first_step and episodes.last_step
+        and pace.scored
+        and not pace.in_trend
+    inner join measured_attempts
+        on
+        episodes.job_id_raw = measured_attempts.job_id_raw
+        and episodes.attempt = measured_attempts.attempt
+    where measured_attempts.completed or pace.step <= measured_attempts.next_resume_step
+    group by episodes.job_id_raw, episodes.attempt, episodes.episode_no
+),
+
+paced as (
+    select
+        pace.job_id_raw,
+        bool_or(pace.baseline_step_s is not null) as pace_known
+    from pace
+    group by pace.job_id_raw
+),
+
+slow as (
+    select
+        paced.job_id_raw,
+        paced.pace_known,
+        coalesce(sum(kept_episodes.slow_s), 0) as slow_s
+    from paced
+    left join kept_episodes on paced.job_id_raw = kept_episodes.job_id_raw
+    group by paced.job_id_raw, paced.pace_known
 ),
 
 -- the estimated ledger, attempt by attempt: start-up or restart, then cycles of tau compute
@@ -171,7 +235,20 @@ ledger as (
     select
         jobs.*,
         measured.job_id_raw is not null as measured,
-        coalesce(measured.productive_s, estimated.productive_s) as productive_s,
+        measured.job_id_raw is not null and coalesce(slow.pace_known, false) as slow_measured,
+        -- never more than the productive time it is taken from
+        case
+            when measured.job_id_raw is not null and slow.pace_known
+                then least(slow.slow_s, measured.productive_s)
+        end as slow_s,
+        coalesce(measured.productive_s, estimated.productive_s)
+        - coalesce(
+            case
+                when measured.job_id_raw is not null and slow.pace_known
+                    then least(slow.slow_s, measured.productive_s)
+            end,
+            0
+        ) as productive_s,
         coalesce(measured.checkpoint_s, estimated.checkpoint_s) as checkpoint_s,
         coalesce(measured.wasted_s, estimated.wasted_s) as wasted_s,
         coalesce(measured.detect_s, estimated.detect_s) as detect_s,
@@ -187,6 +264,7 @@ ledger as (
     from jobs
     left join measured on jobs.job_id_raw = measured.job_id_raw
     left join estimated on jobs.job_id_raw = estimated.job_id_raw
+    left join slow on jobs.job_id_raw = slow.job_id_raw
 ),
 
 final as (
@@ -209,6 +287,7 @@ final as (
         coalesce(causes.interruption_causes, []) as interruption_causes,
         epoch(ledger.last_end_ts - ledger.first_start_ts) as wall_s,
         ledger.productive_s,
+        ledger.slow_s,
         ledger.checkpoint_s,
         ledger.wasted_s,
         ledger.detect_s + ledger.reschedule_s + ledger.reload_s + ledger.warmup_s as restart_s,
@@ -223,11 +302,12 @@ final as (
         ledger.n_gpus * epoch(ledger.last_end_ts - ledger.first_start_ts) / 3600.0 as gpu_hours,
         ledger.n_saves,
         -- compute time per completed save: the checkpoint interval the job ran with
-        (ledger.productive_s + ledger.wasted_s) / nullif(ledger.n_saves, 0)
-            as checkpoint_interval_s,
+        (ledger.productive_s + coalesce(ledger.slow_s, 0) + ledger.wasted_s)
+        / nullif(ledger.n_saves, 0) as checkpoint_interval_s,
         ledger.checkpoint_s / nullif(ledger.n_saves, 0) as save_s,
         ledger.measured,
         not ledger.measured as estimated,
+        ledger.slow_measured,
         ledger.reload_known,
         ledger.n_attempts_logged,
         ledger.n_events_outside,

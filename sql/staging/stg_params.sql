@@ -31,6 +31,15 @@ final as (
         ) as assumed_checkpoint_interval_s,
         coalesce(max(params.value) filter (where params.name = 'assumed_checkpoint_s'), 60)
             as assumed_checkpoint_s,
+        -- fail-slow (int_step_pace, docs/goodput.md §7): the slowness tolerated before a
+        -- progress line is slow (a fraction of the baseline step time, the floor of theta), and
+        -- the progress lines of each attempt that are warm-up
+        coalesce(max(params.value) filter (where params.name = 'slow_theta_min'), 0.05)
+            as slow_theta_min,
+        cast(
+            coalesce(max(params.value) filter (where params.name = 'slow_warmup_lines'), 3)
+            as integer
+        ) as slow_warmup_lines,
         max(params.value) filter (where params.name = 'window_start_epoch_s')
             as window_start_epoch_s,
         max(params.value) filter (where params.name = 'window_end_epoch_s')

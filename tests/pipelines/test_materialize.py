@@ -243,7 +243,8 @@ def test_an_ingest_of_kernel_logs_takes_again_only_the_snapshots_over_xid_lines(
         ids = _snapshot_ids(con)
         over_xid = set(warehouse.stale_snapshots(con, {("raw_xid_events", None)}))
         # by their SQL: the Xid staging view and everything over it (incidents, failures,
-        # the fleet's nodes, lives, interruptions, the ledger); the jobs and training logs not
+        # the fleet's nodes, lives, interruptions, the ledger); the jobs, training logs and
+        # their pace and slow episodes not
         assert over_xid == set(warehouse.MATERIALIZED) - {
             "stg_slurm_jobs",
             "int_job_attempts",
@@ -252,6 +253,8 @@ def test_an_ingest_of_kernel_logs_takes_again_only_the_snapshots_over_xid_lines(
             "int_training_log_attempts",
             "int_training_events",
             "int_training_attempts",
+            "int_step_pace",
+            "int_slow_episodes",
         }
         for name in warehouse.MATERIALIZED:
             # taken again: a new table, without the mark; untouched: the very table it was

@@ -49,6 +49,9 @@ VIEW_KEYS: dict[str, tuple[str, ...]] = {
         "start_ts",
     ),
     "int_replacement_lives": ("unit_id", "component_class"),
+    "int_slow_episodes": ("job_id_raw", "attempt", "episode_no"),
+    "int_slow_trends": ("job_id_raw", "attempt"),
+    "int_step_pace": ("job_id_raw", "attempt", "step"),  # a step is one progress line
     "int_training_attempts": ("job_id_raw", "attempt"),
     "int_training_events": ("source_file", "line_no"),
     "int_training_log_attempts": ("job_id_raw", "attempt"),
@@ -80,6 +83,7 @@ VIEW_KEYS: dict[str, tuple[str, ...]] = {
     "rpt_quarantine_lines": ("source_file", "line_no", "target_table", "stage"),
     "rpt_quarantine_reasons": ("target_table", "stage", "reason"),
     "rpt_replacements_by_class": ("component_class",),
+    "rpt_slow_units": ("host", "gpu"),
     "rpt_training_log_ties": ("source_file", "job_id"),
     "rpt_unit_failures": ("unit_level", "node", "unit"),
     "rpt_unit_lives": ("unit_id", "component_class"),
@@ -94,6 +98,7 @@ NULLABLE_KEY_COLUMNS: dict[str, set[str]] = {
     "int_repair_lives": {"source", "dataset"},  # null for repair tickets
     "int_training_log_ties": {"job_id"},  # a log whose name and lines name no job
     "rpt_training_log_ties": {"job_id"},
+    "rpt_slow_units": {"gpu"},  # a node blamed as a whole
     "fct_node_recurrence": {"component_class", "failed_ts"},  # the row of a node never failed
     # a (source, table) with no quarantine has no stage and reason; a reason of a table no
     # recorded file loads has no source
@@ -126,6 +131,10 @@ EMPTY_ON_SAMPLE = {
     "int_training_log_runs",
     "int_training_log_ties",
     "rpt_training_log_ties",
+    "int_step_pace",
+    "int_slow_episodes",
+    "int_slow_trends",
+    "rpt_slow_units",  # and no episode is attributed yet
     "rpt_class_rates",  # no fit run (the ingest alone)
     "rpt_projection_backtest",  # no back-test run
     "rpt_projection_backtest_classes",
