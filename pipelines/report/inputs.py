@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     import duckdb
 
     from models.scenario import ClassRate, Projection, Scenario
+    from pipelines.analysis.project_inputs import MeasuredRestart
 
 # --------------------------------------------------------------------------------------------
 # Goodput projection
@@ -211,7 +212,7 @@ class _ReportScenario:
     base: Scenario
     gpus_per_node: int
     repair_h: float | None  # median measured repair time; None when nothing was repaired
-    restart: dict[str, float | int | None]  # project_inputs.measured_restart_s: median_s, n
+    restart: MeasuredRestart  # project_inputs.measured_restart_s
 
 
 def _report_scenario(
