@@ -222,6 +222,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "projector": ("GoodputProjector",),
     "ranking": (
+        "KnobGain",
         "KnobInteraction",
         "KnobRanking",
         "knob_gains",

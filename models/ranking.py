@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import numpy as np
 import polars as pl
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from polars._typing import SchemaDict
 
-__all__ = ["KnobInteraction", "KnobRanking", "knob_gains", "paired_goodput_samples"]
+__all__ = ["KnobGain", "KnobInteraction", "KnobRanking", "knob_gains", "paired_goodput_samples"]
 
 
 _GAIN_SCHEMA: SchemaDict = {
@@ -45,6 +45,29 @@ _GAIN_SCHEMA: SchemaDict = {
     "values": pl.List(pl.String),
     "goodputs": pl.List(pl.Float64),
 }
+
+
+class KnobGain(TypedDict):
+    """One knob's row of :attr:`KnobRanking.gains` (the columns of the gains table).
+
+    A ``TypedDict``, so a row read back from the table (``gains.row(i, named=True)``) and the
+    JSON ``relia whatif --json`` prints are the same plain dict; the fields are described under
+    :attr:`KnobRanking.gains`.
+    """
+
+    knob: str
+    baseline_value: str
+    best_value: str
+    goodput_baseline: float
+    goodput_best: float
+    gain: float
+    gain_useful_gpu_h: float
+    gain_lo: float | None
+    gain_hi: float | None
+    within_uncertainty: bool | None
+    gain_model_bound: float
+    values: list[str]
+    goodputs: list[float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,15 +129,27 @@ class KnobRanking:
     uncertainty: str
 
     @property
-    def best_knob(self) -> dict[str, Any] | None:
+    def best_knob(self) -> KnobGain | None:
         """The row of the knob with the largest positive gain; ``None`` if no knob improves."""
         if self.gains.height == 0 or not self.gains["gain"][0] > 0:
             return None
-        return self.gains.row(0, named=True)
+        return self.gain_row(0)
+
+    def gain_row(self, index: int) -> KnobGain:
+        """Return row ``index`` of :attr:`gains` (largest gain first)."""
+        # the table's schema is _GAIN_SCHEMA, whose columns are KnobGain's keys in order
+        return cast("KnobGain", self.gains.row(index, named=True))
+
+    def gain_rows(self) -> list[KnobGain]:
+        """Return every row of :attr:`gains`, largest gain first."""
+        return cast("list[KnobGain]", self.gains.to_dicts())
 
 
 def paired_goodput_samples(
-    scenarios: Sequence[Scenario], *, n_samples: int, random_state: Any = None
+    scenarios: Sequence[Scenario],
+    *,
+    n_samples: int,
+    random_state: int | np.random.Generator | None = None,
 ) -> tuple[list[NDArray[np.float64]] | None, str]:
     """Goodput of several scenarios under the same MTBF draws, for paired differences.
 
@@ -249,7 +284,7 @@ def _knob_gain(
     *,
     n_samples: int,
     random_state: int | np.random.Generator | None,
-) -> tuple[dict[str, object], Scenario]:
+) -> tuple[KnobGain, Scenario]:
     """Return one knob's row of the gains table and its best scenario."""
     baseline = scenarios[0]
     outs = [base_out] + [project(s) for s in scenarios[1:]]
@@ -271,7 +306,7 @@ def _knob_gain(
     model_bound = base_out["goodput_error_bound"] + outs[best]["goodput_error_bound"]
     if best and gain <= model_bound:  # the model's own error could make up the gain
         within = True
-    row = {
+    row: KnobGain = {
         "knob": knob,
         "baseline_value": knob_label(knob, getattr(baseline, knob)),
         "best_value": knob_label(knob, getattr(scenarios[best], knob)),

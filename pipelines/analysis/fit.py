@@ -200,7 +200,7 @@ def parse_weibayes_shape(text: str | None) -> float | dict[str, float] | None:
     """
     from pipelines.analysis.knobs import weibull_shape
 
-    return weibull_shape(text, where="--weibayes-shape")  # type: ignore[no-any-return]
+    return weibull_shape(text, where="--weibayes-shape")
 
 
 def fit_table(

@@ -15,11 +15,15 @@ disagree. The conventions:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = [
     "NO_TICKETS",
     "PROCESS_WORDS",
+    "ReplacementRow",
     "hours_text",
     "is_number",
     "process_words",
@@ -55,8 +59,21 @@ NO_TICKETS = (
 """What is missing without tickets, and what would supply it (replacements only)."""
 
 
-# JSON/table rows (relia summary, relia fit --json, the report): dicts are the edge
-def replacement_afr(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+class ReplacementRow(TypedDict):
+    """A class's replacements and replacement AFR (:func:`replacement_afr`)."""
+
+    component_class: str
+    unit_level: str
+    n_units: int
+    n_replacements: int
+    unit_years: float
+    replacement_afr_pct: float
+    replacement_afr_lo_pct: float
+    replacement_afr_hi_pct: float
+
+
+# reads rpt_replacements_by_class rows as the query returns them (a mart's columns)
+def replacement_afr(rows: list[dict[str, Any]]) -> list[ReplacementRow]:
     """Return ``rpt_replacements_by_class`` rows with the replacement AFR; none without tickets.
 
     Each row keeps ``component_class``, ``unit_level``, ``n_units``, ``n_replacements`` and
@@ -69,7 +86,7 @@ def replacement_afr(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     if not rows or not rows[0]["n_repair_tickets"]:
         return []
-    out = []
+    out: list[ReplacementRow] = []
     for row in rows:
         afr = observed_rates(int(row["n_replacements"]), float(row["exposure_h"]))
         out.append(
@@ -102,15 +119,18 @@ _RENAMES = (
 )
 
 
-# JSON/table rows (relia summary, relia fit --json, the report): dicts are the edge
-def replacement_names(row: dict[str, Any]) -> dict[str, Any]:
+V = TypeVar("V")
+
+
+def replacement_names(row: Mapping[str, V]) -> dict[str, V]:
     """``row`` with its column names saying replacements (``n_replacements``, ``mtbr_h``, ...).
 
     For the rows of a run on ``fct_replacement_lives``: ``n_failures`` becomes
     ``n_replacements``, ``mtbf`` ``mtbr`` (mean time between replacements), ``afr``
-    ``replacement_afr``, ``rate_`` ``replacement_rate_``.
+    ``replacement_afr``, ``rate_`` ``replacement_rate_``. The values are kept as they are: a
+    JSON or table row (``relia fit --json``, ``--csv``, the fit artifact) is renamed at the edge.
     """
-    out = {}
+    out: dict[str, V] = {}
     for key, value in row.items():
         name = key
         for old, new in _RENAMES:

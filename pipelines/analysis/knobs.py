@@ -10,9 +10,14 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from models import KNOBS
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from models import ClassRate
 
 #: Knob names users may write besides the Scenario field names: the ``relia project`` options
 #: named otherwise (``--gpus``, ``--node-group``), from the knob table.
@@ -23,13 +28,37 @@ RESTART_S = "restart_s"
 INVENTORY = "inventory"
 _KINDS = {k.name: k.kind for k in KNOBS}
 
+#: A fleet age: ``steady_state``, ``new`` or ``inventory``, an age in hours, or an age mix.
+FleetAge: TypeAlias = "str | float | tuple[tuple[float, float], ...]"
+#: One knob's value once normalised (:func:`knob_value`), as a Scenario field takes it: a
+#: number, text, None, per-class shapes, node groups or an age mix (``(a, b)`` pairs), rates.
+KnobValue: TypeAlias = (
+    "float | int | str | dict[str, float] | tuple[tuple[float, float], ...]"
+    " | tuple[ClassRate, ...] | None"
+)
+
+
+class RestartShorthand(TypedDict):
+    """What ``restart_s`` set (:func:`restart_shorthand`): the whole restart and its phases.
+
+    A JSON-shaped record, printed as ``restart_shorthand`` by ``relia project --json`` and
+    ``relia whatif --json``.
+    """
+
+    restart_s: float
+    reschedule_s: float
+    detect_s: float
+    reload_s: float
+    warmup_s: float
+
 
 def scenario_fields() -> set[str]:
     """Names of every :class:`models.Scenario` field (the knob table's names)."""
     return set(_KINDS)
 
 
-# knobs by name, as Scenario(**knobs) and the sweep YAML take them: a dict is the edge
+# knobs by name, as Scenario(**knobs) and the sweep YAML take them: what the user gave (CLI
+# options, YAML) is the input edge, a dict of mixed values until Scenario checks them
 def cli_knobs(params: Mapping[str, Any]) -> dict[str, Any]:
     """Return the knobs ``relia project`` was given, from its parameters (``ctx.params``).
 
@@ -74,7 +103,7 @@ def knob_name(name: str, *, where: str = "knob") -> str:
     return key
 
 
-def knob_value(key: str, value: Any, *, where: str = "knob") -> Any:
+def knob_value(key: str, value: Any, *, where: str = "knob") -> KnobValue:
     """Normalise one value of knob ``key`` (a Scenario field name) from CLI text or YAML.
 
     The knob's kind in the table (:data:`models.KNOBS`) chooses the parser.
@@ -96,7 +125,8 @@ def knob_value(key: str, value: Any, *, where: str = "knob") -> Any:
     return number
 
 
-# knobs by name, as Scenario(**knobs) and the sweep YAML take them: a dict is the edge
+# knobs by name, as Scenario(**knobs) and the sweep YAML take them: what the user gave (CLI
+# options, YAML) is the input edge, a dict of mixed values until Scenario checks them
 def knobs(raw: object, *, where: str) -> dict[str, Any]:
     """Normalise a mapping of knobs (a sweep's ``base:`` or ``baseline:``)."""
     if raw is None:
@@ -111,7 +141,7 @@ def knobs(raw: object, *, where: str) -> dict[str, Any]:
     return out
 
 
-def weibull_shape(value: Any, *, where: str = "weibull_shape") -> Any:
+def weibull_shape(value: Any, *, where: str = "weibull_shape") -> float | dict[str, float] | None:
     """``0.7`` (fleet-wide), ``gpu=0.7,nic=1.2`` or ``{gpu: 0.7}`` (per class), ``fits`` / None.
 
     Returns a float, a ``{class: shape}`` dict or None (each class keeps its fitted shape).
@@ -180,7 +210,7 @@ def _group(value: Any, *, where: str) -> tuple[float, float]:
     return pair
 
 
-def fleet_age(value: Any, *, where: str = "fleet_age") -> Any:
+def fleet_age(value: Any, *, where: str = "fleet_age") -> FleetAge:
     """Return a fleet age: a keyword, an age in hours or an age mix.
 
     ``steady_state``, ``new``, ``inventory`` (the warehouse's ages, resolved where a warehouse
@@ -231,7 +261,7 @@ def fleet_age(value: Any, *, where: str = "fleet_age") -> Any:
     return age_h
 
 
-def class_rates(value: Any, *, where: str = "rates") -> tuple[Any, ...]:
+def class_rates(value: Any, *, where: str = "rates") -> tuple[ClassRate, ...]:
     """Return per-class rates given by hand.
 
     Per-class rates by hand: a list of ``{component_class, level, mtbf_h}`` mappings, with
@@ -359,7 +389,7 @@ def slow_option_laws(params: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 #: The parser of each structured kind of knob (the others are numbers or text).
-_PARSERS: dict[str, Callable[..., Any]] = {
+_PARSERS: dict[str, Callable[..., KnobValue]] = {
     "weibull_shape": weibull_shape,
     "node_groups": node_groups,
     "fleet_age": fleet_age,
@@ -368,7 +398,9 @@ _PARSERS: dict[str, Callable[..., Any]] = {
 }
 
 
-def restart_shorthand(given: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def restart_shorthand(
+    given: Mapping[str, Any],
+) -> tuple[dict[str, Any], RestartShorthand | None]:
     """Split ``restart_s`` (the whole restart) into ``reschedule_s``; the other phases hold.
 
     ``reschedule_s = restart_s - (detect_s + reload_s + warmup_s)`` with each phase at its given
@@ -397,7 +429,14 @@ def restart_shorthand(given: Mapping[str, Any]) -> tuple[dict[str, Any], dict[st
         )
         raise ValueError(msg)
     out["reschedule_s"] = reschedule
-    return out, {"restart_s": restart, "reschedule_s": reschedule, **phases}
+    record: RestartShorthand = {
+        "restart_s": restart,
+        "reschedule_s": reschedule,
+        "detect_s": phases["detect_s"],
+        "reload_s": phases["reload_s"],
+        "warmup_s": phases["warmup_s"],
+    }
+    return out, record
 
 
 def _number(value: Any, *, where: str) -> float:

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from importlib.metadata import version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import polars as pl
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     import duckdb
 
     from models.predict import FailurePredictor
+    from models.predict_features import Split
 
 log = logging.getLogger(__name__)
 
@@ -371,21 +372,39 @@ def failure_outcomes(
     )
 
 
-# stored as JSON in predict_models.metrics: a dict is the edge
+class TrainSizes(TypedDict):
+    """How much a training run saw (``sizes`` of ``predict_models.metrics``, stored as JSON).
+
+    GPUs, days of data and of the test period, rows per split, the negatives' keep rate, and
+    the test period's failures (``n_failures_test_unobserved``: those in no scored GPU-hour).
+    """
+
+    n_gpus: int
+    days: float
+    test_days: float
+    n_rows_train: int
+    n_rows_calibration: int
+    n_rows_test: int
+    negative_keep_rate: float
+    n_failures_test: int
+    n_failures_test_unobserved: int
+
+
 def _sizes(
     con: duckdb.DuckDBPyConnection,
     frame: pl.DataFrame,
-    split: Any,
+    split: Split,
     bounds: dict[str, datetime],
     events: pl.DataFrame,
     keep_rate: float,
     horizon_h: float,
-) -> dict[str, Any]:
+) -> TrainSizes:
     con.complete()
-    n_failures_test = con.execute(
+    counted = con.execute(
         "select count(*) from int_failure_events where failed_ts >= $a and failed_ts < $b",
         {"a": bounds["test_start"], "b": bounds["test_end"] + timedelta(hours=horizon_h)},
-    ).fetchone()[0]  # type: ignore[index]
+    ).fetchone()
+    n_failures_test = counted[0] if counted is not None else 0  # a count: always one row
     span = bounds["test_end"] - bounds["train_start"]
     return {
         "n_gpus": frame.select("host", "gpu_index").unique().height,

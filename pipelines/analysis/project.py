@@ -17,7 +17,7 @@ import logging
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from pipelines.analysis.project_inputs import (
     RATE_PROCESSES,
@@ -40,12 +40,16 @@ from pipelines.runtime.errors import WarehouseMissingError
 from pipelines.runtime.settings import DEFAULT_LOCK_TIMEOUT_S, read_lock_timeout_s
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
+    import duckdb
     import polars as pl
 
-    from models import ClassRate
+    from models import ClassRate, KnobGain, SimulationSummary
     from models.scenario import Projection, Scenario
+    from pipelines.analysis.knobs import RestartShorthand
+    from pipelines.analysis.project_inputs import MeasuredRepair, MeasuredRestart
+    from pipelines.analysis.sweep_outputs import DrainThresholds
 
 # polars, PyYAML and the warehouse (DuckDB) are imported by the functions that use them: a
 # projection without a warehouse (``relia project`` with hand-given or default rates) needs none
@@ -54,10 +58,10 @@ logger = logging.getLogger(__name__)
 
 
 def build_scenario(
-    knobs: dict[str, Any],
+    knobs: Mapping[str, Any],
     *,
     rates: tuple[ClassRate, ...] = (),
-    measured: dict[str, Any] | None = None,
+    measured: MeasuredRestart | None = None,
 ) -> Scenario:
     """Return a ``Scenario`` from knobs.
 
@@ -79,9 +83,10 @@ def build_scenario(
     if rates:
         given["rates"] = rates
         given.pop("node_failures_per_1000_node_days", None)
-    if measured and measured.get("median_s") is not None and "reschedule_s" not in given:
+    median_s = measured.get("median_s") if measured else None
+    if median_s is not None and "reschedule_s" not in given:
         detect = given.get("detect_s", Scenario().detect_s)
-        given["reschedule_s"] = max(0.0, float(measured["median_s"]) - float(detect))
+        given["reschedule_s"] = max(0.0, float(median_s) - float(detect))
     try:
         return Scenario(**given)
     except TypeError as error:  # a value of the wrong kind that normalisation let through
@@ -102,14 +107,14 @@ class ProjectionRun:
     projection: Projection
     scenario: Scenario
     fit_run_id: str | None = None
-    measured_restart: dict[str, float | int | None] | None = None
+    measured_restart: MeasuredRestart | None = None
     fitted_rates: FittedRates | None = None
     rates_warning: str | None = None
-    measured_repair: dict[str, float | int] | None = None
+    measured_repair: MeasuredRepair | None = None
     fitted_repair: FittedRepair | None = None
     inventory_ages: InventoryAges | None = None
-    restart_shorthand: dict[str, Any] | None = None
-    simulation: dict[str, Any] | None = None
+    restart_shorthand: RestartShorthand | None = None
+    simulation: SimulationSummary | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
         """Return the result as `relia project --json` prints it and ``projections`` stores it."""
@@ -131,9 +136,30 @@ class ProjectionRun:
         if self.restart_shorthand is not None:
             result["restart_shorthand"] = self.restart_shorthand
         result["scenario"] = _scenario_dict(self.scenario)
-        if self.simulation is not None:
-            result["simulation"] = self.simulation
+        if self.simulation is not None:  # its figures; the per-trial table stays out of JSON
+            result["simulation"] = {
+                k: v for k, v in self.simulation.to_dict().items() if k != "trials"
+            }
         return result
+
+
+@dataclasses.dataclass(frozen=True)
+class _ReadKnobs:
+    """Knob values read from the warehouse; each replaces the user's value of its knob.
+
+    ``fleet_age`` is the inventory's age mix (``fleet_age: inventory``), ``repair_h`` and
+    ``repair_sigma`` the measured or fitted repair-time law; None where nothing was read.
+    """
+
+    fleet_age: tuple[tuple[float, float], ...] | None = None
+    repair_h: float | None = None
+    repair_sigma: float | None = None
+
+    def values(self) -> dict[str, float | tuple[tuple[float, float], ...]]:
+        """Return the knobs that were read, by name (laid over the given knobs)."""
+        read = {"fleet_age": self.fleet_age}
+        read_repair = {"repair_h": self.repair_h, "repair_sigma": self.repair_sigma}
+        return {k: v for k, v in (read | read_repair).items() if v is not None}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,8 +167,8 @@ class _WarehouseInputs:
     """What a projection or a sweep reads from the warehouse; None where it does not ask."""
 
     fitted_rates: FittedRates | None = None
-    measured_restart: dict[str, float | int | None] | None = None
-    measured_repair: dict[str, float | int] | None = None
+    measured_restart: MeasuredRestart | None = None
+    measured_repair: MeasuredRepair | None = None
     fitted_repair: FittedRepair | None = None
     drain: tuple[str, pl.DataFrame] | None = None  # the predictor's model id and curve
     inventory: InventoryAges | None = None
@@ -150,7 +176,7 @@ class _WarehouseInputs:
 
 def run_projection(
     db_path: Path | None,
-    knobs: dict[str, Any],
+    knobs: Mapping[str, Any],
     *,
     fit_run: str | None = None,
     n_samples: int = 2000,
@@ -211,16 +237,15 @@ def run_projection(
     fitted_rates = read.fitted_rates
     rates = fitted_rates.rates if fitted_rates is not None else ()
     run_id = fitted_rates.run_id if fitted_rates is not None else None
-    knobs = _with_read_knobs(knobs, read)
-    _, shorthand = knob_text.restart_shorthand(knob_text.knobs(knobs, where="scenario"))
-    scenario = build_scenario(knobs, rates=rates, measured=read.measured_restart)
+    given = {**knobs, **_read_knobs(knobs, read).values()}
+    _, shorthand = knob_text.restart_shorthand(knob_text.knobs(given, where="scenario"))
+    scenario = build_scenario(given, rates=rates, measured=read.measured_restart)
     projection = project(scenario, n_samples=n_samples, random_state=seed)
     simulation = None
     if simulate_trials > 0:
         from models import simulate_job  # the Monte Carlo's modules only when it runs
 
-        sim = simulate_job(scenario, n_trials=simulate_trials, random_state=seed)
-        simulation = {k: v for k, v in sim.to_dict().items() if k != "trials"}
+        simulation = simulate_job(scenario, n_trials=simulate_trials, random_state=seed)
     result = ProjectionRun(
         projection=projection,
         scenario=scenario,
@@ -243,7 +268,7 @@ def run_projection(
 
 def _read_projection_inputs(
     db_path: Path | None,
-    knobs: dict[str, Any],
+    knobs: Mapping[str, Any],
     *,
     fit_run: str | None,
     repair_from_warehouse: bool,
@@ -289,24 +314,23 @@ def _read_projection_inputs(
     return _WarehouseInputs(fitted_rates, measured, repair, fitted, inventory=inventory)
 
 
-def _with_read_knobs(knobs: dict[str, Any], read: _WarehouseInputs) -> dict[str, Any]:
-    """Return ``knobs`` with the inventory's age mix and the read repair times set."""
-    if read.inventory is not None:
-        knobs = {**knobs, "fleet_age": read.inventory.fleet_age}
+def _read_knobs(knobs: Mapping[str, Any], read: _WarehouseInputs) -> _ReadKnobs:
+    """Return the inventory's age mix and the repair times read, which replace the given knobs."""
+    fleet_age = read.inventory.fleet_age if read.inventory is not None else None
     if read.measured_repair is not None:
         if "repair_sigma" in knobs:
             msg = "give --repair-sigma or --repair-from-warehouse, not both"
             raise ValueError(msg)
         repair = read.measured_repair
-        knobs = {**knobs, "repair_h": repair["median_h"], "repair_sigma": repair["sigma"]}
+        return _ReadKnobs(fleet_age, repair["median_h"], repair["sigma"])
     if read.fitted_repair is not None:
         fitted = read.fitted_repair
-        knobs = {**knobs, "repair_h": fitted.median_h, "repair_sigma": fitted.sigma}
-    return knobs
+        return _ReadKnobs(fleet_age, fitted.median_h, fitted.sigma)
+    return _ReadKnobs(fleet_age)
 
 
 def _say_fitted_rates(result: dict[str, Any], fitted: FittedRates) -> None:
-    """Write where a projection's fitted rates came from into its result."""
+    """Write where a projection's fitted rates came from into its JSON (the edge)."""
     result["rate_process"] = fitted.process
     result["rate_lives"] = fitted.lives
     result["classes_without_failures"] = list(fitted.left_out)
@@ -323,8 +347,8 @@ def _check_warehouse(db_path: Path) -> None:
         raise WarehouseMissingError(db_path)
 
 
-# the scenario as JSON (relia project/whatif --json): a dict is the edge
-def _scenario_dict(scenario: Any) -> dict[str, Any]:
+# the scenario as JSON (relia project/whatif --json, the stored projection): a dict is the edge
+def _scenario_dict(scenario: Scenario) -> dict[str, Any]:
     from models import FAIL_SLOW_KNOBS, KNOBS
 
     out = dataclasses.asdict(scenario)
@@ -337,6 +361,7 @@ def _scenario_dict(scenario: Any) -> dict[str, Any]:
     return out
 
 
+# stores the JSON `relia project --json` prints: a dict is the edge
 def _store(db_path: Path, fit_run_id: str | None, result: dict[str, Any]) -> str:
     from pipelines import warehouse
 
@@ -456,7 +481,7 @@ def load_sweep(path: Path) -> SweepSpec:
     )
 
 
-def drain_curve(con: Any, model: str = "latest") -> tuple[str, pl.DataFrame]:
+def drain_curve(con: duckdb.DuckDBPyConnection, model: str = "latest") -> tuple[str, pl.DataFrame]:
     """Return a stored failure predictor's operating curve on its test period: (model id, curve).
 
     ``curve`` has ``threshold``, ``precision``, ``recall`` (and ``lead_time_h``...), one row per
@@ -480,15 +505,55 @@ def drain_curve(con: Any, model: str = "latest") -> tuple[str, pl.DataFrame]:
     return row[0], curve.sort("threshold")
 
 
-# the JSON relia whatif --json prints and the what-if flow returns: a dict is the edge
+class SweepResult(TypedDict):
+    """What :func:`run_sweep` returns: the JSON ``relia whatif --json`` prints, in key order.
+
+    ``fit_run_id`` (None with rates by hand), ``n_points`` of the grid, ``target_gpus``, the
+    ``table`` and ``plots`` written (``plot_table``: the plotted points, None without a scale
+    axis), the ``baseline`` scenario (as JSON) and its knobs' labels ``baseline_values``, the
+    ``gains`` per knob (:class:`models.KnobGain`), ``best_knob`` (None when no knob improves),
+    the two best knobs' ``interaction`` (:meth:`models.KnobInteraction.to_dict`),
+    ``gain_uncertainty``, ``simulate_trials``, ``n_monte_carlo``, ``n_not_simulated``,
+    ``extrapolated_classes`` and ``rate_process``; with a fit run ``rate_lives`` and
+    ``classes_without_failures``; ``rate_source`` always (after those); ``rates_warning``,
+    ``restart_shorthand``, ``inventory_ages`` and ``drain`` (:class:`DrainThresholds`) when
+    they apply. Being a ``TypedDict``, it is the plain dict the flow returns and JSON prints.
+    """
+
+    fit_run_id: str | None
+    n_points: int
+    target_gpus: int
+    table: str
+    plots: list[str]
+    plot_table: str | None
+    baseline: dict[str, Any]  # the scenario as JSON (_scenario_dict)
+    baseline_values: dict[str, str]
+    gains: list[KnobGain]
+    best_knob: KnobGain | None
+    interaction: dict[str, Any] | None  # KnobInteraction.to_dict(), as JSON
+    gain_uncertainty: str
+    simulate_trials: int
+    n_monte_carlo: int
+    n_not_simulated: int
+    extrapolated_classes: list[str]
+    rate_process: str | None
+    rate_lives: NotRequired[str]
+    classes_without_failures: NotRequired[list[str]]
+    rate_source: NotRequired[str]
+    rates_warning: NotRequired[str]
+    restart_shorthand: NotRequired[RestartShorthand]
+    inventory_ages: NotRequired[dict[str, Any]]  # InventoryAges.to_json_dict
+    drain: NotRequired[DrainThresholds]
+
+
 def run_sweep(
     spec: SweepSpec,
     *,
     db_path: Path | None,
     out_dir: Path,
-    sweep_fn: Callable[[Any, dict[str, list[Any]]], pl.DataFrame] | None = None,
+    sweep_fn: Callable[[Scenario, dict[str, list[Any]]], pl.DataFrame] | None = None,
     default_rates_if_none: bool = False,
-) -> dict[str, Any]:
+) -> SweepResult:
     """Run a sweep, write ``whatif.parquet``, ``whatif.csv`` and PNG plots; rank the knobs.
 
     With ``from_fits``, a fit run with no failure in any class is a
@@ -507,7 +572,6 @@ def run_sweep(
     from models import auto_sweep, knob_gains, knob_label, switch_flagged
     from pipelines.analysis import knobs as knob_text
 
-    # the result is the JSON `relia whatif --json` prints and the what-if flow's artifact reads
     read = _read_sweep_inputs(spec, db_path, default_rates_if_none=default_rates_if_none)
     fitted_rates, inventory = read.fitted_rates, read.inventory
     rates = fitted_rates.rates if fitted_rates is not None else ()
@@ -533,7 +597,7 @@ def run_sweep(
     ranking = knob_gains(baseline, spec.grid, n_samples=spec.n_samples, random_state=0)
     held = {k: knob_label(k, getattr(baseline, k)) for k in held_values}
     plots, lines = plot_sweep(baseline, spec, out_dir)
-    result: dict[str, Any] = {
+    result: SweepResult = {
         "fit_run_id": run_id,
         "n_points": table.height,
         "target_gpus": spec.target_gpus,
@@ -542,7 +606,7 @@ def run_sweep(
         "plot_table": str(lines) if lines else None,
         "baseline": _scenario_dict(baseline),
         "baseline_values": held,
-        "gains": ranking.gains.to_dicts(),
+        "gains": ranking.gain_rows(),
         "best_knob": ranking.best_knob,
         "interaction": None if ranking.interaction is None else ranking.interaction.to_dict(),
         "gain_uncertainty": ranking.uncertainty,
@@ -552,10 +616,14 @@ def run_sweep(
         if "method" in table.columns
         else 0,
         "extrapolated_classes": [r.component_class for r in rates if r.extrapolated],
+        "rate_process": None,
     }
-    result["rate_process"] = None
     if fitted_rates is not None:
-        _say_fitted_rates(result, fitted_rates)
+        result["rate_process"] = fitted_rates.process
+        result["rate_lives"] = fitted_rates.lives
+        result["classes_without_failures"] = list(fitted_rates.left_out)
+        if fitted_rates.rates:
+            result["rate_source"] = fitted_rates.rate_source
     result.setdefault("rate_source", base.rate_source)
     if run_id is not None and not rates:
         result["rates_warning"] = no_rates_warning(run_id, base.rate_source)
@@ -628,7 +696,7 @@ def sweep_spec(
     return spec
 
 
-def log_sweep(result: dict[str, Any], log: logging.Logger | logging.LoggerAdapter[Any]) -> None:
+def log_sweep(result: SweepResult, log: logging.Logger | logging.LoggerAdapter[Any]) -> None:
     """Log a sweep's size, its Monte Carlo points and the knob with the largest gain."""
     best = result["best_knob"]
     if result["n_monte_carlo"]:
@@ -641,7 +709,6 @@ def log_sweep(result: dict[str, Any], log: logging.Logger | logging.LoggerAdapte
     )
 
 
-# the JSON relia whatif --json prints: a dict is the edge
 def run_sweep_file(
     sweep_file: Path,
     *,
@@ -650,7 +717,7 @@ def run_sweep_file(
     drain_model: str | None = None,
     simulate: int | None = None,
     default_rates_if_none: bool = False,
-) -> dict[str, Any]:
+) -> SweepResult:
     """Run the sweep in ``sweep_file`` as the ``what-if`` flow does outside a flow run.
 
     ``drain_model`` and ``simulate`` override the file's ``drain_model:`` and ``simulate:``; the

@@ -15,14 +15,18 @@ import json
 import math
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pipelines.runtime.errors import empty_fit_run, no_failures, no_fit_run
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from datetime import datetime
 
+    import duckdb
     import polars as pl
+
+    from models import ClassRate
 
 # polars and pipelines.analysis.fit (DuckDB) are imported by the functions that read the warehouse,
 # so pipelines.analysis.project imports this module without them (a projection from hand-given
@@ -90,7 +94,7 @@ class FittedRates:
     run_id: str
     lives: str
     process: str
-    rates: tuple[Any, ...]
+    rates: tuple[ClassRate, ...]
     left_out: tuple[str, ...] = ()
     read_from: str = "fit_rates"
 
@@ -107,7 +111,7 @@ class FittedRates:
 
 
 def fit_rates(
-    con: Any,
+    con: duckdb.DuckDBPyConnection,
     run_id: str | None = None,
     *,
     at_ages: bool = False,
@@ -208,7 +212,7 @@ def fit_rates(
     return dataclasses.replace(out, rates=rates)
 
 
-def _rates_from_fit_rows(failing: pl.DataFrame, *, at_ages: bool) -> tuple[Any, ...]:
+def _rates_from_fit_rows(failing: pl.DataFrame, *, at_ages: bool) -> tuple[ClassRate, ...]:
     from models import rates_from_fits
 
     return rates_from_fits(failing, at_ages=at_ages)
@@ -216,7 +220,7 @@ def _rates_from_fit_rows(failing: pl.DataFrame, *, at_ages: bool) -> tuple[Any, 
 
 def _rates_from_stored(
     failing: pl.DataFrame, fits: pl.DataFrame, *, at_ages: bool
-) -> tuple[Any, ...]:
+) -> tuple[ClassRate, ...]:
     """Rates from a run's ``fit_rates`` rows; at given ages each class's Weibull at its shape.
 
     At ages, a class's rows of ``fit_results`` (its families, with the Weibull one) are read with
@@ -259,7 +263,7 @@ def _rates_from_stored(
     return tuple(by_class.get(name) or observed[name] for name in order)
 
 
-def _latest_run(con: Any, lives: str) -> str | None:
+def _latest_run(con: duckdb.DuckDBPyConnection, lives: str) -> str | None:
     """Return the newest run on ``lives``.
 
     For the failure process also runs stored before a run recorded its lives view (they fitted
@@ -275,7 +279,11 @@ def _latest_run(con: Any, lives: str) -> str | None:
     return None
 
 
-def _read_rates_or_none(con: Any, run_id: str, read: Any) -> pl.DataFrame | None:
+def _read_rates_or_none(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    read: Callable[[duckdb.DuckDBPyConnection, str], pl.DataFrame],
+) -> pl.DataFrame | None:
     """Return the run's whole-fleet ``fit_rates`` rows; None when it stored none.
 
     None for a run stored before runs stored their rates, or a warehouse without ``fit_rates``.
@@ -291,7 +299,7 @@ def _read_rates_or_none(con: Any, run_id: str, read: Any) -> pl.DataFrame | None
     return rows if rows.height else None
 
 
-def _has_lives(con: Any) -> bool:
+def _has_lives(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether ``fct_component_lives`` exists and holds a row (what ``relia fit`` reads)."""
     import duckdb
 
@@ -310,17 +318,41 @@ def no_rates_warning(run_id: str, rate_source: str) -> str:
     )
 
 
-def measured_restart_s(con: Any) -> dict[str, float | int | None]:
+class MeasuredRestart(TypedDict):
+    """The restart overhead the scheduler measured (:func:`measured_restart_s`).
+
+    ``median_s`` (None with no measured restart) and ``n`` restarts: a JSON-shaped record,
+    printed as ``measured_restart`` by ``relia project --json``.
+    """
+
+    median_s: float | None
+    n: int
+
+
+class MeasuredRepair(TypedDict):
+    """Repair times measured from closed replacement tickets (:func:`measured_repair`).
+
+    ``median_h``, ``sigma`` (of the log-normal) and ``n`` tickets: a JSON-shaped record,
+    printed as ``measured_repair`` by ``relia project --json``.
+    """
+
+    median_h: float
+    sigma: float
+    n: int
+
+
+def measured_restart_s(con: duckdb.DuckDBPyConnection) -> MeasuredRestart:
     """Median and count of measured restart overheads after hardware interruptions."""
     row = con.execute(
         "select median(restart_overhead_s), count(restart_overhead_s) "
         "from int_job_interruptions where attribution in $kinds",
         {"kinds": list(HARDWARE_ATTRIBUTIONS)},
     ).fetchone()
+    assert row is not None  # an aggregate without group by returns one row
     return {"median_s": row[0], "n": int(row[1])}
 
 
-def measured_repair(con: Any) -> dict[str, float | int]:
+def measured_repair(con: duckdb.DuckDBPyConnection) -> MeasuredRepair:
     """Median and log-normal sigma of measured repair times (closed ``replace`` tickets).
 
     ``median_h`` is the median repair time in hours, ``sigma`` the standard deviation of the
@@ -357,10 +389,11 @@ class FittedRepair:
 
     def to_json_dict(self) -> dict[str, Any]:
         """Return the fields by name, as ``relia project --json`` prints them."""
+        # the JSON edge (relia project --json, the stored projection)
         return dataclasses.asdict(self)
 
 
-def fitted_repair(con: Any, run_id: str | None = "latest") -> FittedRepair:
+def fitted_repair(con: duckdb.DuckDBPyConnection, run_id: str | None = "latest") -> FittedRepair:
     """Return the repair-time law of a stored repair run: its pooled log-normal fit.
 
     The run is ``run_id`` or, for ``latest`` / None, the newest repair-time run (``relia fit
@@ -432,21 +465,32 @@ INVENTORY_BINS = 10
 """Most age bins an inventory's fleet age is grouped into (quantile bins)."""
 
 
+class AgeBin(TypedDict):
+    """One quantile bin of the units in service: mean ``age_h``, ``share`` of units, ``n_units``."""
+
+    age_h: float
+    share: float
+    n_units: int
+
+
 @dataclass(frozen=True)
 class InventoryAges:
     """The ages of the units in service at the end of the data (:func:`inventory_ages`)."""
 
     as_of: datetime  # the observation window's end
     n_units: int
-    bins: tuple[dict[str, float | int], ...]  # each {age_h, share, n_units}
+    bins: tuple[AgeBin, ...]
     fleet_age: tuple[tuple[float, float], ...]  # (age_h, share) pairs, as Scenario takes them
 
     def to_json_dict(self) -> dict[str, Any]:
         """Return ``as_of``, ``n_units`` and ``bins`` as ``relia project --json`` prints them."""
+        # the JSON edge (relia project --json, relia whatif --json, the stored projection)
         return {"as_of": self.as_of, "n_units": self.n_units, "bins": [dict(b) for b in self.bins]}
 
 
-def inventory_ages(con: Any, *, n_bins: int = INVENTORY_BINS) -> InventoryAges:
+def inventory_ages(
+    con: duckdb.DuckDBPyConnection, *, n_bins: int = INVENTORY_BINS
+) -> InventoryAges:
     """Return the ages of the units in service at the end of the warehouse's data, in quantile bins.
 
     Units are the unit lives of ``int_component_lives`` (one per slot generation, whatever its
@@ -478,7 +522,7 @@ def inventory_ages(con: Any, *, n_bins: int = INVENTORY_BINS) -> InventoryAges:
             "nvidia-smi snapshots or a fleet register); give --fleet-age new, steady_state or hours"
         )
         raise ValueError(msg)
-    bins = [
+    bins: list[AgeBin] = [
         {"age_h": max(float(r[1]), 0.0), "share": int(r[2]) / n_units, "n_units": int(r[2])}
         for r in rows
     ]
@@ -490,7 +534,7 @@ def inventory_ages(con: Any, *, n_bins: int = INVENTORY_BINS) -> InventoryAges:
     )
 
 
-def _inventory_bins(con: Any, n_bins: int) -> list[tuple[Any, ...]]:
+def _inventory_bins(con: duckdb.DuckDBPyConnection, n_bins: int) -> list[tuple[Any, ...]]:
     """``(bin, mean age_h, units, window end)`` of each quantile bin of the units in service."""
     rows: list[tuple[Any, ...]] = con.execute(
         """

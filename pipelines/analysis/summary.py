@@ -108,14 +108,15 @@ def replacement_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """
     from pipelines.analysis.headline import replacement_afr
 
-    afr = ("replacement_afr_pct", "replacement_afr_lo_pct", "replacement_afr_hi_pct")
     return [
         {
             "component_class": r["component_class"],
             "n_replacements": r["n_replacements"],
             "unit_years": round(r["unit_years"], 1),
+            "replacement_afr_pct": round(r["replacement_afr_pct"], 3),
+            "replacement_afr_lo_pct": round(r["replacement_afr_lo_pct"], 3),
+            "replacement_afr_hi_pct": round(r["replacement_afr_hi_pct"], 3),
         }
-        | {name: round(r[name], 3) for name in afr}
         for r in replacement_afr(rows)
     ]
 

@@ -7,17 +7,36 @@ its own.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     import polars as pl
 
+    from models import Scenario
     from pipelines.analysis.sweep_spec import SweepSpec
 
 
-def plot_sweep(baseline: Any, spec: SweepSpec, out_dir: Path) -> tuple[list[Path], Path | None]:
+class DrainThresholds(TypedDict):
+    """What :func:`drain_thresholds` returns: a sweep's ``drain`` (``relia whatif --json``).
+
+    ``model_id`` of the predictor, ``n_thresholds`` swept, the ``table`` (parquet) and ``plot``
+    written, and the ``best`` threshold's row: ``threshold``, ``precision``, ``recall``,
+    ``goodput``, ``goodput_no_drain``, ``goodput_gain``, ``expected_drains``,
+    ``expected_false_alarms`` (those the table has).
+    """
+
+    model_id: str | None
+    n_thresholds: int
+    table: str
+    plot: str
+    best: dict[str, float | None]
+
+
+def plot_sweep(
+    baseline: Scenario, spec: SweepSpec, out_dir: Path
+) -> tuple[list[Path], Path | None]:
     """Goodput against scale, one line per value of each knob, the others held at the baseline.
 
     Each point is projected directly (the baseline with that knob and scale changed), so the
@@ -103,10 +122,9 @@ def plot_sweep(baseline: Any, spec: SweepSpec, out_dir: Path) -> tuple[list[Path
     return paths, table_path
 
 
-# the sweep result's `drain` JSON (relia whatif --json): a dict is the edge
 def drain_thresholds(
-    base: Any, spec: SweepSpec, curve: pl.DataFrame, model_id: str | None, out_dir: Path
-) -> dict[str, Any]:
+    base: Scenario, spec: SweepSpec, curve: pl.DataFrame, model_id: str | None, out_dir: Path
+) -> DrainThresholds:
     """Return the goodput at every threshold of a predictor's curve, at the target scale.
 
     Goodput at every threshold of a predictor's curve, at the target scale (the base's other

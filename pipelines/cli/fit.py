@@ -544,6 +544,7 @@ def _shown_rows(
     return fit_rows(results, replacement=replacement)
 
 
+# the JSON relia fit --json prints: a dict is the edge
 def _fit_payload(
     run: _FitRun,
     json_rows: list[dict[str, Any]],
@@ -851,6 +852,7 @@ def _print_trend(
         console.print("no unit failed more than once in the window", highlight=False)
 
 
+# a row of the terminal's table: a dict is the edge
 def _suspect_row(row: dict[str, Any]) -> dict[str, Any]:
     """Return a table row of a unit that failed more than once."""
     return {

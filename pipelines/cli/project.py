@@ -31,6 +31,10 @@ from pipelines.cli.render import (
 from pipelines.cli.root import app
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from models import KnobGain
+    from pipelines.analysis.project import SweepResult
     from pipelines.runtime.settings import Settings
 
 __all__ = ["project", "whatif"]
@@ -533,7 +537,7 @@ def _class_rows(by_class: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def _warn_rates(result: dict[str, Any]) -> None:
+def _warn_rates(result: Mapping[str, Any]) -> None:
     """Say on stderr which rates a projection used when its fit run had no failure."""
     if result.get("rates_warning"):
         err.print(error_text("warning", "yellow", result["rates_warning"]))
@@ -543,7 +547,8 @@ def _share(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
-def _gain_row(gain: dict[str, Any]) -> dict[str, Any]:
+# a row of the terminal's table (and --format csv): a dict is the edge
+def _gain_row(gain: KnobGain) -> dict[str, Any]:
     """Return a gains row for the terminal: the change, the goodputs, the gain and its interval."""
     within = gain["within_uncertainty"]
     return {
@@ -630,7 +635,7 @@ def _run_sweep(
     drain_model: str | None,
     simulate: int | None,
     default_rates_if_none: bool,
-) -> dict[str, Any]:
+) -> SweepResult:
     """Run the what-if grid and return its result.
 
     As the what-if flow when tracked (or its function when a Dask address is set), else the
@@ -663,7 +668,7 @@ def _run_sweep(
     )
 
 
-def _print_gains(result: dict[str, Any], gains: list[dict[str, Any]]) -> None:
+def _print_gains(result: SweepResult, gains: list[dict[str, Any]]) -> None:
     """Print the baseline, the knobs ranked by goodput gain, and the extrapolated classes."""
     held = ", ".join(f"{k}={v}" for k, v in result["baseline_values"].items())
     console.print(
@@ -691,7 +696,7 @@ def _print_gains(result: dict[str, Any], gains: list[dict[str, Any]]) -> None:
         )
 
 
-def _print_scenarios(result: dict[str, Any]) -> None:
+def _print_scenarios(result: SweepResult) -> None:
     """Print how many scenarios ran, where their table and plots are, which were simulated."""
     console.print(f"{result['n_points']} scenarios; table {result['table']}; plots:")
     for plot in result["plots"]:
@@ -718,7 +723,7 @@ def _print_scenarios(result: dict[str, Any]) -> None:
         )
 
 
-def _print_best(result: dict[str, Any]) -> None:
+def _print_best(result: SweepResult) -> None:
     """Print the knob with the largest gain, the pair's interaction, the best drain threshold."""
     best = result["best_knob"]
     if best:

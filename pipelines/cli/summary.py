@@ -81,6 +81,7 @@ def print_summary(db_path: Path, summary: dict[str, list[dict[str, Any]]]) -> No
     )
 
 
+# a row of the terminal's table: a dict is the edge
 def _replacement_cells(row: dict[str, Any]) -> dict[str, Any]:
     """Return a replacements row for the table: the AFR and its bounds in one cell."""
     from pipelines.analysis.headline import span_text

@@ -255,6 +255,7 @@ def synth(
         console.print(rows_table("synthetic fleet", [summary]))
 
 
+# the row (and JSON) relia synth prints, from the truth JSON synth wrote: a dict is the edge
 def _fleet_summary(
     truth: dict[str, Any], *, out: Path, seconds: float, training_logs: bool
 ) -> dict[str, Any]:

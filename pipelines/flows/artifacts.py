@@ -26,6 +26,8 @@ from pipelines.runtime.text import printable_values
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
+    from pipelines.analysis.project import SweepResult
+
 KEYS = {
     "ingest_counts": "ingest-counts",
     "ingest_quarantine": "ingest-quarantine",
@@ -332,9 +334,9 @@ def file_uri(path: str | Path) -> str:
     return Path(path).resolve().as_uri()
 
 
-def publish_what_if(result: Mapping[str, Any]) -> None:
+def publish_what_if(result: SweepResult) -> None:
     """Publish the knob ranking of a sweep and a link to its table."""
-    best = result.get("best_knob") or {}
+    best: Mapping[str, object] = result.get("best_knob") or {}
     create_table_artifact(
         key=KEYS["whatif_ranking"],
         table=ranking_rows(result["gains"]),

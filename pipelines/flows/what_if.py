@@ -45,7 +45,6 @@ def sweep_grid(
     return pl.concat([s.result() for s in slices], how="vertical_relaxed")
 
 
-# the sweep's JSON result (run_sweep): a dict is the edge
 @flow(name="what-if")
 def what_if(
     sweep_file: Path = Path("data_samples/sweeps/scale_checkpoint_domain.yaml"),
@@ -56,7 +55,7 @@ def what_if(
     drain_model: str | None = None,
     simulate: int | None = None,
     default_rates_if_none: bool = False,
-) -> dict[str, Any]:
+) -> project.SweepResult:
     """Run the sweep in ``sweep_file``; writes the table and plots under ``out_dir``.
 
     In a flow run the grid is cut into ``parts`` slices evaluated on the Dask scheduler at

@@ -416,6 +416,7 @@ def dated_lines(data: bytes) -> tuple[int, datetime, int, datetime] | None:
     return data.count(b"\n", 0, first_at) + 1, first, data.count(b"\n", 0, last_at) + 1, last
 
 
+# parser keyword options (parse(**options)): a dict is the edge
 def _no_options(_path: Path) -> dict[str, Any]:
     return {}
 

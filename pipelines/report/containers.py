@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -11,7 +11,258 @@ if TYPE_CHECKING:
     import polars as pl
 
     from models.gof import ProbabilityPlot
+    from pipelines.analysis.headline import ReplacementRow
     from pipelines.report.period import ReportPeriod
+
+
+# --------------------------------------------------------------------------------------------
+# Section records: JSON-shaped (stored in report_projections, read by the template), so
+# TypedDicts, plain dicts at run time. Rows read straight from a mart stay dicts of its columns.
+# --------------------------------------------------------------------------------------------
+class WhatIsMissing(TypedDict):
+    """What a section lacks and what would supply it (a ``MissingDataError``'s two parts)."""
+
+    missing: str
+    supply: str
+
+
+class ReportHeadline(TypedDict):
+    """The headline section's figures (:func:`pipelines.report.data.read_report_data`).
+
+    ``goodput`` (the steady-state projection at each target scale) is added once the goodput
+    section is read.
+    """
+
+    week: str
+    n_nodes: int
+    n_gpus: int
+    gpu_hours_week: float
+    gpu_hours_to_date: float
+    failures_week: int
+    failures_trailing_mean: float | None
+    interruptions_week: int
+    interruptions_trailing_mean: float | None
+    failures_vs_trailing: str
+    interruptions_vs_trailing: str
+    failures_to_date: int
+    failure_events_to_date: int
+    fleet_mtbf_h: float
+    fleet_mtbf_lo_h: float
+    fleet_mtbf_hi_h: float
+    node_mtbf_h: float
+    trailing_weeks: int
+    goodput: NotRequired[list[ProjectionTarget]]
+
+
+class CurvePoint(TypedDict):
+    """One scale of the goodput curve: goodput with its 95 % band and the MTTI."""
+
+    n_gpus: int
+    goodput: float
+    goodput_lo: float
+    goodput_hi: float
+    mtti_h: float
+    is_target: bool
+
+
+class ProjectionTarget(TypedDict):
+    """The projection at one target scale and fleet age (``steady_state`` or ``new``)."""
+
+    n_gpus: int
+    fleet_age: str
+    mtti_h: float
+    mtti_lo_h: float | None
+    mtti_hi_h: float | None
+    expected_interruptions: float
+    checkpoint_interval_min: float
+    goodput: float
+    goodput_lo: float | None
+    goodput_hi: float | None
+    ettr: float | None
+    lost_gpu_h_total: float
+    energy_lost_mwh: float
+    fleet_age_assumption: str
+    uncertainty: str
+
+
+class ClassExpected(TypedDict):
+    """Interruptions of one job expected from one class at a target scale, with its interval."""
+
+    n_gpus: int
+    component_class: str
+    level: str
+    units: int
+    expected: float
+    expected_lo: float
+    expected_hi: float
+
+
+class RateAssumption(TypedDict):
+    """A class's interruption rate the projection used."""
+
+    component_class: str
+    level: str
+    mtbf_h: float
+    weibull_shape: float
+    extrapolated: bool
+
+
+class SweepYaml(TypedDict):
+    """A sweep file's keys (``relia whatif``) that reproduce a ranking of the report."""
+
+    target_gpus: int
+    base: dict[str, Any]  # knobs by name, as a sweep YAML's base: (an input edge)
+    baseline: dict[str, Any]  # knobs by name, as a sweep YAML's baseline:
+    grid: dict[str, list[float | str]]
+
+
+class KnobBaseline(TypedDict):
+    """The baseline the what-if ranking at one scale holds, in words, and its sweep."""
+
+    n_gpus: int
+    held: str
+    uncertainty: str
+    sweep: SweepYaml
+
+
+class ProjectionAssumptions(TypedDict, total=False):
+    """The goodput projection's assumptions, in words and numbers (the stored scenario).
+
+    Empty before a projection; only ``missing`` and ``supply`` when the fits give none (no
+    lives, or no failure); every other key otherwise.
+    """
+
+    missing: str
+    supply: str
+    gpus_per_node: int
+    failure_domain_gpus: int
+    job_days: float
+    checkpoint_s: float
+    detect_s: float
+    reschedule_s: float
+    reschedule_measured: bool
+    restart_gap_s: float | None
+    n_restart_gaps: int
+    reload_s: float
+    warmup_s: float
+    repair_h: float
+    repair_measured: bool
+    strategy: str
+    fleet_age: str | float | tuple[tuple[float, float], ...]
+    fleet_age_assumption: str
+    rates: list[RateAssumption]
+    extrapolated: list[str]
+    left_out: list[str]
+    expected_by_class: list[ClassExpected]
+    n_samples: int
+    targets: list[int]
+    hot_spare_share: float
+    knob_baselines: list[KnobBaseline]
+    fleet_age_matters: bool
+
+
+class GoodputSection(TypedDict):
+    """The goodput section (:func:`pipelines.report.data.read_goodput`).
+
+    ``headline`` (the steady-state target rows), the ``curve`` (:class:`CurvePoint` rows),
+    ``targets`` (:class:`ProjectionTarget` rows) and ``knobs`` (the what-if ranking) as frames,
+    the ``scenario``'s assumptions, and, read back from ``report_projections``, the ``notes``
+    the models raised when it was made.
+    """
+
+    headline: list[ProjectionTarget]
+    curve: pl.DataFrame
+    targets: pl.DataFrame
+    knobs: pl.DataFrame
+    scenario: ProjectionAssumptions
+    notes: NotRequired[list[str]]
+
+
+class Replacements(TypedDict):
+    """Replacements from repair tickets (:func:`pipelines.report.data.read_replacements`).
+
+    ``rows`` (most replacements first) and ``n_repair_tickets``; without any ticket no row,
+    and ``missing`` and ``supply`` instead.
+    """
+
+    rows: list[ReplacementRow]
+    missing: NotRequired[str]
+    supply: NotRequired[str]
+    n_repair_tickets: NotRequired[int]
+
+
+class PredictorMetrics(TypedDict):
+    """Test metrics of the predictor or of a baseline it is compared with (``name``)."""
+
+    name: str
+    precision: float | None
+    alarm_precision: float | None
+    recall: float | None
+    pr_auc: float | None
+    lead_time_h: float | None
+    alarms_per_day: float | None
+    n_failures: int | None
+
+
+class PredictorModel(TypedDict):
+    """The latest failure predictor (``predict_models``) and its test metrics."""
+
+    model_id: str
+    trained_at: datetime
+    horizon_h: float
+    threshold: float
+    test_start: datetime
+    test_end: datetime
+    metrics: list[PredictorMetrics]
+    n_sbe_per_h: float | None
+    sizes: dict[str, Any]  # predict_models.metrics' sizes, stored as JSON by the train stage
+
+
+class AtRiskGpu(TypedDict):
+    """A GPU the predictor's latest scores put at risk, with its evidence in words."""
+
+    host: str
+    gpu_index: int
+    uuid: str | None
+    prob: float
+    evidence: str
+
+
+class PredictionSummary(TypedDict):
+    """The prediction section (:func:`pipelines.report.nodes.prediction_summary`).
+
+    ``model`` is None when no predictor was trained; ``prediction_ts`` (the scores' time) is
+    there once one was.
+    """
+
+    model: PredictorModel | None
+    at_risk: list[AtRiskGpu]
+    n_at_risk: int
+    prediction_ts: NotRequired[datetime | None]
+    scored_at: datetime | None
+
+
+class RealisedGoodput(TypedDict):
+    """The realised-goodput section (:func:`pipelines.report.goodput.read_realised_goodput`).
+
+    Its rows are the goodput marts' rows (``rpt_fleet_goodput``, the back-test's), as the
+    template reads them; the fields are described there.
+    """
+
+    backtest_missing: WhatIsMissing | None
+    missing: list[str]
+    has_ledger: bool
+    has_backtest: bool
+    all: dict[str, Any] | None
+    buckets: list[dict[str, Any]]
+    week: dict[str, Any] | None
+    n_jobs: int
+    n_measured: int
+    n_estimated: int
+    assumptions: list[dict[str, Any]]
+    untied: dict[str, int]
+    backtest: list[dict[str, Any]]
+    backtest_classes: list[dict[str, Any]]
 
 
 # --------------------------------------------------------------------------------------------
@@ -149,7 +400,7 @@ class ReportData:
     period: ReportPeriod
     fit: FitInfo
     generated_at: datetime
-    headline: dict[str, Any]
+    headline: ReportHeadline
     classes: pl.DataFrame
     weekly_failures: pl.DataFrame
     survival: list[SurvivalCurve]
@@ -163,16 +414,16 @@ class ReportData:
     goodput_curve: pl.DataFrame
     goodput_targets: pl.DataFrame
     knobs: pl.DataFrame
-    scenario: dict[str, Any]
+    scenario: ProjectionAssumptions
     files: pl.DataFrame
     quarantine: pl.DataFrame
     quarantine_samples: pl.DataFrame
     checks: pl.DataFrame
+    prediction: PredictionSummary
+    realised: RealisedGoodput
+    replacements: Replacements
     notes: list[str] = field(default_factory=list)
-    prediction: dict[str, Any] = field(default_factory=dict)
     probability: list[ClassProbabilityPlots] = field(default_factory=list)
-    realised: dict[str, Any] = field(default_factory=dict)
-    replacements: dict[str, Any] = field(default_factory=dict)
 
 
 SECTIONS: tuple[tuple[str, str], ...] = (

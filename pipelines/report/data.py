@@ -22,11 +22,17 @@ import logging
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-from pipelines.report.containers import FitInfo, ReportData
+from pipelines.report.containers import (
+    FitInfo,
+    GoodputSection,
+    Replacements,
+    ReportData,
+    ReportHeadline,
+)
 from pipelines.report.curves import probability_plots, survival_curves, trend_analysis
 from pipelines.report.goodput import read_realised_goodput
 from pipelines.report.nodes import interruption_tables, nodes_to_watch, prediction_summary
@@ -162,13 +168,12 @@ def _compare(observed: int, trailing_total: int, n_trailing: int) -> str:
     return "in line with"
 
 
-# the report template's headline context (Jinja): a dict is the edge
 def _headline(
     con: duckdb.DuckDBPyConnection,
     params: dict[str, object],
     period: ReportPeriod,
     fleet: _FleetNumbers,
-) -> dict[str, Any]:
+) -> ReportHeadline:
     """Return the headline's numbers (the template's ``headline``; ``goodput`` is added later)."""
     from models import exponential_mtbf
 
@@ -444,8 +449,7 @@ def _class_table(
     )
 
 
-# the report template's section context (Jinja): a dict is the edge
-def read_replacements(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+def read_replacements(con: duckdb.DuckDBPyConnection) -> Replacements:
     """Return the replacements per class from repair tickets, or what is missing without any.
 
     Reads ``rpt_replacements_by_class`` (replacement lives of ``fct_replacement_lives``): per
@@ -455,8 +459,9 @@ def read_replacements(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
 
     Returns
     -------
-    dict
-        ``rows`` (a list of dicts, most replacements first), and ``missing`` / ``supply``
+    Replacements
+        ``rows`` (:class:`~pipelines.analysis.headline.ReplacementRow`, most replacements first)
+        and ``n_repair_tickets``, or no row and ``missing`` / ``supply``
         (:data:`pipelines.analysis.headline.NO_TICKETS`) when the warehouse holds no repair ticket.
     """
     from pipelines.analysis.headline import NO_TICKETS, replacement_afr
@@ -529,7 +534,6 @@ def _quality(
     return files, quarantine, samples, checks
 
 
-# the report template's section context (Jinja), stored as JSON: a dict is the edge
 def read_goodput(
     con: duckdb.DuckDBPyConnection,
     period: ReportPeriod,
@@ -537,7 +541,7 @@ def read_goodput(
     fit: FitInfo,
     targets: tuple[int, ...],
     notes: Notes,
-) -> dict[str, Any]:
+) -> GoodputSection:
     """Return the goodput section: the stored projection of the project stage, else one made now.
 
     The project stage (:func:`pipelines.report.inputs.refresh_inputs`, run by the
@@ -548,7 +552,7 @@ def read_goodput(
 
     Returns
     -------
-    dict
+    GoodputSection
         ``headline``, ``curve``, ``targets``, ``knobs``, ``scenario``; the notes the models
         raised are added to ``notes``.
     """

@@ -33,9 +33,13 @@ from pipelines.analysis.goodput_summary import (
 from pipelines.report.period import query
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import duckdb
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+
+    from pipelines.report.containers import RealisedGoodput
 
 __all__ = [
     "CATEGORIES",
@@ -86,8 +90,7 @@ def _finite(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and math.isfinite(value)
 
 
-# the report template's section context (Jinja): a dict is the edge
-def read_realised_goodput(con: duckdb.DuckDBPyConnection, week: str) -> dict[str, Any]:
+def read_realised_goodput(con: duckdb.DuckDBPyConnection, week: str) -> RealisedGoodput:
     """Read the section's rows from the goodput marts.
 
     Parameters
@@ -99,7 +102,7 @@ def read_realised_goodput(con: duckdb.DuckDBPyConnection, week: str) -> dict[str
 
     Returns
     -------
-    dict
+    RealisedGoodput
         ``missing`` (goodput marts the warehouse lacks), ``has_ledger``, ``has_backtest``;
         ``all`` (the fleet row, or None), ``buckets`` (``gpu_bucket`` rows, small to large),
         ``week`` (the report week's row, or None), ``n_jobs``, ``n_measured``, ``n_estimated``,
@@ -182,7 +185,8 @@ def _value(row: dict[str, Any], column: str) -> float:
     return float(value) if _finite(value) else math.nan
 
 
-def realised_goodput_figure(section: dict[str, Any]) -> Figure | None:
+# the figures read a section (RealisedGoodput), or the part a stand-in for ReportData gives
+def realised_goodput_figure(section: Mapping[str, Any]) -> Figure | None:
     """Draw goodput per GPU bucket (GPU-hour and job weighted) and where the GPU-hours went.
 
     Left: per bucket (and the fleet), goodput weighted by GPU-hours next to goodput weighted
@@ -223,7 +227,7 @@ def realised_goodput_figure(section: dict[str, Any]) -> Figure | None:
     return fig
 
 
-def calibration_figure(section: dict[str, Any]) -> Figure | None:
+def calibration_figure(section: Mapping[str, Any]) -> Figure | None:
     """Draw the back-test's calibration: predicted against measured goodput, and O/E against 1.
 
     Left: per bucket and period, the predicted goodput (with its interval as an error bar)
@@ -359,7 +363,7 @@ def _draw_oe_points(
         ax.plot(x[cut], np.full(int(cut.sum()), top), "^", color=color, markersize=4)
 
 
-def realised_figures(section: dict[str, Any]) -> dict[str, Figure]:
+def realised_figures(section: Mapping[str, Any]) -> dict[str, Figure]:
     """Return the section's figures by name (``realised_goodput``, ``calibration``).
 
     A figure with nothing to plot is left out.

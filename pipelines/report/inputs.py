@@ -45,6 +45,16 @@ if TYPE_CHECKING:
     import duckdb
 
     from models.scenario import ClassRate, Projection, Scenario
+    from pipelines.analysis.project_inputs import MeasuredRestart
+    from pipelines.report.containers import (
+        ClassExpected,
+        CurvePoint,
+        GoodputSection,
+        KnobBaseline,
+        ProjectionAssumptions,
+        ProjectionTarget,
+        SweepYaml,
+    )
 
 # --------------------------------------------------------------------------------------------
 # Goodput projection
@@ -84,7 +94,6 @@ def _scaled_rate(rate: ClassRate, factor: float) -> ClassRate:
     )
 
 
-# stored as JSON in report_projections and read by the template: a dict is the edge
 def goodput_projection(
     con: duckdb.DuckDBPyConnection,
     params: dict[str, object],
@@ -93,7 +102,7 @@ def goodput_projection(
     notes: Notes,
     *,
     fit_run_id: str | None = None,
-) -> dict[str, Any]:
+) -> GoodputSection:
     """Return goodput against scale, the knob ranking and the scenario.
 
     Goodput against scale, at each target scale (steady state and new fleet), the knob
@@ -104,27 +113,26 @@ def goodput_projection(
 
     Returns
     -------
-    dict
+    GoodputSection
         ``headline`` (steady-state rows per target), ``curve``, ``targets``, ``knobs`` (frames)
         and ``scenario`` (the assumptions, in words and numbers); the models' warnings go to
         ``notes``.
     """
     from models import project
 
-    empty: dict[str, Any] = {
-        "headline": [],
-        "curve": pl.DataFrame(),
-        "targets": pl.DataFrame(),
-        "knobs": pl.DataFrame(),
-        "scenario": {},
-    }
     chosen = chosen_fits(fits)
     with_failures = chosen.filter(pl.col("n_failures") > 0)
     left_out = sorted(chosen.filter(pl.col("n_failures") == 0).get_column("component_class"))
     if with_failures.height == 0:
         # the section says what is missing and what would supply it, in place of a projection
         lack = no_lives() if fits.height == 0 else no_failures(fit_run_id)
-        return empty | {"scenario": {"missing": lack.missing, "supply": lack.supply}}
+        return {
+            "headline": [],
+            "curve": pl.DataFrame(),
+            "targets": pl.DataFrame(),
+            "knobs": pl.DataFrame(),
+            "scenario": {"missing": lack.missing, "supply": lack.supply},
+        }
     rates, rates_at_ages = _goodput_rates(con, fits, notes, fit_run_id=fit_run_id)
     if left_out:
         notes.add(
@@ -145,9 +153,11 @@ def goodput_projection(
     curve_rows = [
         _curve_row(n_gpus, at(n_gpus), targets) for n_gpus in sorted({*CURVE_GPUS, *targets})
     ]
-    target_rows, headline, knob_frames = [], [], []
-    by_class: list[dict[str, Any]] = []
-    knob_baselines: list[dict[str, Any]] = []
+    target_rows: list[ProjectionTarget] = []
+    headline: list[ProjectionTarget] = []
+    knob_frames: list[pl.DataFrame] = []
+    by_class: list[ClassExpected] = []
+    knob_baselines: list[KnobBaseline] = []
     for n_gpus in targets:
         for age in ("steady_state", "new"):
             if age == "steady_state":
@@ -211,7 +221,7 @@ class _ReportScenario:
     base: Scenario
     gpus_per_node: int
     repair_h: float | None  # median measured repair time; None when nothing was repaired
-    restart: dict[str, float | int | None]  # project_inputs.measured_restart_s: median_s, n
+    restart: MeasuredRestart  # project_inputs.measured_restart_s
 
 
 def _report_scenario(
@@ -252,7 +262,7 @@ def _report_scenario(
     return _ReportScenario(base, gpus_per_node, repair_h, restart)
 
 
-def _curve_row(n_gpus: int, out: Projection, targets: tuple[int, ...]) -> dict[str, Any]:
+def _curve_row(n_gpus: int, out: Projection, targets: tuple[int, ...]) -> CurvePoint:
     return {
         "n_gpus": n_gpus,
         "goodput": out["goodput"],
@@ -263,7 +273,7 @@ def _curve_row(n_gpus: int, out: Projection, targets: tuple[int, ...]) -> dict[s
     }
 
 
-def _target_row(n_gpus: int, age: str, out: Projection) -> dict[str, Any]:
+def _target_row(n_gpus: int, age: str, out: Projection) -> ProjectionTarget:
     return {
         "n_gpus": n_gpus,
         "fleet_age": age,
@@ -283,11 +293,17 @@ def _target_row(n_gpus: int, age: str, out: Projection) -> dict[str, Any]:
     }
 
 
-def _class_rows(n_gpus: int, out: Projection) -> list[dict[str, Any]]:
+def _class_rows(n_gpus: int, out: Projection) -> list[ClassExpected]:
     return [
-        {"n_gpus": n_gpus, "component_class": name}
-        | {k: v[k] for k in ("level", "units", "expected")}
-        | {"expected_lo": v["expected_lo"], "expected_hi": v["expected_hi"]}
+        {
+            "n_gpus": n_gpus,
+            "component_class": name,
+            "level": v["level"],
+            "units": v["units"],
+            "expected": v["expected"],
+            "expected_lo": v["expected_lo"],
+            "expected_hi": v["expected_hi"],
+        }
         for name, v in out["expected_interruptions_by_class"].items()
     ]
 
@@ -300,9 +316,9 @@ def _scenario_summary(
     *,
     fleet_age_assumption: str,
     left_out: list[str],
-    by_class: list[dict[str, Any]],
-    knob_baselines: list[dict[str, Any]],
-) -> dict[str, Any]:
+    by_class: list[ClassExpected],
+    knob_baselines: list[KnobBaseline],
+) -> ProjectionAssumptions:
     """Return the assumptions of the projection, in words and numbers (the stored JSON)."""
     base = setup.base
     restart_s = setup.restart["median_s"]
@@ -353,7 +369,7 @@ def _knob_ranking(
     n_gpus: int,
     rates: tuple[ClassRate, ...],
     notes: Notes,
-) -> tuple[pl.DataFrame, dict[str, Any]]:
+) -> tuple[pl.DataFrame, KnobBaseline]:
     """Return the gains over the report's baseline at ``n_gpus``.
 
     Gains over the report's baseline at ``n_gpus`` (as ``relia whatif`` defines them), plus
@@ -434,13 +450,13 @@ def _knob_ranking(
     }
     fixed["rates"] = [asdict(r) for r in at_scale.rates]
     fixed["node_groups"] = [list(g) for g in at_scale.node_groups]
-    sweep_spec = {
+    sweep_spec: SweepYaml = {
         "target_gpus": n_gpus,
         "base": fixed,
         "baseline": {k: getattr(at_scale, k) for k in grid},
         "grid": grid,
     }
-    baseline = {
+    baseline: KnobBaseline = {
         "n_gpus": n_gpus,
         "held": ", ".join(
             f"{_KNOB_LABELS.get(k, (k, ''))[0]} {plain(v)}{_KNOB_LABELS.get(k, (k, ''))[1]}"
@@ -603,9 +619,11 @@ def project_for_report(
     notes = Notes()
     goodput = goodput_projection(con, period.params(), fits, targets, notes, fit_run_id=info.run_id)
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
-    result = {
+    result = {  # the stored JSON (report_projections.result_json)
         "headline": goodput["headline"],
-        **{name: frame_text(goodput[name]) for name in ("curve", "targets", "knobs")},
+        "curve": frame_text(goodput["curve"]),
+        "targets": frame_text(goodput["targets"]),
+        "knobs": frame_text(goodput["knobs"]),
         "notes": notes.items,
     }
     con.execute(

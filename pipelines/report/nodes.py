@@ -19,6 +19,13 @@ from pipelines.report.period import (
 if TYPE_CHECKING:
     import duckdb
 
+    from pipelines.report.containers import (
+        AtRiskGpu,
+        PredictionSummary,
+        PredictorMetrics,
+        PredictorModel,
+    )
+
 
 # --------------------------------------------------------------------------------------------
 # Interruptions
@@ -265,8 +272,7 @@ AT_RISK_LIMIT = 25
 """GPUs listed in the report's at-risk table (highest probability first)."""
 
 
-# the report template's section context (Jinja): a dict is the edge
-def prediction_summary(con: duckdb.DuckDBPyConnection, notes: Notes) -> dict[str, Any]:
+def prediction_summary(con: duckdb.DuckDBPyConnection, notes: Notes) -> PredictionSummary:
     """Return the latest failure predictor's test metrics and the GPUs at risk.
 
     The GPUs at risk are those its latest scores put at risk.
@@ -285,18 +291,26 @@ def prediction_summary(con: duckdb.DuckDBPyConnection, notes: Notes) -> dict[str
     )
     if row.height == 0:
         return {"model": None, "at_risk": [], "n_at_risk": 0, "scored_at": None}
-    model = row.row(0, named=True)
-    metrics = json.loads(model.pop("metrics"))
-    model["metrics"] = [
-        {"name": name, **{k: metrics.get(key, {}).get(k) for k in _PREDICT_METRICS}}
-        for name, key in (
-            ("classifier", "model"),
-            ("rule: drain after N SBEs in an hour", "sbe_rule"),
-            ("never predict", "never_predict"),
-        )
-    ]
-    model["n_sbe_per_h"] = metrics.get("sbe_rule", {}).get("n_sbe_per_h")
-    model["sizes"] = metrics.get("sizes", {})
+    stored = row.row(0, named=True)
+    metrics = json.loads(stored["metrics"])
+    model: PredictorModel = {
+        "model_id": stored["model_id"],
+        "trained_at": stored["trained_at"],
+        "horizon_h": stored["horizon_h"],
+        "threshold": stored["threshold"],
+        "test_start": stored["test_start"],
+        "test_end": stored["test_end"],
+        "metrics": [
+            _metrics(name, metrics.get(key, {}))
+            for name, key in (
+                ("classifier", "model"),
+                ("rule: drain after N SBEs in an hour", "sbe_rule"),
+                ("never predict", "never_predict"),
+            )
+        ],
+        "n_sbe_per_h": metrics.get("sbe_rule", {}).get("n_sbe_per_h"),
+        "sizes": metrics.get("sizes", {}),
+    }
     latest = query(
         con,
         "select max(prediction_ts) as at, max(scored_at) as scored_at, "
@@ -312,7 +326,16 @@ def prediction_summary(con: duckdb.DuckDBPyConnection, notes: Notes) -> dict[str
         "order by prob desc, host, gpu_index limit $limit",
         {"id": model["model_id"], "at": latest["at"], "limit": AT_RISK_LIMIT},
     )
-    rows = [{**r, "evidence": _evidence_text(r["evidence"])} for r in at_risk.to_dicts()]
+    rows: list[AtRiskGpu] = [
+        {
+            "host": r["host"],
+            "gpu_index": r["gpu_index"],
+            "uuid": r["uuid"],
+            "prob": r["prob"],
+            "evidence": _evidence_text(r["evidence"]),
+        }
+        for r in at_risk.to_dicts()
+    ]
     if latest["at"] is None:
         notes.add(
             f"Failure predictor {model['model_id']} has not scored the fleet yet: run "
@@ -327,15 +350,18 @@ def prediction_summary(con: duckdb.DuckDBPyConnection, notes: Notes) -> dict[str
     }
 
 
-_PREDICT_METRICS = (
-    "precision",
-    "alarm_precision",
-    "recall",
-    "pr_auc",
-    "lead_time_h",
-    "alarms_per_day",
-    "n_failures",
-)
+def _metrics(name: str, stored: dict[str, Any]) -> PredictorMetrics:
+    """Return a model's or a baseline's test metrics (None where the train stage stored none)."""
+    return {
+        "name": name,
+        "precision": stored.get("precision"),
+        "alarm_precision": stored.get("alarm_precision"),
+        "recall": stored.get("recall"),
+        "pr_auc": stored.get("pr_auc"),
+        "lead_time_h": stored.get("lead_time_h"),
+        "alarms_per_day": stored.get("alarms_per_day"),
+        "n_failures": stored.get("n_failures"),
+    }
 
 
 def _evidence_text(evidence: str | None) -> str:

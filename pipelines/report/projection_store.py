@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import io
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import polars as pl
 
@@ -19,11 +19,26 @@ from pipelines.report.period import query
 if TYPE_CHECKING:
     import duckdb
 
+    from pipelines.report.containers import GoodputSection
     from pipelines.report.period import ReportPeriod
 
 
-# stored as JSON in report_projections and compared as such: a dict is the edge
-def projection_inputs(con: duckdb.DuckDBPyConnection, period: ReportPeriod) -> dict[str, Any]:
+class ProjectionInputs(TypedDict):
+    """What a stored projection depends on besides its fit run and targets.
+
+    Stored as JSON (``report_projections.inputs_json``) and compared as such: the key order is
+    part of the stored text.
+    """
+
+    as_of: str
+    window_start: str
+    window_end: str
+    n_interruptions: int
+    n_replace_repairs: int
+    n_gpu_slots: int
+
+
+def projection_inputs(con: duckdb.DuckDBPyConnection, period: ReportPeriod) -> ProjectionInputs:
     """Return what a stored projection depends on besides its fit run and targets.
 
     What a stored projection depends on besides its fit run and targets: the week's data
@@ -42,24 +57,25 @@ def projection_inputs(con: duckdb.DuckDBPyConnection, period: ReportPeriod) -> d
         "as_of": period.as_of.isoformat(),
         "window_start": period.window_start.isoformat(),
         "window_end": period.window_end.isoformat(),
-        **{name: int(value) for name, value in counts.items()},
+        "n_interruptions": int(counts["n_interruptions"]),
+        "n_replace_repairs": int(counts["n_replace_repairs"]),
+        "n_gpu_slots": int(counts["n_gpu_slots"]),
     }
 
 
-# stored as JSON in report_projections, read back for the template: a dict is the edge
 def read_report_projection(
     con: duckdb.DuckDBPyConnection,
     fit_run_id: str,
     period: ReportPeriod,
     targets: tuple[int, ...],
-) -> dict[str, Any] | None:
+) -> GoodputSection | None:
     """Return the newest stored projection of ``fit_run_id`` at ``targets``.
 
     Only one whose inputs still match.
 
     Returns
     -------
-    dict or None
+    GoodputSection or None
         ``headline``, ``curve``, ``targets``, ``knobs``, ``scenario`` and ``notes`` (the
         models' warnings when it was made); None when there is none (or no such table: a
         warehouse written before the project stage stored report projections).
@@ -88,10 +104,12 @@ def read_report_projection(
     if rows.height == 0:
         return None
     scenario_json, result_json = rows.row(0)
-    result = json.loads(result_json)
+    result = json.loads(result_json)  # as project_for_report stored it
     return {
         "headline": result["headline"],
-        **{name: frame_of(result[name]) for name in ("curve", "targets", "knobs")},
+        "curve": frame_of(result["curve"]),
+        "targets": frame_of(result["targets"]),
+        "knobs": frame_of(result["knobs"]),
         "scenario": json.loads(scenario_json),
         "notes": result["notes"],
     }

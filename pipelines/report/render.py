@@ -39,7 +39,7 @@ from pipelines.runtime.settings import DEFAULT_LOCK_TIMEOUT_S
 if TYPE_CHECKING:
     import polars as pl
 
-    from pipelines.report.containers import ReportData
+    from pipelines.report.containers import Replacements, ReportData, ReportHeadline
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class ReportResult:
     path: Path
     markdown: str
     seconds: float
-    headline: dict[str, Any]
+    headline: ReportHeadline
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,8 +265,8 @@ def _headline_rows(data: ReportData) -> list[list[str]]:
     if data.scenario.get("missing"):
         headline_rows.append(["projected goodput", f"none: {data.scenario['missing']}"])
     realised = data.realised
-    if realised.get("has_ledger"):
-        fleet = realised["all"]
+    fleet = realised.get("all")
+    if realised.get("has_ledger") and fleet is not None:  # a ledger has its fleet row
         headline_rows.append(
             [
                 "realised goodput (by GPU-hours, by job)",
@@ -297,7 +297,7 @@ def _class_table_rows(data: ReportData) -> list[list[str]]:
     ]
 
 
-def _replacement_markdown(replacements: dict[str, Any]) -> str:
+def _replacement_markdown(replacements: Replacements) -> str:
     """Return the replacements per class as markdown, or the line saying there are none."""
     rows = replacements.get("rows") or []
     if not rows:

@@ -16,7 +16,7 @@ back to the flow's process, which validates and loads them.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from pipelines.runtime.errors import ReliaError
 
@@ -52,8 +52,17 @@ CATEGORICAL_KNOBS = (
 equal to ``models.goodput.CATEGORICAL_KNOBS`` by a test, without importing models here."""
 
 
-# keyword arguments for dask's LocalCluster(**kwargs): a dict is the edge
-def local_cluster_kwargs(n_workers: int = 2) -> dict[str, Any]:
+class LocalClusterKwargs(TypedDict):
+    """Keyword arguments of ``distributed.LocalCluster`` (:func:`local_cluster_kwargs`)."""
+
+    n_workers: int
+    threads_per_worker: int
+    processes: bool
+    host: str
+    dashboard_address: str
+
+
+def local_cluster_kwargs(n_workers: int = 2) -> LocalClusterKwargs:
     """``LocalCluster`` arguments: ``n_workers`` one-thread processes, every socket on loopback."""
     if n_workers < 1:
         msg = f"a local Dask cluster needs at least one worker, got {n_workers}"
@@ -109,7 +118,7 @@ def task_runner(address: str | None) -> TaskRunner[Any]:
             raise ValueError(msg)
         return DaskTaskRunner(
             cluster_class="distributed.LocalCluster",
-            cluster_kwargs=local_cluster_kwargs(int(count)),
+            cluster_kwargs=dict(local_cluster_kwargs(int(count))),  # a plain dict, as it asks
         )
     return DaskTaskRunner(address=address)
 
