@@ -37,9 +37,11 @@ __all__ = [
     "GPU_BUCKETS",
     "LOG_COLUMNS",
     "PERIODS",
+    "SLOW_COLUMNS",
     "TIES",
     "backtest_class_rows",
     "backtest_rows",
+    "fleet_columns",
     "fleet_rows",
     "goodput_summary",
     "job_columns",
@@ -48,6 +50,7 @@ __all__ = [
     "missing_goodput_views",
     "nothing_expected",
     "oe_verdict",
+    "slow_missing",
 ]
 
 GOODPUT_VIEWS = ("fct_job_goodput", "rpt_fleet_goodput", "rpt_projection_backtest")
@@ -75,6 +78,20 @@ FLEET_COLUMNS = (
     "n_estimated",
 )
 """Columns of a ``fleet`` row (docs/goodput.md §4)."""
+SLOW_COLUMNS = (
+    "slow_share",
+    "failstop_share",
+    "failslow_share",
+    "failstop_share_jobs",
+    "failslow_share_jobs",
+    "failstop_gpu_hours",
+    "failslow_gpu_hours",
+    "n_slow_measured",
+    "n_slow_jobs",
+)
+"""Columns a ``fleet`` row has after :data:`FLEET_COLUMNS`: fail-slow and the badput split by
+cause (docs/goodput.md §4, §7); only those the warehouse's ``rpt_fleet_goodput`` has (one made
+before fail-slow has none)."""
 BACKTEST_COLUMNS = (
     "bucket",
     "period",
@@ -112,11 +129,9 @@ _PRESENT = (
 _JOBS = (
     "select * from fct_job_goodput where n_gpus >= $min_gpus order by first_start_ts, job_id_raw"
 )
-# the column lists are constants of this module (never user text)
-_FLEET = (
-    "select "
-    + ", ".join("cast(value as varchar) as value" if c == "value" else c for c in FLEET_COLUMNS)
-    + " from rpt_fleet_goodput"
+_FLEET_PRESENT = (
+    "select column_name from information_schema.columns "
+    "where table_schema = current_schema() and table_name = 'rpt_fleet_goodput'"
 )
 _BACKTEST = "select " + ", ".join(BACKTEST_COLUMNS) + " from rpt_projection_backtest"
 _BACKTEST_CLASSES = (
@@ -206,16 +221,53 @@ def job_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
     return list(warehouse.query(con, "select * from fct_job_goodput limit 0").columns)
 
 
+def fleet_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Return a ``fleet`` row's columns: :data:`FLEET_COLUMNS`, then the view's SLOW_COLUMNS."""
+    from pipelines import warehouse
+
+    found = warehouse.query(con, _FLEET_PRESENT).get_column("column_name").to_list()
+    return [*FLEET_COLUMNS, *(c for c in SLOW_COLUMNS if c in found)]
+
+
+# JSON rows (relia goodput --json, Prefect artifact rows): dicts are the edge
+def slow_missing(fleet: list[dict[str, Any]]) -> str | None:
+    """Return why the roll-up has no fail-slow figure, in one line, or None when it has one.
+
+    None too when there is no roll-up at all (no ledger job: that is said on its own). A
+    ``rpt_fleet_goodput`` made before fail-slow lacks ``n_slow_measured``; a warehouse whose
+    ledger jobs have no step times has ``n_slow_measured = 0``: its ``slow_share`` of 0 is
+    not a measurement.
+    """
+    whole = next((r for r in fleet if r["dimension"] == "all"), None)
+    if whole is None:
+        return None
+    if "n_slow_measured" not in whole:
+        return (
+            "rpt_fleet_goodput predates fail-slow (no n_slow_measured): run `relia ingest` "
+            "on the warehouse to create its views again"
+        )
+    if not whole["n_slow_measured"]:
+        return (
+            f"none of the {int(whole['n_jobs']):,} ledger jobs has its slow time measured "
+            "(fct_job_goodput.slow_measured): training logs with step times (Megatron-LM, "
+            "torchtitan) would supply it"
+        )
+    return None
+
+
 # JSON rows (relia goodput --json, Prefect artifact rows): dicts are the edge
 def fleet_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    """Return the fleet roll-up rows (:data:`FLEET_COLUMNS`) in reading order.
+    """Return the fleet roll-up rows (:func:`fleet_columns`) in reading order.
 
     ``dimension`` in :data:`DIMENSIONS` order; GPU buckets small to large, accounts and ISO weeks
     by their text. Shares and goodput are fractions (0 to 1); ``gpu_hours`` in hours.
     """
     from pipelines import warehouse
 
-    rows = _plain(warehouse.query(con, _FLEET).to_dicts())
+    columns = fleet_columns(con)
+    # the column lists are constants of this module (never user text)
+    select = ", ".join("cast(value as varchar) as value" if c == "value" else c for c in columns)
+    rows = _plain(warehouse.query(con, f"select {select} from rpt_fleet_goodput").to_dicts())
 
     def key(row: dict[str, Any]) -> tuple[tuple[int, str], tuple[int, str]]:
         within = GPU_BUCKETS if row["dimension"] == "gpu_bucket" else ()

@@ -4,7 +4,10 @@ The tables are the fleet roll-up (``rpt_fleet_goodput``: goodput weighted by GPU
 job count side by side, with the measured and estimated job counts; then where the GPU-hours
 went, per category) and the back-test (``rpt_projection_backtest``, and per component class
 ``rpt_projection_backtest_classes``). ``--json`` prints ``jobs``, ``fleet``, ``backtest`` and
-``backtest_classes``; ``--format csv --table NAME`` one of them. The rows and their order are
+``backtest_classes``, and ``slow_missing`` (why the roll-up has no fail-slow figure, or null);
+``--format csv --table NAME`` one of them. Fail-slow stands beside fail-stop: the roll-up's
+badput split by cause with how many jobs had their slow time measured, and each job's
+``slow_s`` in ``jobs``. The rows and their order are
 :mod:`pipelines.analysis.goodput_summary`'s.
 """
 
@@ -41,7 +44,7 @@ if TYPE_CHECKING:
 
     import duckdb
 
-__all__ = ["GoodputTable", "fleet_display", "goodput", "print_goodput"]
+__all__ = ["GoodputTable", "cause_display", "fleet_display", "goodput", "print_goodput"]
 
 
 class GoodputTable(StrEnum):
@@ -127,6 +130,57 @@ def fleet_display(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], lis
     return goodput, shares
 
 
+def cause_display(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return the roll-up's badput split by cause, fail-stop beside fail-slow, as a table.
+
+    Parameters
+    ----------
+    rows
+        :func:`pipelines.analysis.goodput_summary.fleet_rows` with the fail-slow columns
+        (:data:`~pipelines.analysis.goodput_summary.SLOW_COLUMNS`).
+
+    Returns
+    -------
+    list of dict
+        Per dimension value: fail-stop and fail-slow as shares of the GPU-hours and as the mean
+        of the jobs' own shares, the slow share of all GPU-hours, and the coverage (jobs whose
+        slow time is measured, of all; jobs with any). A value with no slow-measured job shows
+        ``-`` for fail-slow, never a 0 %.
+    """
+    table = []
+    for r in rows:
+        measured = bool(r["n_slow_measured"])
+        table.append(
+            {
+                "dimension": r["dimension"],
+                "value": r["value"],
+                "fail-stop (GPU-h)": _pct(r["failstop_share"]),
+                "fail-slow (GPU-h)": _pct(r["failslow_share"] if measured else None),
+                "fail-stop (job mean)": _pct(r["failstop_share_jobs"]),
+                "fail-slow (job mean)": _pct(r["failslow_share_jobs"] if measured else None),
+                "slow share": _pct(r["slow_share"] if measured else None),
+                "slow-measured": f"{int(r['n_slow_measured']):,} of {int(r['n_jobs']):,}",
+                "slow jobs": r["n_slow_jobs"] if measured else "-",
+            }
+        )
+    return table
+
+
+def _print_causes(result: dict[str, Any]) -> None:
+    """Print fail-stop beside fail-slow, or the one line saying why fail-slow is missing."""
+    fleet = result["fleet"]
+    if fleet and "n_slow_measured" in fleet[0]:
+        title = (
+            "badput by cause: fail-stop (wasted + restart, all jobs) and fail-slow (slow_s, "
+            "slow-measured jobs only)"
+        )
+        console.print(rows_table(title, cause_display(fleet)))
+    if result.get("slow_missing"):
+        console.print(
+            f"fail-slow: not measured: {result['slow_missing']}", highlight=False, soft_wrap=True
+        )
+
+
 def _backtest_display(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from pipelines.analysis.goodput_summary import nothing_expected, oe_verdict
 
@@ -185,6 +239,7 @@ def print_goodput(db_path: Path, result: dict[str, Any], *, min_gpus: int) -> No
         goodput, shares = fleet_display(result["fleet"])
         console.print(rows_table("realised goodput (fct_job_goodput, rpt_fleet_goodput)", goodput))
         console.print(rows_table("where the GPU-hours went (share of GPU-hours)", shares))
+        _print_causes(result)
     else:
         console.print(
             "no realised goodput yet: no training logs and no finished job in the ledger "
@@ -258,7 +313,7 @@ def _columns(con: duckdb.DuckDBPyConnection, table: GoodputTable) -> list[str]:
     from pipelines.analysis import goodput_summary as summary_mod
 
     if table is GoodputTable.fleet:
-        return list(summary_mod.FLEET_COLUMNS)
+        return summary_mod.fleet_columns(con)
     if table is GoodputTable.backtest:
         return [*summary_mod.BACKTEST_COLUMNS, "verdict"]
     if table is GoodputTable.backtest_classes:
@@ -343,6 +398,7 @@ def goodput(
             result["backtest"] = []
             result["backtest_classes"] = []
         result["backtest_missing"] = lack
+        result["slow_missing"] = summary_mod.slow_missing(result["fleet"])
         if shown is OutputFormat.csv and not result[table.value]:
             header = _columns(con, table)
     if shown is OutputFormat.json:

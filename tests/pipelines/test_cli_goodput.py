@@ -326,7 +326,8 @@ def test_goodput_json_has_jobs_fleet_backtest(goodput_db: Path) -> None:
     payload = _strict_loads(_invoke("--db", str(goodput_db), "--json"))
     assert payload == _strict_loads(_invoke("--db", str(goodput_db), "--format", "json"))
     assert set(payload) == {
-        *("jobs", "fleet", "backtest", "backtest_classes", "logs", "backtest_missing")
+        *("jobs", "fleet", "backtest", "backtest_classes", "logs", "backtest_missing"),
+        "slow_missing",
     }
     assert payload["backtest_classes"] == []  # the hand-made run has no per-class rows
     assert payload["backtest_missing"] is None  # --stored: nothing was run, nothing was missing
@@ -490,6 +491,7 @@ def test_goodput_with_an_empty_ledger_says_so(goodput_db: Path) -> None:
         "backtest_classes": [],
         "logs": [],
         "backtest_missing": None,
+        "slow_missing": None,  # no roll-up: "no realised goodput yet" says it all
     }
     header = _invoke("--db", str(goodput_db), "--format", "csv", "--table", "jobs")
     assert header == "job_id_raw,n_gpus,first_start_ts,estimated\n"
@@ -521,6 +523,142 @@ def test_goodput_queries_read_marts_only() -> None:
     below = re.compile(r"\b(?:raw|stg|int)_[a-z0-9_]+\b")
     for path in (REPO / "pipelines/analysis/goodput_summary.py", REPO / "pipelines/cli/goodput.py"):
         assert not below.findall(path.read_text()), path
+
+
+# --- fail-slow beside fail-stop (docs/goodput.md §4, §7) ------------------------------------
+# slow_s: j1 0 s and j2 1,800 s (both slow-measured), j3 estimated (null, not measured).
+# GPU-seconds: j1 8 x 10,000 = 80,000; j2 64 x 36,000 = 2,304,000; j3 512 x 7,200 = 3,686,400;
+# all 6,070,400. Fail-stop (wasted + restart): j1 500, j2 5,400, j3 2,040 s.
+SLOW_COLUMNS = [
+    "slow_share",
+    "failstop_share",
+    "failslow_share",
+    "failstop_share_jobs",
+    "failslow_share_jobs",
+    "failstop_gpu_hours",
+    "failslow_gpu_hours",
+    "n_slow_measured",
+    "n_slow_jobs",
+]
+SLOW_ALL = (
+    64 * 1_800 / 6_070_400,  # slow_share 1.9 %
+    (8 * 500 + 64 * 5_400 + 512 * 2_040) / 6_070_400,  # 1,394,080 / 6,070,400 = 23.0 %
+    64 * 1_800 / (80_000 + 2_304_000),  # 115,200 / 2,384,000 = 4.8 %
+    (500 / 10_000 + 5_400 / 36_000 + 2_040 / 7_200) / 3,  # (0.05 + 0.15 + 0.2833) / 3 = 16.1 %
+    (0 + 1_800 / 36_000) / 2,  # 2.5 %
+    1_394_080 / 3600,
+    115_200 / 3600,
+    2,
+    1,
+)
+SLOW_J2 = (0.05, 0.15, 0.05, 0.15, 0.05, 64 * 5_400 / 3600, 32.0, 1, 1)
+SLOW_J3 = (0.0, 2_040 / 7_200, None, 2_040 / 7_200, None, 512 * 2_040 / 3600, None, 0, 0)
+
+
+def slow_views(con: duckdb.DuckDBPyConnection, *, measured: bool = True) -> None:
+    """The ledger with ``slow_s`` and ``slow_measured``, and a roll-up with the fail-slow columns.
+
+    ``measured=False``: no job has step times (every ``slow_s`` null, ``n_slow_measured`` 0).
+    """
+    j1, j2, j3 = JOBS
+    con.execute("create table ledger_base as select * from fct_job_goodput")
+    slow = "case job_id_raw when '1001' then 0.0 when '1002' then 1800.0 end"
+    flag = "job_id_raw <> '1003'"
+    if not measured:
+        slow, flag = "null::double", "false"
+    con.execute(
+        f"create or replace view fct_job_goodput as select *, {slow} as slow_s, "
+        f"{flag} as slow_measured from ledger_base"
+    )
+    rows = [
+        (*fleet_row("gpu_bucket", "65-512", [j3]), *SLOW_J3),
+        (*fleet_row("all", "all", [j1, j2, j3]), *SLOW_ALL),
+        (*fleet_row("gpu_bucket", "9-64", [j2]), *SLOW_J2),
+    ]
+    if not measured:
+        unmeasured = (0.0, SLOW_ALL[1], None, SLOW_ALL[3], None, SLOW_ALL[5], None, 0, 0)
+        rows = [(*fleet_row("all", "all", [j1, j2, j3]), *unmeasured)]
+    _view(con, "rpt_fleet_goodput", [*FLEET_COLUMNS, *SLOW_COLUMNS], rows)
+
+
+def _screen(db: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    from rich.console import Console
+
+    from pipelines.cli import goodput as goodput_cli
+    from pipelines.cli import render
+
+    screen = Console(width=250, record=True)
+    monkeypatch.setattr(render, "console", screen)
+    monkeypatch.setattr(goodput_cli, "console", screen)
+    result = runner.invoke(app, ["goodput", "--stored", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    return screen.export_text()
+
+
+def test_goodput_shows_fail_slow_beside_fail_stop(
+    goodput_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with warehouse.connect(goodput_db) as con:
+        slow_views(con)
+    lines = _screen(goodput_db, monkeypatch).splitlines()
+    [title] = [ln for ln in lines if "badput by cause" in ln]
+    assert "fail-stop" in title
+    assert "fail-slow" in title
+
+    def cells(marker: str) -> list[str]:
+        [line] = [ln for ln in lines if marker in ln]
+        return [c.strip() for c in re.split(r"\s{2,}|│", line.strip(" │")) if c.strip()]
+
+    # all: fail-stop 23.0 %, fail-slow 4.8 % (of the slow-measured jobs' GPU-hours), job means
+    # 16.1 % and 2.5 %, slow share 1.9 % of all GPU-hours, 2 of 3 jobs measured, 1 slow
+    all_row = cells("2 of 3")
+    assert all_row[:2] == ["all", "all"]
+    assert all_row[-7:] == ["23.0 %", "4.8 %", "16.1 %", "2.5 %", "1.9 %", "2 of 3", "1"], all_row
+    # 65-512: j3 is estimated: no fail-slow figure, never a 0.0 %
+    j3_cells = cells("0 of 1")
+    assert j3_cells[:2] == ["gpu_bucket", "65-512"]
+    assert j3_cells[-7:] == ["28.3 %", "-", "28.3 %", "-", "-", "0 of 1", "-"], j3_cells
+    assert not any("fail-slow: not measured" in ln for ln in lines)
+    payload = _strict_loads(_invoke("--db", str(goodput_db), "--json"))
+    assert payload["slow_missing"] is None
+    fleet_all = payload["fleet"][0]
+    assert list(fleet_all) == [*FLEET_COLUMNS, *SLOW_COLUMNS]
+    assert fleet_all["failslow_share"] == pytest.approx(115_200 / 2_384_000)
+    assert (fleet_all["n_slow_measured"], fleet_all["n_slow_jobs"]) == (2, 1)
+    assert [(j["slow_s"], j["slow_measured"]) for j in payload["jobs"]] == [
+        (0.0, True),
+        (1800.0, True),
+        (None, False),
+    ]
+    header, rows = _csv(_invoke("--db", str(goodput_db), "--format", "csv", "--table", "fleet"))
+    assert header == [*FLEET_COLUMNS, *SLOW_COLUMNS]
+    assert rows[0]["n_slow_measured"] == "2"
+    header, rows = _csv(_invoke("--db", str(goodput_db), "--format", "csv", "--table", "jobs"))
+    assert [r["slow_s"] for r in rows] == ["0.0", "1800.0", ""]
+
+
+def test_goodput_without_slow_measured_jobs_says_so_in_one_line(
+    goodput_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with warehouse.connect(goodput_db) as con:
+        slow_views(con, measured=False)
+    lines = _screen(goodput_db, monkeypatch).splitlines()
+    said = [ln for ln in lines if ln.startswith("fail-slow: not measured")]
+    assert said == [
+        "fail-slow: not measured: none of the 3 ledger jobs has its slow time measured "
+        "(fct_job_goodput.slow_measured): training logs with step times (Megatron-LM, "
+        "torchtitan) would supply it"
+    ]
+    [all_row] = [ln for ln in lines if "0 of 3" in ln]
+    assert "23.0 %" in all_row  # fail-stop is still there
+    assert "0.0 %" not in all_row  # the slow share is not shown as a silent zero
+    payload = _strict_loads(_invoke("--db", str(goodput_db), "--json"))
+    assert payload["slow_missing"] == said[0].removeprefix("fail-slow: not measured: ")
+
+
+def test_goodput_on_a_roll_up_made_before_fail_slow_says_so(goodput_db: Path) -> None:
+    payload = _strict_loads(_invoke("--db", str(goodput_db), "--json"))
+    assert payload["slow_missing"].startswith("rpt_fleet_goodput predates fail-slow")
 
 
 def test_goodput_back_tests_the_jobs_of_at_least_min_gpus(
