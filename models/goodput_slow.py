@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from models.failslow import Mitigation, slowdown_curve
 from models.scenario import SECONDS_PER_HOUR
 
 if TYPE_CHECKING:
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, NDArray
 
+    from models.failslow import Mitigation
     from models.scenario import Scenario
 
 __all__: list[str] = []
@@ -51,6 +51,9 @@ SLOW_KEYS = (
 
 def mitigation(s: Scenario) -> Mitigation:
     """Return the straggler knobs as a :class:`~models.failslow.Mitigation` (no cost yet)."""
+    # imported here: a projection without fail-slow never loads the model (scipy, polars)
+    from models.failslow import Mitigation
+
     detect = math.inf if s.straggler_detect_s is None else float(s.straggler_detect_s)
     return Mitigation(detect_s=detect, tolerance=s.straggler_tolerance, evict_s=s.straggler_evict_s)
 
@@ -80,6 +83,8 @@ def _pace(
     s: Scenario, n_gpus: NDArray[np.float64], per_node: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Slow share and evictions per hour at each job size (one quadrature per distinct size)."""
+    from models.failslow import slowdown_curve
+
     share = np.empty(n_gpus.shape)
     evictions = np.empty(n_gpus.shape)
     acting = mitigation(s)

@@ -221,6 +221,10 @@ def job_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
     return list(warehouse.query(con, "select * from fct_job_goodput limit 0").columns)
 
 
+_FLEET_ALL = (*FLEET_COLUMNS, *SLOW_COLUMNS)
+"""Every column a fleet row may have, in its order: what the roll-up query may name."""
+
+
 def fleet_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Return a ``fleet`` row's columns: :data:`FLEET_COLUMNS`, then the view's SLOW_COLUMNS."""
     from pipelines import warehouse
@@ -264,9 +268,11 @@ def fleet_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """
     from pipelines import warehouse
 
-    columns = fleet_columns(con)
-    # the column lists are constants of this module (never user text)
-    select = ", ".join("cast(value as varchar) as value" if c == "value" else c for c in columns)
+    present = set(fleet_columns(con))
+    # the columns are those of this module's constant lists (never the view's own names)
+    select = ", ".join(
+        "cast(value as varchar) as value" if c == "value" else c for c in _FLEET_ALL if c in present
+    )
     rows = _plain(warehouse.query(con, f"select {select} from rpt_fleet_goodput").to_dicts())
 
     def key(row: dict[str, Any]) -> tuple[tuple[int, str], tuple[int, str]]:
