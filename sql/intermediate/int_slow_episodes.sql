@@ -19,8 +19,10 @@
 -- present from its start is in its own baseline): baseline_step_s = the median baseline of the
 -- job's other attempts, slow_step_s = the attempt's baseline, kept when slow_step_s /
 -- baseline_step_s >= 1 + the attempt's theta; slowdown their ratio; slow_s = (slow_step_s -
--- baseline_step_s) x the steps of the attempt's scored lines; it spans those lines. Together
--- with the attempt's own episodes (time above its baseline) nothing is counted twice.
+-- baseline_step_s) x the steps of each scored line, a line faster than the attempt's baseline
+-- counting only its own pace above baseline_step_s (a healthy stretch before the slow unit
+-- joined costs nothing); it spans those lines. Together with the attempt's own episodes (time
+-- above its baseline) nothing is counted twice.
 --
 -- Attribution (blamed_host, blamed_gpu, blamed_rank, evidence) is not made yet: attribution is
 -- 'unattributed' and the rest null. slow_s here is the whole episode's; the ledger
@@ -137,6 +139,26 @@ job_paces as (
     group by attempt_paces.job_id_raw, attempt_paces.attempt
 ),
 
+-- each scored line's time above the other attempts' pace, up to the attempt's own baseline (a
+-- line faster than that baseline counts only what it is above the others'; the part above the
+-- attempt's baseline is its own episodes')
+attempt_slow as (
+    select
+        lines.job_id_raw,
+        lines.attempt,
+        sum(
+            lines.k * greatest(
+                least(lines.step_s, lines.baseline_step_s) - job_paces.job_step_s, 0
+            )
+        ) as slow_above_s
+    from lines
+    inner join job_paces
+        on
+        lines.job_id_raw = job_paces.job_id_raw
+        and lines.attempt = job_paces.attempt
+    group by lines.job_id_raw, lines.attempt
+),
+
 slow_attempts as (
     select
         attempt_paces.job_id_raw,
@@ -151,13 +173,17 @@ slow_attempts as (
         attempt_paces.baseline_mad_s,
         attempt_paces.attempt_step_s as slow_step_s,
         attempt_paces.attempt_step_s / job_paces.job_step_s as slowdown,
-        (attempt_paces.attempt_step_s - job_paces.job_step_s) * attempt_paces.n_steps as slow_s,
+        attempt_slow.slow_above_s as slow_s,
         'attempt_vs_job' as pace_source
     from attempt_paces
     inner join job_paces
         on
         attempt_paces.job_id_raw = job_paces.job_id_raw
         and attempt_paces.attempt = job_paces.attempt
+    inner join attempt_slow
+        on
+        attempt_paces.job_id_raw = attempt_slow.job_id_raw
+        and attempt_paces.attempt = attempt_slow.attempt
     where attempt_paces.attempt_step_s >= (1 + attempt_paces.theta) * job_paces.job_step_s
 ),
 

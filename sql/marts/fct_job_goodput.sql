@@ -120,7 +120,12 @@ kept_episodes as (
             sum(
                 case
                     when episodes.pace_source = 'attempt_vs_job'
-                        then pace.k * (episodes.slow_step_s - episodes.baseline_step_s)
+                        then
+                            pace.k * greatest(
+                                least(pace.step_s, episodes.slow_step_s)
+                                - episodes.baseline_step_s,
+                                0
+                            )
                     else pace.k * (pace.step_s - episodes.baseline_step_s)
                 end
             ),

@@ -445,6 +445,45 @@ def test_a_slow_attempt_and_a_slow_stretch_later_redone(con: duckdb.DuckDBPyConn
     assert row["checkpoint_interval_s"] == pytest.approx(185 + 5 + 65)
 
 
+def test_a_slow_attempt_counts_no_time_for_its_healthy_stretch() -> None:
+    # Job 6006: attempt 1 is job 6004's (pace 1.0 s, its 1.5 s tail redone). Attempt 2 resumes
+    # from iteration 60: 3300, 1100, 1100 ms (warm-up: its first three lines), then 1000 ms for
+    # iterations 100-110 (steps 91-110: the slow unit has not joined yet) and 1100 ms for 120-160.
+    # Its scored lines 100-160: median 1.1, deviations 0.1 x 2 and 0 x 5, MAD 0, theta 0.05; no
+    # line above 1.155. Against attempt 1's 1.0: 1.1 >= 1.05 x 1.0, an attempt_vs_job episode,
+    # steps 91-160 (7 lines). Its time above 1.0: 10 x (0 + 0) for 100-110 and 10 x 0.1 x 5 for
+    # 120-160 = 5 s (not 0.1 x 70 = 7 s: the two 1.0 s lines ran at the healthy pace). All of
+    # attempt 2 is kept (completed): the ledger's slow_s is 5 s too.
+    attempt_2 = _megatron(
+        [
+            (70, 3300.0, "12:16:00"),
+            (80, 1100.0, "12:16:11"),
+            (90, 1100.0, "12:16:22"),
+            (100, 1000.0, "12:16:32"),
+            (110, 1000.0, "12:16:42"),
+            (120, 1100.0, "12:16:53"),
+            (130, 1100.0, "12:17:04"),
+            (140, 1100.0, "12:17:15"),
+            (150, 1100.0, "12:17:26"),
+            (160, 1100.0, "12:17:37"),
+        ],
+        {},
+    )
+    lines = [*LOG_6004[: LOG_6004.index(_iteration(70, 3300.0, "12:16:00"))], *attempt_2]
+    slurm = [
+        _attempt("6006", "12:00:00", "12:10:00", "NODE_FAIL"),
+        _attempt("6006", "12:15:00", "12:30:00", "COMPLETED"),
+    ]
+    con = _warehouse({"training/slurm-6006.out": ("\n".join(lines) + "\n").encode()}, slurm)
+    whole = [e for e in _episodes(con, "6006") if e["attempt"] == 2]
+    assert [(e["pace_source"], e["first_step"], e["last_step"], e["n_lines"]) for e in whole] == [
+        ("attempt_vs_job", 91, 160, 7)
+    ]
+    assert (whole[0]["baseline_step_s"], whole[0]["slow_step_s"]) == pytest.approx((1.0, 1.1))
+    assert whole[0]["slow_s"] == pytest.approx(5.0)
+    assert _ledger(con)["6006"]["slow_s"] == pytest.approx(5.0)
+
+
 def test_an_estimated_job_has_no_measured_slow_time(con: duckdb.DuckDBPyConnection) -> None:
     row = _ledger(con)["6005"]
     assert (row["estimated"], row["slow_measured"], row["slow_s"]) == (True, False, None)
