@@ -99,43 +99,57 @@ def refusal(
     return kind
 
 
+def _child(real_folder: str, name: str) -> str:
+    """Return the resolved path of ``name`` (not a link) in the resolved folder ``real_folder``."""
+    return f"{real_folder.rstrip('/')}/{name}"
+
+
 def walk(
     folder: Path, real_root: str, *, max_depth: int, allow_outside_root: bool = False
-) -> Iterator[tuple[Path, str]]:
-    """Yield every entry under ``folder`` with why it may not be read ("" when it may).
+) -> Iterator[tuple[Path, str, str]]:
+    """Yield every entry under ``folder``: why it may not be read ("" when it may), resolved path.
 
     The walk keeps an explicit stack of folders (no recursion, so no depth makes it crash) and
     enters no link. Names starting with "." are skipped, folders included. A folder more than
     ``max_depth`` levels below ``folder`` is yielded, not entered, with the reason; so is a
     folder that cannot be listed. Entries come in path order.
+
+    The resolved path (what :func:`real` gives) is "" for an entry refused; a regular file
+    resolves as its folder's resolved path and its name (the walk enters no link, so only
+    ``folder`` itself is resolved, once), a link by :func:`real`. A regular file (its type is
+    in the folder's listing) is not looked at again.
     """
-    found: list[tuple[Path, str]] = []
-    stack: list[tuple[Path, int]] = [(folder, 0)]
+    found: list[tuple[Path, str, str]] = []
+    stack: list[tuple[Path, int, str]] = [(folder, 0, real(folder))]
     while stack:
-        current, depth = stack.pop()
+        current, depth, real_current = stack.pop()
         try:
             with os.scandir(current) as listing:
                 entries = [e for e in listing if not e.name.startswith(".")]
         except OSError as error:
-            found.append((current, f"folder cannot be listed: {error.strerror}"))
+            found.append((current, f"folder cannot be listed: {error.strerror}", ""))
             continue
         for entry in entries:
             path = Path(entry.path)
             try:
                 is_folder = entry.is_dir(follow_symlinks=False)
+                is_file = entry.is_file(follow_symlinks=False)
             except OSError:
-                is_folder = False
-            if not is_folder:
+                is_folder = is_file = False
+            if is_file:  # a regular file, not a link: inside the root, nothing to refuse
+                found.append((path, "", _child(real_current, entry.name)))
+            elif not is_folder:
                 why = refusal(path, real_root, allow_outside_root=allow_outside_root, walked=True)
-                found.append((path, why))
+                found.append((path, why, "" if why else real(path)))
             elif depth >= max_depth:
                 found.append(
                     (
                         path,
                         f"a folder more than {max_depth} levels below its source folder, not read",
+                        "",
                     )
                 )
             else:
-                stack.append((path, depth + 1))
-    found.sort(key=lambda item: item[0])
+                stack.append((path, depth + 1, _child(real_current, entry.name)))
+    found.sort(key=lambda item: item[0].parts)  # Path order, without Path comparisons
     yield from found

@@ -156,10 +156,10 @@ def discover(
                     continue
                 walked.append((sub, sub.name))
         for folder, name in walked:
-            for entry, why in fence.walk(
+            for entry, why, resolved in fence.walk(
                 folder, real_root, max_depth=max_depth, allow_outside_root=allow_outside_root
             ):
-                found.append(_landing_file(entry, name, why))
+                found.append(_landing_file(entry, name, why, resolved))
                 roots.append(folder)
         if warnings is not None and len(found) == n_before:
             warnings.append(empty_folder_warning(given, landing=not walked))
@@ -226,15 +226,16 @@ def _listed(folder: Path) -> list[Path]:
         return []
 
 
-def _landing_file(path: Path, source: str, refused: str) -> LandingFile:
+def _landing_file(path: Path, source: str, refused: str, resolved: str = "") -> LandingFile:
     """Return a ``LandingFile``, its resolved path filled in (a refused one keeps its own path).
 
     A refused file is never resolved: a symbolic link loop has no end, and where an outside link
-    leads is none of the warehouse's business.
+    leads is none of the warehouse's business. ``resolved`` is the resolved path when the caller
+    knows it (:func:`fence.walk`), else it is resolved here.
     """
     item = LandingFile(path, source, refused=refused)
     # what ``resolved`` would compute again (Path.resolve is this realpath): keep it
-    item.__dict__["resolved"] = str(path) if refused else fence.real(path)
+    item.__dict__["resolved"] = str(path) if refused else resolved or fence.real(path)
     return item
 
 

@@ -107,8 +107,10 @@ def parsed_new_files(
         )
         fresh = []
         by_self = []
+        seen: list[tuple[str, str, int, int, str]] = []  # known content at a new path or stat
         for item, data, sha, problem in chunk:
-            previous = before.get(sha) or before.get(warehouse.no_lines_key(item.source, sha))
+            key = sha if sha in before else warehouse.no_lines_key(item.source, sha)
+            previous = before.get(key)
             if problem is not None and problem.startswith("held:"):
                 quiet_for_s = (now_ns - stats[item.resolved][1]) / 1e9
                 if quiet_for_s < quiet_s:
@@ -131,6 +133,8 @@ def parsed_new_files(
                     previous = None  # its held last line is due: load it again, released
             if previous is not None or (sha, item.source) in queued:
                 on_known([previous or _duplicate(item, sha)])
+                if previous is not None and growth is not None and not growth.n_held:
+                    seen.append((item.resolved, item.source, *stats[item.resolved], key))
                 continue
             queued.add((sha, item.source))
             if growth is not None:
@@ -144,6 +148,7 @@ def parsed_new_files(
                 by_self.append((item, data, sha, problem))
             else:
                 fresh.append((item, data, sha, problem))
+        warehouse.record_seen(con, seen)
         if parse_many is None:
             by_self, fresh = fresh + by_self, []
         for pending in parse_read(by_self, extra, max_line_bytes=max_line_bytes):

@@ -37,6 +37,7 @@ from pipelines.warehouse.load import (
     loaded_before,
     loaded_unchanged,
     loads_at_paths,
+    record_seen,
     written_by,
 )
 from pipelines.warehouse.load_streams import stream_states
@@ -112,6 +113,7 @@ __all__ = [
     "prepare",
     "query",
     "reads_any",
+    "record_seen",
     "refresh",
     "reporting_waits",
     "set_param",

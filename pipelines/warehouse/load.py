@@ -97,8 +97,9 @@ def loaded_unchanged(
 ) -> dict[str, LoadCounts]:
     """Return earlier loads of whole files by ``(path, source, size, mtime_ns)``, by path.
 
-    A file whose path, source, size and mtime are those recorded when it was read is not read
-    again (one query for the whole list).
+    A file whose path, source, size and mtime are those recorded when it was read, or when its
+    content was last found loaded before (:func:`record_seen`), is not read again (one query for
+    the whole list).
     """
     if not stats:
         return {}
@@ -111,14 +112,53 @@ def loaded_unchanged(
     con.register("incoming_stats", frame.to_arrow())
     try:
         rows = con.execute(
-            "select f.path, f.source, f.target_table, f.n_read, f.n_loaded, f.n_quarantined, "
-            "f.n_ignored from raw_ingest_files as f join incoming_stats as s "
+            "select f.path, f.path, f.source, f.target_table, f.n_read, f.n_loaded, "
+            "f.n_quarantined, f.n_ignored from raw_ingest_files as f join incoming_stats as s "
             "on f.path = s.path and f.source = s.source and f.file_size = s.size "
-            "and f.file_mtime_ns = s.mtime_ns and coalesce(f.n_held, 0) = 0"
+            "and f.file_mtime_ns = s.mtime_ns and coalesce(f.n_held, 0) = 0 "
+            "union all "
+            "select s.path, f.path, f.source, f.target_table, f.n_read, f.n_loaded, "
+            "f.n_quarantined, f.n_ignored from ingest_seen_files as seen join incoming_stats as s "
+            "on seen.path = s.path and seen.source = s.source and seen.file_size = s.size "
+            "and seen.file_mtime_ns = s.mtime_ns "
+            "join raw_ingest_files as f on f.file_sha256 = seen.file_sha256 "
+            "and coalesce(f.n_held, 0) = 0"
         ).fetchall()
     finally:
         con.unregister("incoming_stats")
-    return {r[0]: _skipped(r) for r in rows}
+    # by the path met; the counts name the load that holds the rows (as a hash match does)
+    return {r[0]: _skipped(r[1:]) for r in rows}
+
+
+def record_seen(con: duckdb.DuckDBPyConnection, seen: list[tuple[str, str, int, int, str]]) -> None:
+    """Record whole files found loaded before by their content, so they are not read again.
+
+    ``seen`` holds ``(path, source, size, mtime_ns, key)``: the file's stat when it was read and
+    the key of the earlier load that holds its rows. A path's earlier record is replaced.
+    """
+    if not seen:
+        return
+    frame = pl.DataFrame(
+        seen,
+        schema={
+            "path": pl.String,
+            "source": pl.String,
+            "file_size": pl.Int64,
+            "file_mtime_ns": pl.Int64,
+            "file_sha256": pl.String,
+        },
+        orient="row",
+    )
+    con.register("seen_stats", frame.to_arrow())
+    try:
+        with transaction(con):
+            con.execute(
+                "delete from ingest_seen_files as r using seen_stats as s "
+                "where r.path = s.path and r.source = s.source"
+            )
+            con.execute("insert into ingest_seen_files by name select * from seen_stats")
+    finally:
+        con.unregister("seen_stats")
 
 
 def load_file(
