@@ -120,7 +120,18 @@ def log_files(landing: Path) -> list[Path]:
 # Children (each run as ``python -m bench.bench_failslow --child NAME ARGS...``)
 # --------------------------------------------------------------------------------------------
 def _peak_gb() -> float:
-    """Return the peak RSS of the current process in GB (``ru_maxrss``: KiB on Linux)."""
+    """Return the peak RSS of the current process in GB.
+
+    ``VmHWM`` of ``/proc/self/status`` (kB) where there is one: the high-water mark of this
+    program's own memory. ``ru_maxrss`` keeps the parent's peak at the fork across ``exec`` (a
+    child of a benchmark that has just synthesised a fleet would start at its size); it is the
+    fallback elsewhere (KiB on Linux).
+    """
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024**2
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
 
 
