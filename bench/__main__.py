@@ -28,6 +28,7 @@ BENCHES = (
     "bench_cli",
     "bench_validate",
     "bench_bombs",
+    "bench_failslow",
 )
 
 TITLE = "# Benchmark results"

@@ -466,7 +466,8 @@ def backtest_jobs(
         ``n_interruptions`` (all causes), ``checkpoint_interval_s`` / ``checkpoint_cost_s``
         (compute and blocking save per checkpoint), ``interruptions_observed`` (cause among the
         fitted classes), ``interruptions_unattributed`` (``ambiguous`` / ``unknown``) and
-        ``interruptions_other`` (application, software, maintenance...). Other columns pass
+        ``interruptions_other`` (application, software, maintenance...); optionally
+        ``slow_s`` (the ledger's fail-slow time, null or absent: 0). Other columns pass
         through.
     attempts
         One row per attempt: ``job_id_raw``, ``start_s``, ``end_s`` (clipped to the window),
@@ -501,6 +502,12 @@ def backtest_jobs(
     fleet's as-of job-level rate (what :class:`~models.scenario.Scenario` calls
     ``job_interruptions_per_h``), a point value; its interval is from the hardware rate bounds
     only. The expected interruptions (O/E) are hardware only.
+
+    Fail-slow is not projected here: the prediction runs the job's compute, ``productive_s +
+    slow_s`` (a fault strikes a slow step as well as a fast one), and so carries the measured
+    slow time into the predicted wall as it is; both goodputs are ``productive_s`` over their
+    wall. The difference between them is the fail-stop model's alone, whether or not the
+    ledger takes ``slow_s`` out of ``productive_s``.
     """
     _require(jobs, _JOB_COLUMNS, "jobs")
     _require(attempts, _ATTEMPT_COLUMNS, "attempts")
@@ -520,6 +527,13 @@ def backtest_jobs(
         jobs, end, start, default_restart_s
     )
     productive = jobs["productive_s"].cast(pl.Float64).to_numpy()
+    # the compute the job kept, at whatever pace: a fault strikes slow steps too, and a slow
+    # step lost is redone slow; the measured slow time is given, not predicted (fail-stop only)
+    slow = (
+        jobs["slow_s"].fill_null(0).cast(pl.Float64).to_numpy()
+        if "slow_s" in jobs.columns
+        else np.zeros(jobs.height)
+    )
     common = {
         "interval_s": jobs["checkpoint_interval_s"].cast(pl.Float64).to_numpy(),
         "checkpoint_s": jobs["checkpoint_cost_s"].fill_null(0).cast(pl.Float64).to_numpy(),
@@ -528,7 +542,7 @@ def backtest_jobs(
         "overhead_s": jobs["overhead_s"].fill_null(0).cast(pl.Float64).to_numpy(),
     }
     walls = [
-        predicted_wall_s(productive, rate_per_s=(r + job_rate) / _SECONDS_PER_HOUR, **common)
+        predicted_wall_s(productive + slow, rate_per_s=(r + job_rate) / _SECONDS_PER_HOUR, **common)
         for r in hw.per_h
     ]
     walls = [np.where(hw.has_history, w, nan) for w in walls]

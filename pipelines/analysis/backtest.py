@@ -27,8 +27,8 @@ Decisions where the contract is silent (the prediction is made from each job's o
   observed); units are the attempt's GPUs for GPU-level classes, its nodes for node-level ones.
 - **Checkpoint interval and save** per job: a ``checkpoint_interval_s`` column of the ledger
   when it has one; else, with a save count (``n_checkpoints`` / ``n_saves`` column, or the
-  ``checkpoint_save_end`` events of ``int_training_events``), ``productive_s / n`` and
-  ``checkpoint_s / n`` (no save: the whole kept compute is one segment with no save); else, and
+  ``checkpoint_save_end`` events of ``int_training_events``), ``(productive_s + slow_s) / n``
+  and ``checkpoint_s / n`` (no save: the whole kept compute is one segment with no save); else, and
   for estimated ledgers, the ledger's ``assumed_checkpoint_interval_s`` /
   ``assumed_checkpoint_s`` (3600 s / 60 s when null). ``checkpoint_source`` says which.
 - **Fixed overhead** ``startup_s + other_s``; **restart overhead** per interruption
@@ -36,6 +36,12 @@ Decisions where the contract is silent (the prediction is made from each job's o
   ``detect_s + reschedule_s`` is time the job holds no running nodes (no fault can strike it)
   and reload and warm-up the part Daly's model restarts when a fault strikes it. The "fleet"
   of these pooled means is the back-tested jobs (``n_gpus >= min_gpus``) ended before the start.
+- **Fail-slow time** (the ledger's ``slow_s``, no longer in ``productive_s``) is compute the job
+  kept at a slower pace: the prediction runs ``productive_s + slow_s`` of compute, so the
+  measured slow time is in the predicted wall as in the measured one, and the measured and
+  predicted goodputs (``productive_s`` over each wall) differ by the fail-stop model alone.
+  ``backtest_jobs.slow_s`` keeps it. Fail-slow itself is not back-tested yet (the rank-pace
+  projection needs episodes blamed on units: docs/goodput.md §5).
 - **Interruptions from the ledger** (``interruption_causes``) when it lists them, else from
   ``int_job_interruptions``.
 - **O/E intervals**: ``oe_lo`` / ``oe_hi`` (the view's) are Garwood's exact interval with the
@@ -84,6 +90,7 @@ LEDGER_COLUMNS = (
     *("job_id_raw", "n_gpus", "first_start_ts", "last_end_ts", "wall_s", "productive_s"),
     *("checkpoint_s", "startup_s", "other_s", "restart_s", "n_interruptions"),
 )
+"""Columns the ledger must have; ``slow_s`` is read when it is there (0 when not)."""
 
 _WINDOW_SQL = """
 select
@@ -152,7 +159,7 @@ _INSERT_BUCKETS_SQL = "insert into backtest_buckets by name select * from incomi
 _INSERT_CLASSES_SQL = "insert into backtest_classes by name select * from incoming_backtest_classes"
 _JOB_TABLE_COLUMNS = (
     *("run_id", "job_id_raw", "n_gpus", "bucket", "period", "first_start_ts", "last_end_ts"),
-    *("estimated", "has_history", "wall_s", "productive_s", "overhead_s", "restart_s"),
+    *("estimated", "has_history", "wall_s", "productive_s", "slow_s", "overhead_s", "restart_s"),
     *("n_interruptions", "checkpoint_interval_s", "checkpoint_cost_s", "checkpoint_source"),
     *("run_h", "rate_per_h", "rate_lo_per_h", "rate_hi_per_h", "job_level_rate_per_h"),
     *("interruptions_observed", "interruptions_unattributed", "interruptions_other"),
@@ -279,8 +286,11 @@ def _job_inputs(
         jobs = jobs.join(saves, on="job_id_raw", how="left")
     if "n_saves" not in jobs.columns:
         jobs = jobs.with_columns(pl.lit(None, pl.Int64).alias("n_saves"))
+    if "slow_s" not in jobs.columns:  # a ledger made before fail-slow
+        jobs = jobs.with_columns(pl.lit(None, pl.Float64).alias("slow_s"))
     estimated = pl.col("estimated").fill_null(False)
     n = pl.col("n_saves").cast(pl.Float64)
+    compute = pl.col("productive_s") + pl.col("slow_s").fill_null(0)  # at whatever pace
     tau_assumed = pl.col("assumed_checkpoint_interval_s").fill_null(ASSUMED_CHECKPOINT_INTERVAL_S)
     delta_assumed = pl.col("assumed_checkpoint_s").fill_null(ASSUMED_CHECKPOINT_S)
     given = (
@@ -305,8 +315,8 @@ def _job_inputs(
         .when(pl.col("checkpoint_source") == "column")
         .then(given)
         .when(pl.col("checkpoint_source") == "measured")
-        .then(pl.col("productive_s") / n)
-        .otherwise(pl.col("productive_s"))
+        .then(compute / n)
+        .otherwise(compute)
         .cast(pl.Float64)
         .alias("checkpoint_interval_s"),
         pl.when(pl.col("checkpoint_source") == "assumed")

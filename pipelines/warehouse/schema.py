@@ -91,6 +91,8 @@ ADDED_COLUMNS = (
     # DCGM field 100 (SM clock) and field 112 (clock event / throttle reasons, a bitmask)
     ("raw_dcgm_samples", "sm_clock_mhz", "double"),
     ("raw_dcgm_samples", "clock_event_reasons", "bigint"),
+    # the ledger's fail-slow time of a back-tested job (the prediction runs it as compute)
+    ("backtest_jobs", "slow_s", "double"),
 )
 """Columns added to a table after it first shipped: ``(table, column, type)``. A warehouse
 made before gains them (empty) when its schema is applied; a raw table the lake has replaced by a

@@ -28,6 +28,7 @@ create table if not exists backtest_jobs (
     has_history boolean,  -- lives were observed before the job's start: it was projected
     wall_s double,
     productive_s double,
+    slow_s double,  -- the ledger's fail-slow time: run as compute by the prediction, as measured
     overhead_s double,  -- startup_s + other_s: paid whatever fails
     restart_s double,
     n_interruptions integer,  -- all causes

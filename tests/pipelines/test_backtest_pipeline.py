@@ -338,6 +338,53 @@ def test_backtest_counts_saves_from_training_events(con: duckdb.DuckDBPyConnecti
     assert source == "int_training_events"
 
 
+def test_slow_time_out_of_productive_does_not_skew_the_fail_stop_back_test(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """J1 kept 32,400 s of compute; the ledger now says 28,800 s productive and 3,600 s slow.
+
+    The job ran as long, saved as often and met the same faults: its fail-stop prediction must
+    not change, only the goodputs' numerator (productive). Before, the prediction ran 28,800 s of
+    compute (the slow hour left out of the predicted wall, not of the measured one) and read
+    3,200 s between saves.
+    """
+    before = run_backtest(con, min_gpus=4)
+    con.execute("create table ledger_before as select * from fct_job_goodput")
+    con.execute(
+        "create or replace view fct_job_goodput as select * replace ("
+        "case job_id_raw when 'J1' then productive_s - 3600 else productive_s end "
+        "as productive_s), case job_id_raw when 'J1' then 3600.0 when 'J2' then null "
+        "else 0.0 end as slow_s from ledger_before"
+    )
+    after = run_backtest(con, min_gpus=4)
+    old = {r["job_id_raw"]: r for r in before.jobs.iter_rows(named=True)}
+    new = {r["job_id_raw"]: r for r in after.jobs.iter_rows(named=True)}
+    j1 = new["J1"]
+    lam = 16 / 336 + 1 / 8.5  # as in test_backtest_jobs_match_hand_figures
+    wall = _wall(32400, 3600, 60, 1800, 600 + 2460, lam)  # the compute run at whatever pace
+    assert j1["checkpoint_interval_s"] == 3600  # (28,800 + 3,600) / 9 saves
+    assert j1["predicted_wall_s"] == pytest.approx(wall)
+    assert j1["predicted_wall_s"] == pytest.approx(old["J1"]["predicted_wall_s"])
+    assert (j1["productive_s"], j1["slow_s"]) == (28800, 3600)
+    assert j1["goodput_measured"] == pytest.approx(28800 / 36000)
+    assert j1["goodput_predicted"] == pytest.approx(28800 / wall)
+    # measured over predicted is the fail-stop model's figure, as before the split
+    assert j1["goodput_measured"] / j1["goodput_predicted"] == pytest.approx(
+        old["J1"]["goodput_measured"] / old["J1"]["goodput_predicted"]
+    )
+    # a null slow_s (J2, estimated) and a 0 one are no slow time: those jobs are unchanged
+    for job in ("J2", "J5"):
+        assert new[job]["predicted_wall_s"] == pytest.approx(old[job]["predicted_wall_s"])
+        assert new[job]["goodput_predicted"] == pytest.approx(old[job]["goodput_predicted"])
+    assert new["J2"]["slow_s"] is None
+    # the bucket J1 is alone in: measured and predicted both lose the slow hour's share
+    bucket = {(r["bucket"], r["period"]): r for r in after.buckets.iter_rows(named=True)}[
+        ("9-64", "all")
+    ]
+    assert bucket["goodput_measured"] == pytest.approx(28800 / 36000)
+    assert bucket["goodput_predicted"] == pytest.approx(28800 / wall)
+
+
 # --------------------------------------------------------------------------- synthetic fleet
 @pytest.mark.slow
 @pytest.mark.parametrize("factor", [1.0, 2.0])
