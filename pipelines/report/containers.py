@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
     from models.gof import ProbabilityPlot
     from pipelines.analysis.headline import ReplacementRow
+    from pipelines.analysis.slow_projection import MeasuredSlowFit
     from pipelines.report.period import ReportPeriod
 
 
@@ -265,6 +266,28 @@ class RealisedGoodput(TypedDict):
     backtest_classes: list[dict[str, Any]]
 
 
+class FailSlow(TypedDict):
+    """The fail-slow section (:func:`pipelines.report.failslow.read_fail_slow`).
+
+    Its rows are ``rpt_fleet_goodput``'s (with the fail-slow columns), the measured slowdown per
+    bucket, ``rpt_slow_units``' rows and the projection fitted on the warehouse's episodes; the
+    fields are described there.
+    """
+
+    missing: str | None
+    all: dict[str, Any] | None
+    buckets: list[dict[str, Any]]
+    weeks: list[dict[str, Any]]
+    week: dict[str, Any] | None
+    n_jobs: int
+    n_slow_measured: int
+    n_slow_jobs: int
+    measured: list[dict[str, Any]]
+    units: list[dict[str, Any]]
+    units_missing: str | None
+    fit: MeasuredSlowFit | None
+
+
 # --------------------------------------------------------------------------------------------
 # Result containers
 # --------------------------------------------------------------------------------------------
@@ -395,6 +418,10 @@ class ReportData:
         Replacements from repair tickets, apart from the failures: ``rows`` (per class
         ``component_class``, ``n_replacements``, ``unit_years``, ``replacement_afr_pct`` with
         its exact bounds), or ``missing`` and ``supply`` when the warehouse has no tickets.
+    failslow
+        Fail-slow beside fail-stop: the badput split by cause, the measured and projected
+        slowdown against job size, the repeatedly slow units
+        (:func:`pipelines.report.failslow.read_fail_slow`); None for a stand-in made without it.
     """
 
     period: ReportPeriod
@@ -424,6 +451,7 @@ class ReportData:
     replacements: Replacements
     notes: list[str] = field(default_factory=list)
     probability: list[ClassProbabilityPlots] = field(default_factory=list)
+    failslow: FailSlow | None = None
 
 
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -436,6 +464,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("prediction", "GPUs at risk"),
     ("goodput", "Goodput projection"),
     ("realised", "Realised goodput and how well the model predicted it"),
+    ("failslow", "Fail-slow beside fail-stop"),
     ("quality", "Data quality"),
 )
 """Section anchors and headings, in report order (the tests and the template share them)."""

@@ -34,6 +34,7 @@ from pipelines.report.containers import (
     ReportHeadline,
 )
 from pipelines.report.curves import probability_plots, survival_curves, trend_analysis
+from pipelines.report.failslow import read_fail_slow
 from pipelines.report.goodput import read_realised_goodput
 from pipelines.report.nodes import interruption_tables, nodes_to_watch, prediction_summary
 from pipelines.report.period import (
@@ -146,6 +147,7 @@ def read_report_data(
         probability=probability,
         realised=read_realised_goodput(con, period.week),
         replacements=read_replacements(con),
+        failslow=read_fail_slow(con, period.week),
     )
 
 

@@ -12,6 +12,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
+from pipelines.report.failslow import fail_slow_figure
 from pipelines.report.format import fmt_sig
 from pipelines.report.goodput import realised_figures
 from pipelines.report.period import MIN_AT_RISK
@@ -479,4 +480,7 @@ def report_figures(data: ReportData) -> dict[str, str]:
     # ``realised`` is new (issue #16): a caller's stand-in for ReportData may lack it
     realised = realised_figures(getattr(data, "realised", {}))
     figures |= {name: png_data_uri(fig) for name, fig in realised.items()}
+    failslow = fail_slow_figure(getattr(data, "failslow", None) or {})
+    if failslow is not None:
+        figures["failslow"] = png_data_uri(failslow)
     return figures
