@@ -273,6 +273,13 @@ class SynthConfig:
         Ranges of the first attempt's start-up (start to the first step), and of a later
         attempt's checkpoint load (start to the load's end) and warm-up (load end to the first
         step); drawn per attempt. Pin a range with ``low == high``.
+    training_step_jitter
+        With ``training_logs`` on: the sigma of a lognormal multiplicative noise (median 1) on
+        every step of the Slurm jobs' logs, drawn per step from each attempt's own generator
+        (``[seed, 0x717E, job id, attempt]``): a step takes ``max(1, round(step_ms x M x J))``
+        ms. Real step times jitter; the truth's ledger follows the jittered timeline, its
+        ``slow_s`` stays ``step_ms x (M - 1)`` per step (the step without its noise). Default 0
+        (exact steps).
     training_log_only_jobs
         With ``training_logs`` on: write this many more training logs whose jobs have no
         scheduler record (:mod:`synth.training_logonly`): even ones a requeued job's
@@ -365,6 +372,7 @@ class SynthConfig:
     training_load_s: tuple[float, float] = (20.0, 300.0)
     training_warmup_s: tuple[float, float] = (10.0, 120.0)
     training_log_only_jobs: int = 0
+    training_step_jitter: float = 0.0
     slow_rate_per_gpu_hour: float = 0.0
     slow_duration_s: tuple[float, float] = (1470.0, 1.37)
     slow_factor: tuple[float, float] = (0.1, 1.0)
@@ -544,6 +552,8 @@ class SynthConfig:
             params["precursor_lead_h"] = list(self.precursor_lead_h)
         if not self.training_log_only_jobs:
             params.pop("training_log_only_jobs")
+        if not self.training_step_jitter:
+            params.pop("training_step_jitter")
         if not self.training_logs:
             for name in _TRAINING:
                 params.pop(name)
@@ -786,6 +796,13 @@ def _check_training(config: SynthConfig) -> None:
     n = config.training_log_only_jobs
     if n < 0 or (n and not config.training_logs):
         msg = f"training_log_only_jobs must be >= 0 and needs training_logs on, got {n}."
+        raise ValueError(msg)
+    jitter = config.training_step_jitter
+    if not 0 <= jitter <= 0.5 or (jitter and not config.training_logs):
+        msg = (
+            "training_step_jitter must be in [0, 0.5] (the sigma of a step's lognormal noise, "
+            f"e.g. 0.01) and needs training_logs on, got {jitter}."
+        )
         raise ValueError(msg)
     for name in _TRAINING[1:]:
         lo, hi = getattr(config, name)

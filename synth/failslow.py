@@ -37,6 +37,8 @@ import numpy as np
 from synth.truth import iso
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from synth.config import SynthConfig
     from synth.fleet import Fleet
 
@@ -51,6 +53,7 @@ SLOW_PRESETS: dict[str, dict[str, Any]] = {
         "slow_factor": (0.1, 1.0),
         "slow_unit": "gpu",
         "slow_dcgm_share": 0.3,
+        "training_step_jitter": 0.01,
     },
 }
 """Named fail-slow knob sets. ``published``: the duration law is calibrated on Greyhound (ATC '25:
@@ -59,6 +62,10 @@ percentiles, median sqrt(60 x 36,000) = 1,470 s, sigma ln(600) / (2 x 2.326) = 1
 on ByteDance (OSDI '25: 42.5 % of jobs straggle): 0.008 per GPU-hour slows 42.2 % of the default
 fleet's training jobs (seed 0; 42.3 % with seed 1). The slowdown law and the DCGM share are
 guesses. ``docs/data_contract.md`` §6.2 gives the calibration and the derived figures."""
+VISIBLE_FLOOR = 0.05
+"""Slowdowns ``M < 1 + VISIBLE_FLOOR`` are faint: relia's default detection floor
+(``slow_theta_min``, ``cfg_params``) tolerates them, so their time is split out of ``slow_s`` as
+``slow_job_parts[job].faint_s`` (``slow_s`` itself stays the full excess)."""
 SM_CLOCK_MHZ = 1980
 """Busy SM clock of a healthy GPU (H100 SXM's maximum; the Megatron README sample's MxClk)."""
 IDLE_CLOCK_MHZ = 345
@@ -203,37 +210,69 @@ def slow_steps(
     multiple of ``ckpt`` a save blocks for ``save_ms``. Returns the steps, their end times and
     their durations (only steps that end by ``end``).
     """
-    times, values = pace.times, pace.values
-    steps: list[np.ndarray] = []
-    ends: list[np.ndarray] = []
-    durs: list[np.ndarray] = []
+    laid = lay_steps(pace.times, pace.values, first, end, resume, (step_ms, ckpt, save_ms))
+    return laid.steps, laid.ends, laid.durations
+
+
+@dataclass
+class Steps:
+    """Steps laid out by :func:`lay_steps`: numbers, end times and durations (ms), and ``M``."""
+
+    steps: np.ndarray
+    ends: np.ndarray
+    durations: np.ndarray
+    factor: np.ndarray  # M at each step's start (1 when healthy)
+
+
+def lay_steps(
+    times: np.ndarray,
+    values: np.ndarray,
+    first: int,
+    end: int,
+    resume: int,
+    knobs: tuple[int, int, int],
+    noise: Callable[[int], np.ndarray] | None = None,
+) -> Steps:
+    """Lay out steps ``resume + 1, ...`` from ``first`` until ``end`` at the pace ``M``.
+
+    ``M`` is ``values[i]`` on ``[times[i], times[i + 1])`` and 1 elsewhere (:class:`Pace`; empty
+    arrays: healthy); ``knobs`` is ``(step_ms, ckpt, save_ms)``. A step that starts at ``t``
+    takes ``round(step_ms x M(t))`` ms, times ``J``, the step's draw from ``noise(n)`` (``n``
+    draws at a time) when given: ``max(1, round(step_ms x M(t) x J))``. After every step that is
+    a multiple of ``ckpt`` a save blocks for ``save_ms``. Only steps that end by ``end`` count.
+    """
+    step_ms, ckpt, save_ms = knobs
+    out: dict[str, list[np.ndarray]] = {"steps": [], "ends": [], "durations": [], "factor": []}
     t, n = first, resume
     while True:
         j = int(np.searchsorted(times, t, side="right")) - 1
         m = float(values[j]) if j >= 0 else 1.0
-        d = max(1, round(step_ms * m))
         to_save = (n // ckpt + 1) * ckpt - n
-        count = to_save
-        if j + 1 < times.size:  # steps that start before the pace changes
-            count = min(count, -(-(int(times[j + 1]) - t) // d))
-        room = (end - t) // d
+        change = int(times[j + 1]) if j + 1 < times.size else None  # the pace's next change
+        if noise is None:
+            d = max(1, round(step_ms * m))
+            durs = np.full(to_save, d, dtype=np.int64)
+            count = to_save if change is None else min(to_save, -(-(change - t) // d))
+            room = (end - t) // d
+        else:
+            durs = np.maximum(1, np.round(step_ms * m * noise(to_save))).astype(np.int64)
+            rel = np.cumsum(durs)
+            count = to_save if change is None else int(np.searchsorted(rel - durs, change - t))
+            room = int(np.searchsorted(rel, end - t, side="right"))
         take = min(count, room)
         if take > 0:
-            k = np.arange(1, take + 1, dtype=np.int64)
-            steps.append(n + k)
-            ends.append(t + d * k)
-            durs.append(np.full(take, d, dtype=np.int64))
+            out["steps"].append(n + np.arange(1, take + 1, dtype=np.int64))
+            out["ends"].append(t + np.cumsum(durs[:take]))
+            out["durations"].append(durs[:take])
+            out["factor"].append(np.full(take, m))
         if room < count:
             break
-        t, n = t + d * take, n + take
+        t, n = t + int(durs[:take].sum()), n + take
         if n % ckpt == 0:
             t += save_ms
     empty = np.zeros(0, dtype=np.int64)
-    return (
-        np.concatenate(steps) if steps else empty,
-        np.concatenate(ends) if ends else empty,
-        np.concatenate(durs) if durs else empty,
-    )
+    parts = {key: np.concatenate(value) if value else empty for key, value in out.items()}
+    return Steps(**parts)
 
 
 def episode_rows(pace: Pace, job_id: str, attempt: int) -> list[dict[str, Any]]:
@@ -264,9 +303,9 @@ def truth_block(
     config: SynthConfig,
     episodes: Episodes,
     rows: list[dict[str, Any]],
-    jobs: dict[str, tuple[int, int, int]],
+    jobs: dict[str, tuple[int, int, int, int]],
 ) -> dict[str, Any]:
-    """Return the truth's fail-slow keys; ``jobs`` maps job id to (kept, redone, unlogged) ms."""
+    """Return the truth's fail-slow keys; ``jobs``: job id -> (kept, redone, unlogged, faint) ms."""
     laws = {name: getattr(config, name) for name in _LAW_KNOBS}
     laws |= {
         "slow_duration_s": list(config.slow_duration_s),
@@ -276,15 +315,21 @@ def truth_block(
         "episode active on the job's units at t); saves are not slowed",
         "rank_map": "nodes in Slurm node-list order (host names sorted); rank = node_index x "
         "gpus_per_node + gpu; a node episode on the node's first rank",
-        "slow_s": "sum over the steps the job kept of step_s x (M - 1); steps rolled back by a "
-        "failure are in redone_s (and the ledger's wasted_s), not in slow_s",
+        "slow_s": "sum over the steps the job kept of step_s x (M - 1), step_s the step time "
+        "without jitter; steps rolled back by a failure are in redone_s (and the ledger's "
+        "wasted_s), not in slow_s",
+        "visible_floor": VISIBLE_FLOOR,
+        "faint_s": "the part of slow_s from kept steps shown by a progress line whose M < 1 + "
+        "visible_floor: relia's default detection floor (slow_theta_min) tolerates that "
+        "slowness, so it measures none of it; slow_s stays the full excess. Disjoint from "
+        "unlogged_s (kept steps after the last progress line)",
     }
     return {
         "slow_episodes": rows,
-        "slow_jobs": {job: kept / 1000 for job, (kept, _, _) in jobs.items()},
+        "slow_jobs": {job: parts[0] / 1000 for job, parts in jobs.items()},
         "slow_job_parts": {
-            job: {"redone_s": redone / 1000, "unlogged_s": unlogged / 1000}
-            for job, (_, redone, unlogged) in jobs.items()
+            job: {"redone_s": redone / 1000, "unlogged_s": unlogged / 1000, "faint_s": faint / 1000}
+            for job, (_, redone, unlogged, faint) in jobs.items()
         },
         "slow_fleet": {
             "n_episodes": episodes.size,
@@ -297,6 +342,7 @@ def truth_block(
 
 _LAW_KNOBS = (
     "slow_rate_per_gpu_hour",
+    "training_step_jitter",
     "slow_unit",
     "slow_dcgm_share",
     "straggler_lines",

@@ -74,6 +74,10 @@ CATEGORIES: tuple[str, ...] = (
     "warmup_s",
 )
 """Ledger columns of ``job_goodput`` (``restart_s`` is the sum of the last four)."""
+JITTER_STREAM = 0x717E
+"""Second seed word of each attempt's step-jitter generator (then the job id and attempt)."""
+_NONE = np.zeros(0)
+"""The pace of a healthy attempt (no change of ``M``)."""
 
 
 def is_training(name: str) -> bool:
@@ -94,7 +98,7 @@ class TrainingOutput:
     job_goodput: list[dict[str, Any]] = field(default_factory=list)
     n_lines: int = 0
     slow_rows: list[dict[str, Any]] = field(default_factory=list)
-    slow_jobs: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    slow_jobs: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
 
 
 def _uniform(rng: np.random.Generator, bounds: tuple[float, float]) -> float:
@@ -129,12 +133,14 @@ def run_attempt(
     resume: int,
     pre_ms: tuple[int, int] | int,
     pace_of: Callable[[int], Pace | None] | None = None,
+    noise: Callable[[int], np.ndarray] | None = None,
 ) -> Run:
     """Lay out one attempt: its start-up or load and warm-up, then steps and saves until ``end``.
 
     ``pre_ms`` is the start-up (an int) or ``(load, warmup)``; the load is skipped when
     ``resume`` is 0 (nothing to load). ``pace_of(first)`` gives the fail-slow pace of the steps
-    from ``first`` on (:mod:`synth.failslow`; None: healthy, every step ``step_ms``).
+    from ``first`` on (:mod:`synth.failslow`; None: healthy, every step ``step_ms``). ``noise(n)``
+    draws ``n`` multiplicative jitters of the step times (``training_step_jitter``; None: none).
     """
     if isinstance(pre_ms, int):
         load, first = None, start + pre_ms
@@ -146,9 +152,11 @@ def run_attempt(
         load, first = None, start + pre_ms[1]
     st, k, c = knobs.step_ms, knobs.ckpt_every, knobs.save_ms
     pace = pace_of(first) if pace_of is not None else None
-    durations = None
-    if pace is not None:
-        steps, step_end, durations = failslow.slow_steps(pace, first, end, resume, st, k, c)
+    durations = factor = None
+    if pace is not None or noise is not None:
+        times, values = (pace.times, pace.values) if pace is not None else (_NONE, _NONE)
+        laid = failslow.lay_steps(times, values, first, end, resume, (st, k, c), noise)
+        steps, step_end, durations, factor = laid.steps, laid.ends, laid.durations, laid.factor
     else:
         n_max = max(0, (end - first) // st + 1)
         steps = resume + np.arange(1, n_max + 1, dtype=np.int64)
@@ -171,6 +179,7 @@ def run_attempt(
         save_done=save_start + c <= end,
         durations=durations,
         pace=pace,
+        factor=factor,
     )
 
 
@@ -282,7 +291,7 @@ def training_logs(
             else None
         )
         resume = 0
-        slow = (0, 0, 0)
+        slow = (0, 0, 0, 0)
         for i, a in enumerate(runs):
             start, end = a.start_s * 1000, min(a.end_s * 1000, w1_ms)
             pre = _pre_ms(config, rng, a.number, whole)
@@ -291,13 +300,19 @@ def training_logs(
                 part = _plain_truth(end - start, a.number, pre)
             else:
                 pace_of = _pace_of(episodes, a, end, host_names, gpus_per_node)
-                run = run_attempt(knobs, start, end, resume, pre, pace_of)
+                noise = _noise(config, int(jobs.raw_id[j]), a.number)
+                run = run_attempt(knobs, start, end, resume, pre, pace_of, noise)
                 writer.attempt(run, a)
                 part = attempt_truth(run, knobs, a.number, a.state, final_completed=final_completed)
                 if run.pace is not None:
                     out.slow_rows += failslow.episode_rows(run.pace, jobs.label[j], a.number)
                     more = _slow_parts(run, knobs, final_completed=final_completed)
-                    slow = (slow[0] + more[0], slow[1] + more[1], slow[2] + more[2])
+                    slow = (
+                        slow[0] + more[0],
+                        slow[1] + more[1],
+                        slow[2] + more[2],
+                        slow[3] + more[3],
+                    )
                 done = run.save_step[run.save_done]
                 resume = int(done[-1]) if done.size else resume
             for key, value in part.items():
@@ -341,15 +356,28 @@ def _pace_of(
     return lambda first: failslow.attempt_pace(episodes, a.nodes, names, g, first, end)
 
 
-def _slow_parts(run: Run, knobs: Knobs, *, final_completed: bool) -> tuple[int, int, int]:
-    """Milliseconds above the healthy pace of one attempt: (kept, redone, kept but unlogged).
+def _noise(config: SynthConfig, raw_id: int, number: int) -> Callable[[int], np.ndarray] | None:
+    """Draws of an attempt's step jitter from a generator of its own (None: jitter off)."""
+    sigma = config.training_step_jitter
+    if not sigma:
+        return None
+    rng = np.random.default_rng([config.seed, JITTER_STREAM, raw_id, number])
+    return lambda n: rng.lognormal(0.0, sigma, n)
+
+
+def _slow_parts(run: Run, knobs: Knobs, *, final_completed: bool) -> tuple[int, int, int, int]:
+    """Milliseconds above the healthy pace of one attempt: (kept, redone, unlogged, faint).
 
     Kept steps are those the ledger keeps (``attempt_truth``): every step of the final attempt
-    of a completed job, else the steps up to the attempt's last completed save.
+    of a completed job, else the steps up to the attempt's last completed save. A step's time
+    above the healthy pace is ``round(step_ms x M) - step_ms``, the step without its jitter.
+    Unlogged: kept steps after the last progress line; faint: the other kept steps whose ``M``
+    is under ``1 + failslow.VISIBLE_FLOOR``.
     """
-    if run.durations is None or run.steps.size == 0:
-        return 0, 0, 0
-    extra = run.durations - knobs.step_ms
+    if run.factor is None or run.steps.size == 0:
+        return 0, 0, 0, 0
+    clean = np.maximum(1, np.round(knobs.step_ms * run.factor)).astype(np.int64)
+    extra = clean - knobs.step_ms
     steps = run.steps
     done = run.save_step[run.save_done]
     kept_to = int(done[-1]) if done.size else run.resume
@@ -359,10 +387,12 @@ def _slow_parts(run: Run, knobs: Knobs, *, final_completed: bool) -> tuple[int, 
     shown = steps[steps % knobs.log_every == 0]
     last_shown = int(shown[-1]) if shown.size else run.resume
     unlogged = kept & (steps > last_shown)
+    faint = kept & ~unlogged & (run.factor < 1 + failslow.VISIBLE_FLOOR)
     return (
         int(extra[kept].sum()),
         int(extra[~kept].sum()),
         int(extra[unlogged].sum()),
+        int(extra[faint].sum()),
     )
 
 

@@ -80,8 +80,9 @@ class Run:
     save_step: np.ndarray
     save_start: np.ndarray
     save_done: np.ndarray
-    durations: np.ndarray | None = None  # per step (ms), only when fail-slow slows the attempt
+    durations: np.ndarray | None = None  # per step (ms), with fail-slow or step jitter on
     pace: Pace | None = None
+    factor: np.ndarray | None = None  # per step, M at its start (with ``durations``)
 
 
 def interval_means(durations: np.ndarray, shown: np.ndarray) -> np.ndarray:
@@ -256,7 +257,7 @@ class LogWriter:
         )
         jitter = self.rng.uniform(0.0, 50.0, size=max(1, len(saves))).tolist()
         elapsed = [f"{k.step_ms:.1f}"] * steps.size
-        if run.durations is not None:  # fail-slow: the exact mean over each line's steps
+        if run.durations is not None:  # fail-slow, jitter: the exact mean over the line's steps
             means = interval_means(run.durations, shown)
             elapsed = [f"{m:.1f}" for m in means.tolist()]
             tput = (np.array(tput) * k.step_ms / means).tolist()
@@ -393,7 +394,7 @@ class LogWriter:
         times = [titan_time(s) for s in stamps(ends)]
         loss = self.losses(steps).tolist()
         tps = np.round(2000 + 40 * self.tflops * (1 + 0.01 * self.rng.standard_normal(steps.size)))
-        if run.durations is not None:  # fail-slow: tokens per second fall with the pace
+        if run.durations is not None:  # fail-slow, jitter: tokens per second follow the pace
             tps = np.round(tps * k.step_ms / interval_means(run.durations, shown))
         tps_list = tps.astype(np.int64).tolist()
         saves = dict(zip(run.save_step.tolist(), run.save_done.tolist(), strict=True))

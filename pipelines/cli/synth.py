@@ -77,6 +77,15 @@ TrainingLogsOption = Annotated[
         "per-job goodput truth (job_goodput).",
     ),
 ]
+StepJitterOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        max=0.5,
+        help="Sigma of a lognormal noise on every training step's time (e.g. 0.01: about 1 %; "
+        "default 0, the published fail-slow preset 0.01). Needs --training-logs.",
+    ),
+]
 SlowPresetOption = Annotated[
     str | None,
     typer.Option(
@@ -184,6 +193,7 @@ def synth(
     dcgm_interval_s: DcgmIntervalOption = None,
     precursor_share: PrecursorShareOption = None,
     training_logs: TrainingLogsOption = False,
+    step_jitter: StepJitterOption = None,
     slow_preset: SlowPresetOption = None,
     slow_rate_per_gpu_hour: SlowRateOption = None,
     slow_duration_s: SlowDurationOption = None,
@@ -240,6 +250,7 @@ def synth(
             "slow_dcgm_share": slow_dcgm_share,
             "straggler_lines": straggler_lines,
             "straggler_report_s": straggler_report_s,
+            "training_step_jitter": step_jitter,  # the fail-slow preset sets it: given wins
         }
         config = _with_slow(config, slow_preset, slow)
     except ValueError as error:  # a knob value it cannot use: usage, exit 2

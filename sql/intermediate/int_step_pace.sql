@@ -16,11 +16,18 @@
 -- Warm-up (is_warmup): the first slow_warmup_lines lines of the attempt (stg_params, default 3;
 -- the first line has no k anyway), and every line before the first later line whose step_s is
 -- within 20 % of the median of the attempt's later lines (compile and allocator time).
--- Baseline, per attempt, over the lines in_baseline (not warm-up, no checkpoint, a step_s):
--- baseline_step_s = median step_s, baseline_mad_s = median |step_s - baseline_step_s|, when at
--- least 3 lines are in it (else null: the attempt's pace is unknown). theta = greatest(
--- slow_theta_min (stg_params, default 0.05), 4 x 1.4826 x MAD / baseline), and a scored line
--- (not warm-up, a step_s) is_slow when step_s > baseline_step_s x (1 + theta).
+-- Baseline, per attempt, over the lines in_baseline (not warm-up, no checkpoint, a step_s; at
+-- least 3 of them, n_baseline_lines, else null: the attempt's pace is unknown): the healthy
+-- pace is that of the attempt's fast cluster, the in-baseline lines with step_s <= (1 +
+-- slow_theta_min) x their 10th percentile (quantile_disc: the (floor((n - 1) x 0.1) + 1)-th
+-- smallest, a line's own step_s), n_fast_lines of them. baseline_step_s = their median,
+-- baseline_mad_s = their median |step_s - baseline_step_s|. A median over all the lines would
+-- take a mostly slow attempt's slow pace for its healthy one, and slow lines would widen the
+-- MAD of a short log; the fast cluster holds while at least a tenth of the lines are healthy
+-- (an attempt up to about 90 % slow). theta = greatest(slow_theta_min (stg_params, default
+-- 0.05), 4 x 1.4826 x MAD / baseline), and a scored line (not warm-up, a step_s) is_slow when
+-- step_s > baseline_step_s x (1 + theta). Slowdowns under slow_theta_min are tolerated by design;
+-- a long one that holds most of the fast cluster lifts the baseline by up to slow_theta_min.
 --
 -- Trends (in_trend): a slowdown that does not come back is not an episode. An attempt whose
 -- scored lines (at least 5) keep slowing (the correlation of step_s with step at least 0.9, and
@@ -179,7 +186,8 @@ warm as (
         on paced.job_id_raw = settled.job_id_raw and paced.attempt = settled.attempt
 ),
 
-flagged as (
+-- materialized: the baseline steps and the scoring all read it (inlined, it is planned thrice)
+flagged as materialized (
     select
         warm.*,
         not warm.is_warmup and warm.step_s is not null as scored,
@@ -187,16 +195,43 @@ flagged as (
     from warm
 ),
 
-medians as (
+-- the fast cluster of an attempt's baseline lines: within slow_theta_min of their 10th percentile
+lows as (
     select
         flagged.job_id_raw,
         flagged.attempt,
-        median(flagged.step_s) as baseline_step_s,
+        quantile_disc(flagged.step_s, 0.1) as low_step_s,
         count(*) as n_baseline_lines
     from flagged
     where flagged.in_baseline
     group by flagged.job_id_raw, flagged.attempt
     having count(*) >= 3
+),
+
+fast as (
+    select
+        lows.job_id_raw,
+        lows.attempt,
+        lows.n_baseline_lines,
+        flagged.step_s
+    from lows
+    cross join params
+    inner join flagged
+        on lows.job_id_raw = flagged.job_id_raw and lows.attempt = flagged.attempt
+    where
+        flagged.in_baseline
+        and flagged.step_s <= (1 + params.slow_theta_min) * lows.low_step_s
+),
+
+medians as (
+    select
+        fast.job_id_raw,
+        fast.attempt,
+        any_value(fast.n_baseline_lines) as n_baseline_lines,
+        count(*) as n_fast_lines,
+        median(fast.step_s) as baseline_step_s
+    from fast
+    group by fast.job_id_raw, fast.attempt
 ),
 
 baselines as (
@@ -205,13 +240,17 @@ baselines as (
         medians.attempt,
         medians.baseline_step_s,
         medians.n_baseline_lines,
-        median(abs(flagged.step_s - medians.baseline_step_s)) as baseline_mad_s
+        medians.n_fast_lines,
+        median(abs(fast.step_s - medians.baseline_step_s)) as baseline_mad_s
     from medians
-    inner join flagged
-        on medians.job_id_raw = flagged.job_id_raw and medians.attempt = flagged.attempt
-    where flagged.in_baseline
+    inner join fast
+        on medians.job_id_raw = fast.job_id_raw and medians.attempt = fast.attempt
     group by
-        medians.job_id_raw, medians.attempt, medians.baseline_step_s, medians.n_baseline_lines
+        medians.job_id_raw,
+        medians.attempt,
+        medians.baseline_step_s,
+        medians.n_baseline_lines,
+        medians.n_fast_lines
 ),
 
 scored as (
@@ -220,6 +259,7 @@ scored as (
         baselines.baseline_step_s,
         baselines.baseline_mad_s,
         baselines.n_baseline_lines,
+        baselines.n_fast_lines,
         greatest(
             params.slow_theta_min,
             4 * 1.4826 * baselines.baseline_mad_s / baselines.baseline_step_s
@@ -321,6 +361,7 @@ final as (
         scored.baseline_step_s,
         scored.baseline_mad_s,
         scored.n_baseline_lines,
+        scored.n_fast_lines,
         scored.theta,
         coalesce(scored.is_slow, false) as is_slow,
         scored.scored

@@ -13,7 +13,9 @@ Job 6001 (Megatron, 8 GPUs, one attempt 10:00:00-10:05:00 COMPLETED), 10 iterati
       after the first three, iteration 140 (a save in its interval) left out, is 1000 ms, and
       1250 is 25 % off it; iteration 50 is the first within 20 %.
     baseline: iterations 50-210 but 140, 16 lines; sorted 980, 990 x3, 1000 x5, 1010 x2, 1020,
-      1200, 1250, 1300 x2: median 1.000 s; deviations 0 x5, 0.01 x5, 0.02 x2, 0.2, 0.25, 0.3 x2:
+      1200, 1250, 1300 x2. Their 10th percentile (quantile_disc: the floor(15 x 0.1) + 1 = 2nd
+      smallest) is 990 ms; the fast cluster, lines at most 1.05 x 990 = 1039.5 ms, is 980, 990
+      x3, 1000 x5, 1010 x2, 1020 (12 lines): median 1.000 s; deviations 0 x5, 0.01 x5, 0.02 x2:
       MAD 0.01 s; theta = max(0.05, 4 x 1.4826 x 0.01 / 1) = 0.059304: slow above 1.059304 s.
     slow: 120, 130, 140 (save in its interval: printed time used, not in the baseline), 160, 190.
       150 (1.01) is one healthy line between two slow ones: merged. 170 ends the run.
@@ -26,17 +28,21 @@ Job 6001 (Megatron, 8 GPUs, one attempt 10:00:00-10:05:00 COMPLETED), 10 iterati
       after; slow_s 10.6; wall 300 = 242.4 + 10.6 + 30 + 5 + 12.
 
 Job 6002 (torchtitan, ts_diff pace, 8 GPUs, 11:00:00-11:05:00 COMPLETED): noisy but healthy,
-    0.97-1.03 s a step, and a 90 s save after step 80. Baseline (steps 40-160 but 90): median
-    1.00, MAD 0.015, theta = 4 x 1.4826 x 0.015 = 0.088956: nothing slow. Step 90's interval is
-    100.2 s; less the 90 s save it is 1.02 s a step (without, 10.02 s a step over 100 s: it would
-    be an episode).
+    0.97-1.03 s a step, and a 90 s save after step 80. Baseline lines (steps 40-160 but 90, 12):
+    sorted 0.97 x2, 0.98, 0.99 x2, 1.00 x2, 1.01 x2, 1.02, 1.03 x2; 10th percentile the 2nd, 0.97;
+    fast cluster (at most 1.0185): the first 9, median 0.99, deviations 0.02 x4, 0.01 x3, 0 x2:
+    MAD 0.01; theta = max(0.05, 4 x 1.4826 x 0.01 / 0.99) = 0.059903, slow above 1.0493: nothing
+    slow. Step 90's interval is 100.2 s; less the 90 s save it is 1.02 s a step (without, 10.02 s
+    a step over 100 s: it would be an episode).
 
 Job 6003 (Megatron, 13:00:00-13:10:00 COMPLETED): a linear slowdown, 1.05 to 1.55 s a step over
     iterations 50-150 (after 3000, 1000, 1000, 1000 ms). The lines after the first three have
     median (1.25 + 1.30) / 2 = 1.275; iteration 40 (1.00) is 21.6 % off it, so warm-up; 50-150
-    are scored: median 1.30, MAD 0.15, theta = 4 x 1.4826 x 0.15 / 1.3 = 0.684: no line slow.
-    The 11 lines rise in a straight line (correlation 1), by 0.5 s >= 0.05 x 1.3: a trend over
-    the attempt, steps 41-150, 1.05 -> 1.55 s (growth 1.476), no episode, slow_s 0.
+    are scored: 10th percentile 1.10 (the 2nd of 11), fast cluster 1.05, 1.10, 1.15 (at most
+    1.155): baseline 1.10, MAD 0.05, theta = 4 x 1.4826 x 0.05 / 1.1 = 0.2696, so 120-150
+    (above 1.3966) are slow lines. The 11 lines rise in a straight line (correlation 1), by 0.5 s >=
+    0.05 x 1.1: a trend over the attempt, steps 41-150, 1.05 -> 1.55 s (growth 1.476), no
+    episode, slow_s 0.
 
 Job 6004 (Megatron, 8 GPUs): attempt 1 12:00:00-12:10:00 NODE_FAIL, attempt 2 12:15:00-12:30:00
     COMPLETED after loading the save of iteration 60.
@@ -340,7 +346,7 @@ def test_a_slow_stretch_is_one_episode_with_its_slow_time(con: duckdb.DuckDBPyCo
     assert [s for s, r in sorted(pace.items()) if r["is_warmup"]] == [10, 20, 30, 40]
     assert pace[50]["baseline_step_s"] == pytest.approx(1.0)
     assert pace[50]["baseline_mad_s"] == pytest.approx(0.01)
-    assert pace[50]["n_baseline_lines"] == 16
+    assert (pace[50]["n_baseline_lines"], pace[50]["n_fast_lines"]) == (16, 12)
     assert pace[50]["theta"] == pytest.approx(4 * 1.4826 * 0.01)
     assert (pace[140]["has_checkpoint"], pace[140]["in_baseline"]) == (True, False)
     assert pace[140]["pace_source"] == "printed"
@@ -383,9 +389,10 @@ def test_a_noisy_but_healthy_log_gives_no_episode(con: duckdb.DuckDBPyConnection
     assert {r["pace_source"] for s, r in pace.items() if s > 10} == {"ts_diff"}
     assert pace[90]["has_checkpoint"] is True
     assert pace[90]["step_s"] == pytest.approx(1.02)  # (100.2 - 90) / 10
-    assert pace[100]["baseline_step_s"] == pytest.approx(1.0)
-    assert pace[100]["baseline_mad_s"] == pytest.approx(0.015)
-    assert pace[100]["theta"] == pytest.approx(4 * 1.4826 * 0.015)
+    assert pace[100]["baseline_step_s"] == pytest.approx(0.99)
+    assert pace[100]["baseline_mad_s"] == pytest.approx(0.01)
+    assert (pace[100]["n_baseline_lines"], pace[100]["n_fast_lines"]) == (12, 9)
+    assert pace[100]["theta"] == pytest.approx(4 * 1.4826 * 0.01 / 0.99)
     assert not any(r["is_slow"] or r["in_trend"] for r in pace.values())
     assert _episodes(con, "6002") == []
     row = _ledger(con)["6002"]
@@ -402,7 +409,7 @@ def test_a_slowdown_that_keeps_growing_is_a_trend_not_an_episode(
     assert (trend["start_ts"], trend["end_ts"]) == (at("13:01:10"), at("13:03:33"))
     assert (trend["first_step_s"], trend["last_step_s"]) == pytest.approx((1.05, 1.55))
     assert trend["growth"] == pytest.approx(1.55 / 1.05)
-    assert trend["baseline_step_s"] == pytest.approx(1.3)
+    assert trend["baseline_step_s"] == pytest.approx(1.1)
     row = _ledger(con)["6003"]
     assert (row["slow_s"], row["slow_measured"]) == (0.0, True)
     assert _rows(con, "select job_id_raw from int_slow_trends") == [{"job_id_raw": "6003"}]
@@ -449,11 +456,11 @@ def test_a_slow_attempt_counts_no_time_for_its_healthy_stretch() -> None:
     # Job 6006: attempt 1 is job 6004's (pace 1.0 s, its 1.5 s tail redone). Attempt 2 resumes
     # from iteration 60: 3300, 1100, 1100 ms (warm-up: its first three lines), then 1000 ms for
     # iterations 100-110 (steps 91-110: the slow unit has not joined yet) and 1100 ms for 120-160.
-    # Its scored lines 100-160: median 1.1, deviations 0.1 x 2 and 0 x 5, MAD 0, theta 0.05; no
-    # line above 1.155. Against attempt 1's 1.0: 1.1 >= 1.05 x 1.0, an attempt_vs_job episode,
-    # steps 91-160 (7 lines). Its time above 1.0: 10 x (0 + 0) for 100-110 and 10 x 0.1 x 5 for
-    # 120-160 = 5 s (not 0.1 x 70 = 7 s: the two 1.0 s lines ran at the healthy pace). All of
-    # attempt 2 is kept (completed): the ledger's slow_s is 5 s too.
+    # Its scored lines 100-160: 10th percentile 1.0 (the 1st of 7), fast cluster the two 1.0 s
+    # lines: baseline 1.0, MAD 0, theta 0.05, so 120-160 (1.1 > 1.05) are an episode of the
+    # attempt's own, steps 111-160 (5 lines): 10 x 0.1 x 5 = 5 s (not 0.1 x 70 = 7 s: the two
+    # 1.0 s lines ran at the healthy pace). The attempt's baseline equals attempt 1's: no
+    # attempt_vs_job episode. All of attempt 2 is kept (completed): the ledger's slow_s is 5 s.
     attempt_2 = _megatron(
         [
             (70, 3300.0, "12:16:00"),
@@ -477,11 +484,95 @@ def test_a_slow_attempt_counts_no_time_for_its_healthy_stretch() -> None:
     con = _warehouse({"training/slurm-6006.out": ("\n".join(lines) + "\n").encode()}, slurm)
     whole = [e for e in _episodes(con, "6006") if e["attempt"] == 2]
     assert [(e["pace_source"], e["first_step"], e["last_step"], e["n_lines"]) for e in whole] == [
-        ("attempt_vs_job", 91, 160, 7)
+        ("printed", 111, 160, 5)
     ]
+    assert (whole[0]["start_ts"], whole[0]["end_ts"]) == (at("12:16:42"), at("12:17:37"))
     assert (whole[0]["baseline_step_s"], whole[0]["slow_step_s"]) == pytest.approx((1.0, 1.1))
     assert whole[0]["slow_s"] == pytest.approx(5.0)
     assert _ledger(con)["6006"]["slow_s"] == pytest.approx(5.0)
+
+
+def test_a_mostly_slow_attempt_keeps_its_healthy_pace() -> None:
+    # Job 6007 (Megatron, 16:00:00-16:05:00 COMPLETED), 10 iterations a line: 3000, 1500, 1500 ms
+    # (warm-up: the first three lines), then 1500 ms for iterations 40-130 and 1000 ms for 140-150
+    # (the slow GPU recovers). The lines after the first three have median 1500: iteration 40 is
+    # within 20 %, no more warm-up. Baseline lines 40-150 (12): 10th percentile the 2nd smallest
+    # (floor(11 x 0.1) + 1), 1000 ms; fast cluster (at most 1050 ms) the two 1000 ms lines:
+    # baseline 1.0 s, MAD 0, theta 0.05. Lines 40-130 (83 % of the attempt) are one episode:
+    # steps 31-130, 10 lines, from line 30's time (16:01:10) to line 130's (16:03:40), slowdown
+    # 1.5, slow_s = 10 lines x 10 x 0.5 = 50 s. (A median baseline would be 1.5 s: no episode.)
+    # Not a trend: the pace falls at the end (correlation < 0) and no slow tail follows the last
+    # healthy line. Ledger: F = 16:00:40 - 10 x 3.0 s = 16:00:10 (startup 10), last line 16:04:00
+    # (other 60): productive 230 - 50 = 180, slow_s 50; wall 300.
+    times = ["16:00:40", "16:00:55", "16:01:10"]
+    times += [f"16:0{(85 + 15 * i) // 60}:{(85 + 15 * i) % 60:02d}" for i in range(10)]
+    times += ["16:03:50", "16:04:00"]
+    pace = [3000.0, 1500.0, 1500.0] + [1500.0] * 10 + [1000.0, 1000.0]
+    log = _megatron(
+        [(10 * (i + 1), ms, hms) for i, (ms, hms) in enumerate(zip(pace, times, strict=True))], {}
+    )
+    assert times[12] == "16:03:40"
+    slurm = [_attempt("6007", "16:00:00", "16:05:00", "COMPLETED")]
+    con = _warehouse({"training/slurm-6007.out": ("\n".join(log) + "\n").encode()}, slurm)
+    rows = _pace(con, "6007")
+    assert [s for s, r in sorted(rows.items()) if r["is_warmup"]] == [10, 20, 30]
+    assert (rows[40]["baseline_step_s"], rows[40]["baseline_mad_s"]) == pytest.approx((1.0, 0.0))
+    assert (rows[40]["n_baseline_lines"], rows[40]["n_fast_lines"]) == (12, 2)
+    assert rows[40]["theta"] == pytest.approx(0.05)
+    (episode,) = _episodes(con, "6007")
+    assert episode["pace_source"] == "printed"
+    assert (episode["first_step"], episode["last_step"], episode["n_lines"]) == (31, 130, 10)
+    assert (episode["start_ts"], episode["end_ts"]) == (at("16:01:10"), at("16:03:40"))
+    assert (episode["slowdown"], episode["slow_s"]) == pytest.approx((1.5, 50.0))
+    row = _ledger(con)["6007"]
+    expected = {"wall_s": 300.0, "productive_s": 180.0, "slow_s": 50.0, "startup_s": 10.0}
+    assert {k: row[k] for k in expected} == pytest.approx(expected)
+    assert row["other_s"] == pytest.approx(60.0)
+
+
+def test_a_few_lines_half_slow_do_not_widen_the_threshold() -> None:
+    # Job 6008 (Megatron, 17:00:00-17:05:00 COMPLETED), 10 iterations a line: 3000, 1000, 1000 ms
+    # (warm-up), then 990, 1000, 1120, 1120, 1130, 1130, 1010, 1020 ms (iterations 40-110). The
+    # median of the lines after the first three is 1070: iteration 40 is within 20 %. Eight
+    # baseline lines, half of them slow: a median baseline would be 1.07 s with MAD 0.06 (theta
+    # 4 x 1.4826 x 0.06 / 1.07 = 0.33: nothing slow). The 10th percentile is the smallest (floor(7
+    # x 0.1) + 1 = 1st), 990 ms; fast cluster (at most 1039.5 ms) 990, 1000, 1010, 1020: baseline
+    # 1.005 s, deviations 0.015, 0.005, 0.005, 0.015, MAD 0.01; theta = max(0.05, 4 x 1.4826 x
+    # 0.01 / 1.005) = 0.059009, slow above 1.0643 s. Episode: iterations 60-90 (steps 51-90, 4
+    # lines, 17:01:20 to 17:02:04), slow_s = 10 x (0.115 x 2 + 0.125 x 2) = 4.8 s, slowdown =
+    # median(1.12, 1.12, 1.13, 1.13) / 1.005 = 1.125 / 1.005. Not a trend (the pace comes back:
+    # correlation 0.14; no tail). Ledger: F = 17:00:40 - 30 s = 17:00:10 (startup 10), last line
+    # 17:02:24 (other 156): productive 134 - 4.8 = 129.2.
+    lines = [
+        (10, 3000.0, "17:00:40"),
+        (20, 1000.0, "17:00:50"),
+        (30, 1000.0, "17:01:00"),
+        (40, 990.0, "17:01:10"),
+        (50, 1000.0, "17:01:20"),
+        (60, 1120.0, "17:01:31"),
+        (70, 1120.0, "17:01:42"),
+        (80, 1130.0, "17:01:53"),
+        (90, 1130.0, "17:02:04"),
+        (100, 1010.0, "17:02:14"),
+        (110, 1020.0, "17:02:24"),
+    ]
+    slurm = [_attempt("6008", "17:00:00", "17:05:00", "COMPLETED")]
+    log = _megatron(lines, {})
+    con = _warehouse({"training/slurm-6008.out": ("\n".join(log) + "\n").encode()}, slurm)
+    rows = _pace(con, "6008")
+    assert (rows[40]["baseline_step_s"], rows[40]["baseline_mad_s"]) == pytest.approx((1.005, 0.01))
+    assert (rows[40]["n_baseline_lines"], rows[40]["n_fast_lines"]) == (8, 4)
+    assert rows[40]["theta"] == pytest.approx(4 * 1.4826 * 0.01 / 1.005)
+    assert [s for s, r in sorted(rows.items()) if r["is_slow"]] == [60, 70, 80, 90]
+    assert not any(r["in_trend"] for r in rows.values())
+    (episode,) = _episodes(con, "6008")
+    assert (episode["first_step"], episode["last_step"], episode["n_lines"]) == (51, 90, 4)
+    assert (episode["start_ts"], episode["end_ts"]) == (at("17:01:20"), at("17:02:04"))
+    assert episode["slow_s"] == pytest.approx(4.8)
+    assert episode["slowdown"] == pytest.approx(1.125 / 1.005)
+    row = _ledger(con)["6008"]
+    expected = {"wall_s": 300.0, "productive_s": 129.2, "slow_s": 4.8, "other_s": 156.0}
+    assert {k: row[k] for k in expected} == pytest.approx(expected)
 
 
 def test_an_estimated_job_has_no_measured_slow_time(con: duckdb.DuckDBPyConnection) -> None:

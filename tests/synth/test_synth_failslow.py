@@ -382,6 +382,7 @@ def test_cli_preset_and_overrides(tmp_path: Path) -> None:
         (["--slow-rate-per-gpu-hour", "1e-3"], "needs training_logs on"),
         (["--training-logs", "--slow-preset", "nope"], "unknown slow preset 'nope'"),
         (["--training-logs", "--straggler-lines", "megatron"], "needs slow_rate_per_gpu_hour > 0"),
+        (["--step-jitter", "0.01"], "needs training_logs on"),
         (
             ["--training-logs", "--slow-rate-per-gpu-hour", "1e-3", "--slow-unit", "rack"],
             "slow_unit must be 'gpu' or 'node'",
@@ -401,3 +402,65 @@ def test_cli_bad_slow_options_are_one_line_errors(
     assert message in result.output
     assert "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+# --- faint slowness and step jitter ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("factor", "faint"), [((0.02, 0.0), True), ((0.5, 0.0), False)])
+def test_faint_slowness_is_split_out_of_slow_s(
+    tmp_path: Path, factor: tuple[float, float], faint: bool
+) -> None:
+    # every episode slows by S = 1.02 (under 1 + visible_floor: all of the logged slow time is
+    # faint) or by S = 1.5 (none of it)
+    config = SynthConfig(**(SLOW | {"days": 3, "slow_factor": factor, "dcgm_interval_s": None}))
+    truth = synthesize(tmp_path, config)
+    assert truth["slow_laws"]["visible_floor"] == 0.05
+    assert "relia's default detection floor" in truth["slow_laws"]["faint_s"]
+    slowed = [job for job, s in truth["slow_jobs"].items() if s > 0]
+    assert slowed
+    for job in slowed:
+        parts = truth["slow_job_parts"][job]
+        logged = truth["slow_jobs"][job] - parts["unlogged_s"]
+        assert parts["faint_s"] == pytest.approx(logged if faint else 0.0, abs=1e-6), job
+
+
+def test_step_jitter_is_off_by_default_and_refused_without_logs() -> None:
+    assert SynthConfig().training_step_jitter == 0
+    assert "training_step_jitter" not in SynthConfig(training_logs=True).to_params()
+    with pytest.raises(ValueError, match="needs training_logs on"):
+        SynthConfig(training_step_jitter=0.01)
+    with pytest.raises(ValueError, match=r"must be in \[0, 0.5\]"):
+        SynthConfig(training_logs=True, training_step_jitter=-0.1)
+    assert with_slow_preset(SynthConfig(training_logs=True), "published").training_step_jitter == (
+        0.01
+    )
+
+
+def test_step_jitter_moves_only_the_step_times(tmp_path: Path) -> None:
+    base = SynthConfig(nodes=8, days=4, seed=5, training_logs=True)
+    truth = synthesize(tmp_path / "off", base)
+    jittered = synthesize(tmp_path / "on", replace(base, training_step_jitter=0.01))
+    assert jittered["params"]["training_step_jitter"] == 0.01
+    for path in sorted((tmp_path / "off").rglob("*")):
+        rel = path.relative_to(tmp_path / "off")
+        if path.is_file() and rel.parts[0] not in ("training", "ground_truth.json"):
+            assert (tmp_path / "on" / rel).read_bytes() == path.read_bytes(), rel
+    # the ledger still sums to the wall time, job by job, and the knobs drawn are the same
+    for before, after in zip(truth["job_goodput"], jittered["job_goodput"], strict=True):
+        assert before["step_time_s"] == after["step_time_s"]
+        parts = ("productive_s", "checkpoint_s", "wasted_s", "restart_s", "startup_s", "other_s")
+        assert sum(after[k] for k in parts) == pytest.approx(after["wall_s"])
+    # Megatron's printed step time scatters around the drawn one: the mean of k lognormal(0,
+    # 0.01) draws, about 1 % / sqrt(k) (k = 10-100 steps a line)
+    ratios = []
+    for entry in jittered["job_goodput"]:
+        if entry["framework"] != "megatron":
+            continue
+        text = (tmp_path / "on" / "training" / f"slurm-{entry['job_id']}.out").read_text()
+        ms = [float(m[3]) for line in text.splitlines() if (m := _ITER.match(line))]
+        ratios += [x / (entry["step_time_s"] * 1000) for x in ms]
+    assert len(ratios) > 100
+    assert len(set(ratios)) > len(ratios) // 2
+    assert abs(float(np.median(ratios)) - 1) < 0.002
+    assert 0.0005 < float(np.std(ratios)) < 0.005
