@@ -56,6 +56,7 @@ MATERIALIZED = (
     "int_training_events",
     "int_training_attempts",
     "int_step_pace",  # read by the episodes and the ledger
+    "int_slow_spans",  # read by the attribution and the episodes
     "int_slow_episodes",
     "fct_job_goodput",
     "int_fleet_nodes",

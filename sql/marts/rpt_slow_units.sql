@@ -2,8 +2,8 @@
 -- (gpu null: the node as a whole) with at least 2 fail-slow episodes (int_slow_episodes), and
 -- what they cost: slow_s (the episodes' time above the baseline), slow_gpu_hours (that time x
 -- the GPUs of the job, which all wait for the slowest; null for a log-only job, whose GPUs the
--- log does not say), episode_hours (the episodes' length). Episodes are not attributed yet
--- (attribution 'unattributed', blamed_host null), so the view is empty until they are.
+-- log does not say), episode_hours (the episodes' length). Only attributed episodes count
+-- (int_slow_attribution: per_rank or dcgm, a blamed host); unattributed ones name no unit.
 with episodes as (select * from int_slow_episodes),
 
 jobs as (

@@ -254,6 +254,7 @@ def test_an_ingest_of_kernel_logs_takes_again_only_the_snapshots_over_xid_lines(
             "int_training_events",
             "int_training_attempts",
             "int_step_pace",
+            "int_slow_spans",
             "int_slow_episodes",
         }
         for name in warehouse.MATERIALIZED:

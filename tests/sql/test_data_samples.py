@@ -49,7 +49,9 @@ VIEW_KEYS: dict[str, tuple[str, ...]] = {
         "start_ts",
     ),
     "int_replacement_lives": ("unit_id", "component_class"),
+    "int_slow_attribution": ("job_id_raw", "attempt", "episode_no"),
     "int_slow_episodes": ("job_id_raw", "attempt", "episode_no"),
+    "int_slow_spans": ("job_id_raw", "attempt", "episode_no"),
     "int_slow_trends": ("job_id_raw", "attempt"),
     "int_step_pace": ("job_id_raw", "attempt", "step"),  # a step is one progress line
     "int_training_attempts": ("job_id_raw", "attempt"),
@@ -132,9 +134,11 @@ EMPTY_ON_SAMPLE = {
     "int_training_log_ties",
     "rpt_training_log_ties",
     "int_step_pace",
+    "int_slow_spans",
+    "int_slow_attribution",
     "int_slow_episodes",
     "int_slow_trends",
-    "rpt_slow_units",  # and no episode is attributed yet
+    "rpt_slow_units",
     "rpt_class_rates",  # no fit run (the ingest alone)
     "rpt_projection_backtest",  # no back-test run
     "rpt_projection_backtest_classes",
