@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
-from prometheus_client.parser import text_string_to_metric_families
 
 from pipelines.ingest.sources.common import (
     Parsed,
@@ -294,6 +293,9 @@ def _is_dmon(data: bytes) -> bool:
 @functools.lru_cache(maxsize=1 << 16)
 def _series(text: str) -> tuple[str | None, dict[str, str] | None, str | None]:
     """``(metric name, labels, error)`` of ``name{labels}`` as ``prometheus_client`` reads it."""
+    # imported here: a scheduled ingest with no dcgm-exporter text to read does not load it
+    from prometheus_client.parser import text_string_to_metric_families
+
     try:
         families = list(text_string_to_metric_families(text + " 0\n"))
     except ValueError as error:  # the parser's only complaint type
